@@ -1,0 +1,1 @@
+"""nnscons: declarative, incremental model-to-firmware builds on SCons."""
