@@ -1,0 +1,48 @@
+"""Built-in model zoo: deterministic float32 ONNX generators (no downloads).
+
+Each generator module provides DEFAULT_INPUT_SHAPE, check_input_shape(shape) (raises
+ValueError) and build(seed, input_shape) -> onnx.ModelProto. onnx is imported only
+when a model is built: the manifest reads ZOO on every scons call, a no-op one too.
+Same arguments -> byte-identical model, in any process.
+"""
+from __future__ import annotations
+
+import os
+
+from . import resnet18, simplecnn
+
+ZOO = {"resnet18": resnet18, "simplecnn": simplecnn}
+
+
+def _module(name: str):
+    if name not in ZOO:
+        raise ValueError(f"unknown zoo model {name!r}; expected one of: {', '.join(sorted(ZOO))}")
+    return ZOO[name]
+
+
+def build(name: str, seed: int = 0, input_shape=None):
+    """The model as an onnx.ModelProto; input_shape None = the model's default."""
+    module = _module(name)
+    return module.build(seed, tuple(input_shape or module.DEFAULT_INPUT_SHAPE))
+
+
+def write(name: str, seed: int, input_shape, path) -> bool:
+    """Write the model to path unless the file already holds these bytes.
+
+    Returns True if the file was (re)written. Keeping an identical file untouched keeps
+    its timestamp, so nothing downstream looks out of date.
+    """
+    data = build(name, seed, input_shape).SerializeToString(deterministic=True)
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return False
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    # Write-then-rename: a parallel reader never sees a half-written model.
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+    return True
