@@ -111,3 +111,11 @@ def requant_params(layer, graph) -> dict:
     if op == "reshape":
         return {}
     raise ValueError(f"no requantization rule for op {op!r}")
+
+
+# Largest number of products one conv/linear output may sum so that the accumulator stays
+# exact in int32 (C kernels) and in float64 (NumPy reference): |x - zp| <= 255 and
+# |w| <= 128, so |sum| <= K * 32640 < 2**31 for K <= 65793 (ResNet-18 needs K <= 4608).
+# Bias (int32) is added in 64 bits: |bias + sum| < 2**32 and M < 2**31 keep acc * M plus
+# the rounding constant below 2**63.
+MAX_ACC_TERMS = (2**31 - 1) // (255 * 128)

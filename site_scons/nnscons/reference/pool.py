@@ -1,0 +1,60 @@
+"""maxpool, avgpool and global_avgpool, requantized as documented in nnscons.numerics.
+
+A window that holds only padding cannot come from valid ONNX pads; the kernels and this
+reference both give it an accumulator of 0 (output = clamp(zp_out)) instead of failing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import numerics
+from .windows import window_view
+
+_EMPTY = -129  # below any int8: marks max-pool positions that saw no image pixel
+
+
+def _geometry(layer, graph):
+    a = layer.attrs
+    _, _, oh, ow = graph.tensor(layer.output).shape
+    return dict(kernel=a["kernel"], stride=a.get("stride", (1, 1)), dilation=(1, 1),
+                pads=a.get("pads", (0, 0, 0, 0)), out_hw=(oh, ow))
+
+
+def _requant(layer, graph, acc, mult, shift):
+    zp_out = graph.tensor(layer.output).q.zero_point
+    return numerics.requantize(acc, mult, shift, zp_out, layer.act_min, layer.act_max)
+
+
+def maxpool(layer, graph, inputs):
+    (x,) = inputs
+    zp_in = graph.tensor(layer.inputs[0]).q.zero_point
+    view = window_view(x[0].astype(np.int16), fill=_EMPTY, **_geometry(layer, graph))
+    m = view.max(axis=(1, 2)).astype(np.int64)
+    m[m == _EMPTY] = zp_in
+    p = numerics.requant_params(layer, graph)
+    return _requant(layer, graph, m - zp_in, p["mult"][0], p["shift"][0])[None]
+
+
+def avgpool(layer, graph, inputs):
+    (x,) = inputs
+    zp_in = graph.tensor(layer.inputs[0]).q.zero_point
+    geo = _geometry(layer, graph)
+    centered = x[0].astype(np.int64) - zp_in
+    acc = window_view(centered, fill=0, **geo).sum(axis=(1, 2))
+    kh, kw = geo["kernel"]
+    if layer.attrs.get("count_include_pad", 0):
+        count = np.full(acc.shape[1:], kh * kw)
+    else:
+        inside = np.ones((1,) + centered.shape[1:], dtype=np.int64)
+        count = window_view(inside, fill=0, **geo).sum(axis=(1, 2))[0]
+    p = numerics.requant_params(layer, graph)
+    return _requant(layer, graph, acc, p["mult"][count], p["shift"][count])[None]
+
+
+def global_avgpool(layer, graph, inputs):
+    (x,) = inputs
+    zp_in = graph.tensor(layer.inputs[0]).q.zero_point
+    acc = (x[0].astype(np.int64) - zp_in).sum(axis=(1, 2))
+    p = numerics.requant_params(layer, graph)
+    out = _requant(layer, graph, acc, p["mult"][0], p["shift"][0])
+    return out.reshape(graph.tensor(layer.output).shape)

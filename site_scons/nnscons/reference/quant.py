@@ -1,0 +1,24 @@
+"""Conversions between float tensors and the int8 IR domain (ONNX Quantize/DequantizeLinear)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+
+
+def quantize_input(graph: ir.Graph, x_float) -> np.ndarray:
+    """int8 network input, exactly as ONNX QuantizeLinear computes it.
+
+    onnxruntime divides in float32 and rounds half to even, so we do the same
+    to get the identical int8 input for agreement tests.
+    """
+    t = graph.tensor(graph.input)
+    x = np.asarray(x_float, dtype=np.float32).reshape(t.shape)
+    q = np.rint(x / np.float32(t.q.scale)) + t.q.zero_point
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+def dequantize(tensor: ir.Tensor, q) -> np.ndarray:
+    """Real value of int8 data: scale * (q - zero_point), float32."""
+    q = np.asarray(q, dtype=np.int32)
+    return ((q - tensor.q.zero_point) * np.float32(tensor.q.scale)).astype(np.float32)
