@@ -244,9 +244,8 @@ class _Validator:
         self.typed(value, "str", path, line)
         resolved = self.resolve(value)
         if not os.path.exists(resolved):
-            folder = os.path.dirname(self.display) or "."
-            raise self.error(line, path, f"{what} not found: {value} (relative to {folder}/)",
-                             "paths in the manifest are relative to the manifest's folder")
+            raise self.error(line, path, f"{what} not found: {value} (relative to the folder "
+                             f"of {self.display})")
         return resolved
 
     # sections
@@ -514,7 +513,7 @@ def load_manifest(path, kinds: dict) -> Manifest:
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
-        what = " ".join(s for s in (e.context, e.problem) if s)
+        what = ": ".join(s for s in (e.context, e.problem) if s)
         raise ManifestError(f"{where}: invalid YAML: {what}") from None
     except yaml.YAMLError as e:
         raise ManifestError(f"{display}: invalid YAML: {e}") from None
