@@ -1,0 +1,82 @@
+/* Max, average and global average pooling on CHW tiles (see nn_kernels.h). */
+#include <stddef.h>
+
+#include "nn_kernels.h"
+#include "nn_requant.h"
+#include "nn_window.h"
+
+/* Window of output (r, c) clipped to the tile: rows [*r0,*r1), cols [*c0,*c1) of the input. */
+static void nn_pool_window(const nn_pool_cfg_t *cfg, int r, int c, int *r0, int *r1, int *c0, int *c1)
+{
+    const int top = r * cfg->stride_h - cfg->pad_top;
+    const int left = c * cfg->stride_w - cfg->pad_left;
+    nn_valid_range(top, 1, cfg->k_h, cfg->in_h, r0, r1);
+    nn_valid_range(left, 1, cfg->k_w, cfg->in_w, c0, c1);
+    *r0 += top;
+    *r1 += top;
+    *c0 += left;
+    *c1 += left;
+}
+
+void nn_maxpool_s8(const nn_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult, const int32_t *shift, int8_t *out)
+{
+    int ch, r, c, y, x;
+    for (ch = 0; ch < cfg->c; ++ch) {
+        const int8_t *plane = in + (ptrdiff_t)ch * cfg->in_h * cfg->in_w;
+        for (r = 0; r < cfg->out_h; ++r) {
+            for (c = 0; c < cfg->out_w; ++c) {
+                int r0, r1, c0, c1;
+                int32_t m = cfg->in_zp;   /* empty window: acc 0 */
+                nn_pool_window(cfg, r, c, &r0, &r1, &c0, &c1);
+                if (r0 < r1 && c0 < c1) {
+                    m = -128;
+                    for (y = r0; y < r1; ++y) {
+                        const int8_t *row = plane + (ptrdiff_t)y * cfg->in_w;
+                        for (x = c0; x < c1; ++x)
+                            if (row[x] > m)
+                                m = row[x];
+                    }
+                }
+                *out++ = nn_requantize(m - cfg->in_zp, mult[0], shift[0], cfg->out_zp,
+                                       cfg->act_min, cfg->act_max);
+            }
+        }
+    }
+}
+
+void nn_avgpool_s8(const nn_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult, const int32_t *shift, int8_t *out)
+{
+    int ch, r, c, y, x;
+    for (ch = 0; ch < cfg->c; ++ch) {
+        const int8_t *plane = in + (ptrdiff_t)ch * cfg->in_h * cfg->in_w;
+        for (r = 0; r < cfg->out_h; ++r) {
+            for (c = 0; c < cfg->out_w; ++c) {
+                int r0, r1, c0, c1, count;
+                int32_t sum = 0;
+                nn_pool_window(cfg, r, c, &r0, &r1, &c0, &c1);
+                for (y = r0; y < r1; ++y) {
+                    const int8_t *row = plane + (ptrdiff_t)y * cfg->in_w;
+                    for (x = c0; x < c1; ++x)
+                        sum += row[x] - cfg->in_zp;
+                }
+                /* count 0 (empty window) selects table entry 0, whose mult is 0. */
+                count = cfg->count_include_pad ? cfg->k_h * cfg->k_w : (r1 - r0) * (c1 - c0);
+                *out++ = nn_requantize(sum, mult[count], shift[count], cfg->out_zp,
+                                       cfg->act_min, cfg->act_max);
+            }
+        }
+    }
+}
+
+void nn_global_avgpool_s8(int c, int hw, int32_t in_zp, int32_t out_zp, int32_t act_min, int32_t act_max,
+                          const int8_t *in, const int32_t *mult, const int32_t *shift, int8_t *out)
+{
+    int ch, i;
+    for (ch = 0; ch < c; ++ch) {
+        const int8_t *p = in + (ptrdiff_t)ch * hw;
+        int32_t sum = 0;
+        for (i = 0; i < hw; ++i)
+            sum += p[i] - in_zp;
+        out[ch] = nn_requantize(sum, mult[0], shift[0], out_zp, act_min, act_max);
+    }
+}
