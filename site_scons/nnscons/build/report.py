@@ -1,0 +1,76 @@
+"""report.json and the per-layer table printed after a build."""
+from __future__ import annotations
+
+import json
+
+from ..fileio import write_if_changed
+from . import runlog
+
+
+def plan_summary(session) -> dict:
+    """The part of the report known at planning time (a Value node's content)."""
+    g = session.graph
+    layers = []
+    for lp in session.plan.layers:
+        layer = lp.layer
+        layers.append({
+            "name": layer.name,
+            "cname": lp.cname,
+            "op": layer.op,
+            "source_ops": list(layer.source_ops),
+            "fused": list(layer.fused),
+            "inputs": [list(g.tensor(t).shape) for t in layer.inputs],
+            "output": list(g.tensor(layer.output).shape),
+            "macs": lp.macs,
+            "param_bytes": lp.param_bytes,
+            "tile": lp.spec.get("tile"),
+        })
+    return {
+        "model": session.model_cfg.name,
+        "target": session.target_cfg.name,
+        "kind": session.target_cfg.kind,
+        "input_shape": list(g.tensor(g.input).shape),
+        "output_shape": list(g.tensor(g.output).shape),
+        "total_macs": sum(l["macs"] for l in layers),
+        "total_param_bytes": sum(l["param_bytes"] for l in layers),
+        "activation_arena_bytes": session.plan.network["arena_size"],
+        "layers": layers,
+    }
+
+
+def write(summary: dict, log_text: str, path: str) -> str:
+    """Merge run results into the summary, write report.json, return the table text."""
+    result = runlog.parse(log_text)
+    report = json.loads(json.dumps(summary))
+    for i, layer in enumerate(report["layers"]):
+        entry = result["layers"].get(i)
+        layer["status"] = "missing" if entry is None else ("ok" if entry["ok"] else "mismatch")
+        layer["mismatches"] = 0 if entry is None else entry["mismatches"]
+    report["passed"] = result["passed"]
+    write_if_changed(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return table(report)
+
+
+def _shape(s):
+    return "x".join(str(d) for d in s[1:])
+
+
+def _printable(name: str, width: int) -> str:
+    name = "".join(ch if ch.isprintable() else "?" for ch in name)
+    return name if len(name) <= width else name[:width - 1] + "~"
+
+
+def table(report: dict) -> str:
+    rows = [("#", "layer", "op", "in", "out", "MACs", "params B", "tiles", "fused", "status")]
+    for i, l in enumerate(report["layers"]):
+        tile = l.get("tile")
+        rows.append((str(i), _printable(l["name"], 28), l["op"], ",".join(_shape(s) for s in l["inputs"]),
+                     _shape(l["output"]), f"{l['macs']:,}", f"{l['param_bytes']:,}",
+                     str(tile["n_tiles"]) if tile else "-", _printable("+".join(l["fused"]), 24) or "-",
+                     l.get("status", "-")))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    lines.append(f"total: {report['total_macs']:,} MACs, {report['total_param_bytes']:,} parameter bytes, "
+                 f"{report['activation_arena_bytes']:,} B activation arena "
+                 f"[{report['target']}] {report['model']}")
+    return "\n".join(lines)

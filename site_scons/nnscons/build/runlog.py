@@ -1,0 +1,59 @@
+"""Reading a firmware run log, writing output.npy, and the layer-by-layer check.
+
+Every target's program prints one line per layer, in execution order:
+    layer <index> <cname>: OK
+    layer <index> <cname>: MISMATCH <bad>/<total> elements, max |diff| <d>, first at <k> (...)
+and finally `Test PASSED` or `Test FAILED: ...`.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..fileio import write_if_changed
+
+_LAYER = re.compile(r"^layer (\d+) (\S+): (OK|MISMATCH (\d+)/(\d+) elements.*)$")
+
+
+def parse(text: str) -> dict:
+    layers = {}
+    for line in text.splitlines():
+        m = _LAYER.match(line.strip())
+        if m:
+            layers[int(m.group(1))] = {
+                "cname": m.group(2), "ok": m.group(3) == "OK",
+                "mismatches": int(m.group(4) or 0), "detail": m.group(3)}
+    return {"layers": layers, "passed": "Test PASSED" in text.splitlines()}
+
+
+def write_output(session, output_bin: str, output_npy: str) -> None:
+    """Dequantize the program's int8 output into float32 in the model's layout."""
+    from ..reference import dequantize
+    tensor = session.graph.tensor(session.graph.output)
+    q = np.fromfile(output_bin, dtype=np.int8).reshape(tensor.shape)
+    import io
+    buf = io.BytesIO()
+    np.save(buf, dequantize(tensor, q).astype(np.float32), allow_pickle=False)
+    write_if_changed(output_npy, buf.getvalue())
+
+
+def check(session, log_text: str) -> tuple[bool, str]:
+    """(passed, message). The message names the first wrong layer by its model name."""
+    result = parse(log_text)
+    layers = session.plan.layers
+    target = session.target_cfg.name
+    for i, lp in enumerate(layers):
+        entry = result["layers"].get(i)
+        if entry is None:
+            return False, (f"CHECK FAILED [{target}] {session.model_cfg.name}: the run log has no result "
+                           f"for layer #{i} '{lp.layer.name}'; the program stopped early (see run.log)")
+        if not entry["ok"]:
+            wrong = sum(1 for e in result["layers"].values() if not e["ok"])
+            return False, (f"CHECK FAILED [{target}] {session.model_cfg.name}: first wrong layer "
+                           f"#{i} '{lp.layer.name}' ({lp.layer.op}): {entry['mismatches']} mismatching "
+                           f"element(s) -- {entry['detail']}; {wrong} layer(s) wrong in total")
+    if not result["passed"]:
+        return False, f"CHECK FAILED [{target}] {session.model_cfg.name}: the program did not print 'Test PASSED'"
+    return True, (f"Test PASSED [{target}] {session.model_cfg.name}: all {len(layers)} layers match "
+                  f"the integer reference bit for bit")

@@ -1,0 +1,108 @@
+"""Everything planned for one `scons target=T model=M` call, shared by the node actions.
+
+Planning runs while the SConstruct is read; actions run later (possibly in threads with
+-j N) and read the same in-memory graph, so weights and goldens never re-import the model.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import threading
+
+import numpy as np
+
+from .. import names
+from ..errors import UserError
+from ..planning import keys
+from ..planning.model_cache import load_graph
+from ..targets import kind_module
+
+
+def path_component(name: str) -> str:
+    """A manifest or file-stem name as one safe directory name under build/."""
+    if re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*", name) and name not in (".", ".."):
+        return name
+    return names.c_names([name])[name]
+
+
+class Session:
+    def __init__(self, root: str, manifest, target_cfg, model_cfg, input_path: str | None):
+        self.root = root
+        self.manifest = manifest
+        self.target_cfg = target_cfg
+        self.model_cfg = model_cfg
+        self.kind = kind_module(target_cfg.kind)
+        self.options = self.kind.options(target_cfg)
+        self.build_dir = os.path.join("build", path_component(target_cfg.name),
+                                      path_component(model_cfg.name))
+        os.makedirs(self.build_dir, exist_ok=True)
+        self.graph = load_graph(model_cfg, root, self.build_dir,
+                                os.path.join(self.build_dir, "cache", "model.pkl"))
+        self.cnames = names.c_names([layer.name for layer in self.graph.layers])
+        overrides = model_cfg.layer_overrides.get(target_cfg.name, {})
+        self._check_override_names(overrides)
+        self.plan = self.kind.plan(self.graph, self.cnames, self.options, overrides, self._where)
+        self.input_float, input_desc = self._load_input(input_path)
+        self.input_key = keys.digest(input_desc, self.input_float)
+        self.golden_keys = keys.golden_keys(self.graph, self.input_key)
+        self._lock = threading.Lock()
+        self._reference = None
+
+    # ---- locations for error messages
+
+    def _where(self, layer, key) -> str:
+        m, t = self.model_cfg.name, self.target_cfg.name
+        if layer is not None:
+            path = ("models", m, "targets", t, "layers", layer, key)
+        else:
+            section = {"l1_budget": "tiling"}.get(key, "memory")
+            path = ("targets", t, section, key)
+        loc = self.manifest.where(*path)
+        return f"{loc}: {'.'.join(path)}"
+
+    def _check_override_names(self, overrides: dict) -> None:
+        known = [layer.name for layer in self.graph.layers]
+        for name in overrides:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=3)
+                hint = f"; did you mean: {', '.join(close)}" if close else ""
+                raise UserError(
+                    f"{self._where(name, None).rsplit('.', 1)[0]}: no layer named '{name}' in model "
+                    f"'{self.model_cfg.name}'{hint}. Layer names are those of the report "
+                    f"(build/.../report.json); the first ones are: {', '.join(known[:8])}")
+
+    # ---- the run input
+
+    def _load_input(self, input_path):
+        shape = tuple(self.graph.tensor(self.graph.input).shape)
+        source = input_path or self.model_cfg.input or getattr(self.graph, "default_input", None)
+        if source is None:
+            seed = self.model_cfg.seed or 0
+            x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+            return x, ["random", seed]
+        try:
+            x = np.load(source, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise UserError(f"input {source}: cannot read a .npy array ({e})") from None
+        if x.shape != shape and x.size == int(np.prod(shape)) and x.shape == shape[1:]:
+            x = x.reshape(shape)
+        if x.shape != shape:
+            raise UserError(f"input {source}: shape {tuple(x.shape)} does not match the model "
+                            f"'{self.model_cfg.name}' input shape {shape} (layout as in the model)")
+        if not np.issubdtype(x.dtype, np.floating) or not np.all(np.isfinite(x)):
+            raise UserError(f"input {source}: expected finite float32 values, got dtype {x.dtype}")
+        return x.astype(np.float32), ["file"]
+
+    # ---- the integer reference, computed once per scons process
+
+    def reference(self) -> dict:
+        from .. import reference
+        with self._lock:
+            if self._reference is None:
+                self._reference = reference.run_graph(self.graph, self.quantized_input())
+            return self._reference
+
+    def quantized_input(self) -> np.ndarray:
+        from .. import reference
+        return reference.quantize_input(self.graph, self.input_float)

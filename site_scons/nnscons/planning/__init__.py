@@ -1,0 +1,1 @@
+"""Planning: content keys, the imported-model cache, and the helpers targets share."""

@@ -1,0 +1,72 @@
+"""The imported, quantized model, cached in build/ by the content hash of its inputs.
+
+Every scons call plans the whole graph while reading the SConstruct, a no-op call too.
+Importing ONNX (and calibrating a float model) costs seconds for resnet18; loading the
+pickled IR costs milliseconds. The key covers everything the import reads: the model
+bytes (or the zoo generator's code and arguments), the input shape, calibration
+settings and files, and the frontend code itself, so a stale cache is never trusted.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import pickle
+
+from ..fileio import write_if_changed
+from .keys import digest, file_digest
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE_VERSION = 1
+
+
+def _code_digest(patterns) -> str:
+    files = sorted(f for p in patterns for f in glob.glob(p, recursive=True))
+    return digest([os.path.relpath(f, _PKG) for f in files], *[file_digest(f) for f in files])
+
+
+def _source_digest(path: str) -> str:
+    if os.path.isdir(path):
+        files = sorted(f for f in glob.glob(os.path.join(path, "**", "*"), recursive=True)
+                       if os.path.isfile(f))
+        return digest([os.path.relpath(f, path) for f in files], *[file_digest(f) for f in files])
+    return file_digest(path)
+
+
+def zoo_code_digest(root: str) -> str:
+    return _code_digest([os.path.join(root, "models", "zoo", "*.py")])
+
+
+def cache_key(model_cfg, root: str) -> str:
+    frontend = _code_digest([os.path.join(_PKG, d, "**", "*.py") for d in ("frontends", "passes")]
+                            + [os.path.join(_PKG, "ir.py")])
+    if model_cfg.zoo:
+        source = ["zoo", model_cfg.zoo, model_cfg.seed, zoo_code_digest(root)]
+    else:
+        source = ["file", _source_digest(model_cfg.source), model_cfg.fmt]
+    calib = dict(model_cfg.calibration or {})
+    calib_files = [file_digest(f) for f in calib.get("files", [])]
+    return digest(CACHE_VERSION, source, list(model_cfg.input_shape or []),
+                  sorted(calib.items(), key=lambda kv: kv[0]), calib_files, frontend)
+
+
+def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
+    """Return the IR graph for model_cfg, importing it only when the cache is stale."""
+    key = cache_key(model_cfg, root)
+    try:
+        with open(cache_path, "rb") as f:
+            cached = pickle.load(f)
+        if cached.get("key") == key:
+            return cached["graph"]
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, KeyError):
+        pass  # missing or from another version of the code: import again
+
+    from .. import frontends  # onnx/onnxruntime load only on a cache miss
+    source = model_cfg.source
+    if model_cfg.zoo:
+        from models import zoo
+        source = os.path.join(model_dir, "model.onnx")
+        zoo.write(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)
+    graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
+                                 fmt=model_cfg.fmt or "auto", calibration=model_cfg.calibration)
+    write_if_changed(cache_path, pickle.dumps({"key": key, "graph": graph}, protocol=5))
+    return graph

@@ -1,0 +1,130 @@
+"""What every target plan is made of, and the pieces targets share.
+
+The registry style follows an export library: per op, an OpImpl names the template that
+emits the layer's code, the kernel sources it needs, and a constraint check.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from .. import numerics
+from ..errors import UserError
+
+
+@dataclass(frozen=True)
+class OpImpl:
+    template: str                       # file under templates/<target>/
+    kernels: tuple                      # kernel sources under kernels/
+    check: Optional[Callable] = None    # (layer, graph) -> reason string if unsupported
+
+
+@dataclass
+class LayerPlan:
+    layer: object                       # ir.Layer
+    cname: str                          # sanitized identifier, also the file stem
+    template: str
+    kernels: tuple
+    spec: dict                          # everything that changes this layer's code
+    param_layout: list                  # [(section, dtype, count, offset)] of the weights .bin
+    macs: int
+    param_bytes: int
+
+
+@dataclass
+class TargetPlan:
+    layers: list                        # LayerPlan in execution order
+    network: dict                       # buffer plan, layer order: the network source's spec
+    kernels: list                       # kernel sources to compile, sorted
+    templates_dir: str                  # templates/<target>
+    extra: dict = field(default_factory=dict)
+
+
+# ---- parameters (.bin) layout: weight int8, bias/mult/shift int32, each 4-byte aligned
+
+_DTYPES = {"weight": "int8", "bias": "int32", "mult": "int32", "shift": "int32"}
+
+
+def param_arrays(layer, graph) -> dict:
+    arrays = {}
+    if layer.weight is not None:
+        arrays["weight"] = layer.weight
+    if layer.bias is not None:
+        arrays["bias"] = layer.bias
+    arrays.update(numerics.requant_params(layer, graph))
+    return arrays
+
+
+def param_layout(layer, graph) -> list:
+    """Section offsets from shapes only, so changing weight values never moves them."""
+    layout, offset = [], 0
+    counts = {"weight": None if layer.weight is None else int(layer.weight.size),
+              "bias": None if layer.bias is None else int(layer.bias.size)}
+    counts.update(_requant_counts(layer, graph))
+    for section in ("weight", "bias", "mult", "shift"):
+        count = counts.get(section)
+        if count is None:
+            continue
+        layout.append((section, _DTYPES[section], count, offset))
+        offset += -(-count * np.dtype(_DTYPES[section]).itemsize // 4) * 4
+    return layout
+
+
+def _requant_counts(layer, graph) -> dict:
+    op = layer.op
+    if op == "reshape":
+        return {}
+    if op in ("conv2d", "linear"):
+        n = int(layer.weight.shape[0])
+        return {"mult": n, "shift": n}
+    if op == "avgpool":
+        kh, kw = layer.attrs["kernel"]
+        return {"mult": kh * kw + 1, "shift": kh * kw + 1}
+    if op == "add":
+        return {"mult": 2, "shift": 1}
+    if op == "concat":
+        return {"mult": len(layer.inputs), "shift": len(layer.inputs)}
+    return {"mult": 1, "shift": 1}
+
+
+def pack_params(layer, graph, layout) -> bytes:
+    arrays = param_arrays(layer, graph)
+    blob = bytearray(layout_bytes(layout))
+    for section, dtype, count, offset in layout:
+        data = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1)
+        if data.size != count:
+            raise AssertionError(f"{layer.name}: {section} has {data.size} values, layout says {count}")
+        raw = data.tobytes()
+        blob[offset:offset + len(raw)] = raw
+    return bytes(blob)
+
+
+def layout_bytes(layout) -> int:
+    if not layout:
+        return 0
+    _, dtype, count, offset = layout[-1]
+    return offset + -(-count * np.dtype(dtype).itemsize // 4) * 4
+
+
+def macs(layer, graph) -> int:
+    out = graph.tensor(layer.output).shape
+    n_out = int(np.prod(out))
+    a = layer.attrs
+    if layer.op == "conv2d":
+        return n_out * int(np.prod(layer.weight.shape[1:]))
+    if layer.op == "linear":
+        return int(layer.weight.size)
+    if layer.op in ("maxpool", "avgpool"):
+        return n_out * a["kernel"][0] * a["kernel"][1]
+    if layer.op == "global_avgpool":
+        return int(np.prod(graph.tensor(layer.inputs[0]).shape))
+    if layer.op == "add":
+        return n_out
+    return 0
+
+
+def unsupported(layer, target: str, ops: dict) -> UserError:
+    return UserError(f"layer '{layer.name}' ({'+'.join(layer.source_ops) or layer.op}): op '{layer.op}' "
+                     f"is not supported by target kind '{target}'; supported ops: {', '.join(sorted(ops))}")

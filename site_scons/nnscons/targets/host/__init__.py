@@ -1,0 +1,90 @@
+"""The `host` target: portable C99 kernels, built with the machine's C compiler and run natively.
+
+Activations are CHW int8 in one arena. conv2d and pooling layers run in row bands
+through a per-layer scratch buffer no larger than the layer's `l1_budget`, the same
+tiling a scratchpad target needs, so tile settings are real and tested here.
+"""
+from __future__ import annotations
+
+from ...errors import UserError
+from ...planning.buffers import plan_buffers
+from .. import base
+from .ops import OPS, layer_spec
+
+TOOL = "nnscons_host"
+TEMPLATES = "templates/host"
+
+SCHEMA = {
+    "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
+    "memory": {"l1": "size", "l2": "size"},
+    "tiling": {"l1_budget": "size"},
+    "run": {"platform": ["native"], "timeout": "int"},
+    "layer": {"l1_budget": "size"},
+}
+
+DEFAULTS = {
+    "toolchain": {"cc": "gcc", "cflags": ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror"],
+                  "ldflags": []},
+    "memory": {"l1": 128 * 1024, "l2": 256 * 1024 * 1024},
+    "tiling": {"l1_budget": 64 * 1024},
+    "run": {"platform": "native", "timeout": 600},
+}
+
+
+def options(target_cfg) -> dict:
+    """The target's sections with defaults filled in."""
+    merged = {}
+    for section, defaults in DEFAULTS.items():
+        merged[section] = dict(defaults)
+        merged[section].update(target_cfg.sections.get(section, {}))
+    return merged
+
+
+def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    """overrides: {layer name: {key: value}}; where(layer, key) -> 'targets.yaml:N: key.path'."""
+    l1_size = opts["memory"]["l1"]
+    default_budget = opts["tiling"]["l1_budget"]
+    if default_budget > l1_size:
+        raise UserError(f"{where(None, 'l1_budget')}: l1_budget {default_budget} B exceeds the "
+                        f"target's L1 size memory.l1 = {l1_size} B")
+    layers, kernels = [], set()
+    for layer in graph.layers:
+        impl = OPS.get(layer.op)
+        if impl is None:
+            raise base.unsupported(layer, "host", OPS)
+        if impl.check and (reason := impl.check(layer, graph)):
+            raise UserError(f"layer '{layer.name}': {reason} (target kind 'host')")
+        own = "l1_budget" in overrides.get(layer.name, {})
+        budget = overrides[layer.name]["l1_budget"] if own else default_budget
+        budget_at = where(layer.name if own else None, "l1_budget")
+        if budget > l1_size:
+            raise UserError(f"{budget_at}: l1_budget {budget} B exceeds the "
+                            f"target's L1 size memory.l1 = {l1_size} B")
+        layout = base.param_layout(layer, graph)
+        spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
+        layers.append(base.LayerPlan(layer=layer, cname=cnames[layer.name], template=impl.template,
+                                     kernels=impl.kernels, spec=spec, param_layout=layout,
+                                     macs=base.macs(layer, graph),
+                                     param_bytes=base.layout_bytes(layout)))
+        kernels.update(impl.kernels)
+    buffers = plan_buffers(graph)
+    if buffers["arena_size"] > opts["memory"]["l2"]:
+        raise UserError(f"{where(None, 'l2')}: activations need {buffers['arena_size']} B, more than "
+                        f"memory.l2 = {opts['memory']['l2']} B of target kind 'host'")
+    return base.TargetPlan(layers=layers, network=network_spec(graph, layers, buffers),
+                           kernels=sorted(kernels), templates_dir=TEMPLATES)
+
+
+def network_spec(graph, layers, buffers) -> dict:
+    """The network source's spec: layer order, buffer offsets; no numbers, no tiling."""
+    t = buffers["tensors"]
+    return {
+        "arena_size": buffers["arena_size"],
+        "input": t[graph.input],
+        "output": t[graph.output],
+        "layers": [{"cname": lp.cname,
+                    "inputs": [t[i]["offset"] for i in lp.layer.inputs],
+                    "output": t[lp.layer.output],
+                    "params_bytes": lp.param_bytes}
+                   for lp in layers],
+    }

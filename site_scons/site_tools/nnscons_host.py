@@ -1,0 +1,27 @@
+"""SCons Tool for the `host` target kind: the machine's C compiler and a native run.
+
+Options come from targets.yaml (toolchain.cc, toolchain.cflags, run.timeout) via
+env['NNS_OPTIONS']. NnsRun runs the firmware on this machine and writes run.log,
+output.bin and output.npy.
+"""
+import shutil
+
+import SCons.Action
+import SCons.Builder
+
+from nnscons.build import actions
+from nnscons.build.hostrun import run_native
+
+
+def exists(env):
+    return shutil.which(env["NNS_OPTIONS"]["toolchain"]["cc"]) is not None
+
+
+def generate(env):
+    opts = env["NNS_OPTIONS"]
+    env.Tool("gcc")
+    env.Tool("gnulink")
+    env.Replace(CC=opts["toolchain"]["cc"], LINK=opts["toolchain"]["cc"],
+                CFLAGS=list(opts["toolchain"]["cflags"]), LINKFLAGS=list(opts["toolchain"]["ldflags"]))
+    env["BUILDERS"]["NnsRun"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(run_native, actions.label))
