@@ -70,8 +70,6 @@ class _Map(dict):
 
 
 class _Seq(list):
-    line = 0
-
     def __init__(self):
         super().__init__()
         self.item_lines = []
@@ -115,7 +113,6 @@ class _Loader(yaml.SafeLoader):
 
     def construct_seq(self, node):
         result = _Seq()
-        result.line = node.start_mark.line + 1
         for i, item in enumerate(node.value):
             self.path.append(i)
             result.append(self.construct_object(item, deep=True))
@@ -316,50 +313,43 @@ class _Validator:
         line = parent.key_lines[name]
         m = self.mapping(parent[name], path, line)
         self.keys(m, path, line, MODEL_KEYS)
-        at = lambda key: (m[key], path + [key], m.value_lines[key])  # noqa: E731
-        source_hint = (f"use 'zoo: <{' | '.join(self.zoo)}>' for a generated model, or "
-                       "'source: <file.onnx or ARES directory>' relative to the manifest")
+        # Scalars are reported at their value's line, sub-mappings at their key's line.
+        val = lambda key: (m[key], path + [key], m.value_lines[key])  # noqa: E731
+        sub = lambda key: (m[key], path + [key], m.key_lines[key])  # noqa: E731
+        scalar = lambda key, typ: self.typed(m[key], typ, path + [key], m.value_lines[key])  # noqa: E731
         if ("zoo" in m) == ("source" in m):
             raise self.error(line, path, "exactly one of 'zoo' or 'source' is required, got "
-                             + ("both" if "zoo" in m else "neither"), source_hint)
-        zoo = source = None
-        if "zoo" in m:
-            zoo = self.typed(m["zoo"], "str", path + ["zoo"], m.value_lines["zoo"])
-            if zoo not in self.zoo:
-                raise self.error(m.value_lines["zoo"], path + ["zoo"],
-                                 f"unknown zoo model '{zoo}'; expected one of: {', '.join(self.zoo)}")
-            if "format" in m:
-                raise self.error(m.key_lines["format"], path + ["format"],
-                                 "applies only to 'source' models; zoo models are ONNX")
-        else:
-            source = self.existing(*at("source"), "model source")
-            if "seed" in m:
-                raise self.error(m.key_lines["seed"], path + ["seed"],
-                                 "applies only to 'zoo' models (it seeds the generated weights)")
-        fmt = self.typed(m["format"], FORMATS, path + ["format"], m.value_lines["format"]) \
-            if "format" in m else "auto"
+                             + ("both" if "zoo" in m else "neither"),
+                             f"use 'zoo: <{' | '.join(self.zoo)}>' for a generated model, or "
+                             "'source: <file.onnx or ARES directory>' relative to the manifest")
+        zoo = scalar("zoo", "str") if "zoo" in m else None
+        if zoo is not None and zoo not in self.zoo:
+            raise self.error(m.value_lines["zoo"], path + ["zoo"],
+                             f"unknown zoo model '{zoo}'; expected one of: {', '.join(self.zoo)}")
+        misplaced, why = (("format", "applies only to 'source' models; zoo models are ONNX") if zoo else
+                          ("seed", "applies only to 'zoo' models (it seeds the generated weights)"))
+        if misplaced in m:
+            raise self.error(m.key_lines[misplaced], path + [misplaced], why)
+        source = None if zoo else self.existing(*val("source"), "model source")
+        fmt = scalar("format", FORMATS) if "format" in m else "auto"
         if source:
-            self.check_format(source, fmt, m, path)
-        seed = self.typed(m["seed"], "int", path + ["seed"], m.value_lines["seed"]) \
-            if "seed" in m else 0
-        input_shape = self.input_shape(*at("input_shape"), zoo) if "input_shape" in m else None
-        npy = self.existing(*at("input"), "input file") if "input" in m else None
-        # Sub-mappings report missing keys at their own key's line.
-        sub = lambda key: (m[key], path + [key], m.key_lines[key])  # noqa: E731
+            self.check_format(source, fmt, path + ["source"], m.value_lines["source"])
+        seed = scalar("seed", "int") if "seed" in m else 0
+        input_shape = self.input_shape(*val("input_shape"), zoo) if "input_shape" in m else None
+        npy = self.existing(*val("input"), "input file") if "input" in m else None
         calibration = self.quantization(*sub("quantization")) if "quantization" in m else {}
         overrides = self.overrides(*sub("targets"), targets) if "targets" in m else {}
         return ModelConfig(name, zoo, source, fmt, seed, input_shape, npy, calibration, overrides)
 
-    def check_format(self, source, fmt, m, path):
+    def check_format(self, source, fmt, path, line):
         is_dir = os.path.isdir(source)
-        line = m.value_lines["source"]
         if fmt == "onnx" and is_dir:
-            raise self.error(line, path + ["source"], "format onnx expects a .onnx file, got a directory")
+            raise self.error(line, path, "format onnx expects a .onnx file, got a directory")
         if fmt == "ares" and not is_dir:
-            raise self.error(line, path + ["source"], "format ares expects an ARES export directory, "
+            raise self.error(line, path, "format ares expects an ARES export directory, "
                              "got a file")
         if fmt == "auto" and not is_dir and not source.endswith(".onnx"):
-            raise self.error(line, path + ["source"], "cannot tell the model format; expected a "
+            raise self.error(line, path, "cannot tell the model format; expected a "
                              ".onnx file or an ARES export directory", "set 'format: onnx' or 'format: ares'")
 
     def input_shape(self, value, path, line, zoo):
