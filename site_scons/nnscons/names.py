@@ -44,7 +44,7 @@ def _sanitize(name: str) -> str:
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     s = re.sub(r"[^A-Za-z0-9]+", "_", ascii_name).strip("_")
     if not s and name.strip("_"):
-        # Nothing printable survived ('日本', '..'): a hash, not a counter, so adding
+        # Nothing usable survived ('日本', '..'): a hash, not a counter, so adding
         # a node elsewhere does not rename this one (and rebuild its files).
         s = "l_" + _digest(name)
     lower = s.lower()
