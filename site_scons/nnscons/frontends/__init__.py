@@ -1,0 +1,71 @@
+"""Model import: ONNX QDQ, ONNX float (+ post-training quantization) and ARES export dirs.
+
+    load_model(source, *, name, input_shape=None, fmt="auto", calibration=None) -> ir.Graph
+
+fmt: "auto" (a directory is an ARES export; a .onnx file with QuantizeLinear/
+DequantizeLinear nodes is QDQ, any other .onnx is float), "qdq", "float" or "ares".
+The returned graph carries a plain attribute `default_input`: the path of an input sample
+that came with the model (ARES test_cases), or None.
+"""
+from __future__ import annotations
+
+import os
+
+from ..errors import ModelError
+from ..ir import Graph
+from ..passes import prepare, to_ir
+from ..passes.quantize import inherit_qparams
+from .onnx_file import is_qdq, read_onnx
+from .onnx_graph import OnnxWalker
+
+FORMATS = ("auto", "qdq", "float", "ares")
+
+
+def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
+    from .ptq import calibrate, calibration_samples
+
+    f = read_onnx(source, input_shape)
+    quantized = is_qdq(f.proto)
+    if fmt == "auto":
+        fmt = "qdq" if quantized else "float"
+    if fmt == "qdq" and not quantized:
+        raise ModelError(f"{source}: no QuantizeLinear/DequantizeLinear nodes, so this is not "
+                         f"a QDQ model; load it with fmt='float' to quantize it")
+    if fmt == "float" and quantized:
+        raise ModelError(f"{source}: the model is already quantized (QDQ); load it with "
+                         f"fmt='qdq'")
+    if calibration and fmt != "float":
+        raise ModelError(f"{source}: calibration applies to float models only; this one is "
+                         f"already quantized")
+    g = OnnxWalker(f).walk()
+    prepare(g)
+    if fmt == "float":
+        calibrate(f, g, calibration_samples(source, f.input_shape, calibration))
+    else:
+        inherit_qparams(g)
+    graph = to_ir(g, name)
+    graph.default_input = None
+    return graph
+
+
+def load_model(source: str, *, name: str, input_shape: tuple | None = None,
+               fmt: str = "auto", calibration: dict | None = None) -> Graph:
+    """Import a model into the quantized IR; every user error raises ModelError."""
+    source = os.fspath(source)
+    if fmt not in FORMATS:
+        raise ModelError(f"{source}: unknown model format {fmt!r}; use one of {FORMATS}")
+    if not os.path.exists(source):
+        raise ModelError(f"{source}: model file or directory not found")
+    if fmt == "ares" or (fmt == "auto" and os.path.isdir(source)):
+        from .ares import load_ares
+        if calibration:
+            raise ModelError(f"{source}: calibration applies to float models only; an ARES "
+                             f"export is already quantized")
+        return load_ares(source, name=name, input_shape=input_shape)
+    if fmt == "auto" and not source.lower().endswith(".onnx"):
+        raise ModelError(f"{source}: cannot tell the model format; expected a .onnx file or "
+                         f"an ARES export directory (or pass fmt=)")
+    return _load_onnx(source, name, input_shape, fmt, calibration)
+
+
+__all__ = ["load_model", "FORMATS"]

@@ -1,0 +1,132 @@
+"""Read and validate an ONNX file: every problem becomes a ModelError naming the file."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..errors import ModelError
+
+
+@dataclass
+class OnnxFile:
+    path: str
+    proto: onnx.ModelProto
+    input: str
+    output: str
+    input_shape: tuple         # resolved, batch 1
+    opset: int
+
+
+def node_label(node: onnx.NodeProto, index: int) -> str:
+    """The node's own name, or a deterministic fallback from its op type and position."""
+    return node.name or f"{node.op_type}_{index}"
+
+
+def attributes(node: onnx.NodeProto) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _load(path: str) -> onnx.ModelProto:
+    if not os.path.isfile(path):
+        raise ModelError(f"{path}: model file not found")
+    try:
+        proto = onnx.load(path)
+    except Exception as e:  # protobuf DecodeError, missing external data, ...
+        raise ModelError(f"{path}: cannot read the ONNX file ({type(e).__name__}: {e}); the "
+                         f"file is corrupt or truncated -- export it again") from None
+    if not proto.graph.node:
+        raise ModelError(f"{path}: the ONNX file has no graph nodes; it is empty, corrupt or "
+                         f"truncated -- export it again")
+    return proto
+
+
+def _check_defined(path: str, graph: onnx.GraphProto) -> None:
+    """Name the node whose input is neither produced, an input nor an initializer."""
+    known = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
+    for index, node in enumerate(graph.node):
+        for name in node.input:
+            if name not in known:
+                raise ModelError(
+                    f"{path}: node {node_label(node, index)!r} ({node.op_type}): input "
+                    f"{name!r} is not defined by any initializer, graph input or earlier node "
+                    f"(missing initializer?); fix or re-export the model")
+        known.update(node.output)
+
+
+def _declared_shape(path: str, value_info) -> list:
+    t = value_info.type
+    if not t.HasField("tensor_type") or t.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+        raise ModelError(f"{path}: the network input {value_info.name!r} must be a float32 "
+                         f"tensor")
+    if not t.tensor_type.HasField("shape"):
+        return []
+    return [d.dim_value if d.HasField("dim_value") else None for d in t.tensor_type.shape.dim]
+
+
+def resolve_input_shape(path: str, name: str, declared: list, override) -> tuple:
+    """The batch-1 input shape: `override` checked against the model, else the declared one
+    (a symbolic batch dimension means 1; other symbolic dims need `override`)."""
+    if override is not None:
+        try:
+            shape = tuple(int(d) for d in override)
+        except (TypeError, ValueError):
+            raise ModelError(f"{path}: input_shape {override!r} is not a tuple of ints") from None
+        if declared and len(shape) != len(declared):
+            raise ModelError(f"{path}: input_shape {shape} has rank {len(shape)} but the model "
+                             f"input {name!r} has rank {len(declared)} ({declared})")
+        for i, (want, got) in enumerate(zip(declared, shape)):
+            if want is not None and want != got:
+                raise ModelError(f"{path}: input_shape {shape} does not match the model input "
+                                 f"{name!r} {declared} at axis {i}")
+    else:
+        if not declared:
+            raise ModelError(f"{path}: the model input {name!r} has no declared shape; pass "
+                             f"input_shape=(1, C, H, W)")
+        if any(d is None for d in declared[1:]):
+            raise ModelError(f"{path}: the model input {name!r} has symbolic dimensions "
+                             f"{declared}; pass input_shape=(1, C, H, W)")
+        shape = (1 if declared[0] is None else declared[0],) + tuple(declared[1:])
+    if len(shape) not in (2, 4):
+        raise ModelError(f"{path}: input shape {shape} must be (1, C, H, W) or (1, F)")
+    if shape[0] != 1:
+        raise ModelError(f"{path}: batch size {shape[0]} in input shape {shape}; only batch 1 "
+                         f"is supported -- export the model with batch 1 or a dynamic batch")
+    if min(shape) < 1:
+        raise ModelError(f"{path}: input shape {shape} has an empty dimension")
+    return shape
+
+
+def read_onnx(path: str, input_shape=None) -> OnnxFile:
+    proto = _load(path)
+    graph = proto.graph
+    _check_defined(path, graph)
+    try:
+        onnx.checker.check_model(proto)
+    except Exception as e:
+        raise ModelError(f"{path}: invalid ONNX model: {e}") from None
+    inits = {i.name for i in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in inits]
+    if len(inputs) != 1 or len(graph.output) != 1:
+        raise ModelError(f"{path}: the model has {len(inputs)} inputs and {len(graph.output)} "
+                         f"outputs; exactly one of each is supported")
+    opset = max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
+                default=0)
+    shape = resolve_input_shape(path, inputs[0].name, _declared_shape(path, inputs[0]),
+                                input_shape)
+    return OnnxFile(path, proto, inputs[0].name, graph.output[0].name, shape, opset)
+
+
+def constant_value(node: onnx.NodeProto) -> np.ndarray:
+    """The tensor a Constant node produces."""
+    (attr,) = node.attribute
+    if attr.name == "value":
+        return numpy_helper.to_array(attr.t)
+    return np.array(helper.get_attribute_value(attr))
+
+
+def is_qdq(proto: onnx.ModelProto) -> bool:
+    return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in proto.graph.node)

@@ -1,0 +1,193 @@
+"""Walk an ONNX graph into a pre-IR OpGraph.
+
+QuantizeLinear/DequantizeLinear pairs on activations become quantization parameters of the
+float tensor they quantize (the IR tensor keeps that tensor's name), DequantizeLinear on an
+integer initializer becomes a quantized constant, and Identity/Dropout become aliases.
+A QuantizeLinear on a tensor that is already quantized with other parameters is a real
+change of quantization and becomes a 'requant' op named after that QuantizeLinear.
+The network output tensor takes the name of the ONNX graph output.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from onnx import numpy_helper
+
+from ..errors import ModelError
+from ..ir import QParams
+from ..passes.opgraph import Op, OpGraph, rename_tensor
+from . import onnx_ops
+from .onnx_file import OnnxFile, attributes, constant_value, node_label
+
+PASS_THROUGH = ("Identity", "Dropout")
+
+
+def along_axis(a: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+    """Per-tensor (size 1) or per-axis quantization parameters, broadcastable to ndim."""
+    if a.size == 1:
+        return a.reshape(())
+    shape = [1] * ndim
+    shape[axis] = a.size
+    return a.reshape(shape)
+
+
+@dataclass
+class QuantConst:
+    """An integer initializer seen through a DequantizeLinear (int8 domain for 8-bit)."""
+    q: np.ndarray             # int64 values
+    scale: np.ndarray         # float64, one value or one per index along `axis`
+    zero_point: np.ndarray    # int64, like scale
+    axis: int
+    dtype: str                # "int8" (uint8 converted) or "int32"
+
+    def real(self) -> np.ndarray:
+        return ((self.q - along_axis(self.zero_point, self.q.ndim, self.axis))
+                * along_axis(self.scale, self.q.ndim, self.axis))
+
+
+class OnnxWalker:
+    def __init__(self, f: OnnxFile):
+        self.f = f
+        graph = f.proto.graph
+        self.consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+        self.qconsts: dict = {}
+        self.alias: dict = {}
+        self.qparams: dict = {}
+        self.q_names: dict = {}   # QuantizeLinear output -> IR tensor name (for the oracle)
+        self.ops: list = []
+
+    # -- helpers used by the op converters ------------------------------------------------
+    def fail(self, name: str, node, message: str) -> ModelError:
+        return ModelError(f"{self.f.path}: node {name!r} ({node.op_type}): {message}")
+
+    def resolve(self, tensor: str) -> str:
+        return self.alias.get(tensor, tensor)
+
+    def is_const(self, tensor: str) -> bool:
+        return tensor in self.consts or tensor in self.qconsts
+
+    def const(self, tensor: str, name: str, node, what: str) -> np.ndarray:
+        """Real value of a constant input (float initializers or dequantized integers)."""
+        if tensor in self.qconsts:
+            return self.qconsts[tensor].real()
+        if tensor in self.consts:
+            return self.consts[tensor]
+        raise self.fail(name, node, f"{what} {tensor!r} must be a constant initializer")
+
+    def quant_const(self, tensor: str) -> Optional[QuantConst]:
+        return self.qconsts.get(tensor)
+
+    # -- Q/DQ -------------------------------------------------------------------------------
+    def _qparams_of(self, name, node, inputs) -> tuple:
+        scale = np.asarray(self.const(inputs[1], name, node, "scale"), dtype=np.float64)
+        if len(inputs) > 2 and inputs[2]:
+            zp_arr = self.consts.get(inputs[2])
+            if zp_arr is None:
+                raise self.fail(name, node, f"zero point {inputs[2]!r} must be an initializer")
+            dtype = zp_arr.dtype
+            zp = zp_arr.astype(np.int64)
+        else:   # ONNX default: uint8 with zero point 0
+            dtype, zp = np.dtype(np.uint8), np.zeros(scale.shape, dtype=np.int64)
+        if dtype == np.uint8:
+            zp = zp - 128
+        elif dtype not in (np.int8, np.int32):
+            raise self.fail(name, node, f"zero point type {dtype} is not supported (int8, "
+                                        f"uint8 or int32 bias)")
+        if np.any(scale <= 0) or not np.all(np.isfinite(scale)):
+            raise self.fail(name, node, f"scale must be positive and finite, got {scale}")
+        return scale, zp, dtype
+
+    def _activation_q(self, name, node, scale, zp) -> QParams:
+        if scale.size != 1:
+            raise self.fail(name, node, "per-axis quantization of an activation is not "
+                                        "supported; quantize activations per tensor")
+        return QParams(float(np.float32(scale.reshape(()))), int(zp.reshape(())))
+
+    def _quantize(self, name, node, inputs, out):
+        scale, zp, dtype = self._qparams_of(name, node, inputs)
+        src = self.resolve(inputs[0])
+        axis = attributes(node).get("axis", 1)
+        if self.is_const(src):   # Q(constant): fold into integers for a later DQ
+            real = self.const(src, name, node, "input")
+            lo, hi = (-2**31, 2**31 - 1) if dtype == np.int32 else (-128, 127)
+            q = np.clip(np.round(real / along_axis(scale, real.ndim, axis))
+                        + along_axis(zp, real.ndim, axis), lo, hi)
+            self.consts[out] = q.astype(np.int32 if dtype == np.int32 else np.int8)
+            return
+        if dtype == np.int32:
+            raise self.fail(name, node, "int32 quantization of an activation is not supported")
+        q = self._activation_q(name, node, scale, zp)
+        if src not in self.qparams:
+            self.qparams[src] = q
+        elif self.qparams[src] != q:
+            self.ops.append(Op(name, "requant", [src], out, node.op_type,
+                               attrs={"lo": None, "hi": None}))
+            self.qparams[out] = q
+            src = out
+        self.alias[out] = src
+        self.q_names[out] = src
+
+    def _dequantize(self, name, node, inputs, out):
+        src = inputs[0]
+        if src in self.consts:
+            raw = self.consts[src]
+            scale, zp, dtype = self._qparams_of(name, node, inputs)
+            if raw.dtype not in (np.int8, np.uint8, np.int32):
+                raise self.fail(name, node, f"initializer {src!r} has type {raw.dtype}; "
+                                            f"int8, uint8 or int32 expected")
+            q = raw.astype(np.int64) - (128 if raw.dtype == np.uint8 else 0)
+            self.qconsts[out] = QuantConst(q, scale, zp, attributes(node).get("axis", 1),
+                                           "int32" if dtype == np.int32 else "int8")
+        elif src in self.q_names:
+            self.alias[out] = self.resolve(src)
+        else:
+            raise self.fail(name, node, f"dequantizes {src!r}, which is neither an integer "
+                                        f"initializer nor the output of a QuantizeLinear")
+
+    # -- walk -------------------------------------------------------------------------------
+    def walk(self) -> OpGraph:
+        for index, node in enumerate(self.f.proto.graph.node):
+            name = node_label(node, index)
+            inputs = list(node.input)
+            out = node.output[0] if node.output else ""
+            if node.domain not in ("", "ai.onnx"):
+                raise self.fail(name, node, f"operator domain {node.domain!r} is not "
+                                            f"supported; {onnx_ops.supported_list()}")
+            if node.op_type == "Constant":
+                self.consts[out] = constant_value(node)
+            elif node.op_type == "QuantizeLinear":
+                self._quantize(name, node, inputs, out)
+            elif node.op_type == "DequantizeLinear":
+                self._dequantize(name, node, inputs, out)
+            elif node.op_type in PASS_THROUGH:
+                if len(node.output) > 1 and node.output[1]:
+                    self._unused_output(name, node, node.output[1])
+                self.alias[out] = self.resolve(inputs[0])
+            else:
+                resolved = [self.resolve(t) if t else "" for t in inputs]
+                for extra in node.output[1:]:
+                    if extra:
+                        self._unused_output(name, node, extra)
+                self.ops.append(onnx_ops.convert(self, name, node, resolved, out))
+        return self._graph()
+
+    def _unused_output(self, name, node, tensor):
+        users = [n for n in self.f.proto.graph.node if tensor in n.input]
+        if users or tensor == self.f.output:
+            raise self.fail(name, node, f"its second output {tensor!r} is used; only the "
+                                        f"main output is supported")
+
+    def _graph(self) -> OpGraph:
+        out = self.resolve(self.f.output)
+        g = OpGraph(source=self.f.path, input=self.f.input, output=out,
+                    input_shape=self.f.input_shape, ops=self.ops, qparams=self.qparams)
+        if out == self.f.input or g.producer(out) is None:
+            raise ModelError(f"{self.f.path}: the network output {self.f.output!r} is not "
+                             f"computed by any supported layer")
+        if out != self.f.output:
+            rename_tensor(g, out, self.f.output)
+            self.q_names = {k: (self.f.output if v == out else v)
+                            for k, v in self.q_names.items()}
+        return g

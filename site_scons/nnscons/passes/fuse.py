@@ -1,0 +1,33 @@
+"""Fuse Relu/Clip (kind 'clamp') into the conv2d/linear/add that produces its input.
+
+The fused layer writes the activation's output tensor (and so its quantization); its clamp
+becomes act_min/act_max when lowering. A clamp that cannot be fused stays an op of its own
+and is lowered to a 'requant' layer.
+"""
+from __future__ import annotations
+
+from .opgraph import OpGraph
+
+FUSABLE = ("conv2d", "linear", "add")
+
+
+def _tighter(a, b, pick):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return pick(a, b)
+
+
+def fuse_activations(g: OpGraph) -> None:
+    for act in [op for op in g.ops if op.kind == "clamp"]:
+        src = g.producer(act.inputs[0])
+        if (src is None or src.kind not in FUSABLE or act.inputs[0] == g.output
+                or len(g.consumers(act.inputs[0])) != 1):
+            continue
+        lo, hi = src.clamp
+        src.clamp = (_tighter(lo, act.attrs["lo"], max), _tighter(hi, act.attrs["hi"], min))
+        src.output = act.output
+        src.fused.append(act.name)
+        src.source_ops.append(act.source_op)
+        g.ops.remove(act)

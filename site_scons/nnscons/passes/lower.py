@@ -1,0 +1,66 @@
+"""Lower a fully quantized pre-IR graph to nnscons.ir.Graph."""
+from __future__ import annotations
+
+from ..errors import ModelError
+from ..ir import Graph, Layer, Tensor
+from .opgraph import Op, OpGraph, clamp_bounds
+from .quantize import bias_int32, symmetric_per_channel
+
+IR_ATTRS = {"conv2d": ("kernel", "stride", "dilation", "pads", "groups"),
+            "maxpool": ("kernel", "stride", "pads", "ceil_mode"),
+            "avgpool": ("kernel", "stride", "pads", "ceil_mode", "count_include_pad"),
+            "concat": ("axis",), "reshape": ("shape",)}
+
+
+def unique_names(names: list) -> list:
+    """First occurrence keeps its name; later duplicates get the first free '_<k>' suffix."""
+    taken, seen, out = set(names), set(), []
+    for n in names:
+        if n in seen:
+            k = 1
+            while f"{n}_{k}" in taken:
+                k += 1
+            n = f"{n}_{k}"
+            taken.add(n)
+        seen.add(n)
+        out.append(n)
+    return out
+
+
+def _require_qparams(g: OpGraph) -> None:
+    if g.input not in g.qparams:
+        raise ModelError(f"{g.source}: the network input {g.input!r} has no quantization "
+                         f"parameters (no QuantizeLinear on it); quantize the model's input "
+                         f"or load it as a float model")
+    for op in g.ops:
+        if op.output not in g.qparams:
+            raise g.fail(op, f"its output tensor {op.output!r} has no quantization parameters "
+                             f"(no QuantizeLinear/DequantizeLinear pair on it) and is not "
+                             f"fused away; re-quantize the model so that this tensor is "
+                             f"quantized")
+
+
+def _layer(g: OpGraph, op: Op, name: str) -> Layer:
+    out_q = g.qparams[op.output]
+    attrs = {k: op.attrs[k] for k in IR_ATTRS.get(op.kind, ())}
+    layer = Layer(name=name, op="requant" if op.kind == "clamp" else op.kind,
+                  inputs=list(op.inputs), output=op.output, attrs=attrs,
+                  fused=list(op.fused), source_ops=list(op.source_ops))
+    if op.kind in ("conv2d", "linear"):
+        w, s_w = op.weight_q if op.weight_q is not None else symmetric_per_channel(op.weight)
+        layer.weight, layer.weight_scale = w, s_w
+        layer.bias = bias_int32(g, op, g.qparams[op.inputs[0]].scale, s_w)
+    lo, hi = (op.attrs["lo"], op.attrs["hi"]) if op.kind == "clamp" else op.clamp
+    layer.act_min, layer.act_max = clamp_bounds(lo, hi, out_q)
+    return layer
+
+
+def to_ir(g: OpGraph, name: str) -> Graph:
+    _require_qparams(g)
+    names = unique_names([op.name for op in g.ops])
+    layers = [_layer(g, op, n) for op, n in zip(g.ops, names)]
+    used = [g.input] + [op.output for op in g.ops]
+    tensors = {t: Tensor(t, g.shapes[t], g.qparams[t]) for t in used}
+    graph = Graph(name=name, input=g.input, output=g.output, tensors=tensors, layers=layers)
+    graph.validate()
+    return graph

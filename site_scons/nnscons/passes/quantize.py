@@ -1,0 +1,60 @@
+"""Quantization rules shared by the frontends: activations, weights, bias.
+
+Scales are rounded to float32 so that an IR written as ONNX (float32 scales) and read
+back is bit-identical, and so the reference and onnxruntime use the very same scales.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import QParams
+from .opgraph import OpGraph
+
+MIN_RANGE = 1e-6   # a constant-zero tensor still needs a usable (finite) scale
+
+
+def f32(x) -> float:
+    return float(np.float32(x))
+
+
+def minmax_qparams(lo: float, hi: float) -> QParams:
+    """Asymmetric int8 params covering [lo, hi] widened to include 0."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    scale = f32(max(hi - lo, MIN_RANGE) / 255.0)
+    zp = int(np.clip(round(-128 - lo / scale), -128, 127))
+    return QParams(scale, zp)
+
+
+def symmetric_per_channel(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 weights, float64 scale[O]): scale = max|w_o| / 127, all-zero channels get 1.0."""
+    amax = np.abs(w.reshape(w.shape[0], -1)).max(axis=1)
+    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32).astype(np.float64)
+    q = np.round(w / scale.reshape((-1,) + (1,) * (w.ndim - 1)))
+    return np.clip(q, -127, 127).astype(np.int8), scale
+
+
+def bias_int32(g: OpGraph, op, s_in: float, s_w: np.ndarray) -> np.ndarray:
+    """The op's int32 bias at scale s_in * s_w[o]: the model's own integers when their scale
+    matches, else round-half-to-even of the real bias."""
+    n = len(s_w)
+    want = s_in * s_w
+    if op.bias_q is not None and np.allclose(op.bias_q[1], want, rtol=1e-5, atol=0):
+        return op.bias_q[0].astype(np.int32)
+    b = np.zeros(n) if op.bias is None else op.bias
+    q = np.round(b / want)
+    if np.abs(q).max(initial=0) > np.iinfo(np.int32).max:
+        raise g.fail(op, "bias does not fit int32 at scale input_scale * weight_scale; "
+                         "the input scale or weight scale is far too small")
+    return q.astype(np.int32)
+
+
+RANGE_PRESERVING = ("maxpool", "reshape", "avgpool", "global_avgpool", "clamp", "requant")
+
+
+def inherit_qparams(g: OpGraph) -> None:
+    """Ops that cannot widen the value range reuse their input's params when the model
+    gives none (onnxruntime leaves e.g. MaxPool outputs sharing the producer's params)."""
+    for op in g.ops:
+        if op.output not in g.qparams and op.kind in RANGE_PRESERVING \
+                and op.inputs[0] in g.qparams:
+            g.qparams[op.output] = g.qparams[op.inputs[0]]
