@@ -1,0 +1,73 @@
+"""Shared fixtures: import paths, and a scratch copy of the project to run scons in."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for p in (os.path.join(ROOT, "site_scons"), ROOT):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+SCONS = os.path.join(os.path.dirname(sys.executable), "scons")
+_IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", "*.pyc", ".pytest_cache")
+_STEP = re.compile(r"^(CODEGEN|CC|LINK|WEIGHTS|GOLDEN|INPUT|RUN|CHECK|REPORT|EXPORT|MODEL) (.+) \[[^\]]+\]$")
+
+
+class Project:
+    """A copy of the project in a temporary folder; scons runs there."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def scons(self, *args, check=True, timeout=900):
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        proc = subprocess.run([SCONS, "-Q", *args], cwd=self.path, env=env, timeout=timeout,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"scons {' '.join(args)} failed ({proc.returncode}):\n"
+                                 f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        return proc
+
+    def file(self, rel):
+        return os.path.join(self.path, rel)
+
+    def read(self, rel, mode="r"):
+        with open(self.file(rel), mode) as f:
+            return f.read()
+
+    def write(self, rel, data):
+        path = self.file(rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+
+    def snapshot(self):
+        """{relative path: bytes} of every file outside build/."""
+        out = {}
+        for dirpath, dirnames, files in os.walk(self.path):
+            rel = os.path.relpath(dirpath, self.path)
+            if rel == "build" or rel.startswith("build" + os.sep):
+                continue
+            for f in files:
+                p = os.path.join(dirpath, f)
+                with open(p, "rb") as fh:
+                    out[os.path.relpath(p, self.path)] = fh.read()
+        return out
+
+
+def steps(stdout: str) -> list:
+    """The progress lines of a build as ['CODEGEN conv1', ...], in order."""
+    return [f"{m.group(1)} {m.group(2)}" for m in map(_STEP.match, stdout.splitlines()) if m]
+
+
+@pytest.fixture
+def project(tmp_path):
+    dst = tmp_path / "proj"
+    shutil.copytree(ROOT, dst, ignore=_IGNORE)
+    return Project(dst)
