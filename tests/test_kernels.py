@@ -273,6 +273,7 @@ POOL_CASES = [
     ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), count_include_pad=1)),
     ("avgpool", dict(k=(3, 3), stride=(1, 2), pads=(1, 1, 1, 1), count_include_pad=0)),
     ("avgpool", dict(k=(2, 2), stride=(2, 2), pads=(0, 0, 0, 0), ceil=True)),
+    ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), ceil=True, count_include_pad=1)),
 ]
 
 

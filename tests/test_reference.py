@@ -375,6 +375,8 @@ def test_linear_agrees_with_onnxruntime():
     ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), count_include_pad=1)),
     ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), count_include_pad=0)),
     ("avgpool", dict(k=(2, 2), stride=(2, 2), pads=(0, 0, 0, 0), ceil=True)),
+    # ceil_mode window past the bottom/right pad: onnxruntime also divides by kh*kw
+    ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), ceil=True, count_include_pad=1)),
 ])
 def test_pool_agrees_with_onnxruntime(op, kw):
     rng = np.random.default_rng(len(str(kw)))
