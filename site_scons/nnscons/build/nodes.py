@@ -57,8 +57,7 @@ def declare(env, session) -> dict:
         objects += compile_(os.path.join(b, "obj", "layers", lp.cname + ".o"), src, label)
         if lp.param_layout:
             w = env.NnsWeights(os.path.join(b, "bin", "weights", lp.cname + ".bin"),
-                               _value(env, [keys.layer_numeric_key(lp.layer, session.graph),
-                                            lp.param_layout]),
+                               _value(env, [session.numeric_keys[lp.layer.name], lp.param_layout]),
                                NNS_VERB="WEIGHTS", NNS_LABEL=label, NNS_CNAME=lp.cname)
             env.Depends(w, weights_py)
             weights += w
@@ -93,7 +92,7 @@ def declare(env, session) -> dict:
                         NNS_VERB="REPORT", NNS_LABEL=session.model_cfg.name)
     env.Depends(rep, _py("build/report.py"))
 
-    graph_key = keys.digest([keys.layer_numeric_key(l, session.graph) for l in session.graph.layers],
+    graph_key = keys.digest([session.numeric_keys[l.name] for l in session.graph.layers],
                             [(l.name, l.inputs, l.output, l.fused) for l in session.graph.layers])
     qdq = env.NnsQdq(os.path.join(b, "quantized.onnx"), _value(env, graph_key),
                      NNS_VERB="EXPORT", NNS_LABEL="quantized.onnx")
