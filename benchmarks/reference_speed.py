@@ -33,7 +33,7 @@ class _Builder:
                                                                int(self.rng.integers(-20, 20))))
         return name
 
-    def _add(self, op, inputs, shape, **kw):
+    def add_layer(self, op, inputs, shape, **kw):
         out = self._new(shape)
         self.layers.append(ir.Layer(f"L{len(self.layers)}_{op}", op, list(inputs), out, **kw))
         return out
@@ -43,7 +43,7 @@ class _Builder:
         pad = k // 2
         oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
         wt = self.rng.integers(-127, 128, size=(out_c, c, k, k), dtype=np.int8)
-        out = self._add("conv2d", [x], (1, out_c, oh, ow),
+        out = self.add_layer("conv2d", [x], (1, out_c, oh, ow),
                         attrs=dict(kernel=(k, k), stride=(stride, stride), dilation=(1, 1),
                                    pads=(pad, pad, pad, pad), groups=1),
                         weight=wt, weight_scale=self.rng.uniform(1e-4, 2e-3, out_c),
@@ -57,7 +57,7 @@ class _Builder:
         y = self.conv(y, out_c, 3, 1, relu=False)
         if stride != 1 or self.tensors[x].shape[1] != out_c:
             x = self.conv(x, out_c, 1, stride, relu=False)
-        out = self._add("add", [x, y], self.tensors[y].shape)
+        out = self.add_layer("add", [x, y], self.tensors[y].shape)
         self.layers[-1].act_min = self.tensors[out].q.zero_point
         return out
 
@@ -68,14 +68,14 @@ class _Builder:
 def resnet18_graph(seed=0) -> ir.Graph:
     b = _Builder(np.random.default_rng(seed))
     x = b.conv("input", 64, 7, 2, relu=True)
-    x = b._add("maxpool", [x], (1, 64, 56, 56),
+    x = b.add_layer("maxpool", [x], (1, 64, 56, 56),
                attrs=dict(kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), ceil_mode=0))
     for out_c, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
         x = b.block(x, out_c, stride)
         x = b.block(x, out_c, 1)
-    x = b._add("global_avgpool", [x], (1, 512, 1, 1))
-    x = b._add("reshape", [x], (1, 512), attrs=dict(shape=(1, 512)))
-    x = b._add("linear", [x], (1, 1000), weight=b.rng.integers(-127, 128, (1000, 512), dtype=np.int8),
+    x = b.add_layer("global_avgpool", [x], (1, 512, 1, 1))
+    x = b.add_layer("reshape", [x], (1, 512), attrs=dict(shape=(1, 512)))
+    x = b.add_layer("linear", [x], (1, 1000), weight=b.rng.integers(-127, 128, (1000, 512), dtype=np.int8),
                weight_scale=b.rng.uniform(1e-4, 2e-3, 1000),
                bias=b.rng.integers(-5000, 5000, 1000).astype(np.int32))
     g = b.graph(x)
