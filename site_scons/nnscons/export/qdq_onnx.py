@@ -1,0 +1,175 @@
+"""Write an IR graph as a QDQ ONNX model that onnxruntime runs (the numerics oracle).
+
+Every IR tensor t is a float tensor followed by QuantizeLinear -> DequantizeLinear with t's
+params; the float tensor before the QuantizeLinear is named t, so reading the file back
+with nnscons.frontends gives the same tensor names (the network output's DequantizeLinear
+output carries the output name instead). Weights are int8 initializers with per-channel
+DequantizeLinear (axis 0), biases int32 at scale s_in * s_w[o]. A fused clamp becomes a
+Relu/Clip before the QuantizeLinear, whose rounding then lands exactly on act_min/act_max.
+A 'requant' without a clamp is a QuantizeLinear (named after the layer) on the input's
+dequantized value. The bytes depend on the graph only (fixed opset, IR version, producer).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ..ir import Graph, Layer
+
+OPSET = 13
+IR_VERSION = 8
+
+
+class _Names:
+    """Fresh, deterministic names that never collide with the graph's own names."""
+
+    def __init__(self, taken):
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+
+class _Writer:
+    def __init__(self, graph: Graph):
+        self.g = graph
+        self.names = _Names(set(graph.tensors) | {l.name for l in graph.layers})
+        self.nodes, self.inits = [], []
+        self.value = {}      # IR tensor -> name of its dequantized float value
+
+    def const(self, base, array) -> str:
+        name = self.names.fresh(base)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def node(self, op_type, inputs, outputs, base, **attrs):
+        self.nodes.append(helper.make_node(op_type, inputs, outputs,
+                                           name=self.names.fresh(base), **attrs))
+
+    def qdq(self, t: str, src: str, q_name: str = None, q_out: str = None):
+        """QuantizeLinear(src) -> DequantizeLinear with the params of IR tensor t."""
+        q = self.g.tensor(t).q
+        scale = self.const(f"{t}_scale", np.array(q.scale, dtype=np.float32))
+        zp = self.const(f"{t}_zero_point", np.array(q.zero_point, dtype=np.int8))
+        q_out = q_out or self.names.fresh(f"{t}_q")
+        deq = t if t == self.g.output else self.names.fresh(f"{t}_dq")
+        self.nodes.append(helper.make_node("QuantizeLinear", [src, scale, zp], [q_out],
+                                           name=q_name or self.names.fresh(f"{t}_quantize")))
+        self.node("DequantizeLinear", [q_out, scale, zp], [deq], f"{t}_dequantize")
+        self.value[t] = deq
+
+    def float_name(self, t: str) -> str:
+        """Name of the float tensor quantized into t (t itself unless t is the output)."""
+        return self.names.fresh(f"{t}_float") if t == self.g.output else t
+
+    def weights(self, layer: Layer):
+        s_in = self.g.tensor(layer.inputs[0]).q.scale
+        o = len(layer.weight_scale)
+        n = layer.name
+        w = self.const(f"{n}_weight", layer.weight.astype(np.int8))
+        ws = self.const(f"{n}_weight_scale", layer.weight_scale.astype(np.float32))
+        wz = self.const(f"{n}_weight_zero_point", np.zeros(o, dtype=np.int8))
+        b = self.const(f"{n}_bias", layer.bias.astype(np.int32))
+        bs = self.const(f"{n}_bias_scale", (s_in * layer.weight_scale).astype(np.float32))
+        bz = self.const(f"{n}_bias_zero_point", np.zeros(o, dtype=np.int32))
+        wd, bd = self.names.fresh(f"{n}_weight_dq"), self.names.fresh(f"{n}_bias_dq")
+        self.node("DequantizeLinear", [w, ws, wz], [wd], f"{n}_weight_dequantize", axis=0)
+        self.node("DequantizeLinear", [b, bs, bz], [bd], f"{n}_bias_dequantize", axis=0)
+        return [wd, bd]
+
+    def clamp(self, layer: Layer, src: str, dst: str, name: str):
+        """The clamp act_min/act_max as a real-valued Relu/Clip node src -> dst."""
+        q = self.g.tensor(layer.output).q
+        lo = None if layer.act_min <= -128 else q.scale * (layer.act_min - q.zero_point)
+        hi = None if layer.act_max >= 127 else q.scale * (layer.act_max - q.zero_point)
+        if lo == 0.0 and hi is None:
+            self.nodes.append(helper.make_node("Relu", [src], [dst], name=name))
+            return
+        bounds = ["" if v is None else self.const(f"{name}_{k}", np.array(v, np.float32))
+                  for k, v in (("min", lo), ("max", hi))]
+        self.nodes.append(helper.make_node("Clip", [src] + bounds, [dst], name=name))
+
+    def layer(self, layer: Layer):
+        ins = [self.value[t] for t in layer.inputs]
+        t, a = layer.output, layer.attrs
+        if layer.op == "requant" and layer.act_min == -128 and layer.act_max == 127:
+            q_out = self.names.fresh(f"{t}_q") if t == self.g.output else t
+            self.qdq(t, ins[0], q_name=layer.name, q_out=q_out)
+            return
+        pre = self.float_name(t)
+        has_clamp = layer.act_min > -128 or layer.act_max < 127
+        core_out = self.names.fresh(f"{t}_preact") if has_clamp else pre
+        if layer.op == "requant":
+            core_out = ins[0]
+        elif layer.op == "conv2d":
+            self.nodes.append(helper.make_node(
+                "Conv", ins + self.weights(layer), [core_out], name=layer.name,
+                kernel_shape=list(a["kernel"]), strides=list(a["stride"]),
+                pads=list(a["pads"]), dilations=list(a["dilation"]), group=a["groups"]))
+        elif layer.op == "linear":
+            self.nodes.append(helper.make_node("Gemm", ins + self.weights(layer), [core_out],
+                                               name=layer.name, transB=1))
+        elif layer.op in ("maxpool", "avgpool"):
+            extra = ({"count_include_pad": a["count_include_pad"]} if layer.op == "avgpool"
+                     else {})
+            self.nodes.append(helper.make_node(
+                "MaxPool" if layer.op == "maxpool" else "AveragePool", ins, [core_out],
+                name=layer.name, kernel_shape=list(a["kernel"]), strides=list(a["stride"]),
+                pads=list(a["pads"]), ceil_mode=a["ceil_mode"], **extra))
+        elif layer.op == "global_avgpool":
+            self.nodes.append(helper.make_node("GlobalAveragePool", ins, [core_out],
+                                               name=layer.name))
+        elif layer.op == "add":
+            self.nodes.append(helper.make_node("Add", ins, [core_out], name=layer.name))
+        elif layer.op == "concat":
+            self.nodes.append(helper.make_node("Concat", ins, [core_out], name=layer.name,
+                                               axis=1))
+        elif layer.op == "reshape":
+            shape = self.const(f"{layer.name}_shape", np.array(a["shape"], dtype=np.int64))
+            self.nodes.append(helper.make_node("Reshape", ins + [shape], [core_out],
+                                               name=layer.name))
+        else:
+            raise ValueError(f"cannot export op {layer.op!r}")
+        if has_clamp:   # a standalone Relu/Clip (requant) keeps the layer's name
+            name = layer.name if layer.op == "requant" else self.names.fresh(
+                layer.fused[-1] if layer.fused else f"{layer.name}_act")
+            self.clamp(layer, core_out, pre, name)
+        self.qdq(t, pre)
+
+    def model(self) -> onnx.ModelProto:
+        g = self.g
+        self.qdq(g.input, g.input)
+        for layer in g.layers:
+            self.layer(layer)
+        x = helper.make_tensor_value_info(g.input, TensorProto.FLOAT,
+                                          list(g.tensor(g.input).shape))
+        y = helper.make_tensor_value_info(g.output, TensorProto.FLOAT,
+                                          list(g.tensor(g.output).shape))
+        graph = helper.make_graph(self.nodes, g.name, [x], [y], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                                  producer_name="nnscons", ir_version=IR_VERSION)
+        onnx.checker.check_model(model)
+        return model
+
+
+def build_qdq(graph: Graph) -> onnx.ModelProto:
+    return _Writer(graph).model()
+
+
+def write_qdq(graph: Graph, path: str) -> None:
+    """Write the QDQ model; an unchanged file is left untouched (keeps its timestamp)."""
+    data = build_qdq(graph).SerializeToString()
+    if os.path.isfile(path):
+        with open(path, "rb") as fh:
+            if fh.read() == data:
+                return
+    with open(path, "wb") as fh:
+        fh.write(data)
