@@ -15,7 +15,14 @@ for p in (os.path.join(ROOT, "site_scons"), ROOT):
         sys.path.insert(0, p)
 
 SCONS = os.path.join(os.path.dirname(sys.executable), "scons")
-_IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", "*.pyc", ".pytest_cache")
+_SKIP = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache")
+
+
+def _ignore(directory, names):
+    skipped = set(_SKIP(directory, names))
+    if os.path.abspath(directory) == ROOT and "build" in names:
+        skipped.add("build")  # only the top-level build/: site_scons/nnscons/build is code
+    return skipped
 _STEP = re.compile(r"^(CODEGEN|CC|LINK|WEIGHTS|GOLDEN|INPUT|RUN|CHECK|REPORT|EXPORT|MODEL) (.+) \[[^\]]+\]$")
 
 
@@ -69,5 +76,5 @@ def steps(stdout: str) -> list:
 @pytest.fixture
 def project(tmp_path):
     dst = tmp_path / "proj"
-    shutil.copytree(ROOT, dst, ignore=_IGNORE)
+    shutil.copytree(ROOT, dst, ignore=_ignore)
     return Project(dst)

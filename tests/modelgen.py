@@ -1,6 +1,8 @@
 """Small ONNX models for the integration tests, quantized by onnxruntime's own quantizer."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -37,6 +39,7 @@ def float_cnn(path, names=None, seed=0):
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     onnx.save(model, str(path))
     return str(path)
 

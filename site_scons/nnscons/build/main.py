@@ -49,7 +49,9 @@ def main() -> None:
     if root not in sys.path:
         sys.path.insert(0, root)  # models/zoo
     SConsignFile(os.path.join("build", ".sconsign"))
-    Decider("content-timestamp")
+    # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
+    # firmware relinked within the same second at the same size would not rerun.
+    Decider("content")
     SetOption("implicit_cache", False)
     variables = _variables()
     env = Environment(variables=variables, ENV=os.environ.copy(), tools=[])
