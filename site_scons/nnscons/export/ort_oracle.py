@@ -47,6 +47,8 @@ def run_intermediates(model_path: str, x_float: np.ndarray) -> dict:
     proto.CopyFrom(f.proto)
     q_nodes = {n.output[0]: n for n in proto.graph.node if n.op_type == "QuantizeLinear"}
     outputs = [t for t in q_nodes if t in walker.q_names]
+    for node in proto.graph.node:   # onnxruntime rejects duplicate node names; it needs none
+        node.name = ""
     existing = {o.name for o in proto.graph.output}
     proto.graph.output.extend(helper.make_tensor_value_info(t, _q_type(proto, q_nodes[t]), None)
                               for t in outputs if t not in existing)

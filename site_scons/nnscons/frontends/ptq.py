@@ -69,6 +69,8 @@ def _observer_model(f: OnnxFile, tensors: list) -> bytes:
     inp.type.tensor_type.shape.Clear()
     for d in f.input_shape:
         inp.type.tensor_type.shape.dim.add().dim_value = d
+    for node in graph.node:   # onnxruntime rejects duplicate node names; it needs none
+        node.name = ""
     del graph.output[:]
     graph.output.extend(onnx.helper.make_tensor_value_info(t, onnx.TensorProto.FLOAT, None)
                         for t in tensors)
