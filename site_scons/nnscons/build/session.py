@@ -56,7 +56,7 @@ class Session:
     def _where(self, layer, key) -> str:
         m, t = self.model_cfg.name, self.target_cfg.name
         if layer is not None:
-            path = ("models", m, "targets", t, "layers", layer, key)
+            path = ("models", m, "targets", t, "layers", layer) + ((key,) if key else ())
         else:
             section = {"l1_budget": "tiling"}.get(key, "memory")
             path = ("targets", t, section, key)
@@ -70,7 +70,7 @@ class Session:
                 close = difflib.get_close_matches(name, known, n=3)
                 hint = f"; did you mean: {', '.join(close)}" if close else ""
                 raise UserError(
-                    f"{self._where(name, None).rsplit('.', 1)[0]}: no layer named '{name}' in model "
+                    f"{self._where(name, None)}: no layer named '{name}' in model "
                     f"'{self.model_cfg.name}'{hint}. Layer names are those of the report "
                     f"(build/.../report.json); the first ones are: {', '.join(known[:8])}")
 
