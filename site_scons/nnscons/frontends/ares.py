@@ -150,8 +150,7 @@ class _Ares:
 
     def identity(self, layer, entry, src):
         s = self.scale(layer, entry, "scale_output" if "scale_output" in entry else "scale")
-        return (Op(layer, "requant", [src], "", entry["type"], attrs={"lo": None, "hi": None}),
-                QParams(s, 0))
+        return Op(layer, "requant", [src], "", entry["type"]), QParams(s, 0)
 
     def pool(self, layer, entry, src):
         kernel = _pair(entry["kernel_size"], "kernel_size") if "kernel_size" in entry else None

@@ -122,8 +122,7 @@ class OnnxWalker:
         if src not in self.qparams:
             self.qparams[src] = q
         elif self.qparams[src] != q:
-            self.ops.append(Op(name, "requant", [src], out, node.op_type,
-                               attrs={"lo": None, "hi": None}))
+            self.ops.append(Op(name, "requant", [src], out, node.op_type))
             self.qparams[out] = q
             src = out
         self.alias[out] = src
@@ -170,7 +169,11 @@ class OnnxWalker:
                 for extra in node.output[1:]:
                     if extra:
                         self._unused_output(name, node, extra)
-                self.ops.append(onnx_ops.convert(self, name, node, resolved, out))
+                try:
+                    self.ops.append(onnx_ops.convert(self, name, node, resolved, out))
+                except (ValueError, TypeError, IndexError, KeyError) as e:   # malformed values
+                    raise self.fail(name, node, f"malformed node ({type(e).__name__}: {e}); "
+                                                f"fix or re-export the model") from None
         return self._graph()
 
     def _unused_output(self, name, node, tensor):

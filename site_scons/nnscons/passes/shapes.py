@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .opgraph import Op, OpGraph
+from .opgraph import OpGraph
 
 
 def _pool_out(size, k, s, p0, p1, dil, ceil_mode):
