@@ -1,0 +1,27 @@
+"""ResNet-18 on the host, end to end, and the edit-one-layer loop at full size."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import steps
+
+
+@pytest.mark.slow
+def test_resnet18_runs_and_one_layer_edit_rebuilds_only_that_layer(project):
+    proc = project.scons("-j2", "target=host", "model=resnet18", timeout=1800)
+    assert "Test PASSED [host] resnet18: all 32 layers match" in proc.stdout
+    report = json.loads(project.read("build/host/resnet18/report.json"))
+    assert report["total_macs"] > 1.8e9 and len(report["layers"]) == 32
+    assert steps(project.scons("model=resnet18").stdout) == []
+
+    text = project.read("targets.yaml")
+    anchor = "      calibration: {count: 4, seed: 0}\n"
+    assert text.endswith(anchor)
+    project.write("targets.yaml", text + "    targets:\n      host:\n        layers:\n"
+                                          "          layer2.1.conv1: {l1_budget: 16KiB}\n")
+    assert steps(project.scons("model=resnet18").stdout) == [
+        "CODEGEN layer2.1.conv1", "CC layer2.1.conv1", "LINK firmware", "RUN resnet18", "REPORT resnet18"]
+    tile = json.loads(project.read("build/host/resnet18/report.json"))["layers"][12]["tile"]
+    assert tile["l1_bytes"] <= 16 * 1024
