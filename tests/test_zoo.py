@@ -75,7 +75,8 @@ def test_deterministic_in_process_and_subprocess(resnet_bytes, tmp_path):
     path = tmp_path / "r.onnx"
     code = f"from models import zoo; zoo.write('resnet18', 0, None, {str(path)!r})"
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
-                   env=dict(os.environ, PYTHONHASHSEED="123"))
+                   env=dict(os.environ, PYTHONHASHSEED="123",
+                            PYTHONPATH=os.path.join(REPO, "site_scons")))
     assert path.read_bytes() == resnet_bytes
 
 

@@ -27,22 +27,7 @@ def build(name: str, seed: int = 0, input_shape=None):
 
 
 def write(name: str, seed: int, input_shape, path) -> bool:
-    """Write the model to path unless the file already holds these bytes.
-
-    Returns True if the file was (re)written. Keeping an identical file untouched keeps
-    its timestamp, so nothing downstream looks out of date.
-    """
-    data = build(name, seed, input_shape).SerializeToString(deterministic=True)
-    try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return False
-    except FileNotFoundError:
-        pass
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    # Write-then-rename: a parallel reader never sees a half-written model.
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-    return True
+    """Write the model to path unless the file already holds these bytes (atomically, so a
+    parallel reader never sees half a model). Returns True if the file was (re)written."""
+    from nnscons.fileio import write_if_changed
+    return write_if_changed(os.fspath(path), build(name, seed, input_shape).SerializeToString(deterministic=True))
