@@ -1,7 +1,8 @@
 """Integer-only requantization: the one rounding rule used by the reference and every kernel.
 
 A real multiplier m > 0 is represented as (M, s) with M an int32 in [2**30, 2**31) and
-1 <= s <= 62, so that m ~= M / 2**s.  Requantizing an int32/int64 accumulator `acc` is
+1 <= s <= 62, so that m ~= M / 2**s (for m < 2**-32, s stays 62 and M drops below 2**30,
+down to 0: such a layer outputs its zero point).  Requantizing an int32/int64 accumulator `acc` is
 
     out = clamp(zp_out + rshift_round(acc * M, s), act_min, act_max)
     rshift_round(v, s) = (v + (1 << (s - 1))) >> s      # arithmetic shift: round half up

@@ -12,6 +12,8 @@ import glob
 import os
 import pickle
 
+from .. import numerics
+from ..errors import ModelError
 from ..fileio import write_if_changed
 from .keys import digest, file_digest
 
@@ -68,5 +70,16 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
         zoo.write(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)
     graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
                                  fmt=model_cfg.fmt or "auto", calibration=model_cfg.calibration)
+    _check_requantization(graph, model_cfg.source or model_cfg.zoo)
     write_if_changed(cache_path, pickle.dumps({"key": key, "graph": graph}, protocol=5))
     return graph
+
+
+def _check_requantization(graph, source) -> None:
+    """Scales that no integer multiplier can express are the model's fault: say which layer."""
+    for layer in graph.layers:
+        try:
+            numerics.requant_params(layer, graph)
+        except ValueError as e:
+            raise ModelError(f"{source}: layer '{layer.name}' ({layer.op}): {e}; check the "
+                             f"quantization scales of its input and output tensors") from None
