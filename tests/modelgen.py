@@ -64,3 +64,49 @@ def quantize_qdq(float_path, out_path, per_channel=True, uint8_activations=False
                     activation_type=QuantType.QUInt8 if uint8_activations else QuantType.QInt8,
                     weight_type=QuantType.QInt8)
     return str(out_path)
+
+
+def float_all_ops(path, seed=0):
+    """Every supported op at least once: strided, dilated, depthwise and 1x1 convs, BN, Relu,
+    Clip (ReLU6), MaxPool, AveragePool (with and without counting pads), Concat, Add,
+    GlobalAveragePool, Reshape, MatMul, and a Relu that cannot be fused (after a pool)."""
+    rng = np.random.default_rng(seed)
+
+    def w(name, *shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    inits = [w("w1", 8, 3, 3, 3), w("b1", 8, scale=0.1), w("wd", 8, 1, 3, 3), w("wdil", 8, 8, 3, 3, scale=0.15),
+             w("w11", 8, 16, 1, 1), w("mm", 8, 6)]
+    inits += [numpy_helper.from_array(a.astype(np.float32), n) for a, n in (
+        (rng.uniform(0.5, 1.5, 8), "g"), (rng.standard_normal(8) * 0.1, "beta"),
+        (rng.standard_normal(8) * 0.1, "mean"), (rng.uniform(0.5, 1.5, 8), "var"),
+        (np.array(0.0), "lo"), (np.array(6.0), "hi"), (np.array([1, 8]), "shape"))]
+    inits[-1] = numpy_helper.from_array(np.array([1, 8], dtype=np.int64), "shape")
+    H = helper.make_node
+    nodes = [
+        H("Conv", ["x", "w1", "b1"], ["c1"], "conv_s2", pads=[1, 1, 1, 1], strides=[2, 2]),
+        H("BatchNormalization", ["c1", "g", "beta", "mean", "var"], ["bn"], "bn"),
+        H("Clip", ["bn", "lo", "hi"], ["r6"], "relu6"),
+        H("Conv", ["r6", "wd"], ["dw"], "depthwise", pads=[1, 1, 1, 1], group=8),
+        H("Relu", ["dw"], ["dwr"], "dw_relu"),
+        H("Conv", ["dwr", "wdil"], ["dil"], "dilated", pads=[2, 2, 2, 2], dilations=[2, 2]),
+        H("Concat", ["dil", "r6"], ["cat"], "concat", axis=1),
+        H("Conv", ["cat", "w11"], ["pw"], "pointwise"),
+        H("AveragePool", ["pw"], ["ap"], "avg_pad", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        H("AveragePool", ["pw"], ["ap2"], "avg_inc", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+          count_include_pad=1),
+        H("Add", ["ap", "ap2"], ["s"], "add"),
+        H("MaxPool", ["s"], ["mp"], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        H("Relu", ["mp"], ["mpr"], "lone_relu"),
+        H("GlobalAveragePool", ["mpr"], ["gap"], "gap"),
+        H("Reshape", ["gap", "shape"], ["flat"], "reshape"),
+        H("MatMul", ["flat", "mm"], ["y"], "matmul"),
+    ]
+    graph = helper.make_graph(nodes, "allops",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 20, 20])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    onnx.save(model, str(path))
+    return str(path)

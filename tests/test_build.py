@@ -169,3 +169,20 @@ def test_hostile_node_names_stay_inside_build(project):
     assert "../../evil" in names and "int" in names and "/etc/passwd" in names
     for rel in os.listdir(project.file("build/host/hostile_qdq/src/layers")):
         assert rel.endswith(".c") and rel[:-2].isidentifier() and rel.isascii()
+
+
+@pytest.mark.parametrize("quantized", [False, True])
+def test_every_op_runs_bit_exact_on_host_and_under_sanitizers(project, quantized):
+    """Float model + built-in PTQ, and the same model quantized by onnxruntime (QDQ)."""
+    path = modelgen.float_all_ops(project.file("m/allops.onnx"))
+    if quantized:
+        path = modelgen.quantize_qdq(path, project.file("m/allops_qdq.onnx"))
+    name = os.path.splitext(os.path.basename(path))[0]
+    for target in ("host", "host-asan"):
+        proc = project.scons(f"target={target}", f"model={path}", "-j2")
+        assert f"Test PASSED [{target}] {name}" in proc.stdout
+    ops = {l["op"] for l in json.loads(project.read(f"build/host/{name}/report.json"))["layers"]}
+    assert {"conv2d", "concat", "avgpool", "add", "maxpool", "global_avgpool", "reshape",
+            "linear"} <= ops
+    if not quantized:
+        assert "requant" in ops
