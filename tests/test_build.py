@@ -186,3 +186,15 @@ def test_every_op_runs_bit_exact_on_host_and_under_sanitizers(project, quantized
             "linear"} <= ops
     if not quantized:
         assert "requant" in ops
+
+
+def test_ares_export_directory_declared_in_the_manifest(project):
+    import pathlib
+    from test_frontend_ares import ares_dir
+    ares_dir(pathlib.Path(project.file("models/ares_net")))
+    project.write("targets.yaml", project.read("targets.yaml") +
+                  "\n  aresnet:\n    source: models/ares_net\n    format: ares\n")
+    proc = project.scons("model=aresnet")
+    assert "Test PASSED [host] aresnet" in proc.stdout
+    names = [l["name"] for l in json.loads(project.read("build/host/aresnet/report.json"))["layers"]]
+    assert names[0] == "conv1" and "add" in names and names[-1] == "fc"
