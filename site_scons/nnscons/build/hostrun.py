@@ -13,7 +13,7 @@ def run_native(target, source, env):
     session = env["NNS_SESSION"]
     log_path, npy_path = str(target[0]), str(target[1])
     output_bin = os.path.join(os.path.dirname(log_path), "output.bin")
-    cmd = list(env.get("NNS_RUN_PREFIX", [])) + [source[0].abspath, env["NNS_BIN_DIR"], output_bin]
+    cmd = [source[0].abspath, env["NNS_BIN_DIR"], output_bin]
     timeout = session.options["run"]["timeout"]
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)

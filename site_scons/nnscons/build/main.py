@@ -9,7 +9,7 @@ import os
 import sys
 
 from SCons.Script import (ARGUMENTS, Alias, BoolVariable, Decider, Default,
-                          Environment, Exit, GetOption, Help, SConsignFile, SetOption, Variables)
+                          Environment, Exit, GetOption, Help, SConsignFile, Variables)
 
 from .. import manifest as manifest_mod
 from ..errors import UserError
@@ -52,7 +52,6 @@ def main() -> None:
     # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
     # firmware relinked within the same second at the same size would not rerun.
     Decider("content")
-    SetOption("implicit_cache", False)
     variables = _variables()
     env = Environment(variables=variables, ENV=os.environ.copy(), tools=[])
     try:
