@@ -8,6 +8,14 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
+def _save(graph, path) -> str:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    onnx.save(model, str(path))
+    return str(path)
+
+
 def float_cnn(path, names=None, seed=0):
     """conv-relu-maxpool, conv-relu, add (residual), global avgpool, flatten, gemm.
 
@@ -37,11 +45,7 @@ def float_cnn(path, names=None, seed=0):
     graph = helper.make_graph(nodes, "tinycnn",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    onnx.save(model, str(path))
-    return str(path)
+    return _save(graph, path)
 
 
 def quantize_qdq(float_path, out_path, per_channel=True, uint8_activations=False, seed=0):
@@ -105,8 +109,4 @@ def float_all_ops(path, seed=0):
     graph = helper.make_graph(nodes, "allops",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 20, 20])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    onnx.save(model, str(path))
-    return str(path)
+    return _save(graph, path)
