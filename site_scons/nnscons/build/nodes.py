@@ -32,7 +32,6 @@ def declare(env, session) -> dict:
     tdir = plan.templates_dir
     env = env.Clone(NNS_SESSION=session, NNS_TARGET=t, NNS_BIN_DIR=os.path.join(b, "bin"),
                     CPPPATH=["kernels/common", os.path.join(b, "src")])
-    session.plan_by_cname = {lp.cname: lp for lp in plan.layers}
 
     codegen_py = _py("codegen.py", "build/actions.py")
     weights_py = _py("targets/base.py", "numerics.py")
@@ -50,8 +49,7 @@ def declare(env, session) -> dict:
 
     objects, weights, goldens, sources = [], [], [], []
     for lp in plan.layers:
-        name = lp.layer.name
-        label = "".join(ch if ch.isprintable() else "?" for ch in name)
+        label = report.printable(lp.layer.name)
         src = codegen(os.path.join(b, "src", "layers", lp.cname + ".c"), lp.spec, lp.template, label)
         sources += src
         objects += compile_(os.path.join(b, "obj", "layers", lp.cname + ".o"), src, label)

@@ -55,18 +55,19 @@ def _shape(s):
     return "x".join(str(d) for d in s[1:])
 
 
-def _printable(name: str, width: int) -> str:
+def printable(name: str, width: int | None = None) -> str:
+    """An untrusted name made safe for a terminal line, optionally cut to `width`."""
     name = "".join(ch if ch.isprintable() else "?" for ch in name)
-    return name if len(name) <= width else name[:width - 1] + "~"
+    return name if width is None or len(name) <= width else name[:width - 1] + "~"
 
 
 def table(report: dict) -> str:
     rows = [("#", "layer", "op", "in", "out", "MACs", "params B", "tiles", "fused", "status")]
     for i, l in enumerate(report["layers"]):
         tile = l.get("tile")
-        rows.append((str(i), _printable(l["name"], 28), l["op"], ",".join(_shape(s) for s in l["inputs"]),
+        rows.append((str(i), printable(l["name"], 28), l["op"], ",".join(_shape(s) for s in l["inputs"]),
                      _shape(l["output"]), f"{l['macs']:,}", f"{l['param_bytes']:,}",
-                     str(tile["n_tiles"]) if tile else "-", _printable("+".join(l["fused"]), 24) or "-",
+                     str(tile["n_tiles"]) if tile else "-", printable("+".join(l["fused"]), 24) or "-",
                      l.get("status", "-")))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]

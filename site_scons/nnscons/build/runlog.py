@@ -7,6 +7,7 @@ and finally `Test PASSED` or `Test FAILED: ...`.
 """
 from __future__ import annotations
 
+import io
 import re
 
 import numpy as np
@@ -32,7 +33,6 @@ def write_output(session, output_bin: str, output_npy: str) -> None:
     from ..reference import dequantize
     tensor = session.graph.tensor(session.graph.output)
     q = np.fromfile(output_bin, dtype=np.int8).reshape(tensor.shape)
-    import io
     buf = io.BytesIO()
     np.save(buf, dequantize(tensor, q).astype(np.float32), allow_pickle=False)
     write_if_changed(output_npy, buf.getvalue())

@@ -43,6 +43,7 @@ class Session:
         overrides = model_cfg.layer_overrides.get(target_cfg.name, {})
         self._check_override_names(overrides)
         self.plan = self.kind.plan(self.graph, self.cnames, self.options, overrides, self._where)
+        self.plan_by_cname = {lp.cname: lp for lp in self.plan.layers}
         self.input_float, input_desc = self._load_input(input_path)
         self.input_key = keys.digest(input_desc, self.input_float)
         # hashing the weights is the costliest part of a no-op call: once per layer
@@ -53,13 +54,12 @@ class Session:
 
     # ---- locations for error messages
 
-    def _where(self, layer, key) -> str:
+    def _where(self, layer, *keys) -> str:
         m, t = self.model_cfg.name, self.target_cfg.name
         if layer is not None:
-            path = ("models", m, "targets", t, "layers", layer) + ((key,) if key else ())
+            path = ("models", m, "targets", t, "layers", layer) + keys
         else:
-            section = {"l1_budget": "tiling"}.get(key, "memory")
-            path = ("targets", t, section, key)
+            path = ("targets", t) + keys
         loc = self.manifest.where(*path)
         return f"{loc}: {'.'.join(path)}"
 
@@ -70,7 +70,7 @@ class Session:
                 close = difflib.get_close_matches(name, known, n=3)
                 hint = f"; did you mean: {', '.join(close)}" if close else ""
                 raise UserError(
-                    f"{self._where(name, None)}: no layer named '{name}' in model "
+                    f"{self._where(name)}: no layer named '{name}' in model "
                     f"'{self.model_cfg.name}'{hint}. Layer names are those of the report "
                     f"(build/.../report.json); the first ones are: {', '.join(known[:8])}")
 

@@ -41,11 +41,12 @@ def options(target_cfg) -> dict:
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
-    """overrides: {layer name: {key: value}}; where(layer, key) -> 'targets.yaml:N: key.path'."""
+    """overrides: {layer name: {key: value}}; where(layer, *keys) -> 'targets.yaml:N: key.path'
+    (layer None: keys under targets.<t>; else under the model's overrides of that layer)."""
     l1_size = opts["memory"]["l1"]
     default_budget = opts["tiling"]["l1_budget"]
     if default_budget > l1_size:
-        raise UserError(f"{where(None, 'l1_budget')}: l1_budget {default_budget} B exceeds the "
+        raise UserError(f"{where(None, 'tiling', 'l1_budget')}: l1_budget {default_budget} B exceeds the "
                         f"target's L1 size memory.l1 = {l1_size} B")
     layers, kernels = [], set()
     for layer in graph.layers:
@@ -56,7 +57,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             raise UserError(f"layer '{layer.name}': {reason} (target kind 'host')")
         own = "l1_budget" in overrides.get(layer.name, {})
         budget = overrides[layer.name]["l1_budget"] if own else default_budget
-        budget_at = where(layer.name if own else None, "l1_budget")
+        budget_at = where(layer.name, "l1_budget") if own else where(None, "tiling", "l1_budget")
         if budget > l1_size:
             raise UserError(f"{budget_at}: l1_budget {budget} B exceeds the "
                             f"target's L1 size memory.l1 = {l1_size} B")
@@ -69,7 +70,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         kernels.update(impl.kernels)
     buffers = plan_buffers(graph)
     if buffers["arena_size"] > opts["memory"]["l2"]:
-        raise UserError(f"{where(None, 'l2')}: activations need {buffers['arena_size']} B, more than "
+        raise UserError(f"{where(None, 'memory', 'l2')}: activations need {buffers['arena_size']} B, more than "
                         f"memory.l2 = {opts['memory']['l2']} B of target kind 'host'")
     return base.TargetPlan(layers=layers, network=network_spec(graph, layers, buffers),
                            kernels=sorted(kernels), templates_dir=TEMPLATES)
