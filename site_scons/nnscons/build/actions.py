@@ -31,21 +31,22 @@ def render_source(target, source, env):
 def write_weights(target, source, env):
     session = env["NNS_SESSION"]
     lp = session.plan_by_cname[env["NNS_CNAME"]]
-    write_if_changed(str(target[0]), base.pack_params(lp.layer, session.graph, lp.param_layout))
+    write_if_changed(str(target[0]), lp.packed_params(session.graph))
     return 0
 
 
 def write_golden(target, source, env):
     session = env["NNS_SESSION"]
     tensor = env["NNS_TENSOR"]
-    data = np.ascontiguousarray(session.reference()[tensor], dtype=np.int8)
+    data = base.to_layout(session.reference()[tensor].astype(np.int8), session.plan.layout)
     write_if_changed(str(target[0]), data.tobytes())
     return 0
 
 
 def write_input(target, source, env):
     session = env["NNS_SESSION"]
-    write_if_changed(str(target[0]), np.ascontiguousarray(session.quantized_input()).tobytes())
+    data = base.to_layout(session.quantized_input().astype(np.int8), session.plan.layout)
+    write_if_changed(str(target[0]), data.tobytes())
     return 0
 
 

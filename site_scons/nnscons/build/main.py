@@ -23,6 +23,7 @@ def _variables():
     v.Add("target", "target name from targets.yaml (default: defaults.target)", "")
     v.Add("model", "model name from targets.yaml, or a path to an .onnx file (default: defaults.model)", "")
     v.Add("input", "run on this float32 .npy input (model layout) instead of the default input", "")
+    v.Add("platform", "where to run (default: the target's run.platform in targets.yaml)", "")
     v.Add(BoolVariable("verbose", "print full command lines instead of one line per node", False))
     return v
 
@@ -58,7 +59,7 @@ def main() -> None:
         unknown = variables.UnknownVariables()
         if unknown:
             raise UserError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: "
-                            f"target, model, input, verbose (see scons -h)")
+                            f"target, model, input, platform, verbose (see scons -h)")
         manifest = manifest_mod.load_manifest(MANIFEST, schemas())
         if GetOption("help"):
             Help(_help_text(variables, env, manifest), append=False)
@@ -80,15 +81,12 @@ def _build(env, manifest, root) -> None:
     input_path = env["input"] or None
     if input_path and not os.path.isfile(input_path):
         raise UserError(f"input={input_path}: no such file")
-    session = Session(root, manifest, target_cfg, model_cfg, input_path)
+    session = Session(root, manifest, target_cfg, model_cfg, input_path, env["platform"] or None)
     env.Replace(NNS_OPTIONS=session.options, NNS_VERBOSE=env["verbose"])
     env.Tool("nnscons_core")
-    tool = session.kind.TOOL
-    if not env.Detect(session.options["toolchain"]["cc"]) and not GetOption("clean"):
-        raise UserError(f"target '{target_cfg.name}': C compiler "
-                        f"'{session.options['toolchain']['cc']}' not found on PATH; install it "
-                        f"(Debian: apt-get install gcc) or set targets.{target_cfg.name}.toolchain.cc")
-    env.Tool(tool)
+    if not GetOption("clean"):
+        session.kind.check_tools(env, session)  # UserError naming what to install
+    env.Tool(session.kind.TOOL)
     env.Tool("compilation_db")
     aliases = declare(env, session)
     for name, nodes in aliases.items():

@@ -25,6 +25,7 @@ def plan_summary(session) -> dict:
             "param_bytes": lp.param_bytes,
             "tile": lp.spec.get("tile"),
         })
+        layers[-1].update(lp.report)
     return {
         "model": session.model_cfg.name,
         "target": session.target_cfg.name,
@@ -34,7 +35,10 @@ def plan_summary(session) -> dict:
         "total_macs": sum(l["macs"] for l in layers),
         "total_param_bytes": sum(l["param_bytes"] for l in layers),
         "activation_arena_bytes": session.plan.network["arena_size"],
+        "platform": session.options["run"]["platform"],
+        "columns": [list(c) for c in session.plan.columns],
         "layers": layers,
+        **session.plan.report,
     }
 
 
@@ -61,17 +65,27 @@ def printable(name: str, width: int | None = None) -> str:
     return name if width is None or len(name) <= width else name[:width - 1] + "~"
 
 
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
 def table(report: dict) -> str:
-    rows = [("#", "layer", "op", "in", "out", "MACs", "params B", "tiles", "fused", "status")]
+    columns = report.get("columns") or [("tiles", "n_tiles")]
+    rows = [("#", "layer", "op", "in", "out", "MACs", "params B")
+            + tuple(h for h, _ in columns) + ("fused", "status")]
     for i, l in enumerate(report["layers"]):
-        tile = l.get("tile")
+        tile = l.get("tile") or {}
+        extra = tuple(_cell(l.get(key, tile.get(key))) for _, key in columns)
         rows.append((str(i), printable(l["name"], 28), l["op"], ",".join(_shape(s) for s in l["inputs"]),
-                     _shape(l["output"]), f"{l['macs']:,}", f"{l['param_bytes']:,}",
-                     str(tile["n_tiles"]) if tile else "-", printable("+".join(l["fused"]), 24) or "-",
-                     l.get("status", "-")))
+                     _shape(l["output"]), f"{l['macs']:,}", f"{l['param_bytes']:,}") + extra
+                    + (printable("+".join(l["fused"]), 24) or "-", l.get("status", "-")))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines.append(f"total: {report['total_macs']:,} MACs, {report['total_param_bytes']:,} parameter bytes, "
                  f"{report['activation_arena_bytes']:,} B activation arena "
                  f"[{report['target']}] {report['model']}")
+    for line in report.get("summary_lines", []):
+        lines.append(line)
     return "\n".join(lines)

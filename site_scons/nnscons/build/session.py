@@ -27,13 +27,15 @@ def path_component(name: str) -> str:
 
 
 class Session:
-    def __init__(self, root: str, manifest, target_cfg, model_cfg, input_path: str | None):
+    def __init__(self, root: str, manifest, target_cfg, model_cfg, input_path: str | None,
+                 platform: str | None = None):
         self.root = root
         self.manifest = manifest
         self.target_cfg = target_cfg
         self.model_cfg = model_cfg
         self.kind = kind_module(target_cfg.kind)
         self.options = self.kind.options(target_cfg)
+        self._set_platform(platform)
         self.build_dir = os.path.join("build", path_component(target_cfg.name),
                                       path_component(model_cfg.name))
         os.makedirs(self.build_dir, exist_ok=True)
@@ -51,6 +53,19 @@ class Session:
         self.golden_keys = keys.golden_keys(self.graph, self.input_key, self.numeric_keys)
         self._lock = threading.Lock()
         self._reference = None
+
+    def _set_platform(self, platform: str | None) -> None:
+        """platform= from the command line over run.platform; the kind may resolve 'auto'."""
+        choices = self.kind.SCHEMA["run"]["platform"]
+        if platform is not None:
+            if platform not in choices:
+                raise UserError(f"platform={platform}: target '{self.target_cfg.name}' (kind "
+                                f"{self.target_cfg.kind}) runs on: {', '.join(choices)}")
+            self.options["run"]["platform"] = platform
+        resolve = getattr(self.kind, "resolve_platform", None)
+        if resolve is not None:
+            self.options["run"]["platform"] = resolve(self.options, self.target_cfg.name,
+                                                      explicit=platform is not None)
 
     # ---- locations for error messages
 

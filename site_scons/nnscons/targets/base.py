@@ -31,6 +31,18 @@ class LayerPlan:
     param_layout: list                  # [(section, dtype, count, offset)] of the weights .bin
     macs: int
     param_bytes: int
+    # generated files of this layer: [(path under the build dir, template, spec)];
+    # empty means the one C source src/layers/<cname>.c from (template, spec)
+    files: list = field(default_factory=list)
+    report: dict = field(default_factory=dict)   # target-specific report.json fields
+    # the weights .bin's bytes in the target's layout (default: pack_params)
+    pack: Optional[Callable] = None     # (layer, graph, param_layout) -> bytes
+
+    def sources(self) -> list:
+        return self.files or [(f"src/layers/{self.cname}.c", self.template, self.spec)]
+
+    def packed_params(self, graph) -> bytes:
+        return (self.pack or pack_params)(self.layer, graph, self.param_layout)
 
 
 @dataclass
@@ -39,6 +51,11 @@ class TargetPlan:
     network: dict                       # buffer plan, layer order: the network source's spec
     kernels: list                       # kernel sources to compile, sorted
     templates_dir: str                  # templates/<target>
+    # per-network generated files [(path under the build dir, template, spec)]
+    network_files: list = field(default_factory=list)
+    layout: str = "chw"                 # activation layout of input/golden/output .bin files
+    report: dict = field(default_factory=dict)   # network-level report.json fields
+    columns: list = field(default_factory=list)  # extra table columns: [(header, layer report key)]
     extra: dict = field(default_factory=dict)
 
 
@@ -123,6 +140,23 @@ def macs(layer, graph) -> int:
     if layer.op == "add":
         return n_out
     return 0
+
+
+def to_layout(array, layout: str):
+    """A batch-1 NCHW (or N,F) int8 tensor in a target's activation layout, flattened."""
+    a = np.asarray(array)
+    if layout == "hwc" and a.ndim == 4:
+        a = a.transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(a).reshape(-1)
+
+
+def from_layout(flat, shape, layout: str):
+    """Inverse of to_layout: back to the model's NCHW shape."""
+    shape = tuple(shape)
+    if layout == "hwc" and len(shape) == 4:
+        n, c, h, w = shape
+        return np.asarray(flat).reshape(n, h, w, c).transpose(0, 3, 1, 2)
+    return np.asarray(flat).reshape(shape)
 
 
 def unsupported(layer, target: str, ops: dict) -> UserError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base
+from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import OPS, layer_spec
 
 TOOL = "nnscons_host"
@@ -38,6 +39,14 @@ def options(target_cfg) -> dict:
         merged[section] = dict(defaults)
         merged[section].update(target_cfg.sections.get(section, {}))
     return merged
+
+
+def check_tools(env, session) -> None:
+    cc = session.options["toolchain"]["cc"]
+    if not env.Detect(cc):
+        name = session.target_cfg.name
+        raise UserError(f"target '{name}': C compiler '{cc}' not found on PATH; install it "
+                        f"(Debian: apt-get install gcc) or set targets.{name}.toolchain.cc")
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
@@ -72,8 +81,14 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     if buffers["arena_size"] > opts["memory"]["l2"]:
         raise UserError(f"{where(None, 'memory', 'l2')}: activations need {buffers['arena_size']} B, more than "
                         f"memory.l2 = {opts['memory']['l2']} B of target kind 'host'")
-    return base.TargetPlan(layers=layers, network=network_spec(graph, layers, buffers),
-                           kernels=sorted(kernels), templates_dir=TEMPLATES)
+    network = network_spec(graph, layers, buffers)
+    return base.TargetPlan(layers=layers, network=network, kernels=sorted(kernels),
+                           templates_dir=TEMPLATES, network_files=_network_files(network))
+
+
+def _network_files(plan_network):
+    return [(f"src/{name}", name + ".j2", {} if name == "main.c" else plan_network)
+            for name in ("network.c", "network.h", "main.c")]
 
 
 def network_spec(graph, layers, buffers) -> dict:
