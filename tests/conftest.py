@@ -23,7 +23,7 @@ def _ignore(directory, names):
     if os.path.abspath(directory) == ROOT and "build" in names:
         skipped.add("build")  # only the top-level build/: site_scons/nnscons/build is code
     return skipped
-_STEP = re.compile(r"^(CODEGEN|CC|LINK|WEIGHTS|GOLDEN|INPUT|RUN|CHECK|REPORT|EXPORT|MODEL) (.+) \[[^\]]+\]$")
+_STEP = re.compile(r"^([A-Z][A-Z0-9_]*) (.+) \[[^\]]+\]$")  # VERB label [target]
 
 
 class Project:
