@@ -1,0 +1,138 @@
+/* Batch driver for tests/test_gap9_kernels.py: runs many CHW (kernels/common) and HWC
+ * (kernels/gap9) kernel calls in one process.
+ *
+ *     harness CALLS OUT
+ *
+ * CALLS is a sequence of records of native int32 words and bytes:
+ *     op, out_bytes, fill, n_cfg, cfg[n_cfg], n_arr, { n_bytes, bytes[n_bytes] } * n_arr
+ * Each call gets its own output buffer of exactly out_bytes, pre-filled with `fill`
+ * (so writes outside a call's range show), and every operand its own exact-size
+ * allocation (so the sanitizer build catches any out-of-bounds access).  An empty
+ * operand is passed as NULL (bias).  The output buffers are appended to OUT.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_hwc_kernels.h"
+
+#define MAX_CFG 24
+#define MAX_ARR 5
+
+enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
+       GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC };
+
+static void die(const char *what)
+{
+    fprintf(stderr, "harness: %s\n", what);
+    exit(2);
+}
+
+static int32_t word(FILE *f)
+{
+    int32_t v;
+    if (fread(&v, sizeof v, 1, f) != 1)
+        die("truncated record");
+    return v;
+}
+
+static void *bytes(FILE *f, int32_t n)
+{
+    void *p;
+    if (n < 0)
+        die("negative size");
+    if (n == 0)
+        return NULL;
+    p = malloc((size_t)n);
+    if (!p || fread(p, 1, (size_t)n, f) != (size_t)n)
+        die("truncated operand");
+    return p;
+}
+
+static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
+{
+    switch (op) {
+    case CONV_CHW: {
+        const nn_conv2d_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                   k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+        nn_conv2d_s8(&c, a[0], a[1], a[2], a[3], a[4], out);
+        break;
+    }
+    case CONV_HWC: {
+        const nn_hwc_conv_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                     k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+        nn_hwc_conv2d_s8(&c, a[0], a[1], a[2], a[3], a[4], out, k[19], k[20]);
+        break;
+    }
+    case MAXPOOL_CHW:
+    case AVGPOOL_CHW: {
+        const nn_pool_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                 k[10], k[11], k[12], k[13], k[14], k[15]};
+        (op == MAXPOOL_CHW ? nn_maxpool_s8 : nn_avgpool_s8)(&c, a[0], a[1], a[2], out);
+        break;
+    }
+    case MAXPOOL_HWC:
+    case AVGPOOL_HWC: {
+        const nn_hwc_pool_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                     k[10], k[11], k[12], k[13], k[14], k[15]};
+        (op == MAXPOOL_HWC ? nn_hwc_maxpool_s8 : nn_hwc_avgpool_s8)(&c, a[0], a[1], a[2], out,
+                                                                    k[16], k[17]);
+        break;
+    }
+    case GAP_CHW:
+        nn_global_avgpool_s8(k[0], k[1], k[2], k[3], k[4], k[5], a[0], a[1], a[2], out);
+        break;
+    case GAP_HWC:
+        nn_hwc_global_avgpool_s8(k[0], k[1], k[2], k[3], k[4], k[5], a[0], a[1], a[2], out,
+                                 k[6], k[7]);
+        break;
+    case REQUANT_CHW:
+        nn_requant_s8(k[0], a[0], k[1], k[2], k[3], k[4], k[5], k[6], out);
+        break;
+    case REQUANT_HWC:   /* k[10], k[11]: offsets of the first pixel in the in/out buffers */
+        nn_hwc_requant_s8(k[0], k[1], (const int8_t *)a[0] + k[10], k[2], k[3], k[4], k[5], k[6],
+                          k[7], k[8], out + k[11], k[9]);
+        break;
+    default:
+        die("unknown op");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    FILE *f, *g;
+    int32_t op;
+    if (argc != 3)
+        die("usage: harness CALLS OUT");
+    f = fopen(argv[1], "rb");
+    g = fopen(argv[2], "wb");
+    if (!f || !g)
+        die("cannot open files");
+    while (fread(&op, sizeof op, 1, f) == 1) {
+        const int32_t out_bytes = word(f), fill = word(f), n_cfg = word(f);
+        int32_t cfg[MAX_CFG] = {0}, n_arr;
+        void *arr[MAX_ARR] = {0};
+        int8_t *out;
+        int i;
+        if (n_cfg < 0 || n_cfg > MAX_CFG || out_bytes < 0)
+            die("bad record header");
+        for (i = 0; i < n_cfg; ++i)
+            cfg[i] = word(f);
+        n_arr = word(f);
+        if (n_arr < 0 || n_arr > MAX_ARR)
+            die("bad operand count");
+        for (i = 0; i < n_arr; ++i)
+            arr[i] = bytes(f, word(f));
+        out = malloc(out_bytes > 0 ? (size_t)out_bytes : 1);
+        if (!out)
+            die("out of memory");
+        memset(out, fill, (size_t)out_bytes);
+        run(op, cfg, arr, out);
+        if (fwrite(out, 1, (size_t)out_bytes, g) != (size_t)out_bytes)
+            die("write failed");
+        free(out);
+        for (i = 0; i < n_arr; ++i)
+            free(arr[i]);
+    }
+    return fclose(g) != 0 || fclose(f) != 0;
+}

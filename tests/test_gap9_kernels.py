@@ -1,0 +1,544 @@
+"""GAP9 HWC tile kernels (kernels/gap9/nn_hwc_*.c) against the CHW kernels and the reference.
+
+tests/gap9_kernels/harness.c runs a whole batch of kernel calls in one process (see its
+header for the record format), so a broad seeded sweep costs a few subprocess calls.
+Every call gets exact-size buffers and a pre-filled output, so the sanitizer build
+catches out-of-bounds reads and the checks catch writes outside a call's pixel range.
+
+For each random configuration the HWC kernel on the transposed input/weights must equal
+the CHW kernel's output transposed, bit for bit, for the full pixel range and for a
+split into 8 core ranges (some empty), each of which may write only its own pixels.
+"""
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[1]
+for _p in (_ROOT / "site_scons", Path(__file__).resolve().parent):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from nnscons import numerics  # noqa: E402
+from nnscons.reference import run_layer  # noqa: E402
+from test_reference import conv_graph, pool_graph, rand_int8, single_layer_graph  # noqa: E402
+
+COMMON = _ROOT / "kernels" / "common"
+GAP9 = _ROOT / "kernels" / "gap9"
+HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_hwc_pool.c", "nn_hwc_eltwise.c")]
+HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
+CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
+CORES = 8
+
+(CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
+ GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC) = range(1, 11)
+
+
+# ---------------------------------------------------------------- the harness
+
+class Batch:
+    """Kernel calls queued for one harness run; add() returns the call's index."""
+
+    def __init__(self):
+        self.records, self.sizes = [], []
+
+    def add(self, op, cfg, arrays, out_bytes, fill=0):
+        words = [op, out_bytes, fill, len(cfg), *[int(v) for v in cfg], len(arrays)]
+        parts = [np.asarray(words, np.int32).tobytes()]
+        for a in arrays:
+            raw = b"" if a is None else np.ascontiguousarray(a).tobytes()
+            parts += [np.int32(len(raw)).tobytes(), raw]
+        self.records.append(b"".join(parts))
+        self.sizes.append(out_bytes)
+        return len(self.sizes) - 1
+
+    def run(self, exe, workdir):
+        calls, out = workdir / "calls.bin", workdir / "out.bin"
+        calls.write_bytes(b"".join(self.records))
+        res = subprocess.run([str(exe), str(calls), str(out)], capture_output=True, text=True,
+                             timeout=120, env={"ASAN_OPTIONS": "detect_leaks=0"})
+        assert res.returncode == 0, res.stderr[-3000:]
+        data = np.fromfile(out, dtype=np.int8)
+        assert data.size == sum(self.sizes)
+        return np.split(data, np.cumsum(self.sizes)[:-1])
+
+
+def _build(workdir: Path, extra=()):
+    exe = workdir / "harness"
+    cmd = (["gcc", *CFLAGS, *extra, f"-I{COMMON}", f"-I{GAP9}", str(HARNESS)]
+           + sorted(str(p) for p in COMMON.glob("*.c")) + [str(p) for p in HWC_SOURCES] + ["-o", str(exe)])
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return exe
+
+
+@pytest.fixture(scope="module")
+def harnesses(tmp_path_factory):
+    """{'plain': exe, 'sanitized': exe or None when the sanitizer runtime is missing}."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not found")
+    exes = {"plain": _build(tmp_path_factory.mktemp("plain"))}
+    try:
+        exe = _build(tmp_path_factory.mktemp("sanitized"), SANITIZE)
+        b = Batch()
+        b.add(REQUANT_CHW, [1, 0, 1 << 30, 30, 0, -128, 127], [np.zeros(1, np.int8)], 1)
+        b.run(exe, exe.parent)
+        exes["sanitized"] = exe
+    except AssertionError:
+        exes["sanitized"] = None
+    return exes
+
+
+def _exe(harnesses, build):
+    if harnesses[build] is None:
+        pytest.skip("sanitizer runtime unavailable")
+    return harnesses[build]
+
+
+# ---------------------------------------------------------------- core splits and checks
+
+def core_ranges(rng, n):
+    """8 [begin, end) ranges covering [0, n): an even split as the cores use, or random cuts
+    (duplicate cuts give empty ranges; n < 8 always has some)."""
+    if rng.random() < 0.5:
+        chunk = -(-n // CORES)
+        return [(min(n, i * chunk), min(n, (i + 1) * chunk)) for i in range(CORES)]
+    cuts = sorted(int(v) for v in rng.integers(0, n + 1, CORES - 1))
+    return list(zip([0] + cuts, cuts + [n]))
+
+
+class Checks:
+    """Expected HWC results and the harness calls that must reproduce them."""
+
+    def __init__(self):
+        self.batch = Batch()
+        self.items = []    # (label, kind, payload)
+
+    def full_and_split(self, label, rng, op, cfg_of, arrays, expected, n_units, unit):
+        """One call for [0, n_units) and one per core range, each into a buffer pre-filled
+        with a sentinel; `unit` output bytes per pixel (or per channel)."""
+        size = expected.size
+        full = self.batch.add(op, cfg_of(0, n_units), arrays, size, fill=int(rng.integers(-128, 128)))
+        self.items.append((label, "full", (full, expected)))
+        for b, e in core_ranges(rng, n_units):
+            fill = int(rng.integers(-128, 128))
+            idx = self.batch.add(op, cfg_of(b, e), arrays, size, fill=fill)
+            self.items.append((label + f" range [{b},{e})", "range", (idx, expected, b * unit, e * unit, fill)))
+
+    def exact(self, label, op, cfg, arrays, expected, fill=0):
+        idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
+        self.items.append((label, "full", (idx, expected)))
+
+    def verify(self, exe, workdir):
+        outs = self.batch.run(exe, workdir)
+        for label, kind, payload in self.items:
+            if kind == "full":
+                idx, expected = payload
+                np.testing.assert_array_equal(outs[idx], expected.reshape(-1), err_msg=label)
+            else:
+                idx, expected, b, e, fill = payload
+                got, want = outs[idx], expected.reshape(-1)
+                np.testing.assert_array_equal(got[b:e], want[b:e], err_msg=label)
+                outside = np.concatenate([got[:b], got[e:]])
+                assert (outside == fill).all(), f"{label}: wrote outside its range"
+
+
+def chw_results(exe, workdir, calls):
+    """Run a list of (op, cfg, arrays, out_bytes) CHW calls; their outputs."""
+    b = Batch()
+    for c in calls:
+        b.add(*c)
+    return b.run(exe, workdir)
+
+
+# ---------------------------------------------------------------- random configurations
+
+def _requant_table(rng, n, acc_std):
+    """mult/shift giving outputs of a few tens for |acc| ~ acc_std, some mult 0."""
+    mult = rng.integers(1 << 29, 1 << 31, n)
+    mult[rng.random(n) < 0.05] = 0
+    base = 30 + math.log2(max(acc_std, 1.0) / 40.0)
+    shift = np.clip(np.round(base + rng.uniform(-1.5, 1.5, n)), 1, 62)
+    return mult.astype(np.int32), shift.astype(np.int32)
+
+
+def _clamp(rng):
+    if rng.random() < 0.4:
+        return -128, 127
+    lo = int(rng.integers(-128, 10))
+    return lo, int(rng.integers(max(lo, 30), 128))
+
+
+def _zp(rng):
+    return int(rng.choice([-128, 127])) if rng.random() < 0.15 else int(rng.integers(-128, 128))
+
+
+def _out_zp(rng):
+    return int(rng.choice([-128, 127])) if rng.random() < 0.05 else int(rng.integers(-30, 30))
+
+
+def _tile_geometry(rng, k, stride, dil, pool=False):
+    """(in, out, pad) along one axis as tiles produce them: leading pad from negative (an
+    extra halo row kept in the tile) to k_eff - 1 (the image border), and windows that
+    run past the far edge (ceil mode, or a tile's trailing padding), sometimes entirely."""
+    k_eff = (k - 1) * dil + 1
+    n_in = int(rng.integers(1, 14))
+    pad = int(rng.integers(-2, k_eff))
+    pad_far = int(rng.integers(0, k_eff))
+    span = n_in + pad + pad_far - k_eff
+    n_out = max(1, (span + (stride - 1 if rng.random() < 0.5 else 0)) // stride + 1)
+    if pool and rng.random() < 0.15:
+        n_out += 1                   # a last window past the tile: no in-tile pixel
+    return n_in, n_out, pad
+
+
+KERNELS = [(1, 1), (3, 3), (7, 7), (3, 3), (1, 3), (3, 1), (2, 2), (5, 5), (3, 2)]
+
+
+def random_conv(rng):
+    kind = rng.choice(["dense", "dense", "pointwise", "depthwise", "depthwise", "grouped", "multiplier"])
+    k = (1, 1) if kind == "pointwise" else KERNELS[int(rng.integers(len(KERNELS)))]
+    if kind in ("dense", "pointwise"):
+        groups, cin_g, cout_g = 1, int(rng.integers(1, 25)), int(rng.integers(1, 20))
+    elif kind == "depthwise":
+        groups, cin_g, cout_g = int(rng.integers(1, 40)), 1, 1
+    elif kind == "multiplier":
+        groups, cin_g, cout_g = int(rng.integers(1, 7)), 1, int(rng.integers(2, 4))
+    else:
+        groups, cin_g, cout_g = int(rng.integers(2, 5)), int(rng.integers(1, 6)), int(rng.integers(1, 7))
+    stride = tuple(int(v) for v in rng.integers(1, 4, 2))
+    dil = tuple(int(v) for v in rng.choice([1, 1, 2, 3], 2))
+    (in_h, out_h, pad_top), (in_w, out_w, pad_left) = (
+        _tile_geometry(rng, k[i], stride[i], dil[i]) for i in range(2))
+    in_c, out_c = groups * cin_g, groups * cout_g
+    in_zp, out_zp = _zp(rng), _out_zp(rng)
+    act_min, act_max = _clamp(rng)
+    terms = cin_g * k[0] * k[1]
+    mult, shift = _requant_table(rng, out_c, 70 * 70 * math.sqrt(terms))
+    bias = None if rng.random() < 0.2 else rng.integers(-20000, 20000, out_c).astype(np.int32)
+    if bias is not None and rng.random() < 0.1:
+        bias[0], bias[-1] = 2**31 - 1, -2**31
+    geo = dict(in_c=in_c, in_h=in_h, in_w=in_w, out_c=out_c, out_h=out_h, out_w=out_w, k_h=k[0],
+               k_w=k[1], stride_h=stride[0], stride_w=stride[1], dil_h=dil[0], dil_w=dil[1],
+               pad_top=pad_top, pad_left=pad_left, groups=groups, in_zp=in_zp, out_zp=out_zp,
+               act_min=act_min, act_max=act_max)
+    x = rand_int8(rng, (in_c, in_h, in_w))
+    w = rand_int8(rng, (out_c, cin_g) + k)
+    return geo, x, w, bias, mult, shift
+
+
+CONV_CHW_FIELDS = ("in_c in_h in_w out_c out_h out_w k_h k_w stride_h stride_w dil_h dil_w "
+                   "pad_top pad_left groups in_zp out_zp act_min act_max").split()
+CONV_HWC_FIELDS = ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w dil_h dil_w "
+                   "pad_top pad_left groups in_zp out_zp act_min act_max").split()
+POOL_CHW_FIELDS = ("c in_h in_w out_h out_w k_h k_w stride_h stride_w pad_top pad_left "
+                   "count_include_pad in_zp out_zp act_min act_max").split()
+POOL_HWC_FIELDS = ("in_h in_w c out_h out_w k_h k_w stride_h stride_w pad_top pad_left "
+                   "count_include_pad in_zp out_zp act_min act_max").split()
+
+
+def conv_chw_call(geo, x, w, bias, mult, shift):
+    return (CONV_CHW, [geo[f] for f in CONV_CHW_FIELDS], [x, w, bias, mult, shift],
+            geo["out_c"] * geo["out_h"] * geo["out_w"])
+
+
+def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc):
+    """Full + 8-range HWC calls on the transposed operands; expected_hwc is [oh][ow][oc]."""
+    cfg = [geo[f] for f in CONV_HWC_FIELDS]
+    arrays = [x.transpose(1, 2, 0), w.transpose(0, 2, 3, 1), bias, mult, shift]
+    checks.full_and_split(label, rng, CONV_HWC, lambda b, e: cfg + [b, e], arrays, expected_hwc,
+                          geo["out_h"] * geo["out_w"], geo["out_c"])
+
+
+def random_pool(rng):
+    op = "maxpool" if rng.random() < 0.45 else "avgpool"
+    k = tuple(int(v) for v in rng.choice([1, 2, 3, 3, 4, 5, 7], 2))
+    stride = tuple(int(v) for v in rng.integers(1, 4, 2))
+    (in_h, out_h, pad_top), (in_w, out_w, pad_left) = (
+        _tile_geometry(rng, k[i], stride[i], 1, pool=True) for i in range(2))
+    c = int(rng.integers(65, 150)) if rng.random() < 0.15 else int(rng.integers(1, 40))
+    act_min, act_max = _clamp(rng)
+    geo = dict(c=c, in_h=in_h, in_w=in_w, out_h=out_h, out_w=out_w, k_h=k[0], k_w=k[1],
+               stride_h=stride[0], stride_w=stride[1], pad_top=pad_top, pad_left=pad_left,
+               count_include_pad=int(rng.random() < 0.5), in_zp=_zp(rng), out_zp=_out_zp(rng),
+               act_min=act_min, act_max=act_max)
+    if op == "maxpool":
+        mult, shift = _requant_table(rng, 1, 200)
+    else:
+        # One entry per count, each scaled ~1/count; entry 0 has mult 0 as in numerics.
+        n = k[0] * k[1] + 1
+        mult, shift = _requant_table(rng, n, 120)
+        shift = np.clip(shift + np.round(np.log2(np.arange(n) + 1)), 1, 62).astype(np.int32)
+        mult[0] = 0
+    return op, geo, rand_int8(rng, (c, in_h, in_w)), mult, shift
+
+
+def pool_chw_call(op, geo, x, mult, shift):
+    return (MAXPOOL_CHW if op == "maxpool" else AVGPOOL_CHW, [geo[f] for f in POOL_CHW_FIELDS],
+            [x, mult, shift], geo["c"] * geo["out_h"] * geo["out_w"])
+
+
+def add_pool_hwc(checks, rng, label, op, geo, x, mult, shift, expected_hwc):
+    cfg = [geo[f] for f in POOL_HWC_FIELDS]
+    checks.full_and_split(label, rng, MAXPOOL_HWC if op == "maxpool" else AVGPOOL_HWC,
+                          lambda b, e: cfg + [b, e], [x.transpose(1, 2, 0), mult, shift],
+                          expected_hwc, geo["out_h"] * geo["out_w"], geo["c"])
+
+
+def _to_hwc(out_chw, c, h, w):
+    return out_chw.reshape(c, h, w).transpose(1, 2, 0)
+
+
+# ---------------------------------------------------------------- sweeps against the CHW kernels
+
+BUILDS = ["plain", "sanitized"]
+N_CONV, N_POOL, N_SMALL = 400, 300, 60
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_conv_hwc_equals_chw_sweep(harnesses, tmp_path, build):
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(2024)
+    cases = [random_conv(rng) for _ in range(N_CONV)]
+    kinds = {("dw" if g["groups"] == g["in_c"] == g["out_c"] and g["groups"] > 1 else
+              "dense" if g["groups"] == 1 else "grouped") for g, *_ in cases}
+    assert kinds == {"dw", "dense", "grouped"}
+    chw = chw_results(exe, tmp_path, [conv_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        geo = case[0]
+        add_conv_hwc(checks, rng, f"conv case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["out_c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_pool_hwc_equals_chw_sweep(harnesses, tmp_path, build):
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(77)
+    cases = [random_pool(rng) for _ in range(N_POOL)]
+    assert {(op, g["count_include_pad"]) for op, g, *_ in cases} >= {
+        ("maxpool", 0), ("avgpool", 0), ("avgpool", 1)}
+    chw = chw_results(exe, tmp_path, [pool_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        op, geo = case[0], case[1]
+        add_pool_hwc(checks, rng, f"{op} case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_global_avgpool_and_requant_hwc_equal_chw_sweep(harnesses, tmp_path, build):
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(5)
+    gap_cases, rq_cases = [], []
+    for _ in range(N_SMALL):
+        hw, c = int(rng.integers(1, 120)), int(rng.integers(1, 150))
+        act_min, act_max = _clamp(rng)
+        scal = [_zp(rng), _out_zp(rng), act_min, act_max]
+        mult, shift = _requant_table(rng, 1, 70 * hw)
+        gap_cases.append((hw, c, scal, rand_int8(rng, (c, hw)), mult, shift))
+        n_pix, c = int(rng.integers(0, 40)), int(rng.integers(1, 40))
+        in_stride, out_stride = c + int(rng.integers(0, 5)), c + int(rng.integers(0, 30))
+        in_off, out_off = int(rng.integers(0, in_stride - c + 1)), int(rng.integers(0, out_stride - c + 1))
+        mult, shift = _requant_table(rng, 1, 70)
+        act_min, act_max = _clamp(rng)
+        rq_cases.append(dict(n_pix=n_pix, c=c, in_stride=in_stride, out_stride=out_stride, in_off=in_off,
+                             out_off=out_off, in_zp=_zp(rng), mult=int(mult[0]), shift=int(shift[0]),
+                             out_zp=_out_zp(rng), act_min=act_min, act_max=act_max,
+                             src=rand_int8(rng, in_off + max(0, (n_pix - 1) * in_stride + c))))
+    calls = [(GAP_CHW, [c, hw, *scal], [x, m, s], c) for hw, c, scal, x, m, s in gap_cases]
+    for q in rq_cases:
+        dense = np.stack([q["src"][q["in_off"] + p * q["in_stride"]:][:q["c"]] for p in range(q["n_pix"])]
+                         ) if q["n_pix"] else np.zeros((0, q["c"]), np.int8)
+        q["dense"] = dense
+        calls.append((REQUANT_CHW, [dense.size, q["in_zp"], q["mult"], q["shift"], q["out_zp"],
+                                    q["act_min"], q["act_max"]], [dense], dense.size))
+    chw = chw_results(exe, tmp_path, calls)
+    checks = Checks()
+    for i, ((hw, c, scal, x, m, s), ref) in enumerate(zip(gap_cases, chw)):
+        checks.full_and_split(f"global_avgpool case {i}", rng, GAP_HWC,
+                              lambda b, e, hw=hw, c=c, scal=scal: [hw, c, *scal, b, e],
+                              [np.ascontiguousarray(x.T), m, s], ref, c, 1)
+    for i, (q, ref) in enumerate(zip(rq_cases, chw[len(gap_cases):])):
+        # The destination is a wider strided buffer (a concat slice): only the slice changes.
+        fill = int(rng.integers(-128, 128))
+        size = q["out_off"] + max(0, (q["n_pix"] - 1) * q["out_stride"] + q["c"])
+        expected = np.full(size, fill, np.int8)
+        for p in range(q["n_pix"]):
+            at = q["out_off"] + p * q["out_stride"]
+            expected[at:at + q["c"]] = ref[p * q["c"]:(p + 1) * q["c"]]
+        cfg = [q[k] for k in ("n_pix c in_stride in_zp mult shift out_zp act_min act_max out_stride "
+                              "in_off out_off").split()]
+        checks.exact(f"requant case {i}: { {k: v for k, v in q.items() if k not in ('src', 'dense')} }",
+                     REQUANT_HWC, cfg, [q["src"]], expected, fill=fill)
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_extreme_accumulators(harnesses, tmp_path, build):
+    """Accumulators at the documented bounds: K = 4608 terms of 255 * -128, int32 bias
+    extremes; avgpool windows of 7x7 at |x - zp| = 255."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(3)
+    geo = dict(in_c=512, in_h=3, in_w=4, out_c=6, out_h=3, out_w=4, k_h=3, k_w=3, stride_h=1,
+               stride_w=1, dil_h=1, dil_w=1, pad_top=1, pad_left=1, groups=1, in_zp=127, out_zp=0,
+               act_min=-128, act_max=127)
+    x = np.full((512, 3, 4), -128, np.int8)
+    w = np.full((6, 512, 3, 3), -128, np.int8)
+    w[1::2] = 127
+    bias = np.array([2**31 - 1, -2**31, 0, 5, -2**31, 2**31 - 1], np.int32)
+    mult = np.full(6, (1 << 31) - 1, np.int32)
+    shift = np.array([31, 31, 33, 40, 62, 1], np.int32)
+    pgeo = dict(c=70, in_h=7, in_w=7, out_h=3, out_w=3, k_h=7, k_w=7, stride_h=3, stride_w=3,
+                pad_top=3, pad_left=3, count_include_pad=0, in_zp=-128, out_zp=0, act_min=-128,
+                act_max=127)
+    px = np.full((70, 7, 7), 127, np.int8)
+    pmult, pshift = np.full(50, (1 << 31) - 1, np.int32), np.full(50, 36, np.int32)
+    chw = chw_results(exe, tmp_path, [conv_chw_call(geo, x, w, bias, mult, shift),
+                                      pool_chw_call("avgpool", pgeo, px, pmult, pshift),
+                                      pool_chw_call("maxpool", pgeo, px, pmult, pshift)])
+    assert len(set(chw[0].tolist())) > 2          # not everything clamps
+    checks = Checks()
+    add_conv_hwc(checks, rng, "extreme conv", geo, x, w, bias, mult, shift, _to_hwc(chw[0], 6, 3, 4))
+    for op, ref in (("avgpool", chw[1]), ("maxpool", chw[2])):
+        add_pool_hwc(checks, rng, f"extreme {op}", op, pgeo, px, pmult, pshift, _to_hwc(ref, 70, 3, 3))
+    checks.verify(exe, tmp_path)
+
+
+# ---------------------------------------------------------------- whole layers against the reference
+
+def _tile_axis(total_in, r0, r1, stride, k, dil, pad):
+    """Input rows [b0, b1) that output rows [r0, r1) need, clipped to the image, and the
+    tile's leading pad (the image border inside the tile, or 0)."""
+    first, last = r0 * stride - pad, (r1 - 1) * stride - pad + (k - 1) * dil
+    b0, b1 = max(0, first), min(total_in, last + 1)
+    return b0, b1, pad - r0 * stride + b0
+
+
+def _splits(rng, n, parts):
+    cuts = sorted(set(int(v) for v in rng.integers(1, n, parts - 1))) if n > 1 else []
+    return list(zip([0] + cuts, cuts + [n]))
+
+
+LAYER_CONVS = [
+    dict(c=3, h=16, w=15, o=5, k=(7, 7), stride=(2, 2), pads=(3, 3, 3, 3), relu=True),
+    dict(c=4, h=10, w=9, o=6, k=(3, 2), stride=(2, 3), pads=(2, 0, 1, 1), groups=2),
+    dict(c=6, h=11, w=10, o=6, dil=(2, 3), pads=(2, 3, 2, 3), groups=6),
+    dict(c=8, h=9, w=9, o=16, stride=(2, 2), groups=8, relu=True),
+    dict(c=20, h=9, w=11, o=13, k=(1, 1), stride=(1, 1), pads=(0, 0, 0, 0)),
+    dict(c=19, h=12, w=7, o=9, k=(3, 3), stride=(3, 1), pads=(1, 1, 1, 1), in_zp=-128),
+]
+LAYER_POOLS = [
+    ("maxpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1))),
+    ("maxpool", dict(k=(2, 3), stride=(2, 1), pads=(0, 1, 1, 0), ceil=True)),
+    ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), count_include_pad=1)),
+    ("avgpool", dict(k=(3, 3), stride=(1, 2), pads=(1, 1, 1, 1), count_include_pad=0)),
+    ("avgpool", dict(k=(2, 2), stride=(2, 2), pads=(0, 0, 0, 0), ceil=True)),
+    ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), ceil=True, count_include_pad=1)),
+]
+
+
+def _layer_tiles(checks, rng, label, layer, g, x, kind):
+    """The whole layer as one tile, then as a random 2-D grid of tiles (each split into 8
+    core ranges); every tile's expected output is its window of the reference output."""
+    a = layer.attrs
+    _, c, h, w = x.shape
+    _, oc, oh, ow = g.tensor(layer.output).shape
+    ref = run_layer(layer, g, [x])[0].transpose(1, 2, 0)        # HWC
+    (kh, kw), (sh, sw) = a["kernel"], a["stride"]
+    dh, dw = a.get("dilation", (1, 1))
+    q_in, q_out = g.tensor(layer.inputs[0]).q.zero_point, g.tensor(layer.output).q.zero_point
+    p = numerics.requant_params(layer, g)
+    grids = [([(0, oh)], [(0, ow)]), (_splits(rng, oh, 3), _splits(rng, ow, 3))]
+    for rows_list, cols_list in grids:
+        for rows in rows_list:
+            for cols in cols_list:
+                b0, b1, top = _tile_axis(h, *rows, sh, kh, dh, a["pads"][0])
+                e0, e1, left = _tile_axis(w, *cols, sw, kw, dw, a["pads"][1])
+                tile = x[0, :, b0:b1, e0:e1]
+                toh, tow = rows[1] - rows[0], cols[1] - cols[0]
+                want = ref[rows[0]:rows[1], cols[0]:cols[1]]
+                where = f"{label} tile rows {rows} cols {cols}"
+                if kind == "conv":
+                    geo = dict(in_c=c, in_h=b1 - b0, in_w=e1 - e0, out_c=oc, out_h=toh, out_w=tow,
+                               k_h=kh, k_w=kw, stride_h=sh, stride_w=sw, dil_h=dh, dil_w=dw,
+                               pad_top=top, pad_left=left, groups=a["groups"], in_zp=q_in,
+                               out_zp=q_out, act_min=layer.act_min, act_max=layer.act_max)
+                    add_conv_hwc(checks, rng, where, geo, tile, layer.weight, layer.bias,
+                                 p["mult"], p["shift"], want)
+                else:
+                    geo = dict(c=c, in_h=b1 - b0, in_w=e1 - e0, out_h=toh, out_w=tow, k_h=kh, k_w=kw,
+                               stride_h=sh, stride_w=sw, pad_top=top, pad_left=left,
+                               count_include_pad=a.get("count_include_pad", 0), in_zp=q_in,
+                               out_zp=q_out, act_min=layer.act_min, act_max=layer.act_max)
+                    add_pool_hwc(checks, rng, where, layer.op, geo, tile, p["mult"], p["shift"], want)
+
+
+def test_layers_match_reference(harnesses, tmp_path):
+    exe = _exe(harnesses, "plain")
+    rng = np.random.default_rng(11)
+    checks = Checks()
+    for i, kw in enumerate(LAYER_CONVS):
+        g, layer = conv_graph(rng, **kw)
+        if kw.get("relu"):
+            layer.act_max = int(rng.integers(layer.act_min + 1, 128))
+        _layer_tiles(checks, rng, f"conv layer {i}", layer, g, rand_int8(rng, g.tensor("x").shape), "conv")
+    for i, (op, kw) in enumerate(LAYER_POOLS):
+        g, layer = pool_graph(rng, op, 21, 11, 10, **kw)
+        _layer_tiles(checks, rng, f"{op} layer {i}", layer, g, rand_int8(rng, g.tensor("x").shape), "pool")
+
+    sc = lambda: float(rng.uniform(0.01, 0.1))           # noqa: E731
+    zp = lambda: int(rng.integers(-128, 128))            # noqa: E731
+    g, layer = single_layer_graph("global_avgpool", [("x", (1, 70, 5, 7), sc(), zp())],
+                                  ("y", (1, 70, 1, 1), sc(), zp()))
+    x = rand_int8(rng, (1, 70, 5, 7))
+    p = numerics.requant_params(layer, g)
+    scal = [g.tensor("x").q.zero_point, g.tensor("y").q.zero_point, layer.act_min, layer.act_max]
+    checks.full_and_split("global_avgpool layer", rng, GAP_HWC, lambda b, e: [35, 70, *scal, b, e],
+                          [x[0].reshape(70, 35).T.copy(), p["mult"], p["shift"]],
+                          run_layer(layer, g, [x]).reshape(-1), 70, 1)
+
+    # Concat along channels in HWC: one strided requant per input into its channel slice.
+    shapes = [(1, 3, 4, 5), (1, 6, 4, 5)]
+    g, layer = single_layer_graph("concat", [("a", shapes[0], sc(), zp()), ("b", shapes[1], sc(), zp())],
+                                  ("y", (1, 9, 4, 5), sc(), zp()), attrs=dict(axis=1))
+    xs = [rand_int8(rng, s) for s in shapes]
+    want = run_layer(layer, g, xs)[0].transpose(1, 2, 0).reshape(20, 9)
+    p = numerics.requant_params(layer, g)
+    y_zp = g.tensor("y").q.zero_point
+    for i, (xi, off) in enumerate(zip(xs, (0, 3))):
+        ci = xi.shape[1]
+        cfg = [20, ci, ci, g.tensor(layer.inputs[i]).q.zero_point, p["mult"][i], p["shift"][i], y_zp,
+               layer.act_min, layer.act_max, 9, 0, off]
+        expected = np.full((20, 9), 55, np.int8)
+        expected[:, off:off + ci] = want[:, off:off + ci]
+        # The buffer ends with the last byte this input writes.
+        checks.exact(f"concat input {i}", REQUANT_HWC, cfg, [xi[0].transpose(1, 2, 0).copy()],
+                     expected.reshape(-1)[:19 * 9 + off + ci], fill=55)
+    checks.verify(exe, tmp_path)
+
+
+# ---------------------------------------------------------------- the target's own compiler
+
+RV_CC = "riscv64-unknown-elf-gcc"
+
+
+def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
+    """The cluster cores are RV32: the kernels must build there with -Werror too (no libc
+    needed: stdint.h / stddef.h are freestanding headers)."""
+    if shutil.which(RV_CC) is None:
+        pytest.skip(f"{RV_CC} not found")
+    for src in HWC_SOURCES:
+        res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS,
+                              f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
