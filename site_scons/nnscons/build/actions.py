@@ -38,7 +38,9 @@ def write_weights(target, source, env):
 def write_golden(target, source, env):
     session = env["NNS_SESSION"]
     tensor = env["NNS_TENSOR"]
-    data = base.to_layout(session.reference()[tensor].astype(np.int8), session.plan.layout)
+    plan = session.plan
+    data = base.to_layout(session.reference()[tensor].astype(np.int8), plan.layout,
+                          plan.tensor_layouts.get(tensor))
     write_if_changed(str(target[0]), data.tobytes())
     return 0
 

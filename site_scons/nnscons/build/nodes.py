@@ -67,14 +67,15 @@ def declare(env, session) -> dict:
         layer_files[lp.cname] = {path: codegen(path, template, spec, label)[0]
                                  for path, template, spec in lp.sources()}
         if lp.param_layout:
-            w = env.NnsWeights(os.path.join(b, "bin", "weights", lp.cname + ".bin"),
+            w = env.NnsWeights(os.path.join(b, "bin", plan.bin_path("weights", lp.cname)),
                                value(env, [session.numeric_keys[lp.layer.name], lp.param_layout,
                                            plan.layout]),
                                NNS_VERB="WEIGHTS", NNS_LABEL=label, NNS_CNAME=lp.cname)
             env.Depends(w, weights_py)
             weights += w
-        g = env.NnsGolden(os.path.join(b, "bin", "golden", lp.cname + ".bin"),
-                          value(env, [session.golden_keys[lp.layer.output], plan.layout]),
+        g = env.NnsGolden(os.path.join(b, "bin", plan.bin_path("golden", lp.cname)),
+                          value(env, [session.golden_keys[lp.layer.output], plan.layout,
+                                      plan.tensor_layouts.get(lp.layer.output)]),
                           NNS_VERB="GOLDEN", NNS_LABEL=label, NNS_TENSOR=lp.layer.output)
         env.Depends(g, golden_py)
         goldens += g

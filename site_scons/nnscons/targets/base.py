@@ -54,9 +54,18 @@ class TargetPlan:
     # per-network generated files [(path under the build dir, template, spec)]
     network_files: list = field(default_factory=list)
     layout: str = "chw"                 # activation layout of input/golden/output .bin files
+    # 2-D tensors that hold a flattened 4-D tensor's bytes in `layout`: {tensor: (1,C,H,W)}
+    tensor_layouts: dict = field(default_factory=dict)
+    bin_names: str = "tree"             # "tree": bin/weights/L.bin; "flat": bin/L_weights.bin
     report: dict = field(default_factory=dict)   # network-level report.json fields
     columns: list = field(default_factory=list)  # extra table columns: [(header, layer report key)]
     extra: dict = field(default_factory=dict)
+
+    def bin_path(self, kind: str, cname: str) -> str:
+        """Path under bin/ of a layer's 'weights' or 'golden' file."""
+        if self.bin_names == "flat":    # one flat namespace, as a device filesystem wants
+            return f"{cname}_{kind}.bin"
+        return f"{kind}/{cname}.bin"
 
 
 # ---- parameters (.bin) layout: weight int8, bias/mult/shift int32, each 4-byte aligned
@@ -142,17 +151,22 @@ def macs(layer, graph) -> int:
     return 0
 
 
-def to_layout(array, layout: str):
-    """A batch-1 NCHW (or N,F) int8 tensor in a target's activation layout, flattened."""
+def to_layout(array, layout: str, flattened_from=None):
+    """A batch-1 NCHW (or N,F) int8 tensor in a target's activation layout, flattened.
+    flattened_from: the (1,C,H,W) shape a 2-D tensor was flattened from."""
     a = np.asarray(array)
+    if flattened_from is not None and a.ndim == 2:
+        a = a.reshape(flattened_from)
     if layout == "hwc" and a.ndim == 4:
         a = a.transpose(0, 2, 3, 1)
     return np.ascontiguousarray(a).reshape(-1)
 
 
-def from_layout(flat, shape, layout: str):
+def from_layout(flat, shape, layout: str, flattened_from=None):
     """Inverse of to_layout: back to the model's NCHW shape."""
     shape = tuple(shape)
+    if flattened_from is not None and len(shape) == 2:
+        return from_layout(flat, flattened_from, layout).reshape(shape)
     if layout == "hwc" and len(shape) == 4:
         n, c, h, w = shape
         return np.asarray(flat).reshape(n, h, w, c).transpose(0, 3, 1, 2)
