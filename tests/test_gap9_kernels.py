@@ -12,6 +12,7 @@ split into 8 core ranges (some empty), each of which may write only its own pixe
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -63,7 +64,7 @@ class Batch:
         calls, out = workdir / "calls.bin", workdir / "out.bin"
         calls.write_bytes(b"".join(self.records))
         res = subprocess.run([str(exe), str(calls), str(out)], capture_output=True, text=True,
-                             timeout=120, env={"ASAN_OPTIONS": "detect_leaks=0"})
+                             timeout=120, env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
         assert res.returncode == 0, res.stderr[-3000:]
         data = np.fromfile(out, dtype=np.int8)
         assert data.size == sum(self.sizes)
@@ -130,7 +131,8 @@ class Checks:
         for b, e in core_ranges(rng, n_units):
             fill = int(rng.integers(-128, 128))
             idx = self.batch.add(op, cfg_of(b, e), arrays, size, fill=fill)
-            self.items.append((label + f" range [{b},{e})", "range", (idx, expected, b * unit, e * unit, fill)))
+            self.items.append((f"{label} range [{b},{e})", "range",
+                               (idx, expected, b * unit, e * unit, fill)))
 
     def exact(self, label, op, cfg, arrays, expected, fill=0):
         idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
@@ -483,8 +485,9 @@ def _layer_tiles(checks, rng, label, layer, g, x, kind):
                     add_pool_hwc(checks, rng, where, layer.op, geo, tile, p["mult"], p["shift"], want)
 
 
-def test_layers_match_reference(harnesses, tmp_path):
-    exe = _exe(harnesses, "plain")
+@pytest.mark.parametrize("build", BUILDS)
+def test_layers_match_reference(harnesses, tmp_path, build):
+    exe = _exe(harnesses, build)
     rng = np.random.default_rng(11)
     checks = Checks()
     for i, kw in enumerate(LAYER_CONVS):

@@ -9,7 +9,7 @@
 #include "nn_requant.h"
 #include "nn_window.h"
 
-/* int32 channel sums kept on the stack per pass (GAP9 cluster stacks are small). */
+/* int32 channel sums kept on the stack per pass: 256 bytes (GAP9 cluster stacks are small). */
 #define NN_HWC_POOL_CH 64
 
 /* Window of output pixel (y, x) clipped to the tile: input rows [*r0,*r1), cols [*c0,*c1). */
@@ -83,17 +83,17 @@ void nn_hwc_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int
     for (p = pix_begin; p < pix_end; ++p) {
         int8_t *o = out + (ptrdiff_t)p * c;
         int r0, r1, c0, c1, n_in, count;
-        int32_t bias;
+        int32_t zp_sum;
         nn_hwc_pool_window(cfg, y, x, &r0, &r1, &c0, &c1);
         n_in = (r1 - r0) * (c1 - c0);
         /* Sum raw bytes and subtract in_zp once per in-tile pixel: sum(x - zp) exactly. */
-        bias = -cfg->in_zp * n_in;
+        zp_sum = -cfg->in_zp * n_in;
         /* count 0 (empty window) selects table entry 0, whose mult is 0, as nn_avgpool_s8. */
         count = cfg->count_include_pad ? cfg->k_h * cfg->k_w : n_in;
         for (ch0 = 0; ch0 < c; ch0 += NN_HWC_POOL_CH) {
             const int n = c - ch0 < NN_HWC_POOL_CH ? c - ch0 : NN_HWC_POOL_CH;
             for (i = 0; i < n; ++i)
-                acc[i] = bias;
+                acc[i] = zp_sum;
             for (r = r0; r < r1; ++r) {
                 for (q = c0; q < c1; ++q) {
                     const int8_t *px = in + ((ptrdiff_t)r * cfg->in_w + q) * c + ch0;
