@@ -18,6 +18,7 @@ import importlib
 
 KINDS = {
     "host": "nnscons.targets.host",
+    "gap9": "nnscons.targets.gap9",
 }
 
 

@@ -1,0 +1,103 @@
+/* nnscons GAP9 runtime (see nn_gap9.h). Runs on the cluster's master core. */
+#include "nn_gap9.h"
+
+void nn_dma_init(nn_dma_queue_t *q, int cap)
+{
+    q->cap = cap < 1 ? 1 : (cap > NN_DMA_MAX_INFLIGHT ? NN_DMA_MAX_INFLIGHT : cap);
+    q->head = 0;
+    q->live = 0;
+}
+
+/* A free slot, waiting for the oldest command when the queue is full. */
+static pi_cl_dma_cmd_t *slot(nn_dma_queue_t *q)
+{
+    if (q->live == q->cap) {
+        pi_cl_dma_cmd_wait(&q->cmd[(q->head - q->live + q->cap) % q->cap]);
+        q->live--;
+    }
+    pi_cl_dma_cmd_t *c = &q->cmd[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->live++;
+    return c;
+}
+
+void nn_dma_linear(nn_dma_queue_t *q, void *l2, void *l1, uint32_t size, pi_cl_dma_dir_e dir)
+{
+    uint32_t ext = (uint32_t)(uintptr_t)l2, loc = (uint32_t)(uintptr_t)l1;
+    while (size) {
+        const uint32_t n = size < NN_DMA_MAX_SIZE ? size : NN_DMA_MAX_SIZE;
+        pi_cl_dma_cmd(ext, loc, n, dir, slot(q));
+        ext += n;
+        loc += n;
+        size -= n;
+    }
+}
+
+/* count chunks of `length` bytes, `stride` apart in L2, dense in L1, in commands of at
+ * most NN_DMA_MAX_SIZE bytes. */
+static void strided(nn_dma_queue_t *q, uint32_t ext, uint32_t loc, int count, uint32_t length,
+                    uint32_t stride, pi_cl_dma_dir_e dir)
+{
+    if (count == 1 || length == stride) {
+        nn_dma_linear(q, (void *)(uintptr_t)ext, (void *)(uintptr_t)loc, (uint32_t)count * length, dir);
+        return;
+    }
+    if (length > NN_DMA_MAX_SIZE) {
+        for (int i = 0; i < count; ++i)
+            nn_dma_linear(q, (void *)(uintptr_t)(ext + i * stride), (void *)(uintptr_t)(loc + i * length),
+                          length, dir);
+        return;
+    }
+    const int per_cmd = (int)(NN_DMA_MAX_SIZE / length);
+    for (int i = 0; i < count; i += per_cmd) {
+        const int n = count - i < per_cmd ? count - i : per_cmd;
+        pi_cl_dma_cmd_2d(ext + (uint32_t)i * stride, loc + (uint32_t)i * length, (uint32_t)n * length,
+                         stride, length, dir, slot(q));
+    }
+}
+
+void nn_dma_box(nn_dma_queue_t *q, void *l2, void *l1, int rows, int cols, int chans,
+                int W, int C, pi_cl_dma_dir_e dir)
+{
+    const uint32_t ext = (uint32_t)(uintptr_t)l2, loc = (uint32_t)(uintptr_t)l1;
+    if (rows <= 0 || cols <= 0 || chans <= 0)
+        return;
+    if (chans == C)             /* rows of cols*C contiguous bytes, W*C apart */
+        strided(q, ext, loc, rows, (uint32_t)(cols * C), (uint32_t)(W * C), dir);
+    else if (cols == W)         /* every pixel's channel slice, C apart, across rows */
+        strided(q, ext, loc, rows * cols, (uint32_t)chans, (uint32_t)C, dir);
+    else                        /* one strided command (or more) per row */
+        for (int r = 0; r < rows; ++r)
+            strided(q, ext + (uint32_t)(r * W * C), loc + (uint32_t)(r * cols * chans), cols,
+                    (uint32_t)chans, (uint32_t)C, dir);
+}
+
+void nn_dma_wait_all(nn_dma_queue_t *q)
+{
+    while (q->live) {
+        pi_cl_dma_cmd_wait(&q->cmd[(q->head - q->live + q->cap) % q->cap]);
+        q->live--;
+    }
+}
+
+static void stage_issue(nn_stage_t *s, int slab)
+{
+    const nn_slab_t *sl = &s->slabs[slab];
+    uint8_t *buf = s->buf[slab & 1];
+    for (int i = 0; i < sl->n_reads; ++i)
+        pi_cl_ram_read(s->ram, s->l3_base + sl->read[i].l3, buf + sl->read[i].dst, sl->read[i].size,
+                       &s->req[slab & 1][i]);
+    s->issued = slab + 1;
+}
+
+const uint8_t *nn_stage_acquire(nn_stage_t *s, int slab)
+{
+    if (s->issued <= slab)
+        stage_issue(s, slab);
+    for (int i = 0; i < s->slabs[slab].n_reads; ++i)
+        pi_cl_ram_read_wait(&s->req[slab & 1][i]);
+    /* the other buffer held slab - 1, already copied to L1 by its layer */
+    if (slab + 1 < s->n_slabs && s->issued == slab + 1)
+        stage_issue(s, slab + 1);
+    return s->buf[slab & 1];
+}

@@ -1,0 +1,85 @@
+/* nnscons GAP9 runtime: what generated layer code shares.
+ *
+ * - nn_dma_queue_t: cluster-DMA commands for HWC boxes, batched so that no more than
+ *   NN_DMA_MAX_INFLIGHT commands are outstanding (the oldest is waited first) and no
+ *   command moves more than NN_DMA_MAX_SIZE bytes.
+ * - nn_stage_t: L3 -> L2 staging of parameter slabs through two L2 buffers; acquiring
+ *   slab j waits for it and starts reading slab j+1 (pi_cl_ram_read), so the next slab,
+ *   possibly the next layer's, loads while the cluster computes.
+ * - nn_layer_io_t: a layer's L2 buffers, passed by network.c so layer code holds no
+ *   global addresses.
+ * - nn_split: the range of a work item count a core takes in pi_cl_team_fork.
+ */
+#ifndef NN_GAP9_H
+#define NN_GAP9_H
+
+#include <stdint.h>
+#include "pmsis.h"
+
+#ifdef NN_GAP9_EMUL
+#include "pmsis_emul.h"
+/* the emulation caps live L1 at the layer's budget: an over-budget tiling fails loudly */
+#define NN_L1_LIMIT(bytes) pmsis_emul_l1_limit(bytes)
+#else
+#define NN_L1_LIMIT(bytes) ((void)0)
+#endif
+
+#ifndef NN_DMA_MAX_INFLIGHT
+#define NN_DMA_MAX_INFLIGHT 8
+#endif
+#ifndef NN_DMA_MAX_SIZE
+#define NN_DMA_MAX_SIZE 65536
+#endif
+#ifndef NN_NUM_CORES
+#define NN_NUM_CORES 8
+#endif
+#define NN_MAX_INPUTS 8
+
+typedef struct {
+    pi_cl_dma_cmd_t cmd[NN_DMA_MAX_INFLIGHT];
+    int cap;        /* commands this queue may have in flight */
+    int head;       /* next slot */
+    int live;       /* outstanding commands, oldest at head - live */
+} nn_dma_queue_t;
+
+void nn_dma_init(nn_dma_queue_t *q, int cap);
+/* rows x cols x chans box of an HWC tensor (W pixels per row, C channels per pixel) at l2,
+ * to or from a dense [rows][cols][chans] buffer at l1. dir: PI_CL_DMA_DIR_EXT2LOC / LOC2EXT. */
+void nn_dma_box(nn_dma_queue_t *q, void *l2, void *l1, int rows, int cols, int chans,
+                int W, int C, pi_cl_dma_dir_e dir);
+void nn_dma_linear(nn_dma_queue_t *q, void *l2, void *l1, uint32_t size, pi_cl_dma_dir_e dir);
+void nn_dma_wait_all(nn_dma_queue_t *q);
+
+typedef struct { uint32_t l3, size, dst; } nn_stage_read_t;
+typedef struct { nn_stage_read_t read[4]; int n_reads; } nn_slab_t;
+
+typedef struct {
+    struct pi_device *ram;
+    uint32_t l3_base;
+    uint8_t *buf[2];
+    const nn_slab_t *slabs;
+    int n_slabs;
+    int issued;                 /* slabs whose read has been started */
+    pi_cl_ram_req_t req[2][4];
+} nn_stage_t;
+
+/* The L2 copy of slab `slab` (global index); starts reading slab + 1. */
+const uint8_t *nn_stage_acquire(nn_stage_t *s, int slab);
+
+typedef struct {
+    struct pi_device *cluster;          /* for pi_cl_l1_malloc */
+    const int8_t *in[NN_MAX_INPUTS];    /* L2 */
+    int8_t *out;                        /* L2 */
+    const uint8_t *params;              /* L2-resident parameters, or NULL when staged */
+    nn_stage_t *stage;                  /* staged parameters */
+    int first_slab;
+} nn_layer_io_t;
+
+static inline void nn_split(int n, int *begin, int *end)
+{
+    const int core = pi_core_id(), per = (n + NN_NUM_CORES - 1) / NN_NUM_CORES;
+    *begin = core * per < n ? core * per : n;
+    *end = *begin + per < n ? *begin + per : n;
+}
+
+#endif /* NN_GAP9_H */

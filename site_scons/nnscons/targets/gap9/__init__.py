@@ -1,0 +1,173 @@
+"""The `gap9` target: PMSIS C for GreenWaves GAP9 (fabric controller + 8-core cluster).
+
+Per layer the cluster runs one kernel over L1 tiles moved by the cluster DMA, double
+buffered; activations are HWC in L2, planned by liveness; big weights live in L3 and are
+staged to L2 slab by slab with the next slab prefetched (pi_cl_ram_read). The same
+generated sources build for three platforms:
+  gvsoc  the GAP SDK's compiler and gvsoc (through the SDK's Makefile rules)
+  emul   natively against the PMSIS emulation in kernels/gap9/emul (threads, capped L1,
+         DMA that lands at wait)
+  qemu   rv32 cross-compiled with Debian's riscv64-unknown-elf-gcc, on qemu-system-riscv32
+"""
+from __future__ import annotations
+
+from ...errors import UserError
+from .. import base
+from . import memory, ops, platforms
+from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
+
+TOOL = "nnscons_gap9"
+TEMPLATES = "templates/gap9"
+
+SCHEMA = {
+    "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
+    "memory": {"l1": "size", "l1_reserved": "size", "l2": "size", "l2_reserved": "size",
+               "l3_device": ["ram", "flash"], "l3_size": "size", "l3_threshold": "size"},
+    "cluster": {"cores": "int", "stack_size": "size", "slave_stack_size": "size"},
+    "dma": {"max_inflight": "int", "max_transfer": "size"},
+    "tiling": {"l1_budget": "size"},
+    "run": {"platform": ["auto", "gvsoc", "emul", "qemu"], "timeout": "int"},
+    "layer": {"l1_budget": "size"},
+}
+
+DEFAULTS = {
+    # emul compiles with the machine's C compiler; gvsoc and qemu bring their own
+    "toolchain": {"cc": "gcc", "cflags": ["-std=gnu99", "-O2", "-Wall", "-Wextra", "-Werror"],
+                  "ldflags": []},
+    "memory": {"l1": 128 * 1024, "l1_reserved": 8 * 1024 + 8 * 1024, "l2": 1536 * 1024,
+               "l2_reserved": 64 * 1024, "l3_device": "ram", "l3_size": 32 * 1024 * 1024,
+               "l3_threshold": 36 * 1024},
+    "cluster": {"cores": 8, "stack_size": 2048, "slave_stack_size": 1024},
+    "dma": {"max_inflight": 8, "max_transfer": 64 * 1024},
+    "tiling": {"l1_budget": None},          # None: L1 minus memory.l1_reserved
+    "run": {"platform": "auto", "timeout": 900},
+}
+
+
+def options(target_cfg) -> dict:
+    merged = {}
+    for section, defaults in DEFAULTS.items():
+        merged[section] = dict(defaults)
+        merged[section].update(target_cfg.sections.get(section, {}))
+    if merged["tiling"]["l1_budget"] is None:
+        merged["tiling"]["l1_budget"] = merged["memory"]["l1"] - merged["memory"]["l1_reserved"]
+    return merged
+
+
+def resolve_platform(opts, target_name, explicit) -> str:
+    return platforms.resolve(opts, target_name, explicit)
+
+
+def check_tools(env, session) -> None:
+    platforms.check_tools(env, session)
+
+
+def _budget(layer, opts, overrides, where):
+    own = "l1_budget" in overrides.get(layer.name, {})
+    budget = overrides[layer.name]["l1_budget"] if own else opts["tiling"]["l1_budget"]
+    at = where(layer.name, "l1_budget") if own else where(None, "tiling", "l1_budget")
+    l1_avail = opts["memory"]["l1"] - opts["memory"]["l1_reserved"]
+    if budget > l1_avail:
+        raise UserError(f"{at}: l1_budget {budget} B exceeds GAP9's usable L1: memory.l1 - "
+                        f"memory.l1_reserved = {l1_avail} B")
+    return budget, at
+
+
+def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    layers, kernels = [], set()
+    threshold = opts["memory"]["l3_threshold"]
+    for layer in graph.layers:
+        impl = ops.OPS.get(layer.op)
+        if impl is None:
+            raise base.unsupported(layer, "gap9", ops.OPS)
+        if impl.check and (reason := impl.check(layer, graph)):
+            raise UserError(f"layer '{layer.name}': {reason} (target kind 'gap9')")
+        budget, at = _budget(layer, opts, overrides, where)
+        til, need = ops.plan_tiling(layer, graph, budget)
+        if til is None and layer.op != "reshape":
+            raise ops.budget_error(layer, need, budget, at)
+        layout = base.param_layout(layer, graph)
+        tier = "L3" if layer.weight is not None and layer.weight.size > threshold else "L2"
+        cname = cnames[layer.name]
+        spec = ops.layer_spec(layer, graph, cname, layout, budget, tier, til)
+        lp = base.LayerPlan(layer=layer, cname=cname, template=impl.template, kernels=impl.kernels,
+                            spec=spec, param_layout=layout, macs=base.macs(layer, graph),
+                            param_bytes=base.layout_bytes(layout), pack=ops.pack_params)
+        layers.append(lp)
+        kernels.update(impl.kernels)
+    mem = memory.plan_memory(graph, layers, opts, where)
+    for lp in layers:
+        lp.report.update(_layer_report(lp, mem))
+    network = network_spec(graph, layers, mem, opts)
+    kernels.add("kernels/gap9/nn_gap9.c")
+    return base.TargetPlan(
+        layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
+        network_files=[("src/network.c", "network.c.j2", network), ("src/network.h", "network.h.j2", {}),
+                       ("src/main.c", "main.c.j2", {})],
+        layout="hwc", tensor_layouts=_flattened_layouts(graph), bin_names="flat",
+        report={"peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
+                "l3_device": opts["memory"]["l3_device"],
+                "summary_lines": [f"L2 peak {mem['peak_l2']:,} of {mem['l2_avail']:,} B (activations "
+                                  f"{mem['buffers']['arena_size']:,}, resident params "
+                                  f"{mem['params_l2_bytes']:,}, staging {mem['staging_bytes']:,}); "
+                                  f"L3 {opts['memory']['l3_device']} {mem['l3_bytes']:,} B"]},
+        columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
+                 ("L2<->L1 B/min", "l2_l1"), ("L3->L2 B", "l3_l2"), ("tier", "tier")],
+        extra={"weights_py": [__file__.replace("__init__.py", "ops.py")], "memory": mem})
+
+
+def _layer_report(lp, mem) -> dict:
+    t = lp.spec["tile"]
+    staged = lp.cname in mem["staged"]
+    r = {"tier": lp.spec["tier"] if lp.param_bytes else "-", "l1_budget": lp.spec["budget"],
+         "l3_l2_bytes": lp.param_bytes if staged else 0, "l3_l2_lower_bound": lp.param_bytes if staged else 0,
+         "fused_kernel": ops.FUSED_NAMES.get(lp.layer.op) if lp.layer.fused or lp.layer.op in
+         ("avgpool", "global_avgpool") else None}
+    if t is None:
+        r.update(tile_shape="alias", n_tiles=0, l1_use="0", l2_l1="0", l3_l2="-")
+        return r
+    r.update(tile_shape=f"{t['th']}x{t['tw']}x{t['tc']}", l1_bytes=t["l1_bytes"],
+             l2_l1_bytes=t["l2_l1_bytes"], l2_l1_lower_bound=t["lower_bound"],
+             l1_use=f"{t['l1_bytes']}/{lp.spec['budget']}", l2_l1=f"{t['l2_l1_bytes']}/{t['lower_bound']}",
+             l3_l2=f"{lp.param_bytes}" if staged else "-")
+    return r
+
+
+def _flattened_layouts(graph) -> dict:
+    """Reshape outputs hold their 4-D input's HWC bytes on GAP9: their goldens must too."""
+    out = {}
+    for layer in graph.layers:
+        if layer.op == "reshape":
+            src = graph.tensor(layer.inputs[0]).shape
+            if layer.inputs[0] in out:
+                out[layer.output] = out[layer.inputs[0]]
+            elif len(src) == 4:
+                out[layer.output] = list(src)
+    return out
+
+
+def network_spec(graph, layers, mem, opts) -> dict:
+    """Everything network.c depends on: order, buffer offsets, tiers, slabs, memory sizes."""
+    t = mem["buffers"]["tensors"]
+    return {
+        "arena_size": mem["buffers"]["arena_size"],
+        "input": t[graph.input],
+        "output": t[graph.output],
+        "layers": [{"cname": lp.cname,
+                    "inputs": [t[i]["offset"] for i in lp.layer.inputs],
+                    "output": t[lp.layer.output],
+                    "params_bytes": lp.param_bytes,
+                    "tier": "L3" if lp.cname in mem["staged"] else ("L2" if lp.param_bytes else None),
+                    "params_l2": mem["params_l2"].get(lp.cname),
+                    "l3_offset": mem["staged"].get(lp.cname, {}).get("l3_offset"),
+                    "first_slab": mem["staged"].get(lp.cname, {}).get("first_slab", 0)}
+                   for lp in layers],
+        "params_l2_bytes": mem["params_l2_bytes"],
+        "slabs": mem["slabs"],
+        "slab_bytes": mem["slab_bytes"],
+        "l3_bytes": mem["l3_bytes"],
+        "l3_device": opts["memory"]["l3_device"],
+        "compare_chunk": memory.COMPARE_CHUNK,
+        "cluster": opts["cluster"],
+        "l2_avail": mem["l2_avail"],
+    }

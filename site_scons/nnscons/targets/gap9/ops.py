@@ -1,0 +1,194 @@
+"""GAP9 op registry and per-layer specs: template, kernels, L1 tiling.
+
+A layer's spec holds everything its generated code depends on: HWC shapes, zero points,
+clamps, the resolved tiling and budget, and whether its parameters come from L2 or are
+staged from L3. Nothing global (buffer offsets, slab numbers) so one layer's edit never
+changes another layer's code.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import UserError
+from ..base import OpImpl, layout_bytes, param_arrays
+from . import tiling
+
+C = "kernels/common/"
+G = "kernels/gap9/"
+
+
+def _pool_check(layer, graph):
+    if layer.op == "avgpool" and layer.attrs.get("ceil_mode") and layer.attrs.get("count_include_pad"):
+        return "AveragePool with ceil_mode=1 and count_include_pad=1 is not supported"
+    return None
+
+
+OPS = {
+    "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",)),
+    "linear": OpImpl("linear.c.j2", (C + "nn_linear.c",)),
+    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), _pool_check),
+    "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), _pool_check),
+    "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
+    "add": OpImpl("add.c.j2", (C + "nn_eltwise.c",)),
+    "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
+    "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
+    "reshape": OpImpl("reshape.c.j2", ()),
+}
+
+# Fusion recipes the IR passes already applied, named as the GAP9 kernels see them
+FUSED_NAMES = {"conv2d": "conv2d+relu+quant", "linear": "linear+relu+quant",
+               "avgpool": "avgpool+quant", "global_avgpool": "globalavgpool+quant"}
+
+
+def hwc(shape):
+    if len(shape) == 4:
+        return {"h": shape[2], "w": shape[3], "c": shape[1]}
+    return {"h": 1, "w": 1, "c": shape[1]}
+
+
+def _numel(shape):
+    return int(np.prod(shape))
+
+
+def _p_per_oc(layer):
+    return 4 * (2 + (layer.bias is not None))
+
+
+def window(layer, graph) -> tiling.Window:
+    i = hwc(graph.tensor(layer.inputs[0]).shape)
+    o = hwc(graph.tensor(layer.output).shape)
+    a = layer.attrs
+    kh, kw = a["kernel"]
+    conv = layer.op == "conv2d"
+    fixed = 0 if conv else 8 * (kh * kw + 1 if layer.op == "avgpool" else 1)
+    return tiling.Window(c=i["c"], h=i["h"], w=i["w"], oc=o["c"], oh=o["h"], ow=o["w"], kh=kh, kw=kw,
+                         sh=a["stride"][0], sw=a["stride"][1],
+                         dh=a.get("dilation", (1, 1))[0], dw=a.get("dilation", (1, 1))[1],
+                         pt=a["pads"][0], pl=a["pads"][1],
+                         groups=a.get("groups", 1) if conv else i["c"],
+                         w_per_oc=int(np.prod(layer.weight.shape[1:])) if conv else 0,
+                         p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed)
+
+
+def plan_tiling(layer, graph, budget):
+    """(Tiling or None, smallest budget that works)."""
+    op = layer.op
+    if op in ("conv2d", "maxpool", "avgpool"):
+        return tiling.plan_window(window(layer, graph), budget)
+    if op == "linear":
+        out_f, in_f = layer.weight.shape
+        return tiling.plan_linear(int(in_f), int(out_f), _p_per_oc(layer), budget)
+    if op == "global_avgpool":
+        s = graph.tensor(layer.inputs[0]).shape
+        return tiling.plan_global_pool(int(s[1]), int(s[2] * s[3]), budget)
+    n = _numel(graph.tensor(layer.output).shape)
+    if op == "add":
+        return tiling.plan_flat(n, 2, 1, 12, budget)
+    if op == "requant":
+        return tiling.plan_flat(n, 1, 1, 8, budget)
+    if op == "concat":
+        c = hwc(graph.tensor(layer.output).shape)["c"]
+        return tiling.plan_flat(n // c, c, c, 8 * len(layer.inputs), budget)
+    return None, 0                        # reshape: an alias, no L1
+
+
+def layer_spec(layer, graph, cname, layout, budget, tier, til) -> dict:
+    ins = [graph.tensor(t) for t in layer.inputs]
+    out = graph.tensor(layer.output)
+    spec = {
+        "op": layer.op,
+        "name": layer.name,
+        "cname": cname,
+        "inputs": [dict(hwc(t.shape), zp=t.q.zero_point, size=_numel(t.shape)) for t in ins],
+        "out": dict(hwc(out.shape), zp=out.q.zero_point, size=_numel(out.shape)),
+        "act": [layer.act_min, layer.act_max],
+        "params": {section: {"dtype": dtype, "count": count, "offset": offset}
+                   for section, dtype, count, offset in layout},
+        "has_bias": layer.bias is not None,
+        "budget": budget,
+        "tier": tier,
+        "tile": None if til is None else til.as_dict(),
+    }
+    a = layer.attrs
+    if layer.op in ("conv2d", "maxpool", "avgpool"):
+        kh, kw = a["kernel"]
+        spec.update(kernel=[kh, kw], stride=list(a["stride"]), dilation=list(a.get("dilation", (1, 1))),
+                    pads=list(a["pads"]), groups=a.get("groups", 1),
+                    count_include_pad=a.get("count_include_pad", 0))
+        if layer.op == "conv2d":
+            spec["w_per_oc"] = int(np.prod(layer.weight.shape[1:]))
+    if layer.op == "linear":
+        spec["w_per_oc"] = int(layer.weight.shape[1])
+    if til is not None:
+        spec["l1_parts"] = l1_parts(til)
+    if til is not None and layer.op in ("conv2d", "linear"):
+        spec["sections"] = tile_sections(spec["params"], til.tc, spec["w_per_oc"])
+    if layer.op == "concat":
+        offs = np.cumsum([0] + [hwc(t.shape)["c"] for t in ins])
+        spec["channel_offsets"] = [int(x) for x in offs[:-1]]
+    return spec
+
+
+def l1_parts(t) -> list:
+    """The named buffers carved from the layer's one L1 block, [(name, bytes)], summing to
+    t.l1_bytes (see tiling: which buffers a pipeline double-buffers)."""
+    if t.pipeline in ("spatial", "flat") and t.n_tiles > 1:
+        parts = [("in0", t.l1_in), ("in1", t.l1_in), ("out0", t.l1_out), ("out1", t.l1_out),
+                 ("par0", t.l1_params)]
+    elif t.pipeline == "channel" and t.n_c > 1:
+        parts = [("in0", t.l1_in), ("par0", t.l1_params), ("par1", t.l1_params),
+                 ("out0", t.l1_out), ("out1", t.l1_out)]
+    else:
+        parts = [("in0", t.l1_in), ("par0", t.l1_params), ("out0", t.l1_out)]
+    assert sum(n for _, n in parts) == t.l1_bytes, (parts, t)
+    return [[name, n] for name, n in parts]
+
+
+def tile_sections(params, tc, w_per_oc) -> dict:
+    """The sections of one L1 parameter tile (= one L3 staging slab) of tc channels, in .bin
+    order: [{name, offset in the tile, src: offset in the .bin, per_oc: bytes per channel}]."""
+    sections, off = [], 0
+    for name, p in sorted(params.items(), key=lambda kv: kv[1]["offset"]):
+        per_oc = w_per_oc if name == "weight" else 4
+        sections.append({"name": name, "offset": off, "src": p["offset"], "per_oc": per_oc})
+        off += -(-tc * per_oc // 4) * 4
+    return sections
+
+
+def budget_error(layer, need, budget, budget_at) -> UserError:
+    return UserError(f"{budget_at}: layer '{layer.name}' ({layer.op}) cannot be tiled into an L1 budget "
+                     f"of {budget} B: the smallest tiling needs {need} B; raise this layer's "
+                     f"l1_budget to at least {need} B (models.<m>.targets.<t>.layers.<layer>.l1_budget)")
+
+
+def pack_params(layer, graph, layout) -> bytes:
+    """The weights .bin in GAP9 order: conv weights OHWI; Linear columns in HWC order when
+    the Linear reads a flattened 4-D tensor (activations are HWC on GAP9)."""
+    arrays = dict(param_arrays(layer, graph))
+    if layer.op == "conv2d":
+        arrays["weight"] = np.ascontiguousarray(layer.weight.transpose(0, 2, 3, 1))
+    elif layer.op == "linear":
+        src = flattened_from(layer, graph)
+        if src is not None:
+            _, c, h, w = src
+            o = layer.weight.shape[0]
+            arrays["weight"] = np.ascontiguousarray(
+                layer.weight.reshape(o, c, h, w).transpose(0, 2, 3, 1).reshape(o, -1))
+    blob = bytearray(layout_bytes(layout))
+    for section, dtype, count, offset in layout:
+        raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()
+        blob[offset:offset + len(raw)] = raw
+    return bytes(blob)
+
+
+def flattened_from(layer, graph):
+    """The 4-D (1,C,H,W) shape a Linear's input was flattened from (H*W > 1), else None."""
+    t = layer.inputs[0]
+    while True:
+        p = graph.producer(t)
+        if p is None or p.op != "reshape":
+            return None
+        src = graph.tensor(p.inputs[0]).shape
+        if len(src) == 4:
+            return tuple(src) if src[2] * src[3] > 1 else None
+        t = p.inputs[0]

@@ -1,0 +1,116 @@
+"""Where GAP9 code runs: platform choice, tool checks, compiler settings and the run step.
+
+  emul   the machine's C compiler + the PMSIS emulation (kernels/gap9/emul), threads
+  qemu   riscv64-unknown-elf-gcc for rv32 + the emulation on one hart, qemu-system-riscv32
+  gvsoc  the GAP SDK's compiler and gvsoc (see gvsoc.py)
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+
+from ...errors import UserError
+from . import gvsoc
+
+EMUL_DIR = "kernels/gap9/emul"
+_announced = set()
+
+
+def resolve(opts, target_name, explicit) -> str:
+    platform = opts["run"]["platform"]
+    if platform != "auto":
+        return platform
+    sdk = gvsoc.find_sdk()
+    chosen = "gvsoc" if sdk else "emul"
+    if target_name not in _announced:          # one line per scons call
+        _announced.add(target_name)
+        why = f"GAP SDK at {sdk.home}" if sdk else ("GAP SDK not found (GAP_SDK_HOME unset and no gvsoc "
+                                                    "on PATH)")
+        print(f"nnscons: target {target_name}: platform=auto -> {chosen} ({why}); "
+              f"choose with platform=gvsoc|emul|qemu")
+    return chosen
+
+
+def check_tools(env, session) -> None:
+    platform = session.options["run"]["platform"]
+    name = session.target_cfg.name
+    if platform == "gvsoc":
+        gvsoc.require_sdk(name)
+    elif platform == "qemu":
+        from . import qemu
+        for tool, package in ((qemu.cross_flags()["CC"], "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"),
+                              ("qemu-system-riscv32", "qemu-system-misc")):
+            if not shutil.which(tool):
+                raise UserError(f"target '{name}' platform=qemu: '{tool}' not found on PATH; install it "
+                                f"(Debian: apt-get install {package}) or use platform=emul")
+    else:
+        cc = session.options["toolchain"]["cc"]
+        if not env.Detect(cc):
+            raise UserError(f"target '{name}' platform=emul: C compiler '{cc}' not found on PATH; install "
+                            f"it (Debian: apt-get install gcc) or set targets.{name}.toolchain.cc")
+
+
+def _emul_defines(opts) -> list:
+    m, d = opts["memory"], opts["dma"]
+    return [f"NN_EMUL_L1_SIZE={m['l1']}u", f"NN_EMUL_L2_SIZE={m['l2'] - m['l2_reserved']}u",
+            f"NN_EMUL_L3_SIZE={m['l3_size']}u", f"NN_EMUL_DMA_MAX_SIZE={d['max_transfer']}u",
+            f"NN_EMUL_DMA_MAX_INFLIGHT={d['max_inflight']}"]
+
+
+def _runtime_defines(opts) -> list:
+    d = opts["dma"]
+    return [f"NN_DMA_MAX_INFLIGHT={d['max_inflight']}", f"NN_DMA_MAX_SIZE={d['max_transfer']}",
+            f"NN_NUM_CORES={opts['cluster']['cores']}"]
+
+
+def emul_sources(platform) -> list:
+    """The emulation's C files for a platform: threads natively, one hart on qemu."""
+    files = sorted(glob.glob(os.path.join(EMUL_DIR, "*.c")))
+    drop = "team_threads" if platform == "qemu" else "team_sequential"
+    return [f for f in files if drop not in os.path.basename(f)]
+
+
+def environment(env, session, platform):
+    """A clone of env with this platform's compiler, flags and include paths;
+    returns (env, extra C sources to compile and link)."""
+    opts = session.options
+    cpp = ["kernels/common", "kernels/gap9", os.path.join(session.build_dir, "src")]
+    defines = _runtime_defines(opts)
+    if platform == "gvsoc":
+        sdk = gvsoc.require_sdk(session.target_cfg.name)
+        s = sdk.build_settings(opts)
+        e = env.Clone(CC=s["CC"], LINK=s["CC"], CFLAGS=s["CFLAGS"], LINKFLAGS=s["LINKFLAGS"],
+                      CPPPATH=cpp + s["CPPPATH"], CPPDEFINES=defines + s["CPPDEFINES"], LIBS=s["LIBS"],
+                      PROGSUFFIX="")
+        return e, s["SOURCES"]
+    if platform == "qemu":
+        from . import qemu
+        x = qemu.cross_flags()
+        e = env.Clone(CC=x["CC"], LINK=x["CC"], CFLAGS=list(x["CFLAGS"]) + ["-Wall", "-Wextra", "-Werror"],
+                      LINKFLAGS=list(x["LINKFLAGS"]), CPPPATH=cpp + [EMUL_DIR],
+                      CPPDEFINES=defines + _emul_defines(opts) + ["NN_EMUL_SEQUENTIAL"], PROGSUFFIX=".elf")
+        return e, emul_sources("qemu")
+    tc = opts["toolchain"]
+    e = env.Clone(CC=tc["cc"], LINK=tc["cc"], CFLAGS=list(tc["cflags"]) + ["-pthread"],
+                  LINKFLAGS=list(tc["ldflags"]) + ["-pthread"], CPPPATH=cpp + [EMUL_DIR],
+                  CPPDEFINES=defines + _emul_defines(opts))
+    return e, emul_sources("emul")
+
+
+def run(platform, session, firmware, bin_dir) -> tuple:
+    """(exit status or None on timeout, log text)."""
+    timeout = session.options["run"]["timeout"]
+    if platform == "gvsoc":
+        return gvsoc.require_sdk(session.target_cfg.name).run(firmware, bin_dir, timeout)
+    if platform == "qemu":
+        from . import qemu
+        return qemu.run_qemu(firmware, bin_dir, timeout)
+    env = dict(os.environ, NN_EMUL_FS_DIR=bin_dir)
+    try:
+        proc = subprocess.run([os.path.abspath(firmware)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return proc.returncode, proc.stdout.decode("utf-8", "replace")

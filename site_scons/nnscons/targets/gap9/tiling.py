@@ -1,0 +1,183 @@
+"""L1 tiling for GAP9 layers: the tile shape that moves the fewest L2<->L1 bytes.
+
+Activations are HWC in L2. A window op (conv2d, pools) is cut into output tiles of
+th x tw pixels x tc channels; each tile's input box (with halo, clipped to the image)
+moves with one 2-D DMA command. Two pipelines:
+
+  spatial  more than one spatial tile: input and output tiles double-buffered, the
+           tc-channel parameter slice loaded once per channel tile (channel tiles outer)
+  channel  the whole output plane is one tile: the input is loaded once, parameter
+           slices and output tiles double-buffered (Linear is always this)
+
+Cost = L2<->L1 bytes (the input is re-read once per channel tile when every output channel
+needs every input channel), then the number of tiles, then the L1 bytes. The search is
+vectorised over the distinct tile sizes ceil(n / k), so planning ResNet-18 stays cheap.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+
+def _align4(n):
+    return -(-n // 4) * 4
+
+
+def _sizes(n: int) -> np.ndarray:
+    """Distinct tile sizes worth trying for a dimension of n: ceil(n / k)."""
+    return np.array(sorted({-(-n // k) for k in range(1, n + 1)}), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Tiling:
+    pipeline: str        # "spatial" | "channel" | "flat"
+    th: int
+    tw: int
+    tc: int
+    n_h: int
+    n_w: int
+    n_c: int
+    in_rows: int         # L1 input buffer box (rows x cols x channels)
+    in_cols: int
+    in_chans: int
+    l1_in: int           # bytes of ONE buffer of each kind
+    l1_out: int
+    l1_params: int
+    l1_bytes: int        # total L1 the layer allocates
+    l2_l1_bytes: int     # bytes moved between L2 and L1
+    lower_bound: int     # every tensor moved once
+
+    @property
+    def n_tiles(self):
+        return self.n_h * self.n_w * self.n_c
+
+    def as_dict(self):
+        return dict(asdict(self), n_tiles=self.n_tiles)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A conv2d / pool geometry, HWC."""
+    c: int
+    h: int
+    w: int
+    oc: int
+    oh: int
+    ow: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    pt: int
+    pl: int
+    groups: int            # pools: groups == c (per-channel)
+    w_per_oc: int          # weight bytes per output channel (0 for pools)
+    p_per_oc: int          # int32 parameter bytes per output channel (bias, mult, shift)
+    p_fixed: int           # parameter bytes that do not scale with channels (pool tables)
+
+
+def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
+    """Per tile size t (array): (sum over tiles of clipped input extent, max clipped extent)."""
+    total = np.zeros(len(t), dtype=np.int64)
+    biggest = np.zeros(len(t), dtype=np.int64)
+    for i, ti in enumerate(t):
+        starts = np.arange(0, n_out, ti)
+        rows = np.minimum(ti, n_out - starts)
+        first = starts * stride - pad
+        last = first + (rows - 1) * stride + (k - 1) * dil
+        ext = np.minimum(last, n_in - 1) - np.maximum(first, 0) + 1
+        ext = np.maximum(ext, 0)
+        total[i] = ext.sum()
+        biggest[i] = ext.max()
+    return total, biggest
+
+
+def plan_window(g: Window, budget: int):
+    """(best Tiling or None, smallest L1 bytes any tiling needs)."""
+    th = _sizes(g.oh)
+    tw = _sizes(g.ow)
+    opg, ipg = g.oc // g.groups, g.c // g.groups
+    if g.groups == 1:
+        tc = _sizes(g.oc)
+    else:                                   # whole groups per channel tile
+        tc = _sizes(g.groups) * opg
+    rows_sum, rows_max = _clipped_extent(g.oh, th, g.sh, g.kh, g.dh, g.pt, g.h)
+    cols_sum, cols_max = _clipped_extent(g.ow, tw, g.sw, g.kw, g.dw, g.pl, g.w)
+    n_h = -(-g.oh // th)
+    n_w = -(-g.ow // tw)
+    n_c = -(-g.oc // tc)
+    in_chans = np.full(len(tc), g.c) if g.groups == 1 else (tc // opg) * ipg
+    # channels read summed over channel tiles: every tile needs all inputs when groups == 1
+    chan_sum = n_c * g.c if g.groups == 1 else np.full(len(tc), g.c)
+
+    params_tile = _align4(tc * g.w_per_oc) + tc * g.p_per_oc + g.p_fixed
+    params_total = g.oc * g.w_per_oc + g.oc * g.p_per_oc + g.p_fixed
+    out_total = g.oc * g.oh * g.ow
+    in_total = g.c * g.h * g.w
+    lower = in_total + params_total + out_total
+
+    H, W, C = np.meshgrid(np.arange(len(th)), np.arange(len(tw)), np.arange(len(tc)), indexing="ij")
+    l1_in = rows_max[H] * cols_max[W] * in_chans[C]
+    l1_out = th[H] * tw[W] * tc[C]
+    n_sp = n_h[H] * n_w[W]
+    single = n_sp == 1
+    n_tiles = n_sp * n_c[C]
+    # spatial pipeline: in/out double-buffered, params once per channel tile
+    l1_sp = 2 * l1_in + 2 * l1_out + params_tile[C]
+    # channel pipeline (one spatial tile): params and out double-buffered when n_c > 1
+    dbl = np.where(n_c[C] > 1, 2, 1)
+    l1_ch = l1_in + dbl * (params_tile[C] + l1_out)
+    l1 = np.where(single, l1_ch, l1_sp)
+    traffic = np.where(single, in_total + params_total,
+                       rows_sum[H] * cols_sum[W] * chan_sum[C] + params_total) + out_total
+    smallest = int(l1.min())
+    ok = l1 <= budget
+    if not ok.any():
+        return None, smallest
+    idx = np.lexsort((l1[ok], -tw[W][ok], n_tiles[ok], traffic[ok]))[0]
+    h, w, c = H[ok][idx], W[ok][idx], C[ok][idx]
+    pipeline = "channel" if n_sp[h, w, c] == 1 else "spatial"
+    return Tiling(pipeline=pipeline, th=int(th[h]), tw=int(tw[w]), tc=int(tc[c]),
+                  n_h=int(n_h[h]), n_w=int(n_w[w]), n_c=int(n_c[c]),
+                  in_rows=int(rows_max[h]), in_cols=int(cols_max[w]), in_chans=int(in_chans[c]),
+                  l1_in=int(l1_in[h, w, c]), l1_out=int(l1_out[h, w, c]),
+                  l1_params=int(params_tile[c]), l1_bytes=int(l1[h, w, c]),
+                  l2_l1_bytes=int(traffic[h, w, c]), lower_bound=int(lower)), smallest
+
+
+def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):
+    """Linear = the channel pipeline over output features on a 1x1 plane."""
+    g = Window(c=in_f, h=1, w=1, oc=out_f, oh=1, ow=1, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1,
+               pt=0, pl=0, groups=1, w_per_oc=in_f, p_per_oc=p_per_oc, p_fixed=0)
+    return plan_window(g, budget)
+
+
+def plan_global_pool(c: int, hw: int, budget: int):
+    """Channel tiles of all hw pixels; double-buffered when there is more than one."""
+    return plan_window(Window(c=c, h=1, w=hw, oc=c, oh=1, ow=1, kh=1, kw=hw, sh=1, sw=1,
+                              dh=1, dw=1, pt=0, pl=0, groups=c, w_per_oc=0, p_per_oc=0, p_fixed=8),
+                       budget)
+
+
+def plan_flat(n_units: int, unit_in: int, unit_out: int, fixed: int, budget: int):
+    """Element-wise ops over the flat HWC buffers in chunks of units (add, requant: one
+    element; concat: one pixel); inputs and output double-buffered when there is more than
+    one chunk. unit_in / unit_out: L1 bytes per unit; fixed: parameter bytes."""
+    per = unit_in + unit_out
+    lower = n_units * per + fixed
+    if lower <= budget:
+        t = n_units
+    else:
+        t = (budget - fixed) // (2 * per)
+    smallest = (2 if n_units > 1 else 1) * per + fixed
+    if t < 1:
+        return None, smallest
+    n = -(-n_units // t)
+    t = -(-n_units // n)                  # balance the chunks
+    l1 = per * t * (1 if n == 1 else 2) + fixed
+    return Tiling(pipeline="flat", th=1, tw=t, tc=1, n_h=1, n_w=n, n_c=1, in_rows=1, in_cols=t,
+                  in_chans=unit_in, l1_in=unit_in * t, l1_out=unit_out * t, l1_params=fixed,
+                  l1_bytes=l1, l2_l1_bytes=lower, lower_bound=lower), smallest

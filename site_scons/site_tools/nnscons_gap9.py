@@ -1,0 +1,22 @@
+"""SCons Tool for the `gap9` target kind: C compilation and the run step of its platforms.
+
+The platform (emul, qemu, gvsoc) sets the compiler per build (targets/gap9/platforms.py);
+this Tool brings gcc/gnulink and NnsGap9Run, which runs the firmware, reads its log for
+the per-layer results and for fatal patterns, and writes run.log and output.npy.
+"""
+import SCons.Action
+import SCons.Builder
+
+from nnscons.build import actions
+from nnscons.targets.gap9 import runstep
+
+
+def exists(env):
+    return True
+
+
+def generate(env):
+    env.Tool("gcc")
+    env.Tool("gnulink")
+    env["BUILDERS"]["NnsGap9Run"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(runstep.run_firmware, actions.label))
