@@ -1,0 +1,2 @@
+/* bsp/flash/mx25u51245g.h - the GAP SDK BSP header of that name; the emulation declares it all in pmsis.h. */
+#include "pmsis.h"

@@ -1,0 +1,2 @@
+/* bsp/fs/readfs.h - the GAP SDK BSP header of that name; the emulation declares it all in pmsis.h. */
+#include "pmsis.h"
