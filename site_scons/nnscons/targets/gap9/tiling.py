@@ -10,14 +10,25 @@ moves with one 2-D DMA command. Two pipelines:
            slices and output tiles double-buffered (Linear is always this)
 
 Cost = L2<->L1 bytes (the input is re-read once per channel tile when every output channel
-needs every input channel), then the number of tiles, then the L1 bytes. The search is
-vectorised over the distinct tile sizes ceil(n / k), so planning ResNet-18 stays cheap.
+needs every input channel) plus TILE_OVERHEAD bytes per tile (programming the DMA, forking
+and joining the cores: without it a strided 1x1 conv would pick one-pixel tiles that skip
+the unread rows), then the L1 bytes. The search is vectorised over the distinct tile sizes
+ceil(n / k), so planning ResNet-18 stays cheap.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+
+TILE_OVERHEAD = 1024
+
+
+def _touched(n_out, stride, k, dil, pad, n_in) -> int:
+    """Input positions along one axis that some output reads."""
+    pos = (np.arange(n_out)[:, None] * stride - pad + np.arange(k)[None, :] * dil).ravel()
+    return int(np.count_nonzero(np.unique(pos[(pos >= 0) & (pos < n_in)]) >= 0))
 
 
 def _align4(n):
@@ -117,7 +128,8 @@ def plan_window(g: Window, budget: int):
     params_total = g.oc * g.w_per_oc + g.oc * g.p_per_oc + g.p_fixed
     out_total = g.oc * g.oh * g.ow
     in_total = g.c * g.h * g.w
-    lower = in_total + params_total + out_total
+    in_needed = g.c * _touched(g.oh, g.sh, g.kh, g.dh, g.pt, g.h) * _touched(g.ow, g.sw, g.kw, g.dw, g.pl, g.w)
+    lower = in_needed + params_total + out_total
 
     H, W, C = np.meshgrid(np.arange(len(th)), np.arange(len(tw)), np.arange(len(tc)), indexing="ij")
     l1_in = rows_max[H] * cols_max[W] * in_chans[C]
@@ -137,7 +149,8 @@ def plan_window(g: Window, budget: int):
     ok = l1 <= budget
     if not ok.any():
         return None, smallest
-    idx = np.lexsort((l1[ok], -tw[W][ok], n_tiles[ok], traffic[ok]))[0]
+    cost = traffic + TILE_OVERHEAD * n_tiles
+    idx = np.lexsort((l1[ok], -tw[W][ok], cost[ok]))[0]
     h, w, c = H[ok][idx], W[ok][idx], C[ok][idx]
     pipeline = "channel" if n_sp[h, w, c] == 1 else "spatial"
     return Tiling(pipeline=pipeline, th=int(th[h]), tw=int(tw[w]), tc=int(tc[c]),
