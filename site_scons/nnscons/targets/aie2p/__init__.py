@@ -1,0 +1,142 @@
+"""The `aie2p` target: AMD XDNA2 NPU (npu2). Per layer an IRON placed design (Python,
+run to aie.mlir), an AIE C++ kernel (Peano or xchesscc), aiecc.py -> final.xclbin +
+insts.bin, run through XRT. platform=emul runs each layer's scalar kernel natively on
+data moved by a NumPy emulator of the declared DMA patterns (no NPU, no mlir-aie).
+
+Activations live in DDR as HWC int8; the network input goes to the NPU as uint8 when its
+int8 zero point is -128 (uint8 with zero point 0: RGBA pixels). Layers that do not map
+are an error naming the layer and the reason (mapping.py).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+
+from ...errors import UserError
+from ...planning.buffers import plan_buffers
+from .. import base
+from . import mapping, pack, plan as lplan
+from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
+from .tools import find_tools
+
+TOOL = "nnscons_aie2p"
+TEMPLATES = "templates/aie2p"
+TILING_KEYS = ("tiles_per_call", "channels_per_call", "cores", "columns")
+
+SCHEMA = {
+    "toolchain": {"kernel_compiler": ["peano", "chess"], "python": "str", "cxx": "str",
+                  "cxxflags": "list[str]"},
+    "kernel": {"variant": ["scalar", "vector"]},
+    "memory": {"l1": "size", "memtile": "size"},
+    "tiling": {k: "int" for k in TILING_KEYS},
+    "run": {"platform": ["auto", "npu", "emul"], "timeout": "int"},
+    "layer": dict({k: "int" for k in TILING_KEYS}, variant=["scalar", "vector"]),
+}
+
+DEFAULTS = {
+    "toolchain": {"kernel_compiler": "peano", "python": "python3", "cxx": "g++",
+                  "cxxflags": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"]},
+    "kernel": {"variant": "vector"},
+    "memory": {"l1": 64 * 1024, "memtile": 512 * 1024},
+    "tiling": {"tiles_per_call": 16, "channels_per_call": 16, "cores": 1, "columns": 1},
+    "run": {"platform": "auto", "timeout": 1800},
+}
+
+
+def options(target_cfg) -> dict:
+    merged = {}
+    for section, defaults in DEFAULTS.items():
+        merged[section] = dict(defaults)
+        merged[section].update(target_cfg.sections.get(section, {}))
+    return merged
+
+
+def resolve_platform(opts, target_name, explicit) -> str:
+    """auto: the NPU flow when mlir-aie (aiecc.py) is installed, else the emulator."""
+    p = opts["run"]["platform"]
+    if p != "auto":
+        return p
+    return "npu" if find_tools(os.environ, opts)["aiecc"] else "emul"
+
+
+def check_tools(env, session) -> None:
+    opts, name = session.options, session.target_cfg.name
+    if opts["run"]["platform"] == "emul":
+        if not shutil.which(opts["toolchain"]["cxx"], path=env["ENV"].get("PATH")):
+            raise UserError(f"target '{name}' (platform=emul): C++ compiler "
+                            f"'{opts['toolchain']['cxx']}' not found on PATH; install it "
+                            f"(Debian: apt-get install g++) or set targets.{name}.toolchain.cxx")
+        return
+    tools = find_tools(env["ENV"], opts)
+    missing = [m for m in tools["missing"]]
+    if missing:
+        raise UserError(f"target '{name}' (platform=npu) needs " + "; ".join(missing)
+                        + ". Or run without the NPU toolchain: platform=emul")
+
+
+def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    layers = []
+    for layer in graph.layers:
+        mapping.check(layer, graph)
+        cname = cnames[layer.name]
+        if layer.op == "reshape":
+            layers.append(base.LayerPlan(layer=layer, cname=cname, template="", kernels=(),
+                                         spec={"op": "reshape", "cname": cname}, param_layout=[],
+                                         macs=0, param_bytes=0,
+                                         files=[(f"src/layers/{cname}_view.json", "view.json.j2",
+                                                 {"cname": cname})],
+                                         report={"aie": {"host_view": True}}))
+            continue
+        own = overrides.get(layer.name, {})
+
+        def at(key, own=own, layer=layer):
+            if key in own:
+                return where(layer.name, key)
+            return where(None, "kernel", "variant") if key == "variant" else where(None, "tiling", key)
+        req = {k: own.get(k, opts["tiling"][k]) for k in TILING_KEYS}
+        req["variant"] = own.get("variant", opts["kernel"]["variant"])
+        g = mapping.geometry(layer, graph)
+        t = lplan.resolve_tiling(g, req, at)
+        first = layer.inputs[0] == graph.input and graph.tensor(graph.input).q.zero_point == -128
+        act_dtype = "uint8" if first else "int8"
+        spec = lplan.layer_spec(layer, graph, cname, g, t, act_dtype, opts, at)
+        nbytes = spec["dma"]["buffers"]["w"]
+        macs = base.macs(layer, graph)
+        layers.append(base.LayerPlan(
+            layer=layer, cname=cname, template="kernel.cc.j2", kernels=(), spec=spec,
+            param_layout=[("blocks", "int8", nbytes, 0), ("act_dtype", act_dtype, 0, nbytes)],
+            macs=macs, param_bytes=nbytes,
+            files=[(f"src/layers/{cname}_design.py", "design.py.j2", spec),
+                   (f"src/layers/{cname}.cc", "kernel.cc.j2", spec),
+                   (f"src/layers/{cname}_dma.json", "dma.json.j2", spec)],
+            report=lplan.layer_report(spec, macs),
+            pack=lambda layer, graph, layout, d=act_dtype: pack.pack(layer, graph, d)))
+    buffers = plan_buffers(graph)
+    network = network_spec(graph, layers, buffers)
+    return base.TargetPlan(
+        layers=layers, network=network, kernels=[], templates_dir=TEMPLATES,
+        network_files=[("src/network.json", "network.json.j2", network)], layout="hwc",
+        columns=[("T", "T"), ("Cc", "Cc"), ("cores", "cores_x_cols"), ("calls", "kernel_calls"),
+                 ("B/call", "call_bytes"), ("L1 B", "l1_bytes"), ("memtile B", "memtile_bytes")],
+        report={"aie": {"device": "npu2", "l1_cap": opts["memory"]["l1"],
+                        "memtile_cap": opts["memory"]["memtile"]}},
+        extra={"weights_py": [os.path.join(os.path.dirname(__file__), "pack.py")]})
+
+
+def network_spec(graph, layers, buffers) -> dict:
+    """The runner's view: layer order and which DDR tensor each reads and writes (no
+    tiling, no names -- those are untrusted and live in the report)."""
+    ids = {graph.input: 0}
+    for lp in layers:
+        ids.setdefault(lp.layer.output, len(ids))
+    nbytes = {name: int(np.prod(graph.tensor(name).shape)) for name in ids}
+    return {
+        "arena_size": buffers["arena_size"],
+        "input": 0, "output": ids[graph.output],
+        "tensors": [nbytes[n] for n in sorted(ids, key=ids.get)],
+        "layers": [{"cname": lp.cname, "kind": "view" if lp.layer.op == "reshape" else "npu",
+                    "input": ids[lp.layer.inputs[0]], "output": ids[lp.layer.output],
+                    "act_dtype": lp.spec.get("act_dtype", "int8")} for lp in layers],
+    }

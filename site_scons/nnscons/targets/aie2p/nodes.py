@@ -1,0 +1,100 @@
+"""The aie2p target's nodes after codegen.
+
+platform=npu, per mapped layer L (files under build/<t>/<m>/aie/L/):
+    MLIR  L   src/layers/L_design.py  -> aie.mlir        (<python> L_design.py, stdout)
+    KCC   L   src/layers/L.cc         -> L.o             (Peano clang++ or xchesscc_wrapper)
+    AIECC L   aie.mlir + L.o          -> final.xclbin, insts.bin
+    RUN       every xclbin/insts + bins -> run.log, output.npy (xrt_runner.py via pyxrt)
+platform=emul, per mapped layer:
+    CXX   L   src/layers/L.cc         -> emul/L.so       (g++, the scalar kernel)
+    RUN       every .so + L_dma.json + bins -> run.log, output.npy (emul_run.py)
+Command lines are node signatures (varlist), so a new tool path or flag rebuilds.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ...build.nodes import py_sources
+from .tools import find_tools
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = "kernels/aie2p"
+PEANO_FLAGS = ["-O2", "-std=c++20", "--target=aie2p-none-unknown-elf", "-Wno-parentheses",
+               "-Wno-attributes", "-Wno-macro-redefined", "-DNDEBUG"]
+
+
+def kernel_command(tools: dict, compiler: str, src: str, obj: str) -> list:
+    inc = ["-I" + os.path.join(tools["mlir_aie_dir"], "include"), "-I" + KERNELS]
+    if compiler == "chess":
+        return [tools["chess"], "aie2p"] + inc + ["-c", src, "-o", obj]
+    return [os.path.join(tools["peano_dir"], "bin", "clang++")] + PEANO_FLAGS + inc + ["-c", src, "-o", obj]
+
+
+def aiecc_command(tools: dict, compiler: str) -> list:
+    cmd = [tools["aiecc"], "--aie-generate-xclbin", "--aie-generate-npu-insts", "--no-compile-host"]
+    if compiler == "chess":
+        cmd += ["--xchesscc", "--xbridge"]
+    else:
+        cmd += ["--no-xchesscc", "--no-xbridge", "--peano", tools["peano_dir"]]
+    return cmd + ["--xclbin-name=final.xclbin", "--npu-insts-name=insts.bin", "aie.mlir"]
+
+
+def declare_nodes(env, session, common) -> dict:
+    b = session.build_dir
+    opts = session.options
+    env = env.Clone()
+    header = os.path.join(KERNELS, "nn_aie_gemm.h")
+    mapped = [lp for lp in session.plan.layers if lp.layer.op != "reshape"]
+    files = {lp.cname: common.layer_files[lp.cname] for lp in mapped}
+
+    def src(lp, suffix):
+        return files[lp.cname][f"src/layers/{lp.cname}{suffix}"]
+
+    firmware, run_inputs = [], []
+    if opts["run"]["platform"] == "emul":
+        cxx = [opts["toolchain"]["cxx"]] + list(opts["toolchain"]["cxxflags"])
+        for lp in mapped:
+            so = os.path.join(b, "emul", lp.cname + ".so")
+            cmd = cxx + ["-DNNS_EMUL", "-shared", "-fPIC", "-I" + KERNELS, "-o", so, str(src(lp, ".cc"))]
+            node = env.NnsAieCmd(so, src(lp, ".cc"), NNS_CMD=cmd, NNS_VERB="CXX",
+                                 NNS_LABEL=common.label[lp.cname])
+            env.Depends(node, header)
+            firmware += node
+            # the design is not run here, but it is this layer's product: build it too
+            run_inputs += [src(lp, "_dma.json"), src(lp, "_design.py")]
+        run_cmd = [sys.executable, "-m", "nnscons.targets.aie2p.emul_run"]
+        run_deps = py_sources("targets/aie2p/emul_run.py", "targets/aie2p/emulator.py",
+                              "targets/aie2p/patterns.py", "targets/aie2p/plan.py",
+                              "targets/aie2p/runner.py")
+    else:
+        tools = find_tools(env["ENV"], opts)
+        compiler = opts["toolchain"]["kernel_compiler"]
+        pyenv = {"PYTHONPATH": os.pathsep.join(p for p in (
+            os.path.join(tools["mlir_aie_dir"], "python"), env["ENV"].get("PYTHONPATH", "")) if p)}
+        for lp in mapped:
+            d = os.path.join(b, "aie", lp.cname)
+            label = common.label[lp.cname]
+            mlir = env.NnsAieCmd(os.path.join(d, "aie.mlir"), src(lp, "_design.py"),
+                                 NNS_CMD=[tools["python"], str(src(lp, "_design.py"))],
+                                 NNS_STDOUT=True, NNS_ENV=pyenv, NNS_VERB="MLIR", NNS_LABEL=label)
+            obj = os.path.join(d, lp.cname + ".o")
+            kobj = env.NnsAieCmd(obj, src(lp, ".cc"),
+                                 NNS_CMD=kernel_command(tools, compiler, str(src(lp, ".cc")), obj),
+                                 NNS_VERB="KCC", NNS_LABEL=label)
+            env.Depends(kobj, header)
+            xclbin = env.NnsAieCmd([os.path.join(d, "final.xclbin"), os.path.join(d, "insts.bin")],
+                                   mlir + kobj, NNS_CMD=aiecc_command(tools, compiler), NNS_CWD=d,
+                                   NNS_ENV=pyenv, NNS_VERB="AIECC", NNS_LABEL=label)
+            firmware += xclbin
+            run_inputs.append(src(lp, "_dma.json"))
+        run_cmd = [tools["python"], os.path.join(HERE, "xrt_runner.py")]
+        run_deps = py_sources("targets/aie2p/xrt_runner.py", "targets/aie2p/runner.py")
+    run = env.NnsAieRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy")],
+                        firmware + run_inputs + list(common.network_files.values())
+                        + common.input + common.weights + common.goldens,
+                        NNS_CMD=run_cmd, NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
+    env.Depends(run, run_deps)
+    env.SideEffect(os.path.join(b, "output.bin"), run)
+    env.Clean(run, [os.path.join(b, "output.bin")])
+    return {"firmware": firmware, "run": run}

@@ -1,0 +1,52 @@
+"""The network run shared by the emulator and the XRT runner: DDR tensors between layers,
+the per-layer check against the golden .bin, the run.log lines (build/runlog.py format).
+
+Standalone on purpose (numpy only): the XRT runner executes under the mlir-aie Python.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+
+def compare(i: int, cname: str, got: np.ndarray, golden: np.ndarray) -> str:
+    g, e = got.view(np.int8).astype(np.int32), golden.view(np.int8).astype(np.int32)
+    if g.size == e.size and np.array_equal(g, e):
+        return f"layer {i} {cname}: OK"
+    if g.size != e.size:
+        return f"layer {i} {cname}: MISMATCH {e.size}/{e.size} elements, max |diff| 255, first at 0 (size {g.size})"
+    bad = np.flatnonzero(g != e)
+    k = int(bad[0])
+    return (f"layer {i} {cname}: MISMATCH {bad.size}/{e.size} elements, max |diff| "
+            f"{int(np.abs(g - e).max())}, first at {k} (got {g[k]}, expected {e[k]})")
+
+
+def run_network(build_dir: str, run_layer) -> tuple[list, np.ndarray]:
+    """run_layer(layer entry, input bytes uint8) -> output bytes uint8, for 'npu' layers.
+    Returns (log lines, the network output bytes)."""
+    with open(os.path.join(build_dir, "src", "network.json")) as f:
+        net = json.load(f)
+    tensors = {net["input"]: np.fromfile(os.path.join(build_dir, "bin", "input.bin"), dtype=np.uint8)}
+    lines, ok = [], True
+    for i, layer in enumerate(net["layers"]):
+        x = tensors[layer["input"]]
+        if layer["kind"] == "view":
+            y = x
+        else:
+            if layer["act_dtype"] == "uint8":   # int8 with zero point -128 == uint8 with zero point 0
+                x = x ^ np.uint8(0x80)
+            y = run_layer(layer, x)
+        tensors[layer["output"]] = y
+        golden = np.fromfile(os.path.join(build_dir, "bin", "golden", layer["cname"] + ".bin"), dtype=np.uint8)
+        lines.append(compare(i, layer["cname"], y, golden))
+        ok = ok and lines[-1].endswith(": OK")
+    lines.append("Test PASSED" if ok else "Test FAILED: see the MISMATCH lines")
+    return lines, tensors[net["output"]]
+
+
+def finish(build_dir: str, lines: list, output: np.ndarray, output_bin: str) -> int:
+    output.tofile(output_bin)
+    print("\n".join(lines))
+    return 0
