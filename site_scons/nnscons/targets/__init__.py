@@ -19,6 +19,7 @@ import importlib
 KINDS = {
     "host": "nnscons.targets.host",
     "gap9": "nnscons.targets.gap9",
+    "aie2p": "nnscons.targets.aie2p",
 }
 
 
