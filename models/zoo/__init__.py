@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 
-from . import resnet18, simplecnn
+from . import conv2dk14, resnet18, simplecnn
 
-ZOO = {"resnet18": resnet18, "simplecnn": simplecnn}
+ZOO = {"conv2dk14": conv2dk14, "resnet18": resnet18, "simplecnn": simplecnn}
 
 
 def _module(name: str):
