@@ -41,7 +41,10 @@ def canonical(dims) -> list:
         out.append([size, stride])
     merged = []
     for size, stride in reversed(out):          # innermost first
-        if merged and stride == merged[-1][0] * merged[-1][1]:
+        # contiguous runs always merge (a long one is split by fit()); a strided dimension
+        # only while its size still fits the wrap field
+        if (merged and stride == merged[-1][0] * merged[-1][1]
+                and (merged[-1][1] == 1 and len(merged) == 1 or merged[-1][0] * size <= MAX_WRAP)):
             merged[-1] = [merged[-1][0] * size, merged[-1][1]]
         else:
             merged.append([size, stride])

@@ -1,0 +1,103 @@
+"""aie2p on platform=emul: scalar kernels built natively, fed by the DMA-pattern emulator,
+bit-exact against the integer reference; generated designs; unmappable layers."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+
+import numpy as np
+import pytest
+
+from aie2p_models import MIX_LAYERS, add_mix
+from conftest import steps
+
+B = "build/aie2p/mix"
+
+
+def design_imports(text):
+    mods = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            mods += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            mods.append(node.module)
+    return mods
+
+
+def test_mixed_model_bit_exact_designs_and_tiling_edit(project):
+    add_mix(project)
+    proc = project.scons("target=aie2p", "model=mix", "platform=emul", "-j2")
+    assert "Test PASSED [aie2p] mix: all 7 layers match" in proc.stdout
+    log = project.read(f"{B}/run.log")
+    assert [l.split(":")[0] for l in log.splitlines()[:7]] == [f"layer {i} {n}" for i, n in enumerate(MIX_LAYERS)]
+    report = json.loads(project.read(f"{B}/report.json"))
+    layers = {l["name"]: l for l in report["layers"]}
+    assert layers["conv2"]["cores_x_cols"] == "2x2" and layers["conv1"]["tile"]["T"] == 7
+    assert layers["conv1"]["aie"]["macs"] == 16 * 10 * 14 * 8 * 9
+    for name in ("conv1", "conv2", "conv3", "conv4", "fc1", "fc2"):
+        a = layers[name]["aie"]
+        assert a["l1_bytes"] <= 64 * 1024 and a["memtile_bytes"] <= 512 * 1024 and a["kernel_calls"] > 0
+        text = project.read(f"{B}/src/layers/{name}_design.py")
+        assert all(m == "aie" or m.startswith("aie.") for m in design_imports(text)), name
+        assert "AIEDevice.npu2" in text and "object_fifo_link" in text and "shim_dma_single_bd_task" in text
+        dma = json.loads(project.read(f"{B}/src/layers/{name}_dma.json"))["dma"]
+        assert json.dumps(dma["act_l1"]["mm2s"]) in text     # the design carries the same patterns
+    assert "tile(1, 3)" in project.read(f"{B}/src/layers/conv2_design.py")   # 2 columns x 2 cores
+    assert "for _ in range_" in project.read(f"{B}/src/layers/conv2_design.py")
+
+    assert steps(project.scons("target=aie2p", "model=mix", "platform=emul").stdout) == []
+    # one layer's tiling: that layer's design, kernel, dma patterns and native kernel, then the run
+    text = project.read("targets.yaml").replace("conv3: {tiles_per_call: 7}", "conv3: {tiles_per_call: 1}")
+    project.write("targets.yaml", text)
+    s = steps(project.scons("target=aie2p", "model=mix", "platform=emul").stdout)
+    assert sorted(s) == ["CODEGEN conv3"] * 3 + ["CXX conv3", "REPORT mix", "RUN mix"]
+    assert json.loads(project.read(f"{B}/report.json"))["layers"][2]["tile"]["T"] == 1
+    assert "Test PASSED" in project.read(f"{B}/run.log")
+
+
+def test_uint8_rgba_patch_conv_with_repeat_chunks(project):
+    """conv2dk14 on a 28x224 image: uint8 activations, 72 channel groups (two shim tasks of
+    64 + 8 repeats), two cores."""
+    project.write("targets.yaml", project.read("targets.yaml").rstrip("\n") + """
+  k14:
+    zoo: conv2dk14
+    seed: 3
+    input_shape: [1, 4, 28, 224]
+    targets:
+      aie2p:
+        layers:
+          patch_embed: {cores: 2}
+""")
+    proc = project.scons("target=aie2p", "model=k14", "platform=emul")
+    assert "Test PASSED [aie2p] k14: all 1 layers match" in proc.stdout
+    dma = json.loads(project.read("build/aie2p/k14/src/layers/patch_embed_dma.json"))
+    assert dma["act_dtype"] == "uint8" and dma["dma"]["n_iter"] == 36
+    out = np.load(project.file("build/aie2p/k14/output.npy"))
+    assert out.shape == (1, 1152, 2, 16) and np.unique(out).size > 50
+
+
+def test_a_layer_that_does_not_map_is_named(project):
+    proc = project.scons("target=aie2p", "model=simplecnn", "platform=emul", check=False)
+    assert proc.returncode == 2
+    assert "layer 'conv1' (Conv+Relu) does not map onto target kind 'aie2p': Conv padding" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_tiling_that_cannot_fit_names_the_key(project):
+    add_mix(project)
+    text = project.read("targets.yaml").replace("conv3: {tiles_per_call: 7}", "conv3: {channels_per_call: 12}")
+    project.write("targets.yaml", text)
+    proc = project.scons("target=aie2p", "model=mix", "platform=emul", check=False)
+    assert proc.returncode == 2
+    assert "layers.conv3.channels_per_call: must be a multiple of 8" in proc.stderr
+
+
+@pytest.mark.slow
+def test_conv2dk14_full_size_bit_exact(project):
+    """The headline: 896x896x4 uint8 RGBA, 1152 channels, 14x14 stride 14."""
+    proc = project.scons("target=aie2p", "model=conv2dk14", "platform=emul", timeout=1200)
+    assert "Test PASSED [aie2p] conv2dk14: all 1 layers match" in proc.stdout
+    rep = json.loads(project.read("build/aie2p/conv2dk14/report.json"))["layers"][0]
+    assert rep["aie"]["kernel_calls"] == 72 * 64 * 4 and rep["macs"] == 64 * 64 * 1152 * 784
+    assert rep["aie"]["call_bytes"] == {"act": 12544, "weights": 12736, "out": 256}
