@@ -1,6 +1,6 @@
 /* One call of a mapped layer on an AIE core: T output pixels x Cc output channels.
  *
- * Layouts (bytes, as the DMAs deliver them, see targets/aie2p/plan.py):
+ * Layouts (bytes, as the DMAs deliver them, see targets/aie2p/layerplan.py):
  *   a    {K/8}{T}{K8}                 activations, act_t (uint8 or int8), k in (ky, kx, ci)
  *   wp   per 8-channel block: {K/8}{K8}{C8} int8 weights, then bias'[8], mult[8], shift[8] int32
  *   out  {C/8}{T}{C8}                 int8

@@ -17,7 +17,7 @@ import numpy as np
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base
-from . import mapping, pack, plan as lplan
+from . import layerplan as lplan, mapping, pack
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .tools import find_tools
 

@@ -1,7 +1,7 @@
 """NumPy emulator of one layer's data movement: shim -> memtile -> cores -> memtile -> shim.
 
 It reads the layer's _dma.json (the same pattern data its design file is generated from),
-refuses any pattern the hardware cannot run (patterns.check / plan.check_dma), and moves
+refuses any pattern the hardware cannot run (patterns.check / layerplan.check_dma), and moves
 the bytes exactly as the BDs would: the shim MM2S tasks read DDR into bands, the memtile
 MM2S pattern turns a band into the calls' im2col stream, the cores' S2MM pattern lays each
 call out in L1, the kernel runs (natively, `calls_fn`), the memtile joins the cores'
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import patterns as P
-from .plan import check_dma
+from .layerplan import check_dma
 
 
 def _task_offsets(tasks):

@@ -65,7 +65,7 @@ def declare_nodes(env, session, common) -> dict:
             run_inputs += [src(lp, "_dma.json"), src(lp, "_design.py")]
         run_cmd = [sys.executable, "-m", "nnscons.targets.aie2p.emul_run"]
         run_deps = py_sources("targets/aie2p/emul_run.py", "targets/aie2p/emulator.py",
-                              "targets/aie2p/patterns.py", "targets/aie2p/plan.py",
+                              "targets/aie2p/patterns.py", "targets/aie2p/layerplan.py",
                               "targets/aie2p/runner.py")
     else:
         tools = find_tools(env["ENV"], opts)
