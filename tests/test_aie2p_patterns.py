@@ -37,7 +37,7 @@ def test_linear_transfers_and_repeats():
 
 GEOMS = [
     dict(H=9, W=10, C=8, OH=7, OW=8, O=16, kh=3, kw=3, sh=1, sw=1),      # 3x3
-    dict(H=5, W=8, C=16, OH=5, OW=8, O=24, kh=1, kw=1, sh=1, sw=1),      # 1x1
+    dict(H=5, W=8, C=16, OH=5, OW=8, O=32, kh=1, kw=1, sh=1, sw=1),      # 1x1
     dict(H=28, W=56, C=4, OH=2, OW=4, O=32, kh=14, kw=14, sh=14, sw=14),  # patch
     dict(H=1, W=1, C=40, OH=1, OW=1, O=16, kh=1, kw=1, sh=1, sw=1),      # linear
 ]
