@@ -103,7 +103,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     return base.TargetPlan(
         layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
         network_files=[("src/network.c", "network.c.j2", network), ("src/network.h", "network.h.j2", {}),
-                       ("src/main.c", "main.c.j2", {})],
+                       ("src/main.c", "main.c.j2", {}),
+                       ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts))],
         layout="hwc", tensor_layouts=_flattened_layouts(graph), bin_names="flat",
         report={"peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
                 "l3_device": opts["memory"]["l3_device"],
@@ -131,6 +132,17 @@ def _layer_report(lp, mem) -> dict:
              l1_use=f"{t['l1_bytes']}/{lp.spec['budget']}", l2_l1=f"{t['l2_l1_bytes']}/{t['lower_bound']}",
              l3_l2=f"{lp.param_bytes}" if staged else "-")
     return r
+
+
+def _makefile_spec(layers, kernels, opts) -> dict:
+    """What the GAP SDK Makefile of the output folder needs (gvsoc.py, Makefile.j2): sources, kernels,
+    bin files, defines; nothing from the tiling, so a tiling edit does not regenerate it."""
+    return {"sources": ["src/main.c", "src/network.c"] + [p for lp in layers for p, _, _ in lp.sources()
+                                                          if p.endswith(".c")],
+            "kernels": sorted(kernels), "include": ["kernels/common", "kernels/gap9"],
+            "bins": ["input.bin"] + sorted(n for lp in layers for n in [f"{lp.cname}_golden.bin"] +
+                                       ([f"{lp.cname}_weights.bin"] if lp.param_layout else [])),
+            "defines": platforms._runtime_defines(opts)}
 
 
 def _flattened_layouts(graph) -> dict:
