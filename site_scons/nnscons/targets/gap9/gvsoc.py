@@ -132,14 +132,19 @@ class Sdk:
     # ---- the command lines
     def build_settings(self, opts) -> dict:
         """Compiler, flags and extra sources for the per-layer compile nodes and the link."""
-        sources = self.runtime_sources()
+        runtime = self.runtime_sources()
+        sources = [f for f in runtime if not f.endswith(".S")]
         _check_object_names(sources)
+        # The runtime's assembly (crt0, port, cluster entry) goes through the link command, the
+        # way freeRTOS_rules.mk's ASMFLAGS build it: the GAP9 environment has no assembler node.
+        asm = [f for f in runtime if f.endswith(".S")]
+        asm_flags = (["-DASSEMBLY_LANGUAGE"] + ["-D" + d for d in DEFINES] + ["-I" + d for d in self.include_dirs()]
+                     + ["-x", "assembler-with-cpp"] + asm + ["-x", "none"]) if asm else []
         return {
             "CC": self.cc,
             "CFLAGS": ARCH + ["-std=gnu99", "-O2"] + COMMON + WARNINGS,
-            "ASFLAGS": ARCH + ["-x", "assembler-with-cpp"] + COMMON + ["-DASSEMBLY_LANGUAGE"],
             "LINKFLAGS": ARCH + ["-T" + self.link_script(), "-nostartfiles", "-nostdlib",
-                                 "-Wl,--gc-sections,-static"],
+                                 "-Wl,--gc-sections,-static"] + asm_flags,
             "CPPPATH": self.include_dirs(),
             "CPPDEFINES": list(DEFINES),
             "LIBS": ["gcc"],
