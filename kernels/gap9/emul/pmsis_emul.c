@@ -429,17 +429,21 @@ void pi_open_from_conf(struct pi_device *device, void *conf)
 
 uint32_t pi_core_id(void)
 {
-    int ctx = nn_emul_ctx();
+    int ctx;
+    emul_init();
+    ctx = nn_emul_ctx();
     return ctx == NN_EMUL_CTX_FC ? 0u : (uint32_t)ctx;
 }
 
 uint32_t pi_cluster_id(void)
 {
+    emul_init();
     return nn_emul_ctx() == NN_EMUL_CTX_FC ? 31u : 0u;
 }
 
 uint32_t pi_is_fc(void)
 {
+    emul_init();
     return nn_emul_ctx() == NN_EMUL_CTX_FC;
 }
 

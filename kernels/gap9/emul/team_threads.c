@@ -26,6 +26,7 @@ static pthread_cond_t barrier_cv = PTHREAD_COND_INITIALIZER;
 static pthread_t workers[NN_EMUL_NB_PE];
 static int running;            /* workers alive */
 static unsigned fork_gen;      /* bumped by every fork */
+static unsigned start_gen;     /* fork_gen when the workers were started */
 static int team_cfg = NN_EMUL_NB_PE; /* team of the next fork with nb_cores 0 */
 static int team_nb;            /* team of the current fork */
 static int in_fork;
@@ -42,10 +43,11 @@ void nn_emul_backend_init(void)
         pmsis_emul_fail("cannot create a thread key");
 }
 
-/* The key holds ctx + 2 so that "no value" (NULL) is the FC. */
+/* The key holds ctx + 2; threads that never set it (NULL) are the FC. */
 int nn_emul_ctx(void)
 {
-    return (int)(intptr_t)pthread_getspecific(ctx_key) - 2;
+    intptr_t v = (intptr_t)pthread_getspecific(ctx_key);
+    return v ? (int)v - 2 : NN_EMUL_CTX_FC;
 }
 
 void nn_emul_set_ctx(int ctx)
@@ -83,7 +85,7 @@ static void *worker_main(void *p)
     unsigned seen;
     nn_emul_set_ctx(id);
     pthread_mutex_lock(&team_mutex);
-    seen = fork_gen;
+    seen = start_gen; /* not fork_gen: a fork may have started before this thread ran */
     for (;;) {
         void (*entry)(void *);
         void *arg;
@@ -113,6 +115,7 @@ void nn_emul_cluster_up(void)
     int i;
     pthread_mutex_lock(&team_mutex);
     running = 1;
+    start_gen = fork_gen;
     team_cfg = NN_EMUL_NB_PE;
     pthread_mutex_unlock(&team_mutex);
     for (i = 0; i < NN_EMUL_NB_PE; i++)
