@@ -31,6 +31,27 @@
 
 #define NOFIT 0xffffffffu
 
+/* Under AddressSanitizer the arenas' free space is poisoned and each block is addressable up to
+ * its requested size, so out-of-block accesses by kernels are reported. ASan tracks 8-byte
+ * granules, hence 8-byte placement there (accounting stays at 4-byte granularity). */
+#if defined(__SANITIZE_ADDRESS__)
+#define NN_EMUL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NN_EMUL_ASAN 1
+#endif
+#endif
+#ifdef NN_EMUL_ASAN
+#include <sanitizer/asan_interface.h>
+#define GRAIN 8u
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define GRAIN 4u
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 /* ---- failure ------------------------------------------------------------------------------- */
 
 void pmsis_emul_fail(const char *fmt, ...)
@@ -93,8 +114,9 @@ enum { BLK_USER, BLK_INTERNAL };
 
 typedef struct {
     uint32_t off;     /* from the arena start */
-    uint32_t size;    /* bytes taken: req rounded up to 4 */
+    uint32_t size;    /* bytes taken: req rounded up to GRAIN */
     uint32_t req;     /* bytes requested */
+    uint32_t acct;    /* bytes accounted: req rounded up to 4 (the SDK's granularity) */
     int kind;
     const char *what; /* internal blocks: what holds them */
 } block_t;
@@ -107,8 +129,8 @@ typedef struct {
     uint32_t size;
     block_t *blk;      /* sorted by off */
     uint32_t n, cap;
-    uint32_t live, peak; /* user blocks */
-    uint32_t internal;   /* runtime blocks (cluster stacks) */
+    uint32_t live, peak; /* user blocks, accounted bytes */
+    uint32_t internal;   /* runtime blocks (cluster stacks), accounted bytes */
 } arena_t;
 
 static arena_t l1 = {"L1", "NN_EMUL_L1_SIZE", NULL, 0, NN_EMUL_L1_SIZE, NULL, 0, 0, 0, 0, 0};
@@ -121,9 +143,14 @@ static uint8_t l1_mem[NN_EMUL_L1_SIZE] __attribute__((aligned(64)));
 static uint8_t l2_mem[NN_EMUL_L2_SIZE] __attribute__((aligned(64)));
 #endif
 
+static uint32_t round_up(uint32_t n, uint32_t g)
+{
+    return n > 0xffffffffu - (g - 1) ? 0xffffffffu & ~(g - 1) : (n + g - 1) & ~(g - 1);
+}
+
 static uint32_t round4(uint32_t n)
 {
-    return n > 0xfffffffcu ? 0xfffffffcu : (n + 3u) & ~3u;
+    return round_up(n, 4);
 }
 
 /* First fit; NOFIT if no gap is large enough. *largest gets the largest free gap. */
@@ -193,15 +220,20 @@ static int arena_touches(const arena_t *a, uintptr_t addr, uint32_t n)
 static uint32_t arena_alloc(arena_t *a, uint32_t req, uint32_t align, int kind, const char *what,
                             const char *api)
 {
-    uint32_t size = round4(req), largest, off;
+    uint32_t size = round_up(req, GRAIN), largest, off;
     block_t b;
+    if (align < GRAIN)
+        align = GRAIN;
     off = req <= a->size ? arena_fit(a, size, align, &largest) : NOFIT;
     if (off == NOFIT) {
+        uint32_t i, nuser = 0;
+        for (i = 0; i < a->n; i++)
+            nuser += a->blk[i].kind == BLK_USER;
         arena_fit(a, 0, 1, &largest);
         fail("%s(%lu bytes): %s exhausted (%s=%lu): %lu bytes in use (%lu by the program in %lu "
              "blocks, %lu by the runtime), %lu free, largest free block %lu bytes",
              api, (unsigned long)req, a->name, a->macro, (unsigned long)a->size,
-             (unsigned long)(a->live + a->internal), (unsigned long)a->live, (unsigned long)a->n,
+             (unsigned long)(a->live + a->internal), (unsigned long)a->live, (unsigned long)nuser,
              (unsigned long)a->internal, (unsigned long)(a->size - a->live - a->internal),
              (unsigned long)largest);
     }
@@ -216,6 +248,7 @@ static uint32_t arena_alloc(arena_t *a, uint32_t req, uint32_t align, int kind, 
     b.off = off;
     b.size = size;
     b.req = req;
+    b.acct = round4(req);
     b.kind = kind;
     b.what = what;
     {
@@ -228,13 +261,16 @@ static uint32_t arena_alloc(arena_t *a, uint32_t req, uint32_t align, int kind, 
         a->n++;
     }
     if (kind == BLK_USER) {
-        a->live += size;
+        a->live += b.acct;
         if (a->live > a->peak)
             a->peak = a->live;
     } else {
-        a->internal += size;
+        a->internal += b.acct;
     }
+    UNPOISON(a->mem + off, size);
     memset(a->mem + off, POISON_FRESH, size);
+    POISON(a->mem + off, size);
+    UNPOISON(a->mem + off, req);
     return off;
 }
 
@@ -242,10 +278,12 @@ static void arena_remove(arena_t *a, long idx)
 {
     block_t b = a->blk[idx];
     if (b.kind == BLK_USER)
-        a->live -= b.size;
+        a->live -= b.acct;
     else
-        a->internal -= b.size;
+        a->internal -= b.acct;
+    UNPOISON(a->mem + b.off, b.size);
     memset(a->mem + b.off, POISON_FREED, b.size);
+    POISON(a->mem + b.off, b.size);
     memmove(&a->blk[idx], &a->blk[idx + 1], (a->n - (uint32_t)idx - 1) * sizeof(block_t));
     a->n--;
 }
@@ -285,7 +323,9 @@ static void arena_reset(arena_t *a)
     a->n = 0;
     a->live = 0;
     a->internal = 0;
+    UNPOISON(a->mem, a->size);
     memset(a->mem, POISON_OFF, a->size);
+    POISON(a->mem, a->size);
 }
 
 /* Fails unless [addr, addr+n) lies inside one live user block of a. */
@@ -392,8 +432,8 @@ static void emul_init(void)
     l2.addr0 = (uintptr_t)l2.mem;
     l3.mem = l3_mem;
     l3.addr0 = PMSIS_EMUL_L3_BASE;
-    memset(l1.mem, POISON_OFF, l1.size);
-    memset(l2.mem, POISON_FRESH, l2.size);
+    arena_reset(&l1);
+    arena_reset(&l2); /* L3 is reset by pi_ram_open */
 }
 
 /* ---- kickoff, device, core ids ------------------------------------------------------------- */
@@ -620,7 +660,6 @@ int pi_cluster_open(struct pi_device *device)
     cl.open = 1;
     cl.l1_limit = 0;
     arena_reset(&l1);
-    memset(l1.mem, POISON_FRESH, l1.size);
     if (conf->cc_stack_size)
         cc_stack_off = arena_alloc(&l1, conf->cc_stack_size, 4, BLK_INTERNAL,
                                    "cluster-controller stack (cc_stack_size)", "pi_cluster_open");
@@ -1049,7 +1088,6 @@ int32_t pi_ram_open(struct pi_device *device)
         fail("pi_ram_open: the RAM is already open");
     ram_dev_state.open = 1;
     arena_reset(&l3);
-    memset(l3.mem, POISON_FRESH, l3.size);
     nn_emul_unlock();
     device->data = (void *)&ram_tag;
     return 0;
