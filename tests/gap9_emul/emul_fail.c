@@ -188,9 +188,12 @@ static void fc_main(void)
 int main(int argc, char **argv)
 {
 #ifdef EMUL_SCENARIO
-    scenario = EMUL_SCENARIO;
-#endif
+    scenario = EMUL_SCENARIO; /* qemu's semihosting passes the ELF path as argv[1] */
+    (void)argc;
+    (void)argv;
+#else
     if (argc > 1)
         scenario = argv[1];
+#endif
     return pmsis_kickoff((void *)fc_main);
 }
