@@ -1139,13 +1139,12 @@ int pi_ram_free(struct pi_device *device, uint32_t addr, uint32_t size)
  * taken for FC stack or static data, which lives in L2 on GAP9. */
 static void check_l2_buffer(const void *data, uint32_t size, const char *api)
 {
-    uint32_t off;
     if (!data)
         fail("%s: the buffer is NULL", api);
     if (arena_touches(&l1, (uintptr_t)data, size))
         fail("%s: the buffer 0x%08lx is in cluster L1, which the uDMA cannot reach (use L2)", api,
              (unsigned long)(uintptr_t)data);
-    if (arena_touches(&l2, (uintptr_t)data, size) || arena_contains(&l2, (uintptr_t)data, 0, &off))
+    if (arena_touches(&l2, (uintptr_t)data, size))
         check_block(&l2, (uintptr_t)data, size, api, "buffer (L2)");
 }
 
