@@ -969,7 +969,8 @@ static void dma_issue(const char *api, const void *key, uint32_t *idp, uint32_t 
         fail("%s: size %lu is not in 1..%lu (NN_EMUL_DMA_MAX_SIZE)", api, (unsigned long)size,
              (unsigned long)NN_EMUL_DMA_MAX_SIZE);
     if (is_2d) {
-        if (length == 0 || stride < length)
+        /* lines closer than their length would overlap (one line may have any stride) */
+        if (length == 0 || (size > length && stride < length))
             fail("%s: 2D length %lu must be > 0 and <= stride %lu", api, (unsigned long)length,
                  (unsigned long)stride);
     } else {
@@ -1166,7 +1167,8 @@ static void ram_xfer(int async, const char *api, struct pi_device *device, uint3
     if (size == 0)
         fail("%s: size 0", api);
     if (is_2d) {
-        if (length == 0 || stride < length)
+        /* lines closer than their length would overlap (one line may have any stride) */
+        if (length == 0 || (size > length && stride < length))
             fail("%s: 2D length %lu must be > 0 and <= stride %lu", api, (unsigned long)length,
                  (unsigned long)stride);
     } else {
