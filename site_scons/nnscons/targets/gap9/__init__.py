@@ -127,7 +127,7 @@ def _layer_report(lp, mem) -> dict:
     if t is None:
         r.update(tile_shape="alias", n_tiles=0, l1_use="0", l2_l1="0", l3_l2="-")
         return r
-    r.update(tile_shape=f"{t['th']}x{t['tw']}x{t['tc']}", l1_bytes=t["l1_bytes"],
+    r.update(tile_shape=f"{t['th']}x{t['tw']}x{t['tc']}", n_tiles=t["n_tiles"], l1_bytes=t["l1_bytes"],
              l2_l1_bytes=t["l2_l1_bytes"], l2_l1_lower_bound=t["lower_bound"],
              l1_use=f"{t['l1_bytes']}/{lp.spec['budget']}", l2_l1=f"{t['l2_l1_bytes']}/{t['lower_bound']}",
              l3_l2=f"{lp.param_bytes}" if staged else "-")
