@@ -707,6 +707,7 @@ pi_cluster_task_t *pi_cluster_task_stacks(pi_cluster_task_t *task, void *stacks,
     return task;
 }
 
+enum { XFER_DMA, XFER_RAM };
 static uint32_t pending_count(int kind, const char **first_api, int *first_issuer,
                               uint32_t *first_size);
 
@@ -745,7 +746,10 @@ int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task 
     nn_emul_set_ctx(NN_EMUL_CTX_FC);
 
     nn_emul_lock();
-    n = pending_count(-1, &api, &issuer, &size);
+    /* Cluster-DMA commands belong to the task. pi_cl_ram requests are served by the FC's
+     * RAM driver and their request lives in L2, so one task may start a read that the next
+     * task waits for (the next layer's weights prefetched while this layer computes). */
+    n = pending_count(XFER_DMA, &api, &issuer, &size);
     if (n)
         fail("the cluster task returned with %lu transfer(s) never waited (first: %s of %lu bytes "
              "issued by %s)",
@@ -759,7 +763,6 @@ int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task 
 
 /* ---- transfers that land at their wait ----------------------------------------------------- */
 
-enum { XFER_DMA, XFER_RAM };
 
 typedef struct {
     int used;
