@@ -17,6 +17,7 @@ def exists(env):
 
 def generate(env):
     env.Tool("gcc")
+    env.Tool("as")       # .S runtime files of the GAP SDK, preprocessed by $CC
     env.Tool("gnulink")
     env["BUILDERS"]["NnsGap9Run"] = SCons.Builder.Builder(
         action=SCons.Action.Action(runstep.run_firmware, actions.label))

@@ -132,23 +132,18 @@ class Sdk:
     # ---- the command lines
     def build_settings(self, opts) -> dict:
         """Compiler, flags and extra sources for the per-layer compile nodes and the link."""
-        runtime = self.runtime_sources()
-        sources = [f for f in runtime if not f.endswith(".S")]
-        _check_object_names(sources)
-        # The runtime's assembly (crt0, port, cluster entry) goes through the link command, the
-        # way freeRTOS_rules.mk's ASMFLAGS build it: the GAP9 environment has no assembler node.
-        asm = [f for f in runtime if f.endswith(".S")]
-        asm_flags = (["-DASSEMBLY_LANGUAGE"] + ["-D" + d for d in DEFINES] + ["-I" + d for d in self.include_dirs()]
-                     + ["-x", "assembler-with-cpp"] + asm + ["-x", "none"]) if asm else []
         return {
             "CC": self.cc,
             "CFLAGS": ARCH + ["-std=gnu99", "-O2"] + COMMON + WARNINGS,
+            # the runtime's assembly (crt0, port, cluster entry), as freeRTOS_rules.mk's ASMFLAGS
+            "ASPPFLAGS": ARCH + ["-DASSEMBLY_LANGUAGE"],
             "LINKFLAGS": ARCH + ["-T" + self.link_script(), "-nostartfiles", "-nostdlib",
-                                 "-Wl,--gc-sections,-static"] + asm_flags,
+                                 "-Wl,--gc-sections,-static"],
             "CPPPATH": self.include_dirs(),
             "CPPDEFINES": list(DEFINES),
             "LIBS": ["gcc"],
-            "SOURCES": sources,
+            "SOURCES": self.runtime_sources(),
+            "SOURCE_ROOT": self.home,
         }
 
     def run_command(self, firmware: str, bin_dir: str, work_dir: str) -> list:
@@ -198,17 +193,6 @@ def _find(top: str, suffix: str) -> list:
         dirnames.sort()
         out += [os.path.join(dirpath, f) for f in sorted(files) if f.lower().endswith(suffix.lower())]
     return out
-
-
-def _check_object_names(sources) -> None:
-    """The GAP9 nodes name an extra source's object after its file name."""
-    seen = {}
-    for f in sources:
-        stem = os.path.splitext(os.path.basename(f))[0]
-        if stem in seen:
-            raise UserError(f"platform=gvsoc: two GAP SDK runtime sources share the object name "
-                            f"'{stem}.o': {seen[stem]} and {f}; this SDK version is not supported yet")
-        seen[stem] = f
 
 
 class Make:

@@ -26,10 +26,13 @@ def declare_nodes(env, session, common) -> dict:
         if path.endswith(".c"):
             stem = os.path.splitext(os.path.basename(path))[0]
             objects += compile_(os.path.join(pdir, "obj", stem + ".o"), node, stem)
+    root = penv.get("NNS_SOURCE_ROOT")
     for src in list(session.plan.kernels) + list(extra_sources):
+        # objects mirror their source's path (repo-relative, or under the SDK) so that two
+        # runtime files of the same name never share an object
+        rel = os.path.relpath(src, root) if os.path.isabs(src) and root else src
         stem = os.path.splitext(os.path.basename(src))[0]
-        sub = "emul" if src.startswith(platforms.EMUL_DIR) else "kernels"
-        objects += compile_(os.path.join(pdir, "obj", sub, stem + ".o"), src, stem)
+        objects += compile_(os.path.join(pdir, "obj", "runtime", os.path.splitext(rel)[0] + ".o"), src, stem)
 
     firmware = penv.Program(os.path.join(pdir, "firmware"), sorted(objects, key=str),
                             LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")

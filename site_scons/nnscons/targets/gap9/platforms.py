@@ -26,7 +26,7 @@ def resolve(opts, target_name, explicit) -> str:
     chosen = "gvsoc" if sdk else "emul"
     if target_name not in _announced:          # one line per scons call
         _announced.add(target_name)
-        why = f"GAP SDK at {sdk.home}" if sdk else ("GAP SDK not found (GAP_SDK_HOME unset and no gvsoc "
+        why = f"GAP SDK at {sdk.home or sdk.launcher}" if sdk else ("GAP SDK not found (GAP_SDK_HOME unset and no gvsoc "
                                                     "on PATH)")
         print(f"nnscons: target {target_name}: platform=auto -> {chosen} ({why}); "
               f"choose with platform=gvsoc|emul|qemu")
@@ -81,9 +81,10 @@ def environment(env, session, platform):
     if platform == "gvsoc":
         sdk = gvsoc.require_sdk(session.target_cfg.name)
         s = sdk.build_settings(opts)
-        e = env.Clone(CC=s["CC"], LINK=s["CC"], CFLAGS=s["CFLAGS"], LINKFLAGS=s["LINKFLAGS"],
-                      CPPPATH=cpp + s["CPPPATH"], CPPDEFINES=defines + s["CPPDEFINES"], LIBS=s["LIBS"],
-                      PROGSUFFIX="")
+        e = env.Clone(CC=s["CC"], LINK=s["CC"], CFLAGS=s["CFLAGS"], ASPPFLAGS=s["ASPPFLAGS"],
+                      LINKFLAGS=s["LINKFLAGS"], CPPPATH=cpp + s["CPPPATH"],
+                      CPPDEFINES=defines + s["CPPDEFINES"], LIBS=s["LIBS"], PROGSUFFIX="",
+                      NNS_SOURCE_ROOT=s["SOURCE_ROOT"])
         return e, s["SOURCES"]
     if platform == "qemu":
         from . import qemu
