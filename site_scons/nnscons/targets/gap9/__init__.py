@@ -89,10 +89,11 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         layout = base.param_layout(layer, graph)
         tier = "L3" if layer.weight is not None and layer.weight.size > threshold else "L2"
         cname = cnames[layer.name]
-        spec = ops.layer_spec(layer, graph, cname, layout, budget, tier, til)
+        spec = ops.layer_spec(layer, graph, cname, layout, tier, til)
         lp = base.LayerPlan(layer=layer, cname=cname, template=impl.template, kernels=impl.kernels,
                             spec=spec, param_layout=layout, macs=base.macs(layer, graph),
-                            param_bytes=base.layout_bytes(layout), pack=ops.pack_params)
+                            param_bytes=base.layout_bytes(layout), pack=ops.pack_params,
+                            report={"l1_budget": budget})
         layers.append(lp)
         kernels.update(impl.kernels)
     mem = memory.plan_memory(graph, layers, opts, where)
@@ -120,7 +121,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
 def _layer_report(lp, mem) -> dict:
     t = lp.spec["tile"]
     staged = lp.cname in mem["staged"]
-    r = {"tier": lp.spec["tier"] if lp.param_bytes else "-", "l1_budget": lp.spec["budget"],
+    budget = lp.report["l1_budget"]
+    r = {"tier": lp.spec["tier"] if lp.param_bytes else "-",
          "l3_l2_bytes": lp.param_bytes if staged else 0, "l3_l2_lower_bound": lp.param_bytes if staged else 0,
          "fused_kernel": ops.FUSED_NAMES.get(lp.layer.op) if lp.layer.fused or lp.layer.op in
          ("avgpool", "global_avgpool") else None}
@@ -129,7 +131,7 @@ def _layer_report(lp, mem) -> dict:
         return r
     r.update(tile_shape=f"{t['th']}x{t['tw']}x{t['tc']}", n_tiles=t["n_tiles"], l1_bytes=t["l1_bytes"],
              l2_l1_bytes=t["l2_l1_bytes"], l2_l1_lower_bound=t["lower_bound"],
-             l1_use=f"{t['l1_bytes']}/{lp.spec['budget']}", l2_l1=f"{t['l2_l1_bytes']}/{t['lower_bound']}",
+             l1_use=f"{t['l1_bytes']}/{budget}", l2_l1=f"{t['l2_l1_bytes']}/{t['lower_bound']}",
              l3_l2=f"{lp.param_bytes}" if staged else "-")
     return r
 

@@ -1,7 +1,7 @@
 """GAP9 op registry and per-layer specs: template, kernels, L1 tiling.
 
 A layer's spec holds everything its generated code depends on: HWC shapes, zero points,
-clamps, the resolved tiling and budget, and whether its parameters come from L2 or are
+clamps, the resolved tiling (not the budget it came from), and whether its parameters come from L2 or are
 staged from L3. Nothing global (buffer offsets, slab numbers) so one layer's edit never
 changes another layer's code.
 """
@@ -92,7 +92,7 @@ def plan_tiling(layer, graph, budget):
     return None, 0                        # reshape: an alias, no L1
 
 
-def layer_spec(layer, graph, cname, layout, budget, tier, til) -> dict:
+def layer_spec(layer, graph, cname, layout, tier, til) -> dict:
     ins = [graph.tensor(t) for t in layer.inputs]
     out = graph.tensor(layer.output)
     spec = {
@@ -105,7 +105,6 @@ def layer_spec(layer, graph, cname, layout, budget, tier, til) -> dict:
         "params": {section: {"dtype": dtype, "count": count, "offset": offset}
                    for section, dtype, count, offset in layout},
         "has_bias": layer.bias is not None,
-        "budget": budget,
         "tier": tier,
         "tile": None if til is None else til.as_dict(),
     }
