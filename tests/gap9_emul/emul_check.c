@@ -98,6 +98,8 @@ static void dma_slices(void *arg)
 
 /* ---- the cluster task ---- */
 
+static pi_cl_ram_req_t prefetch_req;
+
 static void cluster_main(void *arg)
 {
     uint8_t *buf, *buf2;
@@ -215,6 +217,21 @@ static void cluster_main(void *arg)
     buf = (uint8_t *)pi_cl_l1_malloc(&cluster_dev, 4096);
     pi_cl_l1_free(&cluster_dev, buf, 4096);
     pmsis_emul_l1_limit(0);
+
+    /* a RAM read started here is waited for by the next task (cross-layer prefetch) */
+    memset(l2_ram_buf, 0x33, 512);
+    pi_cl_ram_read(&ram_dev, l3_addr, l2_ram_buf, 512, &prefetch_req);
+}
+
+static void cluster_prefetch_wait(void *arg)
+{
+    int i, fresh;
+    (void)arg;
+    CHECK(l2_ram_buf[7] == 0x33, "the prefetch landed before its wait");
+    pi_cl_ram_read_wait(&prefetch_req);
+    for (fresh = 1, i = 0; i < 512; i++)
+        fresh &= l2_ram_buf[i] == (uint8_t)(i ^ 0x5a);
+    CHECK(fresh, "a RAM read waited in the next cluster task lost data");
 }
 
 static void fc_main(void)
@@ -290,10 +307,12 @@ static void fc_main(void)
     pi_cluster_task(&task, cluster_main, NULL);
     task.slave_stack_size = 1024;
     pi_cluster_send_task_to_cl(&cluster_dev, &task);
+    pi_cluster_task(&task, cluster_prefetch_wait, NULL);
+    pi_cluster_send_task_to_cl(&cluster_dev, &task);
     pi_cluster_close(&cluster_dev);
 
     pmsis_emul_get_stats(&st);
-    CHECK(st.tasks == 1 && st.forks >= 4 && st.dma_cmds == 21 && st.l1_live == 0,
+    CHECK(st.tasks == 2 && st.forks >= 4 && st.dma_cmds == 21 && st.l1_live == 0,
           "stats: %lu tasks, %lu forks, %lu DMA commands, %lu L1 bytes live",
           (unsigned long)st.tasks, (unsigned long)st.forks, (unsigned long)st.dma_cmds,
           (unsigned long)st.l1_live);
