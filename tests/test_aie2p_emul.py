@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from aie2p_models import MIX_LAYERS, add_mix
+from aie2p_models import MIX_LAYERS, add_mix, add_pad
 from conftest import steps
 
 B = "build/aie2p/mix"
@@ -80,7 +80,11 @@ def test_uint8_rgba_patch_conv_with_repeat_chunks(project):
 def test_a_layer_that_does_not_map_is_named(project):
     proc = project.scons("target=aie2p", "model=simplecnn", "platform=emul", check=False)
     assert proc.returncode == 2
-    assert "layer 'conv1' (Conv+Relu) does not map onto target kind 'aie2p': Conv padding" in proc.stderr
+    # conv1 (3x3 pad 1 on one channel, staged to 8), conv2, flatten and fc map; the pools do not
+    err = proc.stderr
+    assert "layer 'pool1' (MaxPool) does not map onto target kind 'aie2p': op 'maxpool' has no AIE kernel" in err
+    assert "layer 'pool2' (MaxPool) does not map" in err
+    assert "conv1" not in err and "conv2" not in err and "'fc'" not in err
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
@@ -101,3 +105,17 @@ def test_conv2dk14_full_size_bit_exact(project):
     rep = json.loads(project.read("build/aie2p/conv2dk14/report.json"))["layers"][0]
     assert rep["aie"]["kernel_calls"] == 72 * 64 * 4 and rep["macs"] == 64 * 64 * 1152 * 784
     assert rep["aie"]["call_bytes"] == {"act": 12544, "weights": 12736, "out": 256}
+
+
+def test_padded_convs_bit_exact(project):
+    """3x3 pad 1 (stride 1 and 2, a 3-channel input staged to 8), 1x1, asymmetric pads,
+    5x5 pad 2 stride 2, Flatten of 16x3x4 into a 10-output Linear: all on the NPU."""
+    add_pad(project)
+    proc = project.scons("target=aie2p", "model=pad", "platform=emul")
+    assert "Test PASSED [aie2p] pad: all 7 layers match" in proc.stdout, proc.stdout
+    report = json.loads(project.read("build/aie2p/pad/report.json"))
+    layers = {l["name"]: l["aie"] for l in report["layers"]}
+    assert layers["conv1"]["border_classes"] == 9 and layers["conv1"]["ddr_stage"] == {
+        "pad": [1, 1, 1, 1], "to": [13, 15, 8]}
+    assert layers["conv3"]["border_classes"] == 1 and layers["conv4"]["border_classes"] == 3 * 3
+    assert layers["fc"]["ddr_stage"]["to"] == [1, 1, 192]

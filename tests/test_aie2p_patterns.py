@@ -94,3 +94,131 @@ def test_the_emulator_rejects_tampered_patterns():
     bad["tasks"][0]["out"][0]["repeat_stride"] = 0                         # overwrites, leaves holes
     with pytest.raises(P.PatternError):
         emulator.run_layer(bad, x, w, kernel, "t")
+
+
+# ---- padding: DDR staging, border classes, the per-class bias correction
+
+from types import SimpleNamespace  # noqa: E402
+
+from nnscons.targets.aie2p import mapping, pack, runner  # noqa: E402
+
+
+def _geom(H, W, C, O, kh, kw, s, pads):
+    pt, pl, pb, pr = pads
+    g = dict(H=H, W=W, C=C, O=O, kh=kh, kw=kw, sh=s, sw=s, pt=pt, pl=pl, pb=pb, pr=pr,
+             OH=(H + pt + pb - kh) // s + 1, OW=(W + pl + pr - kw) // s + 1)
+    g["Hp"], g["Wp"] = H + pt + pb, W + pl + pr
+    g["Cp"] = mapping._staged_channels(C, kw, g["Wp"])
+    g["Op"] = -(-O // 8) * 8
+    g["ncls"] = mapping.classes(g)["n"]
+    return g
+
+
+def test_border_classes():
+    assert mapping.border_classes(10, 10, 3, 1, 1) == ([0] + [1] * 8 + [2], [(1, 3), (0, 3), (0, 2)])
+    # stride 2 on an even size: the last window ends inside, two classes
+    assert mapping.border_classes(8, 4, 3, 2, 1) == ([0, 1, 1, 1], [(1, 3), (0, 3)])
+    assert mapping.border_classes(7, 7, 1, 1, 0) == ([0] * 7, [(0, 1)])          # 1x1: one class
+    assert mapping.border_classes(5, 5, 5, 1, 2)[1] == [(2, 5), (1, 5), (0, 5), (0, 4), (0, 3)]
+    assert _geom(9, 9, 8, 8, 3, 3, 1, (1, 1, 1, 1))["ncls"] == 9
+    assert _geom(9, 9, 8, 8, 3, 3, 2, (1, 1, 1, 1))["ncls"] == 9    # the last window hangs out
+    assert _geom(8, 8, 8, 8, 3, 3, 2, (1, 1, 1, 1))["ncls"] == 4    # (1,3),(0,3) per axis
+
+
+PAD_GEOMS = [
+    (9, 10, 8, 16, 3, 3, 1, (1, 1, 1, 1)),       # 3x3 pad 1
+    (9, 10, 8, 16, 3, 3, 2, (1, 1, 1, 1)),       # 3x3 pad 1 stride 2
+    (7, 6, 3, 8, 3, 3, 1, (1, 1, 1, 1)),         # 3 channels staged to 8
+    (6, 7, 4, 8, 3, 2, 1, (0, 1, 2, 1)),         # asymmetric
+    (5, 8, 16, 24, 1, 1, 1, (0, 0, 0, 0)),       # 1x1
+]
+
+
+def _direct_conv(x, w, bias, zp, g):
+    """The reference's definition: out = bias + sum over the window of (x - zp) * w, where
+    padded taps hold zp (so contribute 0)."""
+    H, W, C = x.shape
+    xp = np.full((g["Hp"], g["Wp"], C), zp, np.int64)
+    xp[g["pt"]:g["pt"] + H, g["pl"]:g["pl"] + W] = x
+    win = np.lib.stride_tricks.sliding_window_view(xp - zp, (g["kh"], g["kw"], C))[::g["sh"], ::g["sw"], 0]
+    win = win[:g["OH"], :g["OW"]].reshape(g["OH"], g["OW"], -1)
+    return win @ w.reshape(w.shape[0], -1).T + bias
+
+
+@pytest.mark.parametrize("geo", PAD_GEOMS)
+def test_padded_conv_staging_emulator_and_correction_table(geo):
+    """DDR staging (runner.stage) + emulated DMAs give the zero-padded im2col sum; adding the
+    packed bias' of each pixel's border class gives exactly the zero-point-padded conv."""
+    g = _geom(*geo)
+    rng = np.random.default_rng(1)
+    zp = -37
+    x = rng.integers(-128, 128, (g["H"], g["W"], g["C"])).astype(np.int64)
+    w4 = rng.integers(-128, 128, (g["O"], g["kh"], g["kw"], g["C"])).astype(np.int64)
+    bias = rng.integers(-5000, 5000, g["O"]).astype(np.int64)
+    layer = SimpleNamespace(weight=w4.transpose(0, 3, 1, 2), bias=bias, inputs=["x"], name="l")
+    graph = SimpleNamespace(tensor=lambda n: SimpleNamespace(q=SimpleNamespace(zero_point=zp)),
+                            producer=lambda n: None)
+    tables = pack.class_biases(layer, graph, "int8", g)
+    cls = mapping.classes(g)
+    assert tables.shape == (cls["n"], g["O"])
+    # the kernel's sum over the zero-padded window, through the staged DDR buffer and the DMAs
+    t = plan.resolve_tiling(g, dict(tiles_per_call=4, channels_per_call=8, cores=1, columns=1,
+                                    variant="scalar"), lambda k: k)
+    dma = plan.dma_plan(g, t)
+    K = g["kh"] * g["kw"] * g["Cp"]
+    wk = np.zeros((g["Op"], g["kh"], g["kw"], g["Cp"]), np.int64)
+    wk[:g["O"], :, :, :g["C"]] = w4
+    wk = wk.reshape(g["Op"], K)
+    blob = bytearray()
+    for cb in range(g["Op"] // 8):
+        blob += wk[cb * 8:cb * 8 + 8].T.astype(np.int8).tobytes() + bytes(lplan_param(g))
+    staged = runner.stage(x.astype(np.int8).view(np.uint8).reshape(-1), dma["stage"])
+    assert staged.size == dma["buffers"]["in"]
+    out = emulator.run_layer(dma, staged, np.frombuffer(bytes(blob), np.uint8),
+                             _python_kernel_signed(t["T"], K, t["Cc"]), "t")
+    out = runner.unstage(out, dma["stage"]).view(np.int8).reshape(g["OH"], g["OW"], g["O"])
+    xs = np.zeros((g["Hp"], g["Wp"], g["Cp"]), np.int64)
+    xs[g["pt"]:g["pt"] + g["H"], g["pl"]:g["pl"] + g["W"], :g["C"]] = x
+    win = np.lib.stride_tricks.sliding_window_view(xs, (g["kh"], g["kw"], g["Cp"]))[::g["sh"], ::g["sw"], 0]
+    raw = win[:g["OH"], :g["OW"]].reshape(g["OH"], g["OW"], K) @ wk[:g["O"]].T
+    assert np.array_equal(out, ((raw + 128) % 256 - 128).astype(np.int8))
+    # the correction: raw sum + bias' of the pixel's class == the zero-point-padded conv
+    pix_cls = np.array(cls["row"])[:, None] * len(cls["col_spans"]) + np.array(cls["col"])[None, :]
+    assert np.array_equal(raw + tables[pix_cls], _direct_conv(x, w4, bias, zp, g))
+
+
+def lplan_param(g):
+    return plan.param_bytes(g["ncls"])
+
+
+def _python_kernel_signed(T, K, Cc):
+    """Like _python_kernel, on int8 activations (the staged bytes are raw int8)."""
+    def calls(a, w):
+        blocks = w.reshape(Cc // 8, -1)[:, :8 * K].view(np.int8).reshape(Cc // 8, K, 8).astype(np.int64)
+        x = a.view(np.int8).reshape(-1, K // 8, T, 8).transpose(0, 2, 1, 3).reshape(-1, T, K).astype(np.int64)
+        acc = np.einsum("ntk,bkc->nbtc", x, blocks)
+        return (acc & 0xFF).astype(np.uint8).reshape(a.shape[0], -1)
+    return calls
+
+
+def test_the_emulator_rejects_a_staging_the_shim_cannot_read():
+    g = _geom(9, 10, 8, 16, 3, 3, 1, (1, 1, 1, 1))
+    t = plan.resolve_tiling(g, dict(tiles_per_call=5, channels_per_call=8, cores=1, columns=1,
+                                    variant="scalar"), lambda k: k)
+    dma = plan.dma_plan(g, t)
+    x, w = np.zeros(dma["buffers"]["in"], np.uint8), np.zeros(dma["buffers"]["w"], np.uint8)
+    kernel = _python_kernel(t["T"], 72, 8)
+    emulator.run_layer(dma, x, w, kernel, "ok")
+    bad = copy.deepcopy(dma)
+    bad["stage"]["pad"] = [1, 1, 1, 2]                        # says 13 columns, pattern reads 12
+    with pytest.raises(P.PatternError, match="is not 11x12x8"):
+        emulator.run_layer(bad, x, w, kernel, "t")
+    bad = copy.deepcopy(dma)
+    bad["stage"].update({"from": [9, 9, 3], "pad": [1, 1, 1, 1], "to": [11, 11, 3]})
+    bad["buffers"]["in"] = 11 * 11 * 3                        # 33-byte rows: not whole words
+    with pytest.raises(P.PatternError, match="not a whole number of 32-bit words"):
+        emulator.run_layer(bad, np.zeros(363, np.uint8), w, kernel, "t")
+    bad = copy.deepcopy(dma)
+    bad["stage"]["pad"] = [-1, 3, 1, 1]
+    with pytest.raises(P.PatternError, match="DDR staging"):
+        emulator.run_layer(bad, x, w, kernel, "t")

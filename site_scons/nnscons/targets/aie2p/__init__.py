@@ -78,8 +78,8 @@ def check_tools(env, session) -> None:
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
     layers = []
+    mapping.check(graph)
     for layer in graph.layers:
-        mapping.check(layer, graph)
         cname = cnames[layer.name]
         if layer.op == "reshape":
             layers.append(base.LayerPlan(layer=layer, cname=cname, template="", kernels=(),
@@ -98,10 +98,12 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         req = {k: own.get(k, opts["tiling"][k]) for k in TILING_KEYS}
         req["variant"] = own.get("variant", opts["kernel"]["variant"])
         g = mapping.geometry(layer, graph)
+        cls = mapping.classes(g)
+        g["ncls"] = cls["n"]
         t = lplan.resolve_tiling(g, req, at)
         first = layer.inputs[0] == graph.input and graph.tensor(graph.input).q.zero_point == -128
         act_dtype = "uint8" if first else "int8"
-        spec = lplan.layer_spec(layer, graph, cname, g, t, act_dtype, opts, at)
+        spec = lplan.layer_spec(layer, graph, cname, g, t, act_dtype, opts, at, cls)
         nbytes = spec["dma"]["buffers"]["w"]
         macs = base.macs(layer, graph)
         layers.append(base.LayerPlan(
@@ -112,17 +114,19 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                    (f"src/layers/{cname}.cc", "kernel.cc.j2", spec),
                    (f"src/layers/{cname}_dma.json", "dma.json.j2", spec)],
             report=lplan.layer_report(spec, macs),
-            pack=lambda layer, graph, layout, d=act_dtype: pack.pack(layer, graph, d)))
+            pack=lambda layer, graph, layout, d=act_dtype, g=g: pack.pack(layer, graph, d, g)))
     buffers = plan_buffers(graph)
     network = network_spec(graph, layers, buffers)
     return base.TargetPlan(
         layers=layers, network=network, kernels=[], templates_dir=TEMPLATES,
         network_files=[("src/network.json", "network.json.j2", network)], layout="hwc",
+        tensor_layouts=mapping.flattened_layouts(graph),
         columns=[("T", "T"), ("Cc", "Cc"), ("cores", "cores_x_cols"), ("calls", "kernel_calls"),
                  ("B/call", "call_bytes"), ("L1 B", "l1_bytes"), ("memtile B", "memtile_bytes")],
         report={"aie": {"device": "npu2", "l1_cap": opts["memory"]["l1"],
                         "memtile_cap": opts["memory"]["memtile"]}},
-        extra={"weights_py": [os.path.join(os.path.dirname(__file__), "pack.py")]})
+        extra={"weights_py": [os.path.join(os.path.dirname(__file__), f)
+                              for f in ("pack.py", "mapping.py")]})
 
 
 def network_spec(graph, layers, buffers) -> dict:
@@ -138,5 +142,7 @@ def network_spec(graph, layers, buffers) -> dict:
         "tensors": [nbytes[n] for n in sorted(ids, key=ids.get)],
         "layers": [{"cname": lp.cname, "kind": "view" if lp.layer.op == "reshape" else "npu",
                     "input": ids[lp.layer.inputs[0]], "output": ids[lp.layer.output],
-                    "act_dtype": lp.spec.get("act_dtype", "int8")} for lp in layers],
+                    "act_dtype": lp.spec.get("act_dtype", "int8"),
+                    "stage": lp.spec["dma"]["stage"] if "dma" in lp.spec else None}
+                   for lp in layers],
     }

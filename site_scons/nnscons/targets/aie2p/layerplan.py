@@ -14,7 +14,18 @@ from ... import numerics
 from . import patterns as P
 
 STACK_BYTES = 1024          # core stack reserved in L1 (the design's stack_size)
-PARAM_BYTES = 96            # per 8-channel block: bias', mult, shift as 3 x 8 int32
+
+
+def param_bytes(ncls: int = 1) -> int:
+    """Per 8-channel block: bias' per border class, mult, shift, each 8 x int32."""
+    return 32 * (ncls + 2)
+
+
+def staged_dims(g: dict):
+    """(Hp, Wp, Cp, Op, ncls): the input as staged in DDR (zero-padded rows/columns, zero
+    channels appended), output channels padded to 8, border classes (mapping.py)."""
+    return (g.get("Hp", g["H"]), g.get("Wp", g["W"]), g.get("Cp", g["C"]),
+            g.get("Op", g["O"]), g.get("ncls", 1))
 MAX_CORES, MAX_COLUMNS = 4, 8   # npu2: compute rows 2..5, 8 columns
 
 
@@ -34,8 +45,9 @@ def resolve_tiling(g: dict, req: dict, at) -> dict:
         raise UserError(f"{at('cores' if req['cores'] > MAX_CORES else 'columns')}: npu2 has "
                         f"{MAX_COLUMNS} columns of {MAX_CORES} compute cores")
     T = _divisor_at_most(g["OW"], req["tiles_per_call"])
-    Cc = _divisor_at_most(g["O"], req["channels_per_call"], 8)
-    groups = g["O"] // Cc
+    Op = staged_dims(g)[3]
+    Cc = _divisor_at_most(Op, req["channels_per_call"], 8)
+    groups = Op // Cc
     per_iter = req["cores"] * req["columns"]
     if groups % per_iter:
         raise UserError(f"{at('cores')}: {req['cores']} core(s) x {req['columns']} column(s) "
@@ -52,13 +64,14 @@ def _chunks(n: int):
 
 
 def dma_plan(g: dict, t: dict) -> dict:
-    H, W, C, OH, OW, O = g["H"], g["W"], g["C"], g["OH"], g["OW"], g["O"]
+    H, W, C, O, ncls = staged_dims(g)
+    OH, OW = g["OH"], g["OW"]
     kh, kw, sh, sw = g["kh"], g["kw"], g["sh"], g["sw"]
     T, Cc, R, cols, n_iter = t["T"], t["Cc"], t["cores"], t["columns"], t["n_iter"]
     K = kh * kw * C
     band, a_bytes, o_bytes = kh * W * C, T * K, T * Cc
-    gb = (Cc // 8) * (8 * K + PARAM_BYTES)
-    w_total = (O // 8) * (8 * K + PARAM_BYTES)
+    gb = (Cc // 8) * (8 * K + param_bytes(ncls))
+    w_total = (O // 8) * (8 * K + param_bytes(ncls))
     act_dims = P.fit([[OH, sh * W * C], [kh, W * C], [W * C, 1]])
     out_dims = P.fit([[OH, OW * O], [OW, O], [R * Cc, 1]])
     w_dims = P.fit([[R * gb, 1]])
@@ -79,6 +92,12 @@ def dma_plan(g: dict, t: dict) -> dict:
         "device": "npu2", "columns": cols, "cores": R, "n_iter": n_iter,
         "calls_per_iter": OH * OW // T,
         "buffers": {"in": H * W * C, "w": w_total, "out": OH * OW * O},
+        # what the runner writes into DDR for this layer (runner.stage): the HWC input
+        # zero-padded by `pad` (top, bottom, left, right) to H x W x C, and how many of
+        # the O output channels are real
+        "stage": {"from": [g["H"], g["W"], g["C"]],
+                  "pad": [g.get("pt", 0), g.get("pb", 0), g.get("pl", 0), g.get("pr", 0)],
+                  "to": [H, W, C], "out_channels": [g["O"], O]},
         "act_l2": {"bytes": band, "depth": 2},
         "act_l1": {"bytes": a_bytes, "depth": 2,
                    "mm2s": P.fit([[OW // T, T * sw * C], [T, sw * C], [kh, W * C], [kw * C, 1]]),
@@ -95,6 +114,7 @@ def dma_plan(g: dict, t: dict) -> dict:
 def check_dma(dma: dict, what: str) -> None:
     """Every pattern of the plan against the hardware limits (PatternError)."""
     b = dma["buffers"]
+    check_stage(dma["stage"], b, what)
     P.check("memtile", dma["act_l1"]["mm2s"], dma["act_l2"]["bytes"], f"{what}: act memtile->core")
     P.check("core", dma["act_l1"]["s2mm"], dma["act_l1"]["bytes"], f"{what}: act core receive")
     P.check("memtile", dma["out_l2"]["mm2s"], dma["out_l2"]["bytes"], f"{what}: out memtile->shim")
@@ -107,6 +127,22 @@ def check_dma(dma: dict, what: str) -> None:
         if bds > P.SHIM_BDS:
             raise P.PatternError(f"{what}: column {c} needs {bds} shim BDs; a shim tile has "
                                  f"{P.SHIM_BDS}")
+
+
+def check_stage(st: dict, b: dict, what: str) -> None:
+    """The DDR staging must be one the runner can write and the shim can read: whole
+    32-bit words per padded row, non-negative pads that add up, channels only appended."""
+    (h, w, c), (pt, pb, pl, pr), (hp, wp, cp) = st["from"], st["pad"], st["to"]
+    o, op = st["out_channels"]
+    if min(pt, pb, pl, pr) < 0 or hp != h + pt + pb or wp != w + pl + pr or cp < c:
+        raise P.PatternError(f"{what}: DDR staging {h}x{w}x{c} padded by {st['pad']} is not "
+                             f"{hp}x{wp}x{cp}")
+    if (wp * cp) % P.WORD:
+        raise P.PatternError(f"{what}: a staged input row of {wp}x{cp} bytes is not a whole "
+                             f"number of 32-bit words; the shim DMA cannot address its rows")
+    if hp * wp * cp != b["in"] or op < o or op % 8 or b["out"] % op:
+        raise P.PatternError(f"{what}: DDR staging {hp}x{wp}x{cp} / {o} of {op} output channels "
+                             f"does not match the {b['in']}/{b['out']}-byte buffers")
 
 
 def memory_use(dma: dict) -> dict:
@@ -126,8 +162,9 @@ def fit_memory(dma: dict, l1_cap: int, mt_cap: int) -> dict:
     return None
 
 
-def layer_spec(layer, graph, cname: str, g: dict, t: dict, act_dtype: str, opts: dict, at) -> dict:
-    K = g["kh"] * g["kw"] * g["C"]
+def layer_spec(layer, graph, cname: str, g: dict, t: dict, act_dtype: str, opts: dict, at,
+               cls: dict) -> dict:
+    K = g["kh"] * g["kw"] * g["Cp"]
     if K > numerics.MAX_ACC_TERMS:
         raise UserError(f"layer '{layer.name}': {K} products per output exceed the exact int32 "
                         f"accumulator ({numerics.MAX_ACC_TERMS})")
@@ -147,7 +184,9 @@ def layer_spec(layer, graph, cname: str, g: dict, t: dict, act_dtype: str, opts:
     return {
         "name": layer.name, "cname": cname, "func": f"nns_{cname}", "op": layer.op,
         "act_dtype": act_dtype, "variant": t["variant"], "geometry": g, "K": K,
-        "T": t["T"], "Cc": t["Cc"], "block_bytes": 8 * K + PARAM_BYTES,
+        "T": t["T"], "Cc": t["Cc"], "block_bytes": 8 * K + param_bytes(cls["n"]),
+        "classes": {"n": cls["n"], "n_col": len(cls["col_spans"]), "row": cls["row"],
+                    "col": cls["col"]} if cls["n"] > 1 else {"n": 1},
         "zp_out": out_q.zero_point, "act": [layer.act_min, layer.act_max],
         "stack_bytes": STACK_BYTES, "dma": dma, "memory": use,
         "tile": {k: t[k] for k in ("T", "Cc", "cores", "columns", "n_iter", "variant")},
@@ -162,7 +201,9 @@ def layer_report(spec: dict, macs: int) -> dict:
                 "call_bytes": {"act": d["act_l1"]["bytes"], "weights": d["w_l1"]["bytes"],
                                "out": d["out_l1"]["bytes"]},
                 "l1_bytes": spec["memory"]["l1_bytes"], "memtile_bytes": spec["memory"]["memtile_bytes"],
-                "variant": spec["variant"], "act_dtype": spec["act_dtype"]},
+                "variant": spec["variant"], "act_dtype": spec["act_dtype"],
+                "border_classes": spec["classes"]["n"],
+                "ddr_stage": {k: d["stage"][k] for k in ("pad", "to")}},
         "kernel_calls": calls,
         "call_bytes": d["act_l1"]["bytes"] + d["w_l1"]["bytes"] + d["out_l1"]["bytes"],
         "l1_bytes": spec["memory"]["l1_bytes"], "memtile_bytes": spec["memory"]["memtile_bytes"],

@@ -4,59 +4,134 @@ Every mapped layer is one tiled matrix product out[t][c] = sum_k A[t][k] * W[k][
 output pixel ("tile", as in mlir-aie's conv2d_14x14), k a position in its input window in
 (ky, kx, ci) order, c an output channel. The DMAs do the im2col: a window row is kw*Cin
 contiguous bytes of the HWC input, so 8-byte k-groups never straddle two rows when
-kw*Cin is a multiple of 8. Conv 1x1, 3x3, patch convs (kernel = stride, as conv2dk14)
-and Linear map; padding does not (the DMAs would have to insert the input zero point,
-not zeros). Flatten/Reshape maps as a host-side view when it moves no byte in HWC.
+kw*Cin is a multiple of 8.
+
+Maps: Conv (groups 1, dilation 1; any kernel, stride and padding, asymmetric too) and
+Linear. The layer's input is *staged* in DDR (see stage()): zero-padded by the Conv's
+pads and, when kw*Cin or a row is not a whole number of 8-byte groups / 32-bit words,
+with zero channels appended (Cin=1 or 3 first layers: Cp=8; the weights of the added
+channels are 0). Padded taps then read raw 0 instead of the input zero point; the kernel
+corrects that exactly with a per-border-class bias (pack.py). Output channels are padded
+to a multiple of 8 in DDR (zero weights) and dropped by the runner.
+
+Why DDR staging and not the memtile's zero padding: aie2p memtile MM2S BDs can pad
+(mlir-aie `padDimensions` / `bd_pad_layout`: memtile MM2S only, dimensions 0..2, the
+innermost in whole 32-bit words), but a pad is a hyper-rectangle in the *pattern's* index
+space, while an im2col window is padded where oy*sh + ky (resp. ox*sw + kx) leaves the
+image -- a condition on a sum of two pattern indices, which no per-dimension pad can
+express. The runner stages every layer's input through host memory anyway (one xclbin
+per layer), so writing it zero-padded costs nothing more.
+
+Flatten/Reshape is a host-side view: a flattened CxHxW tensor keeps its HWC bytes (its
+golden too, tensor_layouts), and the Linear reading it has its weight columns permuted
+to HWC order at pack time.
 """
 from __future__ import annotations
 
 from ...errors import UserError
 
+MAPPED = "Conv (groups 1, dilation 1), Linear, Flatten/Reshape (a host-side view)"
+
+
+def flattened_from(layer, graph):
+    """The 4-D (1,C,H,W) shape a Linear's input was flattened from (H*W > 1), else None."""
+    t = layer.inputs[0]
+    while True:
+        p = graph.producer(t)
+        if p is None or p.op != "reshape":
+            return None
+        src = graph.tensor(p.inputs[0]).shape
+        if len(src) == 4:
+            return tuple(src) if src[2] * src[3] > 1 else None
+        t = p.inputs[0]
+
+
+def flattened_layouts(graph) -> dict:
+    """Reshape outputs hold their 4-D input's HWC bytes on aie2p: their goldens must too."""
+    out = {}
+    for layer in graph.layers:
+        if layer.op == "reshape":
+            src = graph.tensor(layer.inputs[0]).shape
+            if layer.inputs[0] in out:
+                out[layer.output] = out[layer.inputs[0]]
+            elif len(src) == 4:
+                out[layer.output] = list(src)
+    return out
+
+
+def _staged_channels(C: int, kw: int, Wp: int) -> int:
+    """Fewest channels >= C with kw*Cp a multiple of 8 and a padded row of whole words."""
+    cp = C
+    while (kw * cp) % 8 or (Wp * cp) % 4:
+        cp += 1
+    return cp
+
 
 def geometry(layer, graph) -> dict:
-    """The layer as a tiled matmul over an HWC input: H W C -> OH OW O, window kh x kw."""
+    """The layer as a tiled matmul over an HWC input: H W C -> OH OW O, window kh x kw,
+    pads pt pl pb pr; staged in DDR as Hp x Wp x Cp, output written with Op channels."""
     src, dst = graph.tensor(layer.inputs[0]).shape, graph.tensor(layer.output).shape
     if layer.op == "linear":
         o, k = layer.weight.shape
-        return dict(H=1, W=1, C=k, OH=1, OW=1, O=o, kh=1, kw=1, sh=1, sw=1)
-    a = layer.attrs
-    return dict(H=src[2], W=src[3], C=src[1], OH=dst[2], OW=dst[3], O=dst[1],
-                kh=a["kernel"][0], kw=a["kernel"][1], sh=a["stride"][0], sw=a["stride"][1])
+        g = dict(H=1, W=1, C=k, OH=1, OW=1, O=o, kh=1, kw=1, sh=1, sw=1, pt=0, pl=0, pb=0, pr=0)
+    else:
+        a = layer.attrs
+        pt, pl, pb, pr = (int(p) for p in a.get("pads", (0, 0, 0, 0)))
+        g = dict(H=src[2], W=src[3], C=src[1], OH=dst[2], OW=dst[3], O=dst[1],
+                 kh=a["kernel"][0], kw=a["kernel"][1], sh=a["stride"][0], sw=a["stride"][1],
+                 pt=pt, pl=pl, pb=pb, pr=pr)
+    g["Hp"], g["Wp"] = g["H"] + g["pt"] + g["pb"], g["W"] + g["pl"] + g["pr"]
+    g["Cp"] = _staged_channels(g["C"], g["kw"], g["Wp"])
+    g["Op"] = -(-g["O"] // 8) * 8
+    return g
+
+
+def staged(g: dict) -> bool:
+    return (g["pt"], g["pl"], g["pb"], g["pr"]) != (0, 0, 0, 0) or g["Cp"] != g["C"]
+
+
+def border_classes(size: int, out: int, k: int, s: int, pad_before: int):
+    """Per output position along one axis, which kernel taps [lo, hi) fall inside the
+    input. Returns (per-position class index, [(lo, hi) per class]); classes in order of
+    first appearance, so an unpadded axis has the one class (0, k)."""
+    spans, idx = [], []
+    for o in range(out):
+        start = o * s - pad_before
+        span = (max(0, -start), min(k, size - start))
+        if span not in spans:
+            spans.append(span)
+        idx.append(spans.index(span))
+    return idx, spans
+
+
+def classes(g: dict) -> dict:
+    """The layer's border classes: class = row class * n col classes + col class."""
+    rows, rspans = border_classes(g["H"], g["OH"], g["kh"], g["sh"], g["pt"])
+    cols, cspans = border_classes(g["W"], g["OW"], g["kw"], g["sw"], g["pl"])
+    return {"row": rows, "col": cols, "row_spans": rspans, "col_spans": cspans,
+            "n": len(rspans) * len(cspans)}
 
 
 def why_not(layer, graph):
     """None if the layer maps, else the reason it does not."""
     if layer.op == "reshape":
-        src = graph.tensor(layer.inputs[0]).shape
-        if len(src) == 4 and src[2] * src[3] != 1 and src[1] != 1:
-            return (f"Flatten of a {src[1]}x{src[2]}x{src[3]} tensor reorders bytes in the "
-                    f"NPU's HWC layout; only flattening Cx1x1 maps (a host-side view)")
         return None
     if layer.op not in ("conv2d", "linear"):
-        return (f"op '{layer.op}' has no AIE kernel here; mapped ops: Conv (groups 1, no "
-                f"padding), Linear, Flatten of Cx1x1")
+        return f"op '{layer.op}' has no AIE kernel here; mapped ops: {MAPPED}"
     if layer.op == "conv2d":
         a = layer.attrs
         if a.get("groups", 1) != 1:
             return f"grouped/depthwise Conv (groups={a['groups']}) does not map"
         if tuple(a.get("dilation", (1, 1))) != (1, 1):
             return f"dilated Conv (dilation={tuple(a['dilation'])}) does not map"
-        if any(a.get("pads", (0, 0, 0, 0))):
-            return (f"Conv padding {tuple(a['pads'])} does not map: the DMAs pad with zeros, "
-                    f"not the input zero point; export the model with padding 0")
-    g = geometry(layer, graph)
-    if (g["kw"] * g["C"]) % 8:
-        return (f"a window row of kw*Cin = {g['kw']}*{g['C']} bytes is not a multiple of 8, "
-                f"so the 8x8x8 k-groups would straddle input rows")
-    if g["O"] % 8:
-        return f"{g['O']} output channels is not a multiple of 8 (the kernel's C8 blocks)"
-    if g["W"] * g["C"] % 4:
-        return f"an input row of {g['W'] * g['C']} bytes is not a whole number of 32-bit words"
     return None
 
 
-def check(layer, graph) -> None:
-    reason = why_not(layer, graph)
-    if reason:
-        raise UserError(f"layer '{layer.name}' ({'+'.join(layer.source_ops) or layer.op}) does "
-                        f"not map onto target kind 'aie2p': {reason}")
+def check(graph) -> None:
+    """Every layer that does not map, in one error: each named, with the reason."""
+    bad = [(layer, why_not(layer, graph)) for layer in graph.layers]
+    bad = [(layer, r) for layer, r in bad if r]
+    if bad:
+        lines = [f"layer '{l.name}' ({'+'.join(l.source_ops) or l.op}) does not map onto target "
+                 f"kind 'aie2p': {r}" for l, r in bad]
+        raise UserError("\n".join(lines))

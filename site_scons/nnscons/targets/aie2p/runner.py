@@ -23,6 +23,27 @@ def compare(i: int, cname: str, got: np.ndarray, golden: np.ndarray) -> str:
             f"{int(np.abs(g - e).max())}, first at {k} (got {g[k]}, expected {e[k]})")
 
 
+def stage(x: np.ndarray, st) -> np.ndarray:
+    """A layer's input as its DMAs read it from DDR (layerplan's "stage"): the HWC bytes
+    zero-padded by (top, bottom, left, right) rows/columns, zero channels appended."""
+    if st is None:
+        return x
+    (h, w, c), (pt, pb, pl, pr), (hp, wp, cp) = st["from"], st["pad"], st["to"]
+    if (hp, wp, cp) == (h, w, c):
+        return x
+    xp = np.zeros((hp, wp, cp), dtype=np.uint8)
+    xp[pt:pt + h, pl:pl + w, :c] = x.reshape(h, w, c)
+    return xp.reshape(-1)
+
+
+def unstage(y: np.ndarray, st) -> np.ndarray:
+    """The layer's output without the padding output channels (Op > O)."""
+    if st is None or st["out_channels"][0] == st["out_channels"][1]:
+        return y
+    o, op = st["out_channels"]
+    return np.ascontiguousarray(y.reshape(-1, op)[:, :o]).reshape(-1)
+
+
 def run_network(build_dir: str, run_layer) -> tuple[list, np.ndarray]:
     """run_layer(layer entry, input bytes uint8) -> output bytes uint8, for 'npu' layers.
     Returns (log lines, the network output bytes)."""
@@ -37,7 +58,7 @@ def run_network(build_dir: str, run_layer) -> tuple[list, np.ndarray]:
         else:
             if layer["act_dtype"] == "uint8":   # int8 with zero point -128 == uint8 with zero point 0
                 x = x ^ np.uint8(0x80)
-            y = run_layer(layer, x)
+            y = unstage(run_layer(layer, stage(x, layer.get("stage"))), layer.get("stage"))
         tensors[layer["output"]] = y
         golden = np.fromfile(os.path.join(build_dir, "bin", "golden", layer["cname"] + ".bin"), dtype=np.uint8)
         lines.append(compare(i, layer["cname"], y, golden))
