@@ -173,6 +173,34 @@ def from_layout(flat, shape, layout: str, flattened_from=None):
     return np.asarray(flat).reshape(shape)
 
 
+def flattened_from(layer, graph):
+    """The 4-D (1,C,H,W) shape a Linear's input was flattened from (H*W > 1), else None:
+    on a target whose activations are HWC its weight columns must follow that order."""
+    t = layer.inputs[0]
+    while True:
+        p = graph.producer(t)
+        if p is None or p.op != "reshape":
+            return None
+        src = graph.tensor(p.inputs[0]).shape
+        if len(src) == 4:
+            return tuple(src) if src[2] * src[3] > 1 else None
+        t = p.inputs[0]
+
+
+def flattened_layouts(graph) -> dict:
+    """{reshape output: the 4-D shape it flattens}: on an HWC target those tensors hold
+    their 4-D input's HWC bytes, and their goldens must too (TargetPlan.tensor_layouts)."""
+    out = {}
+    for layer in graph.layers:
+        if layer.op == "reshape":
+            src = graph.tensor(layer.inputs[0]).shape
+            if layer.inputs[0] in out:
+                out[layer.output] = out[layer.inputs[0]]
+            elif len(src) == 4:
+                out[layer.output] = list(src)
+    return out
+
+
 def unsupported(layer, target: str, ops: dict) -> UserError:
     return UserError(f"layer '{layer.name}' ({'+'.join(layer.source_ops) or layer.op}): op '{layer.op}' "
                      f"is not supported by target kind '{target}'; supported ops: {', '.join(sorted(ops))}")

@@ -106,7 +106,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         network_files=[("src/network.c", "network.c.j2", network), ("src/network.h", "network.h.j2", {}),
                        ("src/main.c", "main.c.j2", {}),
                        ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts))],
-        layout="hwc", tensor_layouts=_flattened_layouts(graph), bin_names="flat",
+        layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
         report={"peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
                 "l3_device": opts["memory"]["l3_device"],
                 "summary_lines": [f"L2 peak {mem['peak_l2']:,} of {mem['l2_avail']:,} B (activations "
@@ -145,19 +145,6 @@ def _makefile_spec(layers, kernels, opts) -> dict:
             "bins": ["input.bin"] + sorted(n for lp in layers for n in [f"{lp.cname}_golden.bin"] +
                                        ([f"{lp.cname}_weights.bin"] if lp.param_layout else [])),
             "defines": platforms._runtime_defines(opts)}
-
-
-def _flattened_layouts(graph) -> dict:
-    """Reshape outputs hold their 4-D input's HWC bytes on GAP9: their goldens must too."""
-    out = {}
-    for layer in graph.layers:
-        if layer.op == "reshape":
-            src = graph.tensor(layer.inputs[0]).shape
-            if layer.inputs[0] in out:
-                out[layer.output] = out[layer.inputs[0]]
-            elif len(src) == 4:
-                out[layer.output] = list(src)
-    return out
 
 
 def network_spec(graph, layers, mem, opts) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UserError
-from ..base import OpImpl, layout_bytes, param_arrays
+from ..base import OpImpl, flattened_from, layout_bytes, param_arrays
 from . import tiling
 
 C = "kernels/common/"
@@ -178,16 +178,3 @@ def pack_params(layer, graph, layout) -> bytes:
         raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()
         blob[offset:offset + len(raw)] = raw
     return bytes(blob)
-
-
-def flattened_from(layer, graph):
-    """The 4-D (1,C,H,W) shape a Linear's input was flattened from (H*W > 1), else None."""
-    t = layer.inputs[0]
-    while True:
-        p = graph.producer(t)
-        if p is None or p.op != "reshape":
-            return None
-        src = graph.tensor(p.inputs[0]).shape
-        if len(src) == 4:
-            return tuple(src) if src[2] * src[3] > 1 else None
-        t = p.inputs[0]
