@@ -29,34 +29,9 @@ to HWC order at pack time.
 from __future__ import annotations
 
 from ...errors import UserError
+from ..base import flattened_from, flattened_layouts  # noqa: F401  (HWC: Flatten is a view)
 
 MAPPED = "Conv (groups 1, dilation 1), Linear, Flatten/Reshape (a host-side view)"
-
-
-def flattened_from(layer, graph):
-    """The 4-D (1,C,H,W) shape a Linear's input was flattened from (H*W > 1), else None."""
-    t = layer.inputs[0]
-    while True:
-        p = graph.producer(t)
-        if p is None or p.op != "reshape":
-            return None
-        src = graph.tensor(p.inputs[0]).shape
-        if len(src) == 4:
-            return tuple(src) if src[2] * src[3] > 1 else None
-        t = p.inputs[0]
-
-
-def flattened_layouts(graph) -> dict:
-    """Reshape outputs hold their 4-D input's HWC bytes on aie2p: their goldens must too."""
-    out = {}
-    for layer in graph.layers:
-        if layer.op == "reshape":
-            src = graph.tensor(layer.inputs[0]).shape
-            if layer.inputs[0] in out:
-                out[layer.output] = out[layer.inputs[0]]
-            elif len(src) == 4:
-                out[layer.output] = list(src)
-    return out
 
 
 def _staged_channels(C: int, kw: int, Wp: int) -> int:
