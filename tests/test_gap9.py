@@ -256,3 +256,20 @@ def test_simplecnn_on_qemu(project):
                     f"picolibc-riscv64-unknown-elf qemu-system-misc)")
     proc = project.scons("target=gap9", "model=simplecnn", "platform=qemu", "-j2", timeout=1500)
     assert "Test PASSED [gap9] simplecnn" in proc.stdout
+
+
+def test_weights_staged_from_flash_when_the_memory_map_says_so(project):
+    """l3_device: flash keeps the big weights in their readfs files; the cluster reads each
+    slab with pi_cl_fs_copy, and the next slab loads while the current one computes."""
+    y = project.read("targets.yaml").replace("      l3_device: ram ", "      l3_device: flash ")
+    y = y.replace("      l3_threshold: 36KiB", "      l3_threshold: 1KiB")
+    y = y.replace("      l1_budget: 112KiB    # per-layer default", "      l1_budget: 4KiB    # per-layer default")
+    project.write("targets.yaml", y)
+    proc = project.scons("target=gap9", "model=simplecnn", "platform=emul")
+    assert "Test PASSED [gap9] simplecnn" in proc.stdout
+    rep = json.loads(project.read(f"{B}/emul/report.json"))
+    staged = [l for l in rep["layers"] if l["tier"] == "L3"]
+    assert {l["name"] for l in staged} == {"conv2", "fc"} and rep["l3_device"] == "flash"
+    assert all(l["n_tiles"] > 1 for l in staged)            # several slabs each
+    net = project.read(f"{B}/src/network.c")
+    assert "pi_ram_open" not in net and "staged_files" in net

@@ -85,8 +85,13 @@ static void stage_issue(nn_stage_t *s, int slab)
     const nn_slab_t *sl = &s->slabs[slab];
     uint8_t *buf = s->buf[slab & 1];
     for (int i = 0; i < sl->n_reads; ++i)
+#ifdef NN_L3_FLASH
+        pi_cl_fs_copy(s->files[sl->file], sl->read[i].l3, buf + sl->read[i].dst, sl->read[i].size, 1,
+                      &s->req[slab & 1][i]);
+#else
         pi_cl_ram_read(s->ram, s->l3_base + sl->read[i].l3, buf + sl->read[i].dst, sl->read[i].size,
                        &s->req[slab & 1][i]);
+#endif
     s->issued = slab + 1;
 }
 
@@ -95,7 +100,11 @@ const uint8_t *nn_stage_acquire(nn_stage_t *s, int slab)
     if (s->issued <= slab)
         stage_issue(s, slab);
     for (int i = 0; i < s->slabs[slab].n_reads; ++i)
+#ifdef NN_L3_FLASH
+        pi_cl_fs_wait(&s->req[slab & 1][i]);
+#else
         pi_cl_ram_read_wait(&s->req[slab & 1][i]);
+#endif
     /* the other buffer held slab - 1, already copied to L1 by its layer */
     if (slab + 1 < s->n_slabs && s->issued == slab + 1)
         stage_issue(s, slab + 1);

@@ -50,17 +50,25 @@ void nn_dma_box(nn_dma_queue_t *q, void *l2, void *l1, int rows, int cols, int c
 void nn_dma_linear(nn_dma_queue_t *q, void *l2, void *l1, uint32_t size, pi_cl_dma_dir_e dir);
 void nn_dma_wait_all(nn_dma_queue_t *q);
 
+/* L3 is external RAM (pi_cl_ram_read at l3_base + l3) or, with NN_L3_FLASH, the flash
+ * itself: the weights stay in the layer's readfs file and slabs are read with
+ * pi_cl_fs_copy at offset l3 of files[file]. */
 typedef struct { uint32_t l3, size, dst; } nn_stage_read_t;
-typedef struct { nn_stage_read_t read[4]; int n_reads; } nn_slab_t;
+typedef struct { nn_stage_read_t read[4]; int n_reads; int file; } nn_slab_t;
 
 typedef struct {
     struct pi_device *ram;
     uint32_t l3_base;
+    pi_fs_file_t **files;
     uint8_t *buf[2];
     const nn_slab_t *slabs;
     int n_slabs;
     int issued;                 /* slabs whose read has been started */
+#ifdef NN_L3_FLASH
+    pi_cl_fs_req_t req[2][4];
+#else
     pi_cl_ram_req_t req[2][4];
+#endif
 } nn_stage_t;
 
 /* The L2 copy of slab `slab` (global index); starts reading slab + 1. */

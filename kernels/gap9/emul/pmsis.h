@@ -347,6 +347,24 @@ int32_t pi_fs_seek(pi_fs_file_t *file, unsigned int offset);
 int32_t pi_fs_copy(pi_fs_file_t *file, uint32_t index, void *buffer, uint32_t size,
                    int32_t ext2loc);
 
+/* Cluster side (bsp/fs.h): a copy between a file and L2 that lands only at pi_cl_fs_wait;
+ * flash-resident weights are read this way. Like pi_cl_ram requests, one cluster task may
+ * start a copy that the next waits for. Only ext2loc = 1 (file -> chip) is emulated. */
+typedef struct pi_cl_fs_req_s {
+    pi_fs_file_t *file;
+    uint32_t index;
+    void *buffer;
+    uint32_t size;
+    int32_t ext2loc;
+    uint8_t done;
+    uint32_t id;      /* set at issue, checked at wait */
+    void *emul_data;  /* the file bytes read at issue */
+} pi_cl_fs_req_t;
+
+void pi_cl_fs_copy(pi_fs_file_t *file, uint32_t index, void *buffer, uint32_t size,
+                   int32_t ext2loc, pi_cl_fs_req_t *req);
+int32_t pi_cl_fs_wait(pi_cl_fs_req_t *req);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1503,6 +1503,58 @@ int32_t pi_fs_copy(pi_fs_file_t *file, uint32_t index, void *buffer, uint32_t si
     return 0;
 }
 
+void pi_cl_fs_copy(pi_fs_file_t *file, uint32_t index, void *buffer, uint32_t size,
+                   int32_t ext2loc, pi_cl_fs_req_t *req)
+{
+    emul_file_t *f;
+    uint8_t *bytes;
+    long pos;
+    emul_init();
+    require_cluster("pi_cl_fs_copy");
+    f = (emul_file_t *)file;
+    if (!file || f->magic != FILE_MAGIC)
+        fail("pi_cl_fs_copy: not an open file (pi_fs_open)");
+    if (!req)
+        fail("pi_cl_fs_copy: req is NULL");
+    if (!ext2loc)
+        fail("pi_cl_fs_copy: writing (ext2loc 0) is not emulated (readfs is read-only)");
+    if (size == 0 || index > f->pub.size || size > f->pub.size - index)
+        fail("pi_cl_fs_copy(index %lu, %lu bytes): empty or beyond the end of the file (%u bytes)",
+             (unsigned long)index, (unsigned long)size, f->pub.size);
+    bytes = (uint8_t *)malloc(size);
+    if (!bytes)
+        fail("pi_cl_fs_copy: out of host memory");
+    nn_emul_lock();
+    check_l2_buffer(buffer, size, "pi_cl_fs_copy");
+    pos = ftell(f->fp);
+    if (fseek(f->fp, (long)index, SEEK_SET) || fread(bytes, 1, size, f->fp) != size ||
+        fseek(f->fp, pos, SEEK_SET))
+        fail("pi_cl_fs_copy: read error");
+    req->file = file;
+    req->index = index;
+    req->buffer = buffer;
+    req->size = size;
+    req->ext2loc = ext2loc;
+    req->done = 0;
+    req->emul_data = bytes;
+    xfer_issue(XFER_RAM, "pi_cl_fs_copy", req, &req->id, (uint8_t *)buffer, (uintptr_t)buffer, bytes,
+               (uintptr_t)index, size, size, size, 1);
+    nn_emul_unlock();
+}
+
+int32_t pi_cl_fs_wait(pi_cl_fs_req_t *req)
+{
+    emul_init();
+    require_cluster("pi_cl_fs_wait");
+    nn_emul_lock();
+    xfer_wait(XFER_RAM, "pi_cl_fs_wait", req);
+    free(req->emul_data);
+    req->emul_data = NULL;
+    req->done = 1;
+    nn_emul_unlock();
+    return 0;
+}
+
 /* ---- stats --------------------------------------------------------------------------------- */
 
 void pmsis_emul_get_stats(struct pmsis_emul_stats *stats)

@@ -161,7 +161,8 @@ def network_spec(graph, layers, mem, opts) -> dict:
                     "tier": "L3" if lp.cname in mem["staged"] else ("L2" if lp.param_bytes else None),
                     "params_l2": mem["params_l2"].get(lp.cname),
                     "l3_offset": mem["staged"].get(lp.cname, {}).get("l3_offset"),
-                    "first_slab": mem["staged"].get(lp.cname, {}).get("first_slab", 0)}
+                    "first_slab": mem["staged"].get(lp.cname, {}).get("first_slab", 0),
+                    "file": mem["staged"].get(lp.cname, {}).get("file", -1)}
                    for lp in layers],
         "params_l2_bytes": mem["params_l2_bytes"],
         "slabs": mem["slabs"],

@@ -27,14 +27,16 @@ def plan_memory(graph, layers, opts, where) -> dict:
         if not lp.param_bytes:
             continue
         if lp.spec["tier"] == "L3":
-            staged[lp.cname] = {"l3_offset": l3_off, "first_slab": len(slabs)}
+            staged[lp.cname] = {"l3_offset": l3_off, "first_slab": len(slabs), "file": len(staged)}
+            # RAM: one allocation holds every staged layer; flash: each layer's own file
+            base = l3_off if mem["l3_device"] == "ram" else 0
             sections = lp.spec["sections"]
             tc, oc = lp.spec["tile"]["tc"], lp.spec["out"]["c"]
             for c0 in range(0, oc, tc):
                 n = min(tc, oc - c0)
-                reads = [{"l3": l3_off + s["src"] + c0 * s["per_oc"], "size": n * s["per_oc"],
+                reads = [{"l3": base + s["src"] + c0 * s["per_oc"], "size": n * s["per_oc"],
                           "dst": s["offset"]} for s in sections]
-                slabs.append({"layer": lp.cname, "reads": reads})
+                slabs.append({"layer": lp.cname, "reads": reads, "file": staged[lp.cname]["file"]})
             l3_off += _align(lp.param_bytes, 64)
         else:
             params_l2[lp.cname] = l2_off

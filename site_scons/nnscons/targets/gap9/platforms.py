@@ -61,8 +61,9 @@ def _emul_defines(opts) -> list:
 
 def _runtime_defines(opts) -> list:
     d = opts["dma"]
+    flash = ["NN_L3_FLASH"] if opts["memory"]["l3_device"] == "flash" else []
     return [f"NN_DMA_MAX_INFLIGHT={d['max_inflight']}", f"NN_DMA_MAX_SIZE={d['max_transfer']}",
-            f"NN_NUM_CORES={opts['cluster']['cores']}"]
+            f"NN_NUM_CORES={opts['cluster']['cores']}"] + flash
 
 
 def emul_sources(platform) -> list:
