@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 
 import numpy as np
 
@@ -27,21 +28,24 @@ TILING_KEYS = ("tiles_per_call", "channels_per_call", "cores", "columns")
 
 SCHEMA = {
     "toolchain": {"kernel_compiler": ["peano", "chess"], "python": "str", "cxx": "str",
-                  "cxxflags": "list[str]"},
+                  "cxxflags": "list[str]", "cc": "str", "cflags": "list[str]"},
     "kernel": {"variant": ["scalar", "vector"]},
     "memory": {"l1": "size", "memtile": "size"},
     "tiling": {k: "int" for k in TILING_KEYS},
     "run": {"platform": ["auto", "npu", "emul"], "timeout": "int"},
+    "mapping": {"fallback": ["none", "host"]},
     "layer": dict({k: "int" for k in TILING_KEYS}, variant=["scalar", "vector"]),
 }
 
 DEFAULTS = {
     "toolchain": {"kernel_compiler": "peano", "python": "python3", "cxx": "g++",
-                  "cxxflags": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"]},
+                  "cxxflags": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"],
+                  "cc": "gcc", "cflags": ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror"]},
     "kernel": {"variant": "vector"},
     "memory": {"l1": 64 * 1024, "memtile": 512 * 1024},
     "tiling": {"tiles_per_call": 16, "channels_per_call": 16, "cores": 1, "columns": 1},
     "run": {"platform": "auto", "timeout": 1800},
+    "mapping": {"fallback": "none"},
 }
 
 
@@ -78,16 +82,22 @@ def check_tools(env, session) -> None:
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
     layers = []
-    mapping.check(graph)
+    fallback = opts["mapping"]["fallback"] == "host"
+    if not fallback:
+        mapping.check(graph)
     for layer in graph.layers:
         cname = cnames[layer.name]
+        if fallback and mapping.why_not(layer, graph):
+            layers.append(host_layer(layer, graph, cname, mapping.why_not(layer, graph)))
+            continue
         if layer.op == "reshape":
             layers.append(base.LayerPlan(layer=layer, cname=cname, template="", kernels=(),
                                          spec={"op": "reshape", "cname": cname}, param_layout=[],
                                          macs=0, param_bytes=0,
                                          files=[(f"src/layers/{cname}_view.json", "view.json.j2",
                                                  {"cname": cname})],
-                                         report={"aie": {"host_view": True}}))
+                                         report={"aie": {"host_view": True, "runs_on": "host (view)"},
+                                                 "runs_on": "view"}))
             continue
         own = overrides.get(layer.name, {})
 
@@ -100,10 +110,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         g = mapping.geometry(layer, graph)
         cls = mapping.classes(g)
         g["ncls"] = cls["n"]
-        t = lplan.resolve_tiling(g, req, at)
         first = layer.inputs[0] == graph.input and graph.tensor(graph.input).q.zero_point == -128
         act_dtype = "uint8" if first else "int8"
-        spec = lplan.layer_spec(layer, graph, cname, g, t, act_dtype, opts, at, cls)
+        spec = fit_layer(layer, graph, cname, g, req, own, act_dtype, opts, at, cls)
         nbytes = spec["dma"]["buffers"]["w"]
         macs = base.macs(layer, graph)
         layers.append(base.LayerPlan(
@@ -116,17 +125,73 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             report=lplan.layer_report(spec, macs),
             pack=lambda layer, graph, layout, d=act_dtype, g=g: pack.pack(layer, graph, d, g)))
     buffers = plan_buffers(graph)
+    for lp in layers:
+        if layer_kind(lp) == "npu":
+            lp.report["runs_on"] = lp.report["aie"]["runs_on"] = "npu"
     network = network_spec(graph, layers, buffers)
     return base.TargetPlan(
         layers=layers, network=network, kernels=[], templates_dir=TEMPLATES,
         network_files=[("src/network.json", "network.json.j2", network)], layout="hwc",
         tensor_layouts=mapping.flattened_layouts(graph),
-        columns=[("T", "T"), ("Cc", "Cc"), ("cores", "cores_x_cols"), ("calls", "kernel_calls"),
+        columns=[("on", "runs_on"), ("T", "T"), ("Cc", "Cc"), ("cores", "cores_x_cols"), ("calls", "kernel_calls"),
                  ("B/call", "call_bytes"), ("L1 B", "l1_bytes"), ("memtile B", "memtile_bytes")],
         report={"aie": {"device": "npu2", "l1_cap": opts["memory"]["l1"],
                         "memtile_cap": opts["memory"]["memtile"]}},
         extra={"weights_py": [os.path.join(os.path.dirname(__file__), f)
                               for f in ("pack.py", "mapping.py")]})
+
+
+def fit_layer(layer, graph, cname, g, req, own, act_dtype, opts, at, cls) -> dict:
+    """The layer's spec at the requested tiling. The target-wide tiles_per_call and
+    channels_per_call are upper bounds: when a layer does not fit L1/memtile (or its
+    patterns) with them, smaller T (divisors of OW) and then 8-channel calls are tried.
+    A per-layer value is taken as given: it fits or is an error naming the key."""
+    def attempt(r):
+        t = lplan.resolve_tiling(g, r, at)
+        return lplan.layer_spec(layer, graph, cname, g, t, act_dtype, opts, at, cls)
+    try:
+        return attempt(req)
+    except UserError:
+        if "tiles_per_call" in own and "channels_per_call" in own:
+            raise
+        first_error = sys.exc_info()[1]
+    t_caps = ([req["tiles_per_call"]] if "tiles_per_call" in own else
+              [d for d in range(min(req["tiles_per_call"], g["OW"]), 0, -1) if g["OW"] % d == 0])
+    c_caps = [req["channels_per_call"]] if "channels_per_call" in own else sorted(
+        {req["channels_per_call"], 8}, reverse=True)
+    for cc in c_caps:
+        for tc in t_caps:
+            try:
+                return attempt(dict(req, tiles_per_call=tc, channels_per_call=cc))
+            except UserError:
+                continue
+    raise first_error
+
+
+def host_layer(layer, graph, cname: str, why: str) -> base.LayerPlan:
+    """fallback: host -- the layer runs on the host CPU with kernels/common (host_layers.py)."""
+    layout = base.param_layout(layer, graph)
+
+    def tensor(name):
+        t = graph.tensor(name)
+        sh = t.shape
+        c, h, w = (sh[1], sh[2], sh[3]) if len(sh) == 4 else (sh[1], 1, 1)
+        return {"c": c, "h": h, "w": w, "zp": t.q.zero_point, "size": int(np.prod(sh)),
+                "hwc": len(sh) == 4 and h * w > 1 and c > 1}
+    a = layer.attrs
+    spec = {"op": layer.op, "name": layer.name, "cname": cname, "why_not_npu": why,
+            "inputs": [tensor(t) for t in layer.inputs], "out": tensor(layer.output),
+            "act": [layer.act_min, layer.act_max],
+            "params": {s: {"dtype": d, "count": n, "offset": o} for s, d, n, o in layout}}
+    if layer.op in ("conv2d", "maxpool", "avgpool"):
+        spec.update(kernel=list(a["kernel"]), stride=list(a["stride"]),
+                    dilation=list(a.get("dilation", (1, 1))), pads=list(a["pads"]),
+                    groups=a.get("groups", 1), count_include_pad=a.get("count_include_pad", 0))
+    nbytes = base.layout_bytes(layout)
+    return base.LayerPlan(layer=layer, cname=cname, template="", kernels=(), spec=spec,
+                          param_layout=layout, macs=base.macs(layer, graph), param_bytes=nbytes,
+                          files=[(f"src/layers/{cname}_host.json", "host.json.j2", spec)],
+                          report={"aie": {"runs_on": "host", "why_not_npu": why}, "runs_on": "host"})
 
 
 def network_spec(graph, layers, buffers) -> dict:
@@ -140,9 +205,17 @@ def network_spec(graph, layers, buffers) -> dict:
         "arena_size": buffers["arena_size"],
         "input": 0, "output": ids[graph.output],
         "tensors": [nbytes[n] for n in sorted(ids, key=ids.get)],
-        "layers": [{"cname": lp.cname, "kind": "view" if lp.layer.op == "reshape" else "npu",
+        "layers": [{"cname": lp.cname, "kind": layer_kind(lp),
                     "input": ids[lp.layer.inputs[0]], "output": ids[lp.layer.output],
+                    "inputs": [ids[t] for t in lp.layer.inputs],
                     "act_dtype": lp.spec.get("act_dtype", "int8"),
                     "stage": lp.spec["dma"]["stage"] if "dma" in lp.spec else None}
                    for lp in layers],
     }
+
+
+def layer_kind(lp) -> str:
+    """npu (a mapped layer), view (a host-side reshape) or host (fallback: host)."""
+    if lp.spec.get("op") == "reshape" and "inputs" not in lp.spec:
+        return "view"
+    return "host" if "why_not_npu" in lp.spec else "npu"

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from . import emulator, runner
+from . import emulator, host_layers, runner
 from .patterns import PatternError
 
 
@@ -40,7 +40,7 @@ def main(build_dir: str, output_bin: str) -> int:
         fn = _calls_fn(os.path.join(build_dir, "emul", cname + ".so"), dma["out_l1"]["bytes"])
         return emulator.run_layer(dma, x, w, fn, f"layer {cname}")
     try:
-        lines, out = runner.run_network(build_dir, run_layer)
+        lines, out = runner.run_network(build_dir, run_layer, host_layers.host_runner(build_dir))
     except PatternError as e:
         print(f"EMULATOR: {e}")
         return 3

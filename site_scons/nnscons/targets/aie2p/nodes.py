@@ -18,6 +18,14 @@ import sys
 from ...build.nodes import py_sources
 from .tools import find_tools
 
+HOST_KERNELS = ["kernels/common/nn_conv2d.c", "kernels/common/nn_eltwise.c",
+                "kernels/common/nn_linear.c", "kernels/common/nn_pool.c"]
+
+
+def layer_kind(lp) -> str:
+    from . import layer_kind as kind
+    return kind(lp)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = "kernels/aie2p"
 PEANO_FLAGS = ["-O2", "-std=c++20", "--target=aie2p-none-unknown-elf", "-Wno-parentheses",
@@ -45,8 +53,10 @@ def declare_nodes(env, session, common) -> dict:
     opts = session.options
     env = env.Clone()
     header = os.path.join(KERNELS, "nn_aie_gemm.h")
-    mapped = [lp for lp in session.plan.layers if lp.layer.op != "reshape"]
+    mapped = [lp for lp in session.plan.layers if layer_kind(lp) == "npu"]
+    hosted = [lp for lp in session.plan.layers if layer_kind(lp) == "host"]
     files = {lp.cname: common.layer_files[lp.cname] for lp in mapped}
+    files_all = common.layer_files
 
     def src(lp, suffix):
         return files[lp.cname][f"src/layers/{lp.cname}{suffix}"]
@@ -66,7 +76,7 @@ def declare_nodes(env, session, common) -> dict:
         run_cmd = [sys.executable, "-m", "nnscons.targets.aie2p.emul_run"]
         run_deps = py_sources("targets/aie2p/emul_run.py", "targets/aie2p/emulator.py",
                               "targets/aie2p/patterns.py", "targets/aie2p/layerplan.py",
-                              "targets/aie2p/runner.py")
+                              "targets/aie2p/runner.py", "targets/aie2p/host_layers.py")
     else:
         tools = find_tools(env["ENV"], opts)
         compiler = opts["toolchain"]["kernel_compiler"]
@@ -89,7 +99,19 @@ def declare_nodes(env, session, common) -> dict:
             firmware += xclbin
             run_inputs.append(src(lp, "_dma.json"))
         run_cmd = [tools["python"], os.path.join(HERE, "xrt_runner.py")]
-        run_deps = py_sources("targets/aie2p/xrt_runner.py", "targets/aie2p/runner.py")
+        run_deps = py_sources("targets/aie2p/xrt_runner.py", "targets/aie2p/runner.py",
+                              "targets/aie2p/host_layers.py")
+    if hosted:
+        # fallback: host -- the host target's C kernels, once, as a shared library
+        so = os.path.join(b, "host", "nn_host.so")
+        cmd = ([opts["toolchain"]["cc"]] + list(opts["toolchain"]["cflags"])
+               + ["-shared", "-fPIC", "-Ikernels/common", "-o", so] + HOST_KERNELS)
+        node = env.NnsAieCmd(so, HOST_KERNELS, NNS_CMD=cmd, NNS_VERB="CC",
+                             NNS_LABEL="host kernels")
+        env.Depends(node, ["kernels/common/nn_kernels.h", "kernels/common/nn_requant.h",
+                           "kernels/common/nn_window.h"])
+        firmware += node
+        run_inputs += [files_all[lp.cname][f"src/layers/{lp.cname}_host.json"] for lp in hosted]
     run = env.NnsAieRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy")],
                         firmware + run_inputs + list(common.network_files.values())
                         + common.input + common.weights + common.goldens,

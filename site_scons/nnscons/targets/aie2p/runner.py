@@ -44,8 +44,9 @@ def unstage(y: np.ndarray, st) -> np.ndarray:
     return np.ascontiguousarray(y.reshape(-1, op)[:, :o]).reshape(-1)
 
 
-def run_network(build_dir: str, run_layer) -> tuple[list, np.ndarray]:
-    """run_layer(layer entry, input bytes uint8) -> output bytes uint8, for 'npu' layers.
+def run_network(build_dir: str, run_layer, run_host=None) -> tuple[list, np.ndarray]:
+    """run_layer(layer entry, input bytes uint8) -> output bytes uint8, for 'npu' layers;
+    run_host(layer entry, [input bytes]) -> output bytes for 'host' layers (fallback: host).
     Returns (log lines, the network output bytes)."""
     with open(os.path.join(build_dir, "src", "network.json")) as f:
         net = json.load(f)
@@ -55,6 +56,8 @@ def run_network(build_dir: str, run_layer) -> tuple[list, np.ndarray]:
         x = tensors[layer["input"]]
         if layer["kind"] == "view":
             y = x
+        elif layer["kind"] == "host":
+            y = run_host(layer, [tensors[t] for t in layer["inputs"]])
         else:
             if layer["act_dtype"] == "uint8":   # int8 with zero point -128 == uint8 with zero point 0
                 x = x ^ np.uint8(0x80)

@@ -15,6 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
+import host_layers  # noqa: E402
 import runner  # noqa: E402
 
 KERNEL = "MLIR_AIE"
@@ -55,7 +56,7 @@ def main(build_dir: str, output_bin: str) -> int:
         bos[2].sync(from_dev)
         return np.frombuffer(bytes(bos[2].read(sizes["out"], 0)), dtype=np.uint8).copy()
 
-    lines, out = runner.run_network(build_dir, run_layer)
+    lines, out = runner.run_network(build_dir, run_layer, host_layers.host_runner(build_dir))
     return runner.finish(build_dir, lines, out, output_bin)
 
 

@@ -1,0 +1,125 @@
+"""fallback: host -- the layers that do not map onto the NPU, run on the host CPU with the
+`host` target's portable C kernels (kernels/common, compiled once into nn_host.so).
+
+Standalone on purpose (numpy + ctypes only): the XRT runner executes under the mlir-aie
+Python. Activations between layers are HWC bytes in DDR; the C kernels are CHW, so a
+4-D operand of a windowed op (pool, conv) is transposed on the way in and back on the
+way out; elementwise ops (add, requant, concat per channel slice in CHW) need the CHW
+order only for concat. A layer's spec (src/layers/<L>_host.json) holds the shapes, zero
+points and window attributes; its weights .bin the host target's sections (weight, bias,
+mult, shift at the layout's offsets).
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+
+import numpy as np
+
+I32 = ctypes.c_int32
+P8 = ctypes.c_void_p
+
+
+class ConvCfg(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int) for n in (
+        "in_c", "in_h", "in_w", "out_c", "out_h", "out_w", "k_h", "k_w", "stride_h", "stride_w",
+        "dil_h", "dil_w", "pad_top", "pad_left", "groups")] + [
+        (n, I32) for n in ("in_zp", "out_zp", "act_min", "act_max")]
+
+
+class LinearCfg(ctypes.Structure):
+    _fields_ = [("in_features", ctypes.c_int), ("out_features", ctypes.c_int)] + [
+        (n, I32) for n in ("in_zp", "out_zp", "act_min", "act_max")]
+
+
+class PoolCfg(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int) for n in (
+        "c", "in_h", "in_w", "out_h", "out_w", "k_h", "k_w", "stride_h", "stride_w", "pad_top",
+        "pad_left", "count_include_pad")] + [(n, I32) for n in ("in_zp", "out_zp", "act_min", "act_max")]
+
+
+def _ptr(a: np.ndarray):
+    return a.ctypes.data_as(P8)
+
+
+class HostKernels:
+    def __init__(self, so_path: str):
+        self.lib = ctypes.CDLL(os.path.abspath(so_path))
+
+    def run(self, spec: dict, params: np.ndarray, xs: list) -> np.ndarray:
+        """xs: the inputs' HWC bytes (uint8 views of int8); returns the output's HWC bytes."""
+        op, o, act = spec["op"], spec["out"], spec["act"]
+        ins = spec["inputs"]
+        p = {s: np.frombuffer(params, dtype=np.dtype(v["dtype"]).newbyteorder("<"),
+                              count=v["count"], offset=v["offset"]).astype(v["dtype"])
+             for s, v in spec["params"].items()}
+        chw = [self._to_chw(x, t) for x, t in zip(xs, ins)]
+        out = np.zeros(o["size"], np.int8)
+        lib = self.lib
+        if op in ("maxpool", "avgpool"):
+            i = ins[0]
+            cfg = PoolCfg(i["c"], i["h"], i["w"], o["h"], o["w"], *spec["kernel"], *spec["stride"],
+                          spec["pads"][0], spec["pads"][1], spec["count_include_pad"],
+                          i["zp"], o["zp"], *act)
+            getattr(lib, f"nn_{op}_s8")(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["mult"]),
+                                        _ptr(p["shift"]), _ptr(out))
+        elif op == "global_avgpool":
+            i = ins[0]
+            lib.nn_global_avgpool_s8(i["c"], i["h"] * i["w"], I32(i["zp"]), I32(o["zp"]), I32(act[0]),
+                                     I32(act[1]), _ptr(chw[0]), _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
+        elif op == "add":
+            a, b = ins
+            lib.nn_add_s8(o["size"], _ptr(chw[0]), I32(a["zp"]), _ptr(chw[1]), I32(b["zp"]),
+                          _ptr(p["mult"]), _ptr(p["shift"]), I32(o["zp"]), I32(act[0]), I32(act[1]), _ptr(out))
+        elif op in ("requant", "concat"):
+            off = 0
+            for k, (x, t) in enumerate(zip(chw, ins)):
+                lib.nn_requant_s8(t["size"], _ptr(x), I32(t["zp"]), I32(int(p["mult"][k])),
+                                  I32(int(p["shift"][k])), I32(o["zp"]), I32(act[0]), I32(act[1]),
+                                  ctypes.c_void_p(out.ctypes.data + off))
+                off += t["size"]
+        elif op == "conv2d":
+            i = ins[0]
+            cfg = ConvCfg(i["c"], i["h"], i["w"], o["c"], o["h"], o["w"], *spec["kernel"], *spec["stride"],
+                          *spec["dilation"], spec["pads"][0], spec["pads"][1], spec["groups"],
+                          i["zp"], o["zp"], *act)
+            lib.nn_conv2d_s8(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["weight"]),
+                             _ptr(p["bias"]) if "bias" in p else None, _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
+        elif op == "linear":
+            i = ins[0]
+            cfg = LinearCfg(i["size"], o["size"], i["zp"], o["zp"], *act)
+            lib.nn_linear_s8(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["weight"]),
+                             _ptr(p["bias"]) if "bias" in p else None, _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
+        else:
+            raise ValueError(f"host fallback: no kernel for op '{op}'")
+        return self._to_hwc(out, o).view(np.uint8)
+
+    @staticmethod
+    def _to_chw(x: np.ndarray, t: dict) -> np.ndarray:
+        x = x.view(np.int8)
+        if t["hwc"]:
+            x = x.reshape(t["h"], t["w"], t["c"]).transpose(2, 0, 1)
+        return np.ascontiguousarray(x).reshape(-1)
+
+    @staticmethod
+    def _to_hwc(y: np.ndarray, t: dict) -> np.ndarray:
+        if t["hwc"]:
+            y = y.reshape(t["c"], t["h"], t["w"]).transpose(1, 2, 0)
+        return np.ascontiguousarray(y).reshape(-1)
+
+
+def host_runner(build_dir: str):
+    """run(layer entry, input byte arrays) for the runner, or None without host layers."""
+    so = os.path.join(build_dir, "host", "nn_host.so")
+    if not os.path.isfile(so):
+        return None
+    k = HostKernels(so)
+
+    def run(layer, xs):
+        cname = layer["cname"]
+        with open(os.path.join(build_dir, "src", "layers", cname + "_host.json")) as f:
+            spec = json.load(f)
+        params = np.fromfile(os.path.join(build_dir, "bin", "weights", cname + ".bin"), dtype=np.uint8)
+        return k.run(spec, params, xs)
+    return run
