@@ -85,6 +85,7 @@ def test_a_layer_that_does_not_map_is_named(project):
     assert "layer 'pool1' (MaxPool) does not map onto target kind 'aie2p': op 'maxpool' has no AIE kernel" in err
     assert "layer 'pool2' (MaxPool) does not map" in err
     assert "conv1" not in err and "conv2" not in err and "'fc'" not in err
+    assert "mapping: {fallback: host}" in err
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
@@ -119,3 +120,41 @@ def test_padded_convs_bit_exact(project):
         "pad": [1, 1, 1, 1], "to": [13, 15, 8]}
     assert layers["conv3"]["border_classes"] == 1 and layers["conv4"]["border_classes"] == 3 * 3
     assert layers["fc"]["ddr_stage"]["to"] == [1, 1, 192]
+
+
+def _fallback(project):
+    text = project.read("targets.yaml")
+    head, tail = text.split("    kind: aie2p\n", 1)
+    project.write("targets.yaml", head + "    kind: aie2p\n    mapping: {fallback: host}\n" + tail)
+
+
+def test_simplecnn_with_host_fallback_bit_exact(project):
+    """conv1 (one channel staged to 8, pad 1), conv2 and fc (10 of 16 channels) on the NPU,
+    the max pools on the host CPU with the host target's C kernels."""
+    _fallback(project)
+    proc = project.scons("target=aie2p", "model=simplecnn", "platform=emul")
+    assert "Test PASSED [aie2p] simplecnn: all 6 layers match" in proc.stdout, proc.stdout
+    assert "CC host kernels" in proc.stdout
+    report = json.loads(project.read("build/aie2p/simplecnn/report.json"))
+    on = {l["name"]: l["runs_on"] for l in report["layers"]}
+    assert on == {"conv1": "npu", "pool1": "host", "conv2": "npu", "pool2": "host",
+                  "flatten": "view", "fc": "npu"}
+    rep = {l["name"]: l for l in report["layers"]}
+    assert "maxpool" in rep["pool1"]["aie"]["why_not_npu"]
+    assert rep["conv1"]["aie"]["ddr_stage"] == {"pad": [1, 1, 1, 1], "to": [30, 30, 8]}
+    assert steps(project.scons("target=aie2p", "model=simplecnn", "platform=emul").stdout) == []
+
+
+def test_resnet18_with_host_fallback_bit_exact(project):
+    """resnet18 end to end: 7x7/2 pad 3 on 3 channels, 3x3 pad 1 stride 1 and 2, 1x1/2
+    downsamples and fc on the NPU (layers that do not fit L1 at T=16 shrink T/Cc); max pool,
+    the residual adds and the global average pool on the host."""
+    _fallback(project)
+    proc = project.scons("target=aie2p", "model=resnet18", "platform=emul", "-j2")
+    assert "Test PASSED [aie2p] resnet18: all 32 layers match" in proc.stdout, proc.stdout
+    report = json.loads(project.read("build/aie2p/resnet18/report.json"))
+    on = [l["runs_on"] for l in report["layers"]]
+    assert on.count("npu") == 21 and on.count("host") == 10 and on.count("view") == 1
+    for l in report["layers"]:
+        if l["runs_on"] == "npu":
+            assert l["aie"]["l1_bytes"] <= 64 * 1024, l["name"]

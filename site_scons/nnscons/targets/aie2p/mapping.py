@@ -109,4 +109,5 @@ def check(graph) -> None:
     if bad:
         lines = [f"layer '{l.name}' ({'+'.join(l.source_ops) or l.op}) does not map onto target "
                  f"kind 'aie2p': {r}" for l, r in bad]
-        raise UserError("\n".join(lines))
+        raise UserError("\n".join(lines) + "\n(to run them on the host CPU with the host "
+                        "target's C kernels, set mapping: {fallback: host} on the aie2p target)")
