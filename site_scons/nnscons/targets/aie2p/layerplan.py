@@ -98,6 +98,8 @@ def dma_plan(g: dict, t: dict) -> dict:
         "stage": {"from": [g["H"], g["W"], g["C"]],
                   "pad": [g.get("pt", 0), g.get("pb", 0), g.get("pl", 0), g.get("pr", 0)],
                   "to": [H, W, C], "out_channels": [g["O"], O]},
+        # the kernel's border-class tables (ROW_CLS, COL_CLS) in core data memory
+        "l1_tables": -(-(OH + OW) // 4) * 4 if ncls > 1 else 0,
         "act_l2": {"bytes": band, "depth": 2},
         "act_l1": {"bytes": a_bytes, "depth": 2,
                    "mm2s": P.fit([[OW // T, T * sw * C], [T, sw * C], [kh, W * C], [kw * C, 1]]),
@@ -147,7 +149,7 @@ def check_stage(st: dict, b: dict, what: str) -> None:
 
 def memory_use(dma: dict) -> dict:
     l1 = (dma["act_l1"]["depth"] * dma["act_l1"]["bytes"] + dma["w_l1"]["depth"] * dma["w_l1"]["bytes"]
-          + dma["out_l1"]["depth"] * dma["out_l1"]["bytes"] + STACK_BYTES)
+          + dma["out_l1"]["depth"] * dma["out_l1"]["bytes"] + STACK_BYTES + dma.get("l1_tables", 0))
     mt = sum(dma[f]["depth"] * dma[f]["bytes"] for f in ("act_l2", "w_l2", "out_l2"))
     return {"l1_bytes": l1, "memtile_bytes": mt}
 
