@@ -215,9 +215,17 @@ def test_conv_sweep_many_tiles_in_both_dimensions_is_bit_exact(project):
     proc = project.scons("target=gap9", f"model={path}", "platform=emul", "-j2")
     assert "Test PASSED [gap9] convsweep" in proc.stdout
     layers = json.loads(project.read("build/gap9/convsweep/emul/report.json"))["layers"]
+    assert_planned_dma_is_what_moved(layers)
     both = [l["name"] for l in layers if l["op"] == "conv2d" and l["tile"]["n_h"] > 1 and l["tile"]["n_w"] > 1]
     assert len(both) >= 5, both
     assert all(l["l1_bytes"] <= 1200 for l in layers if l.get("l1_bytes"))
+
+
+def assert_planned_dma_is_what_moved(layers):
+    """The planner's L2<->L1 figure per layer equals the bytes the emulation's cluster DMA
+    moved for that layer: the report is measured, not estimated."""
+    for l in layers:
+        assert l["measured"]["dma_bytes"] == l.get("l2_l1_bytes", 0), l["name"]
 
 
 @pytest.mark.parametrize("quantized", [False, True])
@@ -234,8 +242,10 @@ def test_every_op_on_emul_with_tiny_dma_limits(project, quantized):
     project.write("targets.yaml", y)
     proc = project.scons("target=gap9", f"model={path}", "platform=emul", "-j2")
     assert f"Test PASSED [gap9] {name}" in proc.stdout
-    ops = {l["op"] for l in json.loads(project.read(f"build/gap9/{name}/emul/report.json"))["layers"]}
-    assert {"conv2d", "concat", "avgpool", "add", "maxpool", "global_avgpool", "reshape", "linear"} <= ops
+    layers = json.loads(project.read(f"build/gap9/{name}/emul/report.json"))["layers"]
+    assert {"conv2d", "concat", "avgpool", "add", "maxpool", "global_avgpool", "reshape", "linear"} <= {
+        l["op"] for l in layers}
+    assert_planned_dma_is_what_moved(layers)
 
 
 @pytest.mark.slow
@@ -245,6 +255,7 @@ def test_resnet18_64x64_on_emul(project):
     proc = project.scons("target=gap9", "model=resnet18", "platform=emul", "-j2", timeout=1500)
     assert "Test PASSED [gap9] resnet18" in proc.stdout
     rep = json.loads(project.read("build/gap9/resnet18/emul/report.json"))
+    assert_planned_dma_is_what_moved(rep["layers"])
     assert rep["l3_bytes"] > 11_000_000 and any(l["tier"] == "L3" for l in rep["layers"])
 
 

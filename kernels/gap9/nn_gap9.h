@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include "pmsis.h"
 
-#ifdef NN_GAP9_EMUL
+#ifdef PMSIS_EMUL  /* defined by the emulation's pmsis.h */
 #include "pmsis_emul.h"
 /* the emulation caps live L1 at the layer's budget: an over-budget tiling fails loudly */
 #define NN_L1_LIMIT(bytes) pmsis_emul_l1_limit(bytes)

@@ -50,6 +50,8 @@ def write(summary: dict, log_text: str, path: str) -> str:
         entry = result["layers"].get(i)
         layer["status"] = "missing" if entry is None else ("ok" if entry["ok"] else "mismatch")
         layer["mismatches"] = 0 if entry is None else entry["mismatches"]
+        if i in result["measured"]:
+            layer["measured"] = result["measured"][i]
     report["passed"] = result["passed"]
     write_if_changed(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
     return table(report)

@@ -3,7 +3,8 @@
 Every target's program prints one line per layer, in execution order:
     layer <index> <cname>: OK
     layer <index> <cname>: MISMATCH <bad>/<total> elements, max |diff| <d>, first at <k> (...)
-and finally `Test PASSED` or `Test FAILED: ...`.
+and finally `Test PASSED` or `Test FAILED: ...`. A platform that can count what a layer
+did (an emulator) may add `measure <index> key=value ...` lines; they go to report.json.
 """
 from __future__ import annotations
 
@@ -15,17 +16,23 @@ import numpy as np
 from ..fileio import write_if_changed
 
 _LAYER = re.compile(r"^layer (\d+) (\S+): (OK|MISMATCH (\d+)/(\d+) elements.*)$")
+_MEASURE = re.compile(r"^measure (\d+) (.*)$")
 
 
 def parse(text: str) -> dict:
-    layers = {}
+    layers, measured = {}, {}
     for line in text.splitlines():
+        mm = _MEASURE.match(line.strip())
+        if mm:
+            measured[int(mm.group(1))] = {k: int(v) for k, v in
+                                          (kv.split("=", 1) for kv in mm.group(2).split()) if v.isdigit()}
+            continue
         m = _LAYER.match(line.strip())
         if m:
             layers[int(m.group(1))] = {
                 "cname": m.group(2), "ok": m.group(3) == "OK",
                 "mismatches": int(m.group(4) or 0), "detail": m.group(3)}
-    return {"layers": layers, "passed": "Test PASSED" in text.splitlines()}
+    return {"layers": layers, "measured": measured, "passed": "Test PASSED" in text.splitlines()}
 
 
 def write_output(session, output_bin: str, output_npy: str) -> None:

@@ -124,16 +124,16 @@ def plan_window(g: Window, budget: int):
     # channels read summed over channel tiles: every tile needs all inputs when groups == 1
     chan_sum = n_c * g.c if g.groups == 1 else np.full(len(tc), g.c)
 
-    params_tile = _align4(tc * g.w_per_oc) + tc * g.p_per_oc + g.p_fixed
+    params_tile = _align4(tc * g.w_per_oc) + tc * g.p_per_oc + _align4(g.p_fixed)
     params_total = g.oc * g.w_per_oc + g.oc * g.p_per_oc + g.p_fixed
     out_total = g.oc * g.oh * g.ow
-    in_total = g.c * g.h * g.w
     in_needed = g.c * _touched(g.oh, g.sh, g.kh, g.dh, g.pt, g.h) * _touched(g.ow, g.sw, g.kw, g.dw, g.pl, g.w)
     lower = in_needed + params_total + out_total
 
     H, W, C = np.meshgrid(np.arange(len(th)), np.arange(len(tw)), np.arange(len(tc)), indexing="ij")
-    l1_in = rows_max[H] * cols_max[W] * in_chans[C]
-    l1_out = th[H] * tw[W] * tc[C]
+    # every L1 buffer starts 4-byte aligned (int32 parameters, word DMA)
+    l1_in = _align4(rows_max[H] * cols_max[W] * in_chans[C])
+    l1_out = _align4(th[H] * tw[W] * tc[C])
     n_sp = n_h[H] * n_w[W]
     single = n_sp == 1
     n_tiles = n_sp * n_c[C]
@@ -143,8 +143,10 @@ def plan_window(g: Window, budget: int):
     dbl = np.where(n_c[C] > 1, 2, 1)
     l1_ch = l1_in + dbl * (params_tile[C] + l1_out)
     l1 = np.where(single, l1_ch, l1_sp)
-    traffic = np.where(single, in_total + params_total,
-                       rows_sum[H] * cols_sum[W] * chan_sum[C] + params_total) + out_total
+    # one spatial tile reads its input box once (every channel tile its own channels when
+    # grouped); several re-read the boxes per channel tile when groups == 1
+    traffic = np.where(single, rows_sum[H] * cols_sum[W] * g.c,
+                       rows_sum[H] * cols_sum[W] * chan_sum[C]) + params_total + out_total
     smallest = int(l1.min())
     ok = l1 <= budget
     if not ok.any():
@@ -181,16 +183,19 @@ def plan_flat(n_units: int, unit_in: int, unit_out: int, fixed: int, budget: int
     one chunk. unit_in / unit_out: L1 bytes per unit; fixed: parameter bytes."""
     per = unit_in + unit_out
     lower = n_units * per + fixed
-    if lower <= budget:
-        t = n_units
-    else:
-        t = (budget - fixed) // (2 * per)
-    smallest = (2 if n_units > 1 else 1) * per + fixed
-    if t < 1:
-        return None, smallest
-    n = -(-n_units // t)
-    t = -(-n_units // n)                  # balance the chunks
-    l1 = per * t * (1 if n == 1 else 2) + fixed
-    return Tiling(pipeline="flat", th=1, tw=t, tc=1, n_h=1, n_w=n, n_c=1, in_rows=1, in_cols=t,
-                  in_chans=unit_in, l1_in=unit_in * t, l1_out=unit_out * t, l1_params=fixed,
-                  l1_bytes=l1, l2_l1_bytes=lower, lower_bound=lower), smallest
+
+    def l1_of(t, n):
+        return (_align4(unit_in * t) + _align4(unit_out * t)) * (1 if n == 1 else 2) + _align4(fixed)
+
+    smallest = l1_of(1, n_units)
+    t = n_units if l1_of(n_units, 1) <= budget else (budget - _align4(fixed)) // (2 * per)
+    while t >= 1:
+        n = -(-n_units // t)
+        tb = -(-n_units // n)             # balance the chunks
+        if l1_of(tb, n) <= budget:
+            return Tiling(pipeline="flat", th=1, tw=tb, tc=1, n_h=1, n_w=n, n_c=1, in_rows=1, in_cols=tb,
+                          in_chans=unit_in, l1_in=_align4(unit_in * tb), l1_out=_align4(unit_out * tb),
+                          l1_params=_align4(fixed), l1_bytes=l1_of(tb, n), l2_l1_bytes=lower,
+                          lower_bound=lower), smallest
+        t -= 1                            # alignment padding pushed it over
+    return None, smallest
