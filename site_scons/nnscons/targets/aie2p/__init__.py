@@ -62,7 +62,11 @@ def resolve_platform(opts, target_name, explicit) -> str:
     p = opts["run"]["platform"]
     if p != "auto":
         return p
-    return "npu" if find_tools(os.environ, opts)["aiecc"] else "emul"
+    aiecc = find_tools(os.environ, opts)["aiecc"]
+    chosen = "npu" if aiecc else "emul"
+    why = f"aiecc.py at {aiecc}" if aiecc else "mlir-aie's aiecc.py not found (MLIR_AIE_DIR unset, not on PATH)"
+    print(f"nnscons: target {target_name}: platform=auto -> {chosen} ({why}); choose with platform=npu|emul")
+    return chosen
 
 
 def check_tools(env, session) -> None:
