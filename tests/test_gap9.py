@@ -284,3 +284,16 @@ def test_weights_staged_from_flash_when_the_memory_map_says_so(project):
     assert all(l["n_tiles"] > 1 for l in staged)            # several slabs each
     net = project.read(f"{B}/src/network.c")
     assert "pi_ram_open" not in net and "staged_files" in net
+
+
+def test_a_missing_dma_wait_in_the_generated_code_is_caught_on_emul(project):
+    """The emulation lands a DMA only at its wait: generated code that computes on a tile
+    before waiting for it reads stale L1 and fails the check, naming the layer."""
+    tpl = project.read("templates/gap9/_window.j2")
+    wait = "        nn_dma_wait_all(&qin);                              /* tile k is in L1 */\n"
+    assert wait in tpl
+    project.write("templates/gap9/_window.j2", tpl.replace(wait, "", 1))
+    gap9_override(project, "simplecnn", "conv2", "1KiB")     # many spatial tiles
+    proc = project.scons("target=gap9", "model=simplecnn", "platform=emul", check=False)
+    assert proc.returncode != 0
+    assert "CHECK FAILED [gap9] simplecnn: first wrong layer" in proc.stdout or "RUN FAILED" in proc.stdout
