@@ -11,6 +11,8 @@ generated sources build for three platforms:
 """
 from __future__ import annotations
 
+import os
+
 from ...errors import UserError
 from .. import base
 from . import memory, ops, platforms
@@ -115,15 +117,16 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                                   f"L3 {opts['memory']['l3_device']} {mem['l3_bytes']:,} B"]},
         columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("L3->L2 B", "l3_l2"), ("tier", "tier")],
-        extra={"weights_py": [__file__.replace("__init__.py", "ops.py")], "memory": mem})
+        extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "memory": mem})
 
 
 def _layer_report(lp, mem) -> dict:
     t = lp.spec["tile"]
-    staged = lp.cname in mem["staged"]
+    staged = mem["staged"].get(lp.cname)
+    l3_bytes = staged["bytes"] if staged else 0     # each parameter byte crosses once
     budget = lp.report["l1_budget"]
     r = {"tier": lp.spec["tier"] if lp.param_bytes else "-",
-         "l3_l2_bytes": lp.param_bytes if staged else 0, "l3_l2_lower_bound": lp.param_bytes if staged else 0,
+         "l3_l2_bytes": l3_bytes, "l3_l2_lower_bound": l3_bytes,
          "fused_kernel": ops.FUSED_NAMES.get(lp.layer.op) if lp.layer.fused or lp.layer.op in
          ("avgpool", "global_avgpool") else None}
     if t is None:
@@ -132,7 +135,7 @@ def _layer_report(lp, mem) -> dict:
     r.update(tile_shape=f"{t['th']}x{t['tw']}x{t['tc']}", n_tiles=t["n_tiles"], l1_bytes=t["l1_bytes"],
              l2_l1_bytes=t["l2_l1_bytes"], l2_l1_lower_bound=t["lower_bound"],
              l1_use=f"{t['l1_bytes']}/{budget}", l2_l1=f"{t['l2_l1_bytes']}/{t['lower_bound']}",
-             l3_l2=f"{lp.param_bytes}" if staged else "-")
+             l3_l2=f"{l3_bytes}" if staged else "-")
     return r
 
 
@@ -144,7 +147,7 @@ def _makefile_spec(layers, kernels, opts) -> dict:
             "kernels": sorted(kernels), "include": ["kernels/common", "kernels/gap9"],
             "bins": ["input.bin"] + sorted(n for lp in layers for n in [f"{lp.cname}_golden.bin"] +
                                        ([f"{lp.cname}_weights.bin"] if lp.param_layout else [])),
-            "defines": platforms._runtime_defines(opts)}
+            "defines": platforms.runtime_defines(opts)}
 
 
 def network_spec(graph, layers, mem, opts) -> dict:

@@ -37,6 +37,8 @@ def plan_memory(graph, layers, opts, where) -> dict:
                 reads = [{"l3": base + s["src"] + c0 * s["per_oc"], "size": n * s["per_oc"],
                           "dst": s["offset"]} for s in sections]
                 slabs.append({"layer": lp.cname, "reads": reads, "file": staged[lp.cname]["file"]})
+            staged[lp.cname]["bytes"] = sum(r["size"] for sl in slabs[staged[lp.cname]["first_slab"]:]
+                                            for r in sl["reads"])
             l3_off += _align(lp.param_bytes, 64)
         else:
             params_l2[lp.cname] = l2_off

@@ -59,7 +59,7 @@ def _emul_defines(opts) -> list:
             f"NN_EMUL_DMA_MAX_INFLIGHT={d['max_inflight']}"]
 
 
-def _runtime_defines(opts) -> list:
+def runtime_defines(opts) -> list:
     d = opts["dma"]
     flash = ["NN_L3_FLASH"] if opts["memory"]["l3_device"] == "flash" else []
     return [f"NN_DMA_MAX_INFLIGHT={d['max_inflight']}", f"NN_DMA_MAX_SIZE={d['max_transfer']}",
@@ -78,7 +78,7 @@ def environment(env, session, platform):
     returns (env, extra C sources to compile and link)."""
     opts = session.options
     cpp = ["kernels/common", "kernels/gap9", os.path.join(session.build_dir, "src")]
-    defines = _runtime_defines(opts)
+    defines = runtime_defines(opts)
     if platform == "gvsoc":
         sdk = gvsoc.require_sdk(session.target_cfg.name)
         s = sdk.build_settings(opts)
