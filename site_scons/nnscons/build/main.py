@@ -29,7 +29,7 @@ def _variables():
 
 
 def _help_text(variables, env, manifest) -> str:
-    lines = ["nnscons: scons target=T model=M [input=x.npy] [verbose=1] [-j N] [-c]", "",
+    lines = ["nnscons: scons target=T model=M [platform=P] [input=x.npy] [verbose=1] [-j N] [-c]", "",
              "Options:", variables.GenerateHelpText(env)]
     if manifest is not None:
         lines.append(f"Targets in {MANIFEST}:")
