@@ -22,6 +22,21 @@
  * out-of-arena or unwaited DMA, mismatched frees, barriers that cannot meet, ...) prints one
  * "PMSIS-EMUL ERROR:" line on stderr and exits with status 3. Emulation-only extensions live in
  * pmsis_emul.h. Code can test for the emulation with #ifdef PMSIS_EMUL.
+ *
+ * The implementation: every *.c file here, one job each (pmsis_emul_internal.h is what they
+ * share):
+ *   emul_core.c ......... init, failure, kickoff/exit, pi_open_from_conf, core and cluster ids
+ *   emul_arena.c ........ the arena allocator behind L1, L2 and L3 (checks, poisoning)
+ *   emul_mem.c .......... the L1/L2/L3 arenas; pi_l2_malloc/free, pi_cl_l1_malloc/free, L1 limit
+ *   emul_cluster.c ...... cluster open/close, cluster tasks
+ *   emul_xfer.c ......... transfers that land at their wait (DMA, pi_cl_ram, pi_cl_fs_copy)
+ *   emul_dma.c .......... cluster DMA
+ *   emul_ram.c .......... external RAM (L3), FC and cluster side
+ *   emul_fs.c ........... flash, readfs/hostfs, pi_cl_fs_copy
+ *   emul_stats.c ........ pmsis_emul_get_stats
+ *   team_threads.c ...... the team on 8 POSIX threads (natively; the default)
+ *   team_sequential.c ... the team on one thread (qemu, or -DNN_EMUL_SEQUENTIAL)
+ * A build compiles all of them; each team backend compiles to nothing unless selected.
  */
 #ifndef PMSIS_EMUL_PMSIS_H
 #define PMSIS_EMUL_PMSIS_H
