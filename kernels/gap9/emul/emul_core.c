@@ -131,3 +131,11 @@ int pi_cl_cluster_nb_cores(void)
 {
     return NN_EMUL_NB_PE;
 }
+
+int nn_emul_team_size(int nb_cores, int previous, const char *api)
+{
+    if (nb_cores < 0 || nb_cores > NN_EMUL_NB_PE)
+        pmsis_emul_fail("%s(%d): the team must have 1..%d cores (0: the previous team)", api,
+                        nb_cores, NN_EMUL_NB_PE);
+    return nb_cores ? nb_cores : previous;
+}

@@ -44,6 +44,8 @@ void nn_emul_cluster_up(void);      /* at pi_cluster_open: start the team cores 
 void nn_emul_cluster_down(void);    /* at pi_cluster_close */
 void nn_emul_task_begin(int nb_cores); /* default team of the task's forks */
 uint32_t nn_emul_fork_count(void);
+/* nb_cores of a fork or prepare_fork checked (1..8, 0: `previous`), both team backends */
+int nn_emul_team_size(int nb_cores, int previous, const char *api);
 
 /* ---- emul_core.c --------------------------------------------------------------------------- */
 

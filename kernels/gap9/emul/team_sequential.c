@@ -60,21 +60,13 @@ uint32_t nn_emul_fork_count(void)
     return forks;
 }
 
-static int team_size(int nb_cores, const char *api)
-{
-    if (nb_cores < 0 || nb_cores > NN_EMUL_NB_PE)
-        pmsis_emul_fail("%s(%d): the team must have 1..%d cores (0: the previous team)", api,
-                        nb_cores, NN_EMUL_NB_PE);
-    return nb_cores ? nb_cores : team_cfg;
-}
-
 void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg)
 {
     int core;
     nn_emul_require_cc("pi_cl_team_fork");
     if (!entry)
         pmsis_emul_fail("pi_cl_team_fork: entry is NULL");
-    team_cfg = team_size(nb_cores, "pi_cl_team_fork");
+    team_cfg = nn_emul_team_size(nb_cores, team_cfg, "pi_cl_team_fork");
     team_nb = team_cfg;
     in_fork = 1;
     forks++;
@@ -89,7 +81,7 @@ void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg)
 void pi_cl_team_prepare_fork(int nb_cores)
 {
     nn_emul_require_cc("pi_cl_team_prepare_fork");
-    team_cfg = team_size(nb_cores, "pi_cl_team_prepare_fork");
+    team_cfg = nn_emul_team_size(nb_cores, team_cfg, "pi_cl_team_prepare_fork");
 }
 
 void pi_cl_team_preset_fork(void (*entry)(void *), void *arg)

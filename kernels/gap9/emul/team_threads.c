@@ -150,21 +150,13 @@ uint32_t nn_emul_fork_count(void)
     return n;
 }
 
-static int team_size(int nb_cores, const char *api)
-{
-    if (nb_cores < 0 || nb_cores > NN_EMUL_NB_PE)
-        pmsis_emul_fail("%s(%d): the team must have 1..%d cores (0: the previous team)", api,
-                        nb_cores, NN_EMUL_NB_PE);
-    return nb_cores ? nb_cores : team_cfg;
-}
-
 void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg)
 {
     nn_emul_require_cc("pi_cl_team_fork");
     if (!entry)
         pmsis_emul_fail("pi_cl_team_fork: entry is NULL");
     pthread_mutex_lock(&team_mutex);
-    team_cfg = team_size(nb_cores, "pi_cl_team_fork");
+    team_cfg = nn_emul_team_size(nb_cores, team_cfg, "pi_cl_team_fork");
     team_nb = team_cfg;
     fork_entry = entry;
     fork_arg = arg;
@@ -184,7 +176,7 @@ void pi_cl_team_prepare_fork(int nb_cores)
 {
     nn_emul_require_cc("pi_cl_team_prepare_fork");
     pthread_mutex_lock(&team_mutex);
-    team_cfg = team_size(nb_cores, "pi_cl_team_prepare_fork");
+    team_cfg = nn_emul_team_size(nb_cores, team_cfg, "pi_cl_team_prepare_fork");
     pthread_mutex_unlock(&team_mutex);
 }
 
