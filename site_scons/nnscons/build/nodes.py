@@ -40,6 +40,26 @@ class CommonNodes:
     label: dict = field(default_factory=dict)   # cname -> printable layer name
 
 
+def compile_object(env, obj, src, label):
+    """One C compile node with its `CC label [target]` progress line."""
+    return env.Object(obj, src, CCCOMSTR=None if env["NNS_VERBOSE"] else f"CC {label} [{env['NNS_TARGET']}]")
+
+
+def compile_generated(env, session, common, obj_dir) -> list:
+    """Objects of the generated C files: obj_dir/layers/<cname>.o and obj_dir/<stem>.o."""
+    objects = []
+    for lp in session.plan.layers:
+        for path, node in common.layer_files[lp.cname].items():
+            if path.endswith(".c"):
+                objects += compile_object(env, os.path.join(obj_dir, "layers", lp.cname + ".o"), node,
+                                          common.label[lp.cname])
+    for path, node in common.network_files.items():
+        if path.endswith(".c"):
+            stem = os.path.splitext(os.path.basename(path))[0]
+            objects += compile_object(env, os.path.join(obj_dir, stem + ".o"), node, stem)
+    return objects
+
+
 def declare(env, session) -> dict:
     """Create every node; return the aliases {name: nodes}."""
     b = session.build_dir

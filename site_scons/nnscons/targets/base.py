@@ -68,6 +68,22 @@ class TargetPlan:
         return f"{kind}/{cname}.bin"
 
 
+def merged_options(defaults: dict, target_cfg) -> dict:
+    """A target's manifest sections over its kind's DEFAULTS, section by section."""
+    merged = {}
+    for section, values in defaults.items():
+        merged[section] = dict(values)
+        merged[section].update(target_cfg.sections.get(section, {}))
+    return merged
+
+
+def pool_check(layer, graph):
+    """The one pooling combination no kernel implements (OpImpl.check)."""
+    if layer.op == "avgpool" and layer.attrs.get("ceil_mode") and layer.attrs.get("count_include_pad"):
+        return "AveragePool with ceil_mode=1 and count_include_pad=1 is not supported"
+    return None
+
+
 # ---- parameters (.bin) layout: weight int8, bias/mult/shift int32, each 4-byte aligned
 
 _DTYPES = {"weight": "int8", "bias": "int32", "mult": "int32", "shift": "int32"}

@@ -50,11 +50,7 @@ DEFAULTS = {
 
 
 def options(target_cfg) -> dict:
-    merged = {}
-    for section, defaults in DEFAULTS.items():
-        merged[section] = dict(defaults)
-        merged[section].update(target_cfg.sections.get(section, {}))
-    return merged
+    return base.merged_options(DEFAULTS, target_cfg)
 
 
 def resolve_platform(opts, target_name, explicit) -> str:

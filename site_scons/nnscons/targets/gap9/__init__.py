@@ -47,10 +47,7 @@ DEFAULTS = {
 
 
 def options(target_cfg) -> dict:
-    merged = {}
-    for section, defaults in DEFAULTS.items():
-        merged[section] = dict(defaults)
-        merged[section].update(target_cfg.sections.get(section, {}))
+    merged = base.merged_options(DEFAULTS, target_cfg)
     if merged["tiling"]["l1_budget"] is None:
         merged["tiling"]["l1_budget"] = merged["memory"]["l1"] - merged["memory"]["l1_reserved"]
     return merged

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from ...build.nodes import compile_generated, compile_object
 from . import platforms
 
 
@@ -13,26 +14,15 @@ def declare_nodes(env, session, common) -> dict:
     t = session.target_cfg.name
     penv, extra_sources = platforms.environment(env, session, platform)
     verbose = env["NNS_VERBOSE"]
-
-    def compile_(obj, src, label):
-        return penv.Object(obj, src, CCCOMSTR=None if verbose else f"CC {label} [{t}]")
-
-    objects = []
-    for lp in session.plan.layers:
-        for path, node in common.layer_files[lp.cname].items():
-            objects += compile_(os.path.join(pdir, "obj", "layers", lp.cname + ".o"), node,
-                                common.label[lp.cname])
-    for path, node in common.network_files.items():
-        if path.endswith(".c"):
-            stem = os.path.splitext(os.path.basename(path))[0]
-            objects += compile_(os.path.join(pdir, "obj", stem + ".o"), node, stem)
+    objects = compile_generated(penv, session, common, os.path.join(pdir, "obj"))
     root = penv.get("NNS_SOURCE_ROOT")
     for src in list(session.plan.kernels) + list(extra_sources):
         # objects mirror their source's path (repo-relative, or under the SDK) so that two
         # runtime files of the same name never share an object
         rel = os.path.relpath(src, root) if os.path.isabs(src) and root else src
         stem = os.path.splitext(os.path.basename(src))[0]
-        objects += compile_(os.path.join(pdir, "obj", "runtime", os.path.splitext(rel)[0] + ".o"), src, stem)
+        objects += compile_object(penv, os.path.join(pdir, "obj", "runtime", os.path.splitext(rel)[0] + ".o"),
+                                  src, stem)
 
     firmware = penv.Program(os.path.join(pdir, "firmware"), sorted(objects, key=str),
                             LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")

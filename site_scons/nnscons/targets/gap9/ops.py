@@ -10,24 +10,18 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UserError
-from ..base import OpImpl, flattened_from, layout_bytes, param_arrays
+from ..base import OpImpl, flattened_from, layout_bytes, param_arrays, pool_check
 from . import tiling
 
 C = "kernels/common/"
 G = "kernels/gap9/"
 
 
-def _pool_check(layer, graph):
-    if layer.op == "avgpool" and layer.attrs.get("ceil_mode") and layer.attrs.get("count_include_pad"):
-        return "AveragePool with ceil_mode=1 and count_include_pad=1 is not supported"
-    return None
-
-
 OPS = {
     "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",)),
     "linear": OpImpl("linear.c.j2", (C + "nn_linear.c",)),
-    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), _pool_check),
-    "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), _pool_check),
+    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
+    "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
     "add": OpImpl("add.c.j2", (C + "nn_eltwise.c",)),
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
@@ -150,7 +144,7 @@ def tile_sections(params, tc, w_per_oc) -> dict:
     for name, p in sorted(params.items(), key=lambda kv: kv[1]["offset"]):
         per_oc = w_per_oc if name == "weight" else 4
         sections.append({"name": name, "offset": off, "src": p["offset"], "per_oc": per_oc})
-        off += -(-tc * per_oc // 4) * 4
+        off += tiling._align4(tc * per_oc)
     return sections
 
 

@@ -34,11 +34,7 @@ DEFAULTS = {
 
 def options(target_cfg) -> dict:
     """The target's sections with defaults filled in."""
-    merged = {}
-    for section, defaults in DEFAULTS.items():
-        merged[section] = dict(defaults)
-        merged[section].update(target_cfg.sections.get(section, {}))
-    return merged
+    return base.merged_options(DEFAULTS, target_cfg)
 
 
 def check_tools(env, session) -> None:

@@ -3,27 +3,17 @@ from __future__ import annotations
 
 import os
 
+from ...build.nodes import compile_generated, compile_object
+
 
 def declare_nodes(env, session, common) -> dict:
     b = session.build_dir
     t = session.target_cfg.name
 
-    def compile_(obj, src, label):
-        return env.Object(obj, src, CCCOMSTR=f"CC {label} [{t}]" if not env["NNS_VERBOSE"] else None)
-
-    objects = []
-    for lp in session.plan.layers:
-        for path, node in common.layer_files[lp.cname].items():
-            if path.endswith(".c"):
-                objects += compile_(os.path.join(b, "obj", "layers", lp.cname + ".o"), node,
-                                    common.label[lp.cname])
-    for path, node in common.network_files.items():
-        if path.endswith(".c"):
-            stem = os.path.splitext(os.path.basename(path))[0]
-            objects += compile_(os.path.join(b, "obj", stem + ".o"), node, stem)
+    objects = compile_generated(env, session, common, os.path.join(b, "obj"))
     for k in session.plan.kernels:
         stem = os.path.splitext(os.path.basename(k))[0]
-        objects += compile_(os.path.join(b, "obj", "kernels", stem + ".o"), k, stem)
+        objects += compile_object(env, os.path.join(b, "obj", "kernels", stem + ".o"), k, stem)
 
     firmware = env.Program(os.path.join(b, "firmware"), sorted(objects, key=str),
                            LINKCOMSTR=None if env["NNS_VERBOSE"] else f"LINK firmware [{t}]")

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 from ...errors import UserError
 from ...planning.tiling import min_bytes, row_bands
-from ..base import OpImpl
+from ..base import OpImpl, pool_check
 
 K = "kernels/common/"
-
-
-def _pool_check(layer, graph):
-    if layer.op == "avgpool" and layer.attrs.get("ceil_mode") and layer.attrs.get("count_include_pad"):
-        return "AveragePool with ceil_mode=1 and count_include_pad=1 is not supported"
-    return None
 
 
 OPS = {
     "conv2d": OpImpl("conv2d.c.j2", (K + "nn_conv2d.c",)),
     "linear": OpImpl("linear.c.j2", (K + "nn_linear.c",)),
-    "maxpool": OpImpl("pool.c.j2", (K + "nn_pool.c",), _pool_check),
-    "avgpool": OpImpl("pool.c.j2", (K + "nn_pool.c",), _pool_check),
+    "maxpool": OpImpl("pool.c.j2", (K + "nn_pool.c",), pool_check),
+    "avgpool": OpImpl("pool.c.j2", (K + "nn_pool.c",), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (K + "nn_pool.c",)),
     "add": OpImpl("add.c.j2", (K + "nn_eltwise.c",)),
     "concat": OpImpl("concat.c.j2", (K + "nn_eltwise.c",)),
