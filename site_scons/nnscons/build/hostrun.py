@@ -8,6 +8,17 @@ from ..fileio import write_if_changed
 from . import runlog
 
 
+def run_program(cmd, timeout, cwd=None, env=None):
+    """Run a program (firmware, emulator, simulator) on this machine: (exit status, or None
+    on timeout, and stdout+stderr as text, what was printed so far on a timeout)."""
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return None, (e.output or b"").decode("utf-8", "replace")
+    return proc.returncode, proc.stdout.decode("utf-8", "replace")
+
+
 def run_native(target, source, env):
     """target: [run.log, output.npy]; source[0]: the firmware; bins live in NNS_BIN_DIR."""
     session = env["NNS_SESSION"]
@@ -15,17 +26,15 @@ def run_native(target, source, env):
     output_bin = os.path.join(os.path.dirname(log_path), "output.bin")
     cmd = [source[0].abspath, env["NNS_BIN_DIR"], output_bin]
     timeout = session.options["run"]["timeout"]
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    status, text = run_program(cmd, timeout)
+    if status is None:
         print(f"RUN FAILED [{session.target_cfg.name}]: no result after {timeout} s "
               f"(targets.{session.target_cfg.name}.run.timeout)")
         return 1
-    text = proc.stdout.decode("utf-8", "replace")
-    if proc.returncode not in (0, 1):
+    if status not in (0, 1):
         tail = "\n".join(text.splitlines()[-15:])
         print(f"RUN FAILED [{session.target_cfg.name}]: the program exited with status "
-              f"{proc.returncode}:\n{tail}")
+              f"{status}:\n{tail}")
         return 1
     runlog.write_output(session, output_bin, npy_path)
     write_if_changed(log_path, text)

@@ -32,9 +32,9 @@ import glob
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 
+from ...build.hostrun import run_program
 from ...errors import UserError
 
 CC_NAME = "riscv32-unknown-elf-gcc"
@@ -178,12 +178,7 @@ class Sdk:
             efuse = self._p("utils", "efuse", "GAP9", "efuse_hyper_preload.data")
             if os.path.isfile(efuse):
                 shutil.copyfile(efuse, os.path.join(work_dir, "chip.efuse_preload.data"))
-        try:
-            proc = subprocess.run(self.run_command(firmware, bin_dir, work_dir), cwd=work_dir,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            return None, (e.output or b"").decode("utf-8", "replace")
-        return proc.returncode, proc.stdout.decode("utf-8", "replace")
+        return run_program(self.run_command(firmware, bin_dir, work_dir), timeout, cwd=work_dir)
 
 
 def _find(top: str, suffix: str) -> list:

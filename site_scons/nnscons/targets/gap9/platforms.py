@@ -9,8 +9,8 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import subprocess
 
+from ...build.hostrun import run_program
 from ...errors import UserError
 from . import gvsoc
 
@@ -109,10 +109,4 @@ def run(platform, session, firmware, bin_dir) -> tuple:
     if platform == "qemu":
         from . import qemu
         return qemu.run_qemu(firmware, bin_dir, timeout)
-    env = dict(os.environ, NN_EMUL_FS_DIR=bin_dir)
-    try:
-        proc = subprocess.run([os.path.abspath(firmware)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return None, ""
-    return proc.returncode, proc.stdout.decode("utf-8", "replace")
+    return run_program([os.path.abspath(firmware)], timeout, env=dict(os.environ, NN_EMUL_FS_DIR=bin_dir))

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+
+from ...build.hostrun import run_program
 
 CC = "riscv64-unknown-elf-gcc"
 QEMU = "qemu-system-riscv32"
@@ -74,10 +75,7 @@ def run_qemu(elf_path: str, cwd: str, timeout: float) -> tuple:
     misuse, 1 for a CPU fault, which picolibc reports with a register dump), or None when it
     did not finish within timeout seconds; log is everything the program printed (stdout and
     stderr, both through semihosting) and qemu's own messages."""
-    try:
-        proc = subprocess.run(qemu_command(elf_path), cwd=cwd, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout or b""
-        return None, out.decode("utf-8", "replace") + f"\nqemu: timed out after {timeout} s\n"
-    return proc.returncode, proc.stdout.decode("utf-8", "replace")
+    status, log = run_program(qemu_command(elf_path), timeout, cwd=cwd)
+    if status is None:
+        log += f"\nqemu: timed out after {timeout} s\n"
+    return status, log

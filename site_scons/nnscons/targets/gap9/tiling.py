@@ -28,7 +28,7 @@ TILE_OVERHEAD = 1024
 def _touched(n_out, stride, k, dil, pad, n_in) -> int:
     """Input positions along one axis that some output reads."""
     pos = (np.arange(n_out)[:, None] * stride - pad + np.arange(k)[None, :] * dil).ravel()
-    return int(np.count_nonzero(np.unique(pos[(pos >= 0) & (pos < n_in)]) >= 0))
+    return len(np.unique(pos[(pos >= 0) & (pos < n_in)]))
 
 
 def _align4(n):
