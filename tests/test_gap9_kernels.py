@@ -29,6 +29,7 @@ import pytest  # noqa: E402
 from nnscons import numerics  # noqa: E402
 from nnscons.reference import run_layer  # noqa: E402
 from test_reference import conv_graph, pool_graph, rand_int8, single_layer_graph  # noqa: E402
+from test_kernels import POOL_CASES  # noqa: E402
 
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
@@ -439,14 +440,7 @@ LAYER_CONVS = [
     dict(c=20, h=9, w=11, o=13, k=(1, 1), stride=(1, 1), pads=(0, 0, 0, 0)),
     dict(c=19, h=12, w=7, o=9, k=(3, 3), stride=(3, 1), pads=(1, 1, 1, 1), in_zp=-128),
 ]
-LAYER_POOLS = [
-    ("maxpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1))),
-    ("maxpool", dict(k=(2, 3), stride=(2, 1), pads=(0, 1, 1, 0), ceil=True)),
-    ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), count_include_pad=1)),
-    ("avgpool", dict(k=(3, 3), stride=(1, 2), pads=(1, 1, 1, 1), count_include_pad=0)),
-    ("avgpool", dict(k=(2, 2), stride=(2, 2), pads=(0, 0, 0, 0), ceil=True)),
-    ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), ceil=True, count_include_pad=1)),
-]
+LAYER_POOLS = POOL_CASES    # the pool layers the CHW kernels are tested on (test_kernels.py)
 
 
 def _layer_tiles(checks, rng, label, layer, g, x, kind):
