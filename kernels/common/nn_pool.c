@@ -59,10 +59,9 @@ void nn_avgpool_s8(const nn_pool_cfg_t *cfg, const int8_t *in, const int32_t *mu
                     for (x = c0; x < c1; ++x)
                         sum += row[x] - cfg->in_zp;
                 }
-                /* count 0 (empty window) selects table entry 0, whose mult is 0. */
                 count = cfg->count_include_pad ? cfg->k_h * cfg->k_w : (r1 - r0) * (c1 - c0);
-                *out++ = nn_requantize(sum, mult[count], shift[count], cfg->out_zp,
-                                       cfg->act_min, cfg->act_max);
+                *out++ = nn_requantize_avg(sum, count, mult[0], shift[0], cfg->out_zp,
+                                           cfg->act_min, cfg->act_max);
             }
         }
     }
@@ -77,6 +76,6 @@ void nn_global_avgpool_s8(int c, int hw, int32_t in_zp, int32_t out_zp, int32_t 
         int32_t sum = 0;
         for (i = 0; i < hw; ++i)
             sum += p[i] - in_zp;
-        out[ch] = nn_requantize(sum, mult[0], shift[0], out_zp, act_min, act_max);
+        out[ch] = nn_requantize_avg(sum, hw, mult[0], shift[0], out_zp, act_min, act_max);
     }
 }

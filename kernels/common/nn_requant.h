@@ -1,36 +1,77 @@
 /* The one integer requantization rule (see site_scons/nnscons/numerics.py):
  *
  *     out = clamp(zp + rshift_round(acc * mult, shift), lo, hi)
- *     rshift_round(v, s) = floor((v + 2**(s-1)) / 2**s)        round half up, 1 <= s <= 62
+ *     rshift_round(v, s) = v / 2**s rounded to nearest, ties to even     1 <= s <= 62
  *
- * All arithmetic is 64-bit.  No overflow: callers keep |acc| < 2**32 and mult < 2**31,
- * so |acc * mult| + 2**61 < 2**63.
+ * and for averages over a window of `count` elements (the division is exact, so a mean
+ * that is halfway in real arithmetic is a tie here too):
+ *
+ *     out = clamp(zp + div_round(acc * mult, count * 2**shift), lo, hi)
+ *
+ * Ties go to even as in ONNX's QuantizeLinear.  All arithmetic is 64-bit.  No overflow:
+ * callers keep |acc| < 2**32 and mult < 2**31, so |acc * mult| < 2**63.
  */
 #ifndef NN_REQUANT_H
 #define NN_REQUANT_H
 
 #include <stdint.h>
 
-static inline int64_t nn_rshift_round(int64_t v, int32_t shift)
+/* floor(v / 2**s); right-shifting a negative value is implementation-defined in C99. */
+static inline int64_t nn_floor_shift(int64_t v, int32_t s)
 {
-    /* (int64_t)1 << (shift-1): never shift a negative value. */
-    const int64_t a = v + ((int64_t)1 << (shift - 1));
-    if (a >= 0)
-        return a >> shift;
-    /* Right-shifting a negative value is implementation-defined in C99; floor it
-     * portably via floor(a / 2**s) = -((-a - 1) >> s) - 1. */
-    return -((-(a + 1)) >> shift) - 1;
+    return v >= 0 ? v >> s : -((-(v + 1)) >> s) - 1;
 }
 
-static inline int8_t nn_requantize(int64_t acc, int32_t mult, int32_t shift, int32_t zp,
-                                   int32_t lo, int32_t hi)
+/* Round q + frac up when frac > 1/2, or frac == 1/2 and q is odd; `r` is frac * 2**s,
+ * `exact` says whether frac == r / 2**s exactly (false: a little more). */
+static inline int64_t nn_round_even(int64_t q, int64_t r, int32_t s, int exact)
 {
-    int64_t v = nn_rshift_round(acc * mult, shift) + zp;
+    const int64_t half = (int64_t)1 << (s - 1);
+    return q + (r > half || (r == half && (!exact || (q & 1))));
+}
+
+static inline int64_t nn_rshift_round(int64_t v, int32_t shift)
+{
+    const int64_t q = nn_floor_shift(v, shift);
+    return nn_round_even(q, v - q * ((int64_t)1 << shift), shift, 1);
+}
+
+/* v / (count * 2**shift), ties to even, count >= 1: floor-divide by count first (the
+ * remainder only matters at an exact half), then round the shift. */
+static inline int64_t nn_div_round(int64_t v, int32_t count, int32_t shift)
+{
+    int64_t q = v / count, rem = v % count, big;
+    if (rem < 0) {
+        q -= 1;
+        rem += count;
+    }
+    big = nn_floor_shift(q, shift);
+    return nn_round_even(big, q - big * ((int64_t)1 << shift), shift, rem == 0);
+}
+
+static inline int8_t nn_clamp_s8(int64_t v, int32_t lo, int32_t hi)
+{
     if (v < lo)
         v = lo;
     if (v > hi)
         v = hi;
     return (int8_t)v;
+}
+
+static inline int8_t nn_requantize(int64_t acc, int32_t mult, int32_t shift, int32_t zp,
+                                   int32_t lo, int32_t hi)
+{
+    return nn_clamp_s8(nn_rshift_round(acc * mult, shift) + zp, lo, hi);
+}
+
+/* The average of `count` elements summing to acc; count 0 (a window of padding only)
+ * gives acc 0. */
+static inline int8_t nn_requantize_avg(int64_t acc, int32_t count, int32_t mult, int32_t shift,
+                                       int32_t zp, int32_t lo, int32_t hi)
+{
+    if (count <= 0)
+        return nn_clamp_s8(zp, lo, hi);
+    return nn_clamp_s8(nn_div_round(acc * mult, count, shift) + zp, lo, hi);
 }
 
 #endif /* NN_REQUANT_H */

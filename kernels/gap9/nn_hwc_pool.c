@@ -88,7 +88,6 @@ void nn_hwc_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int
         n_in = (r1 - r0) * (c1 - c0);
         /* Sum raw bytes and subtract in_zp once per in-tile pixel: sum(x - zp) exactly. */
         zp_sum = -cfg->in_zp * n_in;
-        /* count 0 (empty window) selects table entry 0, whose mult is 0, as nn_avgpool_s8. */
         count = cfg->count_include_pad ? cfg->k_h * cfg->k_w : n_in;
         for (ch0 = 0; ch0 < c; ch0 += NN_HWC_POOL_CH) {
             const int n = c - ch0 < NN_HWC_POOL_CH ? c - ch0 : NN_HWC_POOL_CH;
@@ -102,8 +101,8 @@ void nn_hwc_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int
                 }
             }
             for (i = 0; i < n; ++i)
-                o[ch0 + i] = nn_requantize(acc[i], mult[count], shift[count], cfg->out_zp,
-                                           cfg->act_min, cfg->act_max);
+                o[ch0 + i] = nn_requantize_avg(acc[i], count, mult[0], shift[0], cfg->out_zp,
+                                               cfg->act_min, cfg->act_max);
         }
         if (++x == cfg->out_w) {
             x = 0;
@@ -128,6 +127,6 @@ void nn_hwc_global_avgpool_s8(int hw, int c, int32_t in_zp, int32_t out_zp, int3
                 acc[i] += px[i];
         }
         for (i = 0; i < n; ++i)
-            out[ch0 + i] = nn_requantize(acc[i], mult[0], shift[0], out_zp, act_min, act_max);
+            out[ch0 + i] = nn_requantize_avg(acc[i], hw, mult[0], shift[0], out_zp, act_min, act_max);
     }
 }

@@ -5,16 +5,27 @@ A real multiplier m > 0 is represented as (M, s) with M an int32 in [2**30, 2**3
 down to 0: such a layer outputs its zero point).  Requantizing an int32/int64 accumulator `acc` is
 
     out = clamp(zp_out + rshift_round(acc * M, s), act_min, act_max)
-    rshift_round(v, s) = (v + (1 << (s - 1))) >> s      # arithmetic shift: round half up
+    rshift_round(v, s) = v / 2**s rounded to the nearest integer, ties to even
 
-computed in 64-bit integers.  Kernels in C do exactly this (see kernels/common/nn_requant.h).
+computed in 64-bit integers.  Ties go to even because ONNX's QuantizeLinear rounds that
+way: where the scales make ties common (an average pool whose input and output scales are
+equal, an add of equal scales) any other rule is 1 LSB off ONNX on a large share of the
+outputs.  Kernels in C do exactly this (see kernels/common/nn_requant.h).
+
+Averages divide by the window's element count c exactly, in integers:
+
+    out = clamp(zp_out + div_round(acc * M, c * 2**s), act_min, act_max)
+
+with (M, s) for m = s_in / s_out, so a mean that is exactly halfway in real arithmetic
+(2 of 4, 3 of 6, ...) is a tie here too and rounds to even, as the QDQ graph does; a
+multiplier approximating m / c could not tell a tie from a near-tie.
 
 Per-op parameters (all returned by requant_params(); array dtypes are int32):
 
   conv2d, linear   mult[o], shift[o]   for m[o] = s_in * s_w[o] / s_out
   maxpool, requant mult[1], shift[1]   for m = s_in / s_out          (applied to x - zp_in)
-  avgpool          mult[c], shift[c]   for c = 0..kh*kw, m = s_in / (s_out * c) (entry 0 unused)
-  global_avgpool   mult[1], shift[1]   for m = s_in / (s_out * H * W)
+  avgpool          mult[1], shift[1]   for m = s_in / s_out, divided by each window's count
+  global_avgpool   mult[1], shift[1]   for m = s_in / s_out, divided by H * W
   add              mult[2], shift[1]   m_i = s_in_i / s_out, one common shift chosen from the
                                        larger of the two:  acc = (x1-z1)*M1 + (x2-z2)*M2
   concat           mult[n], shift[n]   one (M, s) per input, m_i = s_in_i / s_out
@@ -58,19 +69,48 @@ def multiplier_with_shift(m: float, s: int) -> int:
 
 
 def rshift_round(v, s):
-    """Round-half-up arithmetic right shift on int64 numpy arrays (or Python ints)."""
-    if isinstance(v, np.ndarray):
-        v = v.astype(np.int64)
-        s = np.asarray(s, dtype=np.int64)
-        return (v + (np.int64(1) << (s - 1))) >> s
-    return (v + (1 << (s - 1))) >> s
+    """v / 2**s rounded half to even, on int64 arrays (or Python ints); 1 <= s <= 62."""
+    v = np.asarray(v, dtype=np.int64)
+    s = np.asarray(s, dtype=np.int64)
+    q = v >> s                                   # floor
+    r = v - (q << s)                             # 0 <= r < 2**s
+    half = np.int64(1) << (s - 1)
+    up = (r > half) | ((r == half) & ((q & 1) == 1))
+    out = q + up.astype(np.int64)
+    return int(out) if out.ndim == 0 else out
 
 
-def requantize(acc, mult, shift, zp_out: int, act_min: int = -128, act_max: int = 127) -> np.ndarray:
-    """clamp(zp_out + rshift_round(acc * mult, shift)) -> int8.  acc/mult/shift broadcast."""
+def div_round(v, c, s):
+    """v / (c * 2**s) rounded half to even, exactly (c >= 1, 1 <= s <= 62), without ever
+    forming c * 2**s: q = floor(v / c), then the shift of q decides, and the remainder of
+    the division breaks the exact-half case."""
+    v = np.asarray(v, dtype=np.int64)
+    c = np.asarray(c, dtype=np.int64)
+    s = np.asarray(s, dtype=np.int64)
+    q = v // c
+    rem = v - q * c
+    big = q >> s
+    r = q - (big << s)
+    half = np.int64(1) << (s - 1)
+    up = (r > half) | ((r == half) & ((rem > 0) | ((big & 1) == 1)))
+    out = big + up.astype(np.int64)
+    return int(out) if out.ndim == 0 else out
+
+
+def requantize(acc, mult, shift, zp_out: int, act_min: int = -128, act_max: int = 127,
+               count=None) -> np.ndarray:
+    """clamp(zp_out + round(acc * mult / (count * 2**shift))) -> int8, ties to even.
+    acc/mult/shift/count broadcast; count None means 1; a count of 0 (a window with no
+    element) gives acc 0."""
     acc = np.asarray(acc, dtype=np.int64)
     prod = acc * np.asarray(mult, dtype=np.int64)
-    out = rshift_round(prod, np.asarray(shift, dtype=np.int64)) + zp_out
+    shift = np.asarray(shift, dtype=np.int64)
+    if count is None:
+        out = rshift_round(prod, shift)
+    else:
+        count = np.asarray(count, dtype=np.int64)
+        out = div_round(np.where(count > 0, prod, 0), np.maximum(count, 1), shift)
+    out = np.asarray(out) + zp_out
     return np.clip(out, act_min, act_max).astype(np.int8)
 
 
@@ -90,17 +130,8 @@ def requant_params(layer, graph) -> dict:
         M, S = _pair([quantize_multiplier(s_in * float(sw) / out_q.scale)
                       for sw in layer.weight_scale])
         return {"mult": M, "shift": S}
-    if op in ("maxpool", "requant"):
+    if op in ("maxpool", "requant", "avgpool", "global_avgpool"):
         return dict(zip(("mult", "shift"), _pair([quantize_multiplier(ins[0].q.scale / out_q.scale)])))
-    if op == "avgpool":
-        kh, kw = layer.attrs["kernel"]
-        ms = [(0, 1)] + [quantize_multiplier(ins[0].q.scale / (out_q.scale * c))
-                         for c in range(1, kh * kw + 1)]
-        return dict(zip(("mult", "shift"), _pair(ms)))
-    if op == "global_avgpool":
-        _, _, h, w = ins[0].shape
-        return dict(zip(("mult", "shift"),
-                        _pair([quantize_multiplier(ins[0].q.scale / (out_q.scale * h * w))])))
     if op == "add":
         m = [t.q.scale / out_q.scale for t in ins]
         _, s = quantize_multiplier(max(m))

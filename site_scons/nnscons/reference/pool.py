@@ -20,9 +20,9 @@ def _geometry(layer, graph):
                 pads=a.get("pads", (0, 0, 0, 0)), out_hw=(oh, ow))
 
 
-def _requant(layer, graph, acc, mult, shift):
+def _requant(layer, graph, acc, mult, shift, count=None):
     zp_out = graph.tensor(layer.output).q.zero_point
-    return numerics.requantize(acc, mult, shift, zp_out, layer.act_min, layer.act_max)
+    return numerics.requantize(acc, mult, shift, zp_out, layer.act_min, layer.act_max, count)
 
 
 def maxpool(layer, graph, inputs):
@@ -41,14 +41,17 @@ def avgpool(layer, graph, inputs):
     geo = _geometry(layer, graph)
     centered = x[0].astype(np.int64) - zp_in
     acc = window_view(centered, fill=0, **geo).sum(axis=(1, 2))
-    kh, kw = geo["kernel"]
     if layer.attrs.get("count_include_pad", 0):
-        count = np.full(acc.shape[1:], kh * kw)
+        # ONNX counts the pads but not what a ceil_mode window reaches past them.
+        top, left, bottom, right = geo["pads"]
+        _, h, w = centered.shape
+        inside = np.ones((1, top + h + bottom, left + w + right), dtype=np.int64)
+        count = window_view(inside, fill=0, **dict(geo, pads=(0, 0, 0, 0))).sum(axis=(1, 2))[0]
     else:
         inside = np.ones((1,) + centered.shape[1:], dtype=np.int64)
         count = window_view(inside, fill=0, **geo).sum(axis=(1, 2))[0]
     p = numerics.requant_params(layer, graph)
-    return _requant(layer, graph, acc, p["mult"][count], p["shift"][count])[None]
+    return _requant(layer, graph, acc, p["mult"][0], p["shift"][0], count)[None]
 
 
 def global_avgpool(layer, graph, inputs):
@@ -56,5 +59,6 @@ def global_avgpool(layer, graph, inputs):
     zp_in = graph.tensor(layer.inputs[0]).q.zero_point
     acc = (x[0].astype(np.int64) - zp_in).sum(axis=(1, 2))
     p = numerics.requant_params(layer, graph)
-    out = _requant(layer, graph, acc, p["mult"][0], p["shift"][0])
+    count = x.shape[2] * x.shape[3]
+    out = _requant(layer, graph, acc, p["mult"][0], p["shift"][0], count)
     return out.reshape(graph.tensor(layer.output).shape)

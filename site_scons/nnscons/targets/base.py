@@ -121,9 +121,6 @@ def _requant_counts(layer, graph) -> dict:
     if op in ("conv2d", "linear"):
         n = int(layer.weight.shape[0])
         return {"mult": n, "shift": n}
-    if op == "avgpool":
-        kh, kw = layer.attrs["kernel"]
-        return {"mult": kh * kw + 1, "shift": kh * kw + 1}
     if op == "add":
         return {"mult": 2, "shift": 1}
     if op == "concat":

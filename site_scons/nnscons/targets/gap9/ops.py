@@ -54,7 +54,7 @@ def window(layer, graph) -> tiling.Window:
     a = layer.attrs
     kh, kw = a["kernel"]
     conv = layer.op == "conv2d"
-    fixed = 0 if conv else 8 * (kh * kw + 1 if layer.op == "avgpool" else 1)
+    fixed = 0 if conv else 8
     return tiling.Window(c=i["c"], h=i["h"], w=i["w"], oc=o["c"], oh=o["h"], ow=o["w"], kh=kh, kw=kw,
                          sh=a["stride"][0], sw=a["stride"][1],
                          dh=a.get("dilation", (1, 1))[0], dw=a.get("dilation", (1, 1))[1],
