@@ -1,8 +1,10 @@
 """The integer reference against onnxruntime.
 
-Layer by layer: each layer of the imported model runs on onnxruntime's own int8 input for
-that layer, and must agree with onnxruntime's int8 output within 1 LSB on every element.
-End to end on the zoo: the share of output elements within 1 LSB and top-1 agreement.
+Layer by layer: each layer of the imported model runs on the oracle's own int8 input for
+that layer, and must agree with the oracle's int8 output within 1 LSB on every element
+(the oracle: the QDQ graph evaluated exactly, in float64; see export/ort_oracle.py).
+End to end on the zoo: bit for bit with the exact evaluation, and within 1 LSB of
+onnxruntime's float32 evaluation (unoptimized) on nearly every element.
 """
 from __future__ import annotations
 
@@ -49,7 +51,8 @@ def test_zoo_reference_matches_onnxruntime(tmp_path, zoo, shape):
     assert layer_by_layer(graph, str(qdq), x) >= len(graph.layers) - 2
     # end to end: our integer pipeline against onnxruntime on the same QDQ model
     ours = reference.run_graph(graph, reference.quantize_input(graph, x))[graph.output]
-    theirs = ort_oracle.run_intermediates(str(qdq), x)[graph.output].reshape(ours.shape)
-    within = np.mean(np.abs(ours.astype(int) - theirs.astype(int)) <= 1)
+    exact = ort_oracle.run_intermediates(str(qdq), x)[graph.output].reshape(ours.shape)
+    np.testing.assert_array_equal(ours, exact)
+    ort32 = ort_oracle.run_intermediates(str(qdq), x, exact=False)[graph.output].reshape(ours.shape)
+    within = np.mean(np.abs(ours.astype(int) - ort32.astype(int)) <= 1)
     assert within >= 0.95, within
-    assert np.argmax(ours) == np.argmax(theirs)
