@@ -68,6 +68,14 @@ class Project:
         return out
 
 
+def adhoc(project, target: str, stem: str) -> str:
+    """build/<target>/<folder> of a model given as a path (its own folder: file-<stem>-<hash>)."""
+    import glob
+    found = glob.glob(os.path.join(project.path, "build", target, f"file-{stem}-*"))
+    assert len(found) == 1, found
+    return os.path.relpath(found[0], project.path)
+
+
 def steps(stdout: str) -> list:
     """The progress lines of a build as ['CODEGEN conv1', ...], in order."""
     return [f"{m.group(1)} {m.group(2)}" for m in map(_STEP.match, stdout.splitlines()) if m]

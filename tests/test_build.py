@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import steps
+from conftest import adhoc, steps
 import modelgen
 
 B = "build/host/simplecnn"
@@ -40,7 +40,8 @@ def test_build_run_check_and_incremental_edits(project):
     # one layer's tile budget: that layer's code and object, then link and run
     set_budget(project, "conv2", "2KiB")
     assert steps(project.scons().stdout) == [
-        "CODEGEN conv2", "CC conv2", "LINK firmware", "RUN simplecnn", "REPORT simplecnn"]
+        "CODEGEN conv2", "CC conv2", "LINK firmware", "RUN simplecnn", "REPORT simplecnn",
+        "CHECK simplecnn"]
     tile = json.loads(project.read(f"{B}/report.json"))["layers"][2]["tile"]
     assert tile["n_tiles"] == 3 and tile["l1_bytes"] <= 2048
 
@@ -121,7 +122,8 @@ def _build_files(project):
     for dirpath, _, files in os.walk(root):
         for f in files:
             rel = os.path.relpath(os.path.join(dirpath, f), root)
-            if rel.startswith(".sconsign") or "compile_commands.json" in rel or "/cache/" in rel:
+            if os.path.basename(rel) in (".sconsign.dblite", ".lock") or "compile_commands.json" in rel \
+                    or "/cache/" in rel:
                 continue
             with open(os.path.join(dirpath, f), "rb") as fh:
                 out[rel] = fh.read()
@@ -165,9 +167,9 @@ def test_hostile_node_names_stay_inside_build(project):
     assert "Test PASSED" in proc.stdout
     assert project.snapshot() == before
     assert not os.path.exists(os.path.join(project.path, "..", "evil"))
-    names = [l["name"] for l in json.loads(project.read("build/host/hostile_qdq/report.json"))["layers"]]
+    names = [l["name"] for l in json.loads(project.read(f"{adhoc(project, 'host', 'hostile_qdq')}/report.json"))["layers"]]
     assert "../../evil" in names and "int" in names and "/etc/passwd" in names
-    for rel in os.listdir(project.file("build/host/hostile_qdq/src/layers")):
+    for rel in os.listdir(project.file(f"{adhoc(project, 'host', 'hostile_qdq')}/src/layers")):
         assert rel.endswith(".c") and rel[:-2].isidentifier() and rel.isascii()
 
 
@@ -181,7 +183,7 @@ def test_every_op_runs_bit_exact_on_host_and_under_sanitizers(project, quantized
     for target in ("host", "host-asan"):
         proc = project.scons(f"target={target}", f"model={path}", "-j2")
         assert f"Test PASSED [{target}] {name}" in proc.stdout
-    ops = {l["op"] for l in json.loads(project.read(f"build/host/{name}/report.json"))["layers"]}
+    ops = {l["op"] for l in json.loads(project.read(f"{adhoc(project, 'host', name)}/report.json"))["layers"]}
     assert {"conv2d", "concat", "avgpool", "add", "maxpool", "global_avgpool", "reshape",
             "linear"} <= ops
     if not quantized:

@@ -2,6 +2,9 @@
 no traceback, nothing written outside build/."""
 from __future__ import annotations
 
+import os
+import shutil
+
 import numpy as np
 import pytest
 
@@ -92,3 +95,107 @@ def test_help_lists_targets_models_and_options(project):
     proc = project.scons("-h")
     for text in ("target", "model", "input", "verbose", "host-asan", "resnet18", "simplecnn"):
         assert text in proc.stdout
+
+
+# -- each of these once ended in a traceback, or was wrongly accepted or refused ------------
+
+@pytest.mark.parametrize("seed", ["-1", "1.5", "1099511627776", "'7'"])
+def test_bad_zoo_seed(project, seed):
+    text = project.read("targets.yaml").replace("    zoo: simplecnn\n    seed: 1\n",
+                                                f"    zoo: simplecnn\n    seed: {seed}\n")
+    project.write("targets.yaml", text)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if l.strip() == f"seed: {seed}")
+    fails(project, "model=simplecnn", expect=[f"targets.yaml:{line}", "seed", "0 to 4294967295"])
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5"])
+def test_run_timeout_must_be_positive(project, timeout):
+    text = project.read("targets.yaml").replace("      timeout: 600\n", f"      timeout: {timeout}\n", 1)
+    project.write("targets.yaml", text)
+    fails(project, expect=["targets.yaml:", "run.timeout", ">= 1", timeout])
+
+
+def test_unknown_kind_reads_well(project):
+    project.write("targets.yaml", project.read("targets.yaml").replace("    kind: host\n", "    kind: hots\n", 1))
+    out = fails(project, expect=["unknown kind 'hots'", "host", "gap9"])
+    assert "a string" not in out
+
+
+def test_onnx_file_with_an_empty_name(project):
+    import shutil
+    project.scons("model=simplecnn")
+    shutil.copy(project.file("build/host/simplecnn/model.onnx"), project.file(".onnx"))
+    fails(project, "model=.onnx", expect=["model=.onnx", "rename"])
+    assert not [d for d in os.listdir(project.file("build/host")) if d.startswith("file-")]
+
+
+def test_nan_in_the_input_is_named(project):
+    x = np.zeros((1, 1, 28, 28), np.float32)
+    x[0, 0, 3, 4] = np.nan
+    np.save(project.file("x.npy"), x)
+    fails(project, "model=simplecnn", "input=x.npy", expect=["x.npy", "1 value(s) are NaN or infinite"])
+
+
+def test_unknown_file_kind_names_the_manifest_key(project):
+    project.write("m/net.bin", b"\0" * 16)
+    out = fails(project, "model=m/net.bin", expect=["net.bin", "format: onnx"])
+    assert "fmt=" not in out
+
+
+def test_failed_import_leaves_no_empty_build_folders(project):
+    project.write("m/t.onnx", b"not an onnx file")
+    fails(project, "model=m/t.onnx", expect=["t.onnx"])
+    assert os.listdir(project.file("build/host")) == [] or \
+        set(os.listdir(project.file("build/host"))) <= {".lock", ".sconsign.dblite"}
+
+
+def test_format_onnx_as_documented(project):
+    import shutil
+    project.scons("model=simplecnn")
+    project.write("m/net.onnx", project.read("build/host/simplecnn/model.onnx", "rb"))
+    project.write("targets.yaml", project.read("targets.yaml") +
+                  "\n  mynet:\n    source: m/net.onnx\n    format: onnx\n")
+    assert "Test PASSED [host] mynet" in project.scons("model=mynet").stdout
+
+
+def _as_user_without_write_access(project):
+    """argv prefix running scons so that build/ is really read-only (root ignores modes)."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: cannot make build/ read-only for the build")
+    for dirpath, dirnames, files in os.walk(project.path):   # the copy readable by nobody
+        os.chmod(dirpath, 0o755)
+        for f in files:
+            p = os.path.join(dirpath, f)
+            os.chmod(p, os.stat(p).st_mode | 0o444)
+    parent = os.path.dirname(project.path)
+    while parent not in ("/", "/tmp"):                     # and reachable (pytest makes 0700 dirs)
+        os.chmod(parent, os.stat(parent).st_mode | 0o111)
+        parent = os.path.dirname(parent)
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_read_only_build_folder(project):
+    import subprocess
+    import sys
+    from conftest import SCONS
+    project.scons("model=simplecnn")
+    prefix = _as_user_without_write_access(project)
+    if prefix and subprocess.run(prefix + [sys.executable, "-c", "import SCons"], cwd=project.path,
+                                 capture_output=True).returncode != 0:
+        pytest.skip("running as root, and the test venv is not usable by an unprivileged user")
+    for dirpath, _, files in os.walk(project.file("build")):
+        os.chmod(dirpath, 0o555)
+    try:
+        before = project.snapshot()
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", HOME="/tmp")
+        proc = subprocess.run(prefix + [sys.executable, SCONS, "-Q", "model=simplecnn"], cwd=project.path,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 2, out
+        assert "Traceback" not in out and "cannot write to build/host/" in out and "chmod" in out, out
+        assert project.snapshot() == before
+    finally:
+        for dirpath, _, files in os.walk(project.file("build")):
+            os.chmod(dirpath, 0o755)

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import modelgen
-from conftest import steps
+from conftest import adhoc, steps
 
 B = "build/gap9/simplecnn"
 
@@ -215,7 +215,7 @@ def test_conv_sweep_many_tiles_in_both_dimensions_is_bit_exact(project):
     project.write("targets.yaml", y)
     proc = project.scons("target=gap9", f"model={path}", "platform=emul", "-j2")
     assert "Test PASSED [gap9] convsweep" in proc.stdout
-    layers = json.loads(project.read("build/gap9/convsweep/emul/report.json"))["layers"]
+    layers = json.loads(project.read(f"{adhoc(project, 'gap9', 'convsweep')}/emul/report.json"))["layers"]
     assert_planned_dma_is_what_moved(layers)
     both = [l["name"] for l in layers if l["op"] == "conv2d" and l["tile"]["n_h"] > 1 and l["tile"]["n_w"] > 1]
     assert len(both) >= 5, both
@@ -243,7 +243,7 @@ def test_every_op_on_emul_with_tiny_dma_limits(project, quantized):
     project.write("targets.yaml", y)
     proc = project.scons("target=gap9", f"model={path}", "platform=emul", "-j2")
     assert f"Test PASSED [gap9] {name}" in proc.stdout
-    layers = json.loads(project.read(f"build/gap9/{name}/emul/report.json"))["layers"]
+    layers = json.loads(project.read(f"{adhoc(project, 'gap9', name)}/emul/report.json"))["layers"]
     assert {"conv2d", "concat", "avgpool", "add", "maxpool", "global_avgpool", "reshape", "linear"} <= {
         l["op"] for l in layers}
     assert_planned_dma_is_what_moved(layers)

@@ -10,8 +10,16 @@ import os
 import tempfile
 
 
-def write_if_changed(path: str, data) -> bool:
-    """Atomically write `data` (bytes or str); return True if the file changed."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_if_changed(path: str, data, executable: bool = False) -> bool:
+    """Atomically write `data` (bytes or str); return True if the file changed.  The file
+    gets the mode a plain open() would give (0644 under the usual umask; 0755 when
+    executable), not mkstemp's 0600."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     try:
@@ -26,6 +34,7 @@ def write_if_changed(path: str, data) -> bool:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, (0o777 if executable else 0o666) & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

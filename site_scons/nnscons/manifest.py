@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import hashlib
 import os
 import re
 import sys
@@ -55,6 +56,7 @@ class ModelConfig:
     input: Optional[str] = None    # absolute path of a .npy
     calibration: dict = field(default_factory=dict)      # files (absolute), count, seed
     layer_overrides: dict = field(default_factory=dict)  # target -> layer -> {key: value}
+    folder: Optional[str] = None   # build folder name when it is not `name` (ad-hoc models)
 
 
 # --- YAML loading with positions -------------------------------------------------
@@ -209,7 +211,16 @@ class _Validator:
                              + ", ".join(str(c) for c in typ))
         if typ == "str" and isinstance(value, str):
             return value
-        if typ == "int" and isinstance(value, int) and not isinstance(value, bool):
+        is_int = isinstance(value, int) and not isinstance(value, bool)
+        if typ == "int" and is_int:
+            return value
+        if typ == "count" and is_int:
+            if value < 1:
+                raise self.error(line, path, f"expected an integer >= 1, got {value}")
+            return value
+        if typ == "seed" and is_int:
+            if not 0 <= value < 2**32:
+                raise self.error(line, path, f"expected a seed from 0 to {2**32 - 1}, got {value}")
             return value
         if typ == "bool" and isinstance(value, bool):
             return value
@@ -226,7 +237,8 @@ class _Validator:
             return list(value)
         if typ == "path" and isinstance(value, str):
             return self.resolve(value)
-        expected = {"str": "a string", "int": "an integer", "bool": "true or false",
+        expected = {"str": "a string", "int": "an integer", "count": "an integer >= 1",
+                    "seed": f"an integer from 0 to {2**32 - 1}", "bool": "true or false",
                     "list[str]": "a list of strings", "path": "a path (string)"}
         if typ not in expected:
             raise ValueError(f"kind schema: unknown type {typ!r} for {_dotted(path)}")
@@ -282,9 +294,10 @@ class _Validator:
                              + ", ".join(self.kinds))
         kind = m["kind"]
         if not isinstance(kind, str) or kind not in self.kinds:
+            what = f"unknown kind '{kind}'" if isinstance(kind, str) else \
+                f"kind must be a string, got {_describe(kind)}"
             raise self.error(m.value_lines["kind"], path + ["kind"],
-                             f"unknown kind {_describe(kind)}; expected one of: "
-                             + ", ".join(self.kinds))
+                             f"{what}; expected one of: " + ", ".join(self.kinds))
         schema = self.kinds[kind]
         section_names = [s for s in schema if s != LAYER_SECTION]
         self.keys(m, path, line, list(TARGET_KEYS) + section_names)
@@ -334,7 +347,7 @@ class _Validator:
         fmt = scalar("format", FORMATS) if "format" in m else "auto"
         if source:
             self.check_format(source, fmt, path + ["source"], m.value_lines["source"])
-        seed = scalar("seed", "int") if "seed" in m else 0
+        seed = scalar("seed", "seed") if "seed" in m else 0
         input_shape = self.input_shape(*val("input_shape"), zoo) if "input_shape" in m else None
         npy = self.existing(*val("input"), "input file") if "input" in m else None
         calibration = self.quantization(*sub("quantization")) if "quantization" in m else {}
@@ -381,12 +394,9 @@ class _Validator:
             result["files"] = [self.existing(f, path + ["files", i], c["files"].item_lines[i],
                                              "calibration file") for i, f in enumerate(files)]
         if "count" in c:
-            result["count"] = self.typed(c["count"], "int", path + ["count"], c.value_lines["count"])
-            if result["count"] < 1:
-                raise self.error(c.value_lines["count"], path + ["count"],
-                                 f"expected an integer >= 1, got {result['count']}")
+            result["count"] = self.typed(c["count"], "count", path + ["count"], c.value_lines["count"])
         if "seed" in c:
-            result["seed"] = self.typed(c["seed"], "int", path + ["seed"], c.value_lines["seed"])
+            result["seed"] = self.typed(c["seed"], "seed", path + ["seed"], c.value_lines["seed"])
         return result
 
     def overrides(self, value, path, line, targets) -> dict:
@@ -461,7 +471,15 @@ class Manifest:
         stem = os.path.basename(os.path.normpath(source))
         if stem.endswith(".onnx"):
             stem = stem[:-len(".onnx")]
-        return ModelConfig(name=stem, zoo=None, source=source, fmt="auto")
+        if not stem.strip(". "):
+            raise ManifestError(f"model={arg}: the file name gives the model no name; rename the "
+                                f"file (e.g. net.onnx) or declare it under models: in {self.display}")
+        # Its own build folder: an ad-hoc model never shares one with a manifest model or
+        # with another file of the same name.
+        where = os.path.relpath(source)
+        digest = hashlib.sha256((source if where.startswith("..") else where).encode()).hexdigest()
+        return ModelConfig(name=stem, zoo=None, source=source, fmt="auto",
+                           folder=f"file-{stem}-{digest[:8]}")
 
 
 def _display_name(path: str) -> str:

@@ -6,8 +6,9 @@ NnsGolden    Value(golden key)       -> a layer's golden output .bin
 NnsInput     Value(input key)        -> the quantized input .bin
 NnsZooModel  Value(zoo args) + generator sources -> model.onnx
 NnsQdq       Value(graph key)        -> quantized.onnx
-NnsCheck     run.log                 -> check.txt (fails the build naming the first wrong layer)
-NnsReport    Value(plan summary) + run.log -> report.json (and prints the per-layer table)
+NnsReport    Value(plan summary) + run.log -> report.json (per-layer table data and the verdict)
+NnsCheck     report.json             -> check.txt (only when it passed; else prints the table and
+                                        fails the build naming the first wrong layer)
 """
 import os
 

@@ -70,19 +70,46 @@ def write_qdq(target, source, env):
     return 0
 
 
-def run_check(target, source, env):
-    from . import runlog
-    session = env["NNS_SESSION"]
-    passed, message = runlog.check(session, source[0].get_text_contents())
-    print(message)
-    if not passed:
-        return 1
-    write_if_changed(str(target[0]), message + "\n")
-    return 0
-
-
 def write_report(target, source, env):
+    """report.json from the plan summary and run.log, with the verdict of that run."""
     from . import report
     summary = json.loads(source[0].read())
-    print(report.write(summary, source[1].get_text_contents(), str(target[0])))
+    session = env["NNS_SESSION"]
+    report.write(session, summary, source[1].get_text_contents(), str(target[0]))
+    session.report_written = True
     return 0
+
+
+def run_check(target, source, env):
+    """source[0]: report.json.  Passed: check.txt holds the verdict.  Failed: the table
+    and the first wrong layer are printed, no check.txt remains, the build fails."""
+    from . import report
+    rep = report.load(str(source[0]))
+    if not rep.get("passed"):
+        remove_stale([str(target[0])])
+        print(report.table(rep))
+        print(rep["verdict"])
+        return 1
+    write_if_changed(str(target[0]), rep["verdict"] + "\n")
+    return 0
+
+
+def print_verdict(target, source, env):
+    """Every build that includes the check prints its verdict, from the up-to-date report
+    (source[0]: check.txt, source[1]: report.json); the table only when this build wrote
+    the report."""
+    from . import report
+    rep = report.load(str(source[1]))
+    if getattr(env["NNS_SESSION"], "report_written", False):
+        print(report.table(rep))
+    print(rep["verdict"])
+    return 0
+
+
+def remove_stale(paths) -> None:
+    """Remove verdict files that would outlive the run they describe."""
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass

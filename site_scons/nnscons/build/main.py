@@ -14,6 +14,7 @@ from SCons.Script import (ARGUMENTS, Alias, BoolVariable, Decider, Default,
 from .. import manifest as manifest_mod
 from ..errors import UserError
 from ..targets import schemas
+from . import workspace
 
 MANIFEST = "targets.yaml"
 
@@ -49,7 +50,6 @@ def main() -> None:
     root = os.getcwd()
     if root not in sys.path:
         sys.path.insert(0, root)  # models/zoo
-    SConsignFile(os.path.join("build", ".sconsign"))
     # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
     # firmware relinked within the same second at the same size would not rerun.
     Decider("content")
@@ -81,7 +81,13 @@ def _build(env, manifest, root) -> None:
     input_path = env["input"] or None
     if input_path and not os.path.isfile(input_path):
         raise UserError(f"input={input_path}: no such file")
-    session = Session(root, manifest, target_cfg, model_cfg, input_path, env["platform"] or None)
+    target_dir = workspace.target_dir(target_cfg.name)
+    # One signature database and one lock per target folder: builds of different targets
+    # run side by side; a second build of the same target waits for the first.
+    env["NNS_LOCK"] = workspace.lock(target_dir, target_cfg.name)
+    SConsignFile(os.path.join(target_dir, ".sconsign"))
+    with workspace.cleanup_on_error(target_dir):
+        session = Session(root, manifest, target_cfg, model_cfg, input_path, env["platform"] or None)
     env.Replace(NNS_OPTIONS=session.options, NNS_VERBOSE=env["verbose"])
     env.Tool("nnscons_core")
     if not GetOption("clean"):

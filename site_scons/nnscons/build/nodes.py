@@ -13,8 +13,10 @@ import json
 import os
 from dataclasses import dataclass, field
 
+import SCons.Action
+
 from ..planning import keys
-from . import report
+from . import actions, report, workspace
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -112,11 +114,18 @@ def declare(env, session) -> dict:
     target_nodes = session.kind.declare_nodes(env, session, common)
     run = target_nodes.pop("run")
     out_dir = os.path.dirname(str(run[0]))
-    check = env.NnsCheck(os.path.join(out_dir, "check.txt"), run[0],
-                         NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)
-    rep = env.NnsReport(os.path.join(out_dir, "report.json"), [value(env, report.plan_summary(session)), run[0]],
+    # run -> report.json (the run's verdict) -> check.txt (only when it passed) -> verdict
+    # (printed by every build that includes the check).  A new run first removes the old
+    # report and check, so an interrupted run leaves nothing that claims success.
+    report_path, check_path = os.path.join(out_dir, "report.json"), os.path.join(out_dir, "check.txt")
+    env.AddPreAction(run, SCons.Action.Action(
+        lambda target, source, env: actions.remove_stale([report_path, check_path]), None))
+    rep = env.NnsReport(report_path, [value(env, report.plan_summary(session)), run[0]],
                         NNS_VERB="REPORT", NNS_LABEL=session.model_cfg.name)
-    env.Depends(rep, py_sources("build/report.py"))
+    env.Depends(rep, py_sources("build/report.py", "build/runlog.py"))
+    check = env.NnsCheck(check_path, rep, NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)
+    verdict = env.AlwaysBuild(env.Alias(f"verdict-{session.target_cfg.name}-{session.model_cfg.name}",
+                                        [check, rep], SCons.Action.Action(actions.print_verdict, None)))
 
     graph_key = keys.digest([session.numeric_keys[l.name] for l in session.graph.layers],
                             [(l.name, l.inputs, l.output, l.fused) for l in session.graph.layers])
@@ -138,8 +147,13 @@ def declare(env, session) -> dict:
     sources = [n for files in layer_files.values() for n in files.values()] + list(network_files.values())
     aliases = {
         "codegen": sources, "weights": weights + inp, "goldens": goldens,
-        "run": run, "check": check, "report": rep, "quantized": qdq, "model": extra,
+        "run": run, "check": verdict, "report": rep, "quantized": qdq, "model": extra,
     }
     aliases.update(target_nodes)
     aliases.setdefault("compiledb", [])
+    from SCons.Script import GetOption
+    if not (GetOption("no_exec") or GetOption("clean") or GetOption("help")):
+        # bin/ is flashed as a whole on gvsoc: files of layers that are gone must not stay
+        workspace.prune(b, ["bin", os.path.join("src", "layers")],
+                        [str(n) for n in weights + goldens + inp + sources])
     return aliases

@@ -42,9 +42,15 @@ def plan_summary(session) -> dict:
     }
 
 
-def write(summary: dict, log_text: str, path: str) -> str:
-    """Merge run results into the summary, write report.json, return the table text."""
+def load(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write(session, summary: dict, log_text: str, path: str) -> dict:
+    """Merge run results and their verdict into the summary, write report.json."""
     result = runlog.parse(log_text)
+    passed, verdict, first_wrong = runlog.check(session, log_text)
     report = json.loads(json.dumps(summary))
     for i, layer in enumerate(report["layers"]):
         entry = result["layers"].get(i)
@@ -52,9 +58,11 @@ def write(summary: dict, log_text: str, path: str) -> str:
         layer["mismatches"] = 0 if entry is None else entry["mismatches"]
         if i in result["measured"]:
             layer["measured"] = result["measured"][i]
-    report["passed"] = result["passed"]
+    report["passed"] = passed
+    report["verdict"] = verdict
+    report["first_wrong_layer"] = first_wrong
     write_if_changed(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
-    return table(report)
+    return report
 
 
 def _shape(s):

@@ -47,8 +47,9 @@ def write_output(session, output_bin: str, output_npy: str) -> None:
     write_if_changed(output_npy, buf.getvalue())
 
 
-def check(session, log_text: str) -> tuple[bool, str]:
-    """(passed, message). The message names the first wrong layer by its model name."""
+def check(session, log_text: str) -> tuple[bool, str, str | None]:
+    """(passed, message, name of the first wrong layer or None). The message names the
+    first wrong layer by its model name."""
     result = parse(log_text)
     layers = session.plan.layers
     target = session.target_cfg.name
@@ -56,13 +57,16 @@ def check(session, log_text: str) -> tuple[bool, str]:
         entry = result["layers"].get(i)
         if entry is None:
             return False, (f"CHECK FAILED [{target}] {session.model_cfg.name}: the run log has no result "
-                           f"for layer #{i} '{lp.layer.name}'; the program stopped early (see run.log)")
+                           f"for layer #{i} '{lp.layer.name}'; the program stopped early (see run.log)"), \
+                lp.layer.name
         if not entry["ok"]:
             wrong = sum(1 for e in result["layers"].values() if not e["ok"])
             return False, (f"CHECK FAILED [{target}] {session.model_cfg.name}: first wrong layer "
                            f"#{i} '{lp.layer.name}' ({lp.layer.op}): {entry['mismatches']} mismatching "
-                           f"element(s) -- {entry['detail']}; {wrong} layer(s) wrong in total")
+                           f"element(s) -- {entry['detail']}; {wrong} layer(s) wrong in total"), lp.layer.name
     if not result["passed"]:
-        return False, f"CHECK FAILED [{target}] {session.model_cfg.name}: the program did not print 'Test PASSED'"
-    return True, (f"Test PASSED [{target}] {session.model_cfg.name}: all {len(layers)} layers match "
-                  f"the integer reference bit for bit")
+        return False, (f"CHECK FAILED [{target}] {session.model_cfg.name}: the program did not print "
+                       f"'Test PASSED'"), None
+    what = "the 1 layer matches" if len(layers) == 1 else f"all {len(layers)} layers match"
+    return True, (f"Test PASSED [{target}] {session.model_cfg.name}: {what} "
+                  f"the integer reference bit for bit"), None

@@ -37,7 +37,7 @@ class Session:
         self.options = self.kind.options(target_cfg)
         self._set_platform(platform)
         self.build_dir = os.path.join("build", path_component(target_cfg.name),
-                                      path_component(model_cfg.name))
+                                      path_component(model_cfg.folder or model_cfg.name))
         os.makedirs(self.build_dir, exist_ok=True)
         self.graph = load_graph(model_cfg, root, self.build_dir,
                                 os.path.join(self.build_dir, "cache", "model.pkl"))
@@ -53,6 +53,7 @@ class Session:
         self.golden_keys = keys.golden_keys(self.graph, self.input_key, self.numeric_keys)
         self._lock = threading.Lock()
         self._reference = None
+        self.report_written = False       # set by the REPORT action: the table is printed then
 
     def _set_platform(self, platform: str | None) -> None:
         """platform= from the command line over run.platform; the kind may resolve 'auto'."""
@@ -107,8 +108,12 @@ class Session:
         if x.shape != shape:
             raise UserError(f"input {source}: shape {tuple(x.shape)} does not match the model "
                             f"'{self.model_cfg.name}' input shape {shape} (layout as in the model)")
-        if not np.issubdtype(x.dtype, np.floating) or not np.all(np.isfinite(x)):
-            raise UserError(f"input {source}: expected finite float32 values, got dtype {x.dtype}")
+        if not np.issubdtype(x.dtype, np.floating):
+            raise UserError(f"input {source}: expected float32 values, got dtype {x.dtype}")
+        if not np.all(np.isfinite(x)):
+            bad = int(np.size(x) - np.count_nonzero(np.isfinite(x)))
+            raise UserError(f"input {source}: {bad} value(s) are NaN or infinite; expected "
+                            f"finite float32 values")
         return x.astype(np.float32), ["file"]
 
     # ---- the integer reference, computed once per scons process

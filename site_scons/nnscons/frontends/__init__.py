@@ -3,7 +3,8 @@
     load_model(source, *, name, input_shape=None, fmt="auto", calibration=None) -> ir.Graph
 
 fmt: "auto" (a directory is an ARES export; a .onnx file with QuantizeLinear/
-DequantizeLinear nodes is QDQ, any other .onnx is float), "qdq", "float" or "ares".
+DequantizeLinear nodes is QDQ, any other .onnx is float), "onnx" (a .onnx file, QDQ or
+float as its nodes say: the manifest's `format: onnx`), "qdq", "float" or "ares".
 The returned graph carries a plain attribute `default_input`: the path of an input sample
 that came with the model (ARES test_cases), or None.
 """
@@ -18,7 +19,7 @@ from ..passes.quantize import inherit_qparams
 from .onnx_file import is_qdq, read_onnx
 from .onnx_graph import OnnxWalker
 
-FORMATS = ("auto", "qdq", "float", "ares")
+FORMATS = ("auto", "onnx", "qdq", "float", "ares")
 
 
 def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
@@ -26,14 +27,14 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
 
     f = read_onnx(source, input_shape)
     quantized = is_qdq(f.proto)
-    if fmt == "auto":
+    if fmt in ("auto", "onnx"):
         fmt = "qdq" if quantized else "float"
     if fmt == "qdq" and not quantized:
         raise ModelError(f"{source}: no QuantizeLinear/DequantizeLinear nodes, so this is not "
-                         f"a QDQ model; load it with fmt='float' to quantize it")
+                         f"a QDQ model; load it as a float model to quantize it")
     if fmt == "float" and quantized:
-        raise ModelError(f"{source}: the model is already quantized (QDQ); load it with "
-                         f"fmt='qdq'")
+        raise ModelError(f"{source}: the model is already quantized (QDQ); load it as a QDQ "
+                         f"model")
     if calibration and fmt != "float":
         raise ModelError(f"{source}: calibration applies to float models only; this one is "
                          f"already quantized")
@@ -62,9 +63,12 @@ def load_model(source: str, *, name: str, input_shape: tuple | None = None,
             raise ModelError(f"{source}: calibration applies to float models only; an ARES "
                              f"export is already quantized")
         return load_ares(source, name=name, input_shape=input_shape)
+    if fmt == "onnx" and os.path.isdir(source):
+        raise ModelError(f"{source}: format onnx expects a .onnx file, got a directory")
     if fmt == "auto" and not source.lower().endswith(".onnx"):
         raise ModelError(f"{source}: cannot tell the model format; expected a .onnx file or "
-                         f"an ARES export directory (or pass fmt=)")
+                         f"an ARES export directory (declare the model in targets.yaml with "
+                         f"'format: onnx' or 'format: ares')")
     return _load_onnx(source, name, input_shape, fmt, calibration)
 
 

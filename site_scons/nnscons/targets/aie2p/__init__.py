@@ -31,10 +31,10 @@ SCHEMA = {
                   "cxxflags": "list[str]", "cc": "str", "cflags": "list[str]"},
     "kernel": {"variant": ["scalar", "vector"]},
     "memory": {"l1": "size", "memtile": "size"},
-    "tiling": {k: "int" for k in TILING_KEYS},
-    "run": {"platform": ["auto", "npu", "emul"], "timeout": "int"},
+    "tiling": {k: "count" for k in TILING_KEYS},
+    "run": {"platform": ["auto", "npu", "emul"], "timeout": "count"},
     "mapping": {"fallback": ["none", "host"]},
-    "layer": dict({k: "int" for k in TILING_KEYS}, variant=["scalar", "vector"]),
+    "layer": dict({k: "count" for k in TILING_KEYS}, variant=["scalar", "vector"]),
 }
 
 DEFAULTS = {

@@ -25,10 +25,10 @@ SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
     "memory": {"l1": "size", "l1_reserved": "size", "l2": "size", "l2_reserved": "size",
                "l3_device": ["ram", "flash"], "l3_size": "size", "l3_threshold": "size"},
-    "cluster": {"cores": "int", "stack_size": "size", "slave_stack_size": "size"},
-    "dma": {"max_inflight": "int", "max_transfer": "size"},
+    "cluster": {"cores": "count", "stack_size": "size", "slave_stack_size": "size"},
+    "dma": {"max_inflight": "count", "max_transfer": "size"},
     "tiling": {"l1_budget": "size"},
-    "run": {"platform": ["auto", "gvsoc", "emul", "qemu"], "timeout": "int"},
+    "run": {"platform": ["auto", "gvsoc", "emul", "qemu"], "timeout": "count"},
     "layer": {"l1_budget": "size"},
 }
 

@@ -19,7 +19,7 @@ SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
     "memory": {"l1": "size", "l2": "size"},
     "tiling": {"l1_budget": "size"},
-    "run": {"platform": ["native"], "timeout": "int"},
+    "run": {"platform": ["native"], "timeout": "count"},
     "layer": {"l1_budget": "size"},
 }
 
