@@ -71,8 +71,9 @@ def test_npu_flow_command_lines_and_incremental_graph(project, monkeypatch):
     text = project.read("targets.yaml").replace("conv3: {tiles_per_call: 7}", "conv3: {tiles_per_call: 1}")
     project.write("targets.yaml", text)
     s = steps(project.scons("-k", "target=aie2p", "model=mix", check=False).stdout)
-    assert sorted(s) == sorted(["CODEGEN conv3"] * 3 + ["MLIR conv3", "KCC conv3", "AIECC conv3",
-                                                        "RUN mix", "CHECK mix", "REPORT mix"])
+    assert sorted(s) == sorted(["CODEGEN conv3 (conv3.cc)", "CODEGEN conv3 (conv3_design.py)",
+                                "CODEGEN conv3 (conv3_dma.json)", "MLIR conv3", "KCC conv3", "AIECC conv3",
+                                "RUN mix", "CHECK mix", "REPORT mix"])
     assert sorted({r["tool"] for r in records(log)}) == ["aiecc.py", "peano-clang++", "python-design", "xrt-runner"]
     assert all("conv3" in json.dumps(r) for r in records(log) if r["tool"] != "xrt-runner")
 

@@ -16,7 +16,13 @@ from ..targets import base
 
 
 def label(target, source, env):
-    return f"{env['NNS_VERB']} {env['NNS_LABEL']} [{env['NNS_TARGET']}]"
+    """`VERB label [target]`; with verbose=1 also what the step reads and writes (these
+    steps are Python functions: they have no command line)."""
+    line = f"{env['NNS_VERB']} {env['NNS_LABEL']} [{env['NNS_TARGET']}]"
+    if env.get("NNS_VERBOSE"):
+        files = [str(s) for s in source if s.__class__.__name__ == "File"]
+        line += f": {', '.join(str(t) for t in target)}" + (f" <- {', '.join(files)}" if files else "")
+    return line
 
 
 def render_source(target, source, env):

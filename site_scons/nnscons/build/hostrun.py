@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 
 from ..fileio import write_if_changed
 from . import runlog
 
 
-def run_program(cmd, timeout, cwd=None, env=None):
+def run_program(cmd, timeout, cwd=None, env=None, show=False):
     """Run a program (firmware, emulator, simulator) on this machine: (exit status, or None
-    on timeout, and stdout+stderr as text, what was printed so far on a timeout)."""
+    on timeout, and stdout+stderr as text, what was printed so far on a timeout).  show:
+    print the command line first (verbose=1)."""
+    if show:
+        print(("cd %s && " % cwd if cwd else "") + " ".join(shlex.quote(str(c)) for c in cmd))
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=timeout)
@@ -26,7 +30,7 @@ def run_native(target, source, env):
     output_bin = os.path.join(os.path.dirname(log_path), "output.bin")
     cmd = [source[0].abspath, env["NNS_BIN_DIR"], output_bin]
     timeout = session.options["run"]["timeout"]
-    status, text = run_program(cmd, timeout)
+    status, text = run_program(cmd, timeout, show=env["NNS_VERBOSE"])
     if status is None:
         print(f"RUN FAILED [{session.target_cfg.name}]: no result after {timeout} s "
               f"(targets.{session.target_cfg.name}.run.timeout)")

@@ -86,8 +86,11 @@ def declare(env, session) -> dict:
     for lp in plan.layers:
         label = report.printable(lp.layer.name)
         labels[lp.cname] = label
-        layer_files[lp.cname] = {path: codegen(path, template, spec, label)[0]
-                                 for path, template, spec in lp.sources()}
+        files = lp.sources()
+        # several files per layer: each CODEGEN line names its file
+        layer_files[lp.cname] = {path: codegen(path, template, spec, label if len(files) == 1 else
+                                               f"{label} ({os.path.basename(path)})")[0]
+                                 for path, template, spec in files}
         if lp.param_layout:
             w = env.NnsWeights(os.path.join(b, "bin", plan.bin_path("weights", lp.cname)),
                                value(env, [session.numeric_keys[lp.layer.name], lp.param_layout,

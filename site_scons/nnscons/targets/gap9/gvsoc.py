@@ -169,7 +169,7 @@ class Sdk:
         return [self.launcher, f"--target={GVSOC_TARGET}", work, f"--binary={fw}"] + readfs + \
             ["image", "flash", "run"]
 
-    def run(self, firmware: str, bin_dir: str, timeout: int) -> tuple:
+    def run(self, firmware: str, bin_dir: str, timeout: int, show: bool = False) -> tuple:
         """(exit status or None on timeout, log text). The status is not trusted by the
         caller: gvsoc's is unreliable, so the log decides."""
         work_dir = os.path.join(os.path.dirname(os.path.abspath(firmware)), "gvsoc_work")
@@ -178,7 +178,7 @@ class Sdk:
             efuse = self._p("utils", "efuse", "GAP9", "efuse_hyper_preload.data")
             if os.path.isfile(efuse):
                 shutil.copyfile(efuse, os.path.join(work_dir, "chip.efuse_preload.data"))
-        return run_program(self.run_command(firmware, bin_dir, work_dir), timeout, cwd=work_dir)
+        return run_program(self.run_command(firmware, bin_dir, work_dir), timeout, cwd=work_dir, show=show)
 
 
 def _find(top: str, suffix: str) -> list:

@@ -101,12 +101,13 @@ def environment(env, session, platform):
     return e, emul_sources("emul")
 
 
-def run(platform, session, firmware, bin_dir) -> tuple:
-    """(exit status or None on timeout, log text)."""
+def run(platform, session, firmware, bin_dir, show=False) -> tuple:
+    """(exit status or None on timeout, log text); show: print the command (verbose=1)."""
     timeout = session.options["run"]["timeout"]
     if platform == "gvsoc":
-        return gvsoc.require_sdk(session.target_cfg.name).run(firmware, bin_dir, timeout)
+        return gvsoc.require_sdk(session.target_cfg.name).run(firmware, bin_dir, timeout, show)
     if platform == "qemu":
         from . import qemu
-        return qemu.run_qemu(firmware, bin_dir, timeout)
-    return run_program([os.path.abspath(firmware)], timeout, env=dict(os.environ, NN_EMUL_FS_DIR=bin_dir))
+        return qemu.run_qemu(firmware, bin_dir, timeout, show)
+    return run_program([os.path.abspath(firmware)], timeout, env=dict(os.environ, NN_EMUL_FS_DIR=bin_dir),
+                       show=show)

@@ -68,14 +68,14 @@ def missing_tools() -> list:
     return [t for t in (CC, QEMU) if not shutil.which(t)]
 
 
-def run_qemu(elf_path: str, cwd: str, timeout: float) -> tuple:
+def run_qemu(elf_path: str, cwd: str, timeout: float, show: bool = False) -> tuple:
     """Run an ELF built with cross_flags() on qemu in directory cwd.
 
     Returns (exit status, log): the program's exit status (3 when the emulation detected a
     misuse, 1 for a CPU fault, which picolibc reports with a register dump), or None when it
     did not finish within timeout seconds; log is everything the program printed (stdout and
     stderr, both through semihosting) and qemu's own messages."""
-    status, log = run_program(qemu_command(elf_path), timeout, cwd=cwd)
+    status, log = run_program(qemu_command(elf_path), timeout, cwd=cwd, show=show)
     if status is None:
         log += f"\nqemu: timed out after {timeout} s\n"
     return status, log

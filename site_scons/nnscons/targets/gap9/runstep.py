@@ -54,7 +54,7 @@ def run_firmware(target, source, env):
     platform = env["NNS_PLATFORM"]
     tname = session.target_cfg.name
     log_path, npy_path = str(target[0]), str(target[1])
-    status, log = platforms.run(platform, session, str(source[0]), env["NNS_BIN_DIR"])
+    status, log = platforms.run(platform, session, str(source[0]), env["NNS_BIN_DIR"], show=env["NNS_VERBOSE"])
     tail = "\n".join(log.splitlines()[-15:])
     if status is None:
         print(f"RUN FAILED [{tname}] on {platform}: no result after "
