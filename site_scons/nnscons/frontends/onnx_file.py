@@ -84,11 +84,11 @@ def resolve_input_shape(path: str, name: str, declared: list, override) -> tuple
                                  f"{name!r} {declared} at axis {i}")
     else:
         if not declared:
-            raise ModelError(f"{path}: the model input {name!r} has no declared shape; pass "
-                             f"input_shape=(1, C, H, W)")
+            raise ModelError(f"{path}: the model input {name!r} has no declared shape; declare "
+                             f"the model in targets.yaml with 'input_shape: [1, C, H, W]'")
         if any(d is None for d in declared[1:]):
             raise ModelError(f"{path}: the model input {name!r} has symbolic dimensions "
-                             f"{declared}; pass input_shape=(1, C, H, W)")
+                             f"{declared}; declare the model in targets.yaml with 'input_shape: [1, C, H, W]'")
         shape = (1 if declared[0] is None else declared[0],) + tuple(declared[1:])
     if len(shape) not in (2, 4):
         raise ModelError(f"{path}: input shape {shape} must be (1, C, H, W) or (1, F)")
