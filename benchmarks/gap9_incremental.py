@@ -41,7 +41,7 @@ def main():
         proj = os.path.join(tmp, "proj")
         skip = shutil.ignore_patterns(".git", ".venv", "__pycache__")
 
-        def ignore(d, names):  # only the top-level build/: site_scons/nnscons/build is code
+        def ignore(d, names):  # only the top-level build/: site_scons/nnscons/builders is code
             return set(skip(d, names)) | ({"build"} if os.path.abspath(d) == ROOT else set())
         shutil.copytree(ROOT, proj, ignore=ignore)
         manifest = os.path.join(proj, "targets.yaml")

@@ -21,7 +21,7 @@ _SKIP = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest
 def _ignore(directory, names):
     skipped = set(_SKIP(directory, names))
     if os.path.abspath(directory) == ROOT and "build" in names:
-        skipped.add("build")  # only the top-level build/: site_scons/nnscons/build is code
+        skipped.add("build")  # only the top-level build/: site_scons/nnscons/builders is code
     return skipped
 _STEP = re.compile(r"^([A-Z][A-Z0-9_]*) (.+) \[[^\]]+\]$")  # VERB label [target]
 

@@ -492,14 +492,8 @@ def _display_name(path: str) -> str:
 
 
 def _zoo() -> dict:
-    try:
-        from models.zoo import ZOO
-    except ImportError:
-        # SCons does not put the project root on sys.path; it is two levels above
-        # site_scons/nnscons/.
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-        from models.zoo import ZOO
-    return ZOO
+    from .resources import zoo
+    return zoo().ZOO
 
 
 def load_manifest(path, kinds: dict) -> Manifest:

@@ -13,7 +13,7 @@ import subprocess
 import SCons.Action
 import SCons.Builder
 
-from nnscons.build import actions, runlog
+from nnscons.builders import actions, runlog
 from nnscons.fileio import write_if_changed
 
 

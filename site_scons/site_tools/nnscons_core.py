@@ -17,7 +17,7 @@ import SCons.Builder
 import SCons.Scanner
 
 from nnscons import codegen
-from nnscons.build import actions
+from nnscons.builders import actions
 
 
 def _scan_templates(node, env, path):

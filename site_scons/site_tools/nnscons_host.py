@@ -9,8 +9,8 @@ import shutil
 import SCons.Action
 import SCons.Builder
 
-from nnscons.build import actions
-from nnscons.build.hostrun import run_native
+from nnscons.builders import actions
+from nnscons.builders.hostrun import run_native
 
 
 def exists(env):

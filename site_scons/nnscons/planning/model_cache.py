@@ -15,6 +15,7 @@ import pickle
 from .. import numerics
 from ..errors import ModelError
 from ..fileio import write_if_changed
+from ..resources import zoo, zoo_dir
 from .keys import digest, file_digest
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,15 +35,15 @@ def _source_digest(path: str) -> str:
     return file_digest(path)
 
 
-def zoo_code_digest(root: str) -> str:
-    return _code_digest([os.path.join(root, "models", "zoo", "*.py")])
+def zoo_code_digest() -> str:
+    return _code_digest([os.path.join(zoo_dir(), "*.py")])
 
 
 def cache_key(model_cfg, root: str) -> str:
     frontend = _code_digest([os.path.join(_PKG, d, "**", "*.py") for d in ("frontends", "passes")]
                             + [os.path.join(_PKG, "ir.py")])
     if model_cfg.zoo:
-        source = ["zoo", model_cfg.zoo, model_cfg.seed, zoo_code_digest(root)]
+        source = ["zoo", model_cfg.zoo, model_cfg.seed, zoo_code_digest()]
     else:
         source = ["file", _source_digest(model_cfg.source), model_cfg.fmt]
     calib = dict(model_cfg.calibration or {})
@@ -65,9 +66,8 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
     from .. import frontends  # onnx/onnxruntime load only on a cache miss
     source = model_cfg.source
     if model_cfg.zoo:
-        from models import zoo
         source = os.path.join(model_dir, "model.onnx")
-        zoo.write(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)
+        zoo().write(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)
     graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
                                  fmt=model_cfg.fmt or "auto", calibration=model_cfg.calibration)
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)

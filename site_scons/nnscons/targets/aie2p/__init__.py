@@ -9,6 +9,8 @@ are an error naming the layer and the reason (mapping.py).
 """
 from __future__ import annotations
 
+from ...resources import data_path
+
 import os
 import shutil
 import sys
@@ -23,7 +25,7 @@ from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .tools import find_tools
 
 TOOL = "nnscons_aie2p"
-TEMPLATES = "templates/aie2p"
+TEMPLATES = data_path("templates", "aie2p")
 TILING_KEYS = ("tiles_per_call", "channels_per_call", "cores", "columns")
 
 SCHEMA = {

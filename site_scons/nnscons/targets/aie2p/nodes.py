@@ -15,11 +15,12 @@ from __future__ import annotations
 import os
 import sys
 
-from ...build.nodes import py_sources
+from ...resources import data_path
+from ...builders.nodes import py_sources
 from .tools import find_tools
 
-HOST_KERNELS = ["kernels/common/nn_conv2d.c", "kernels/common/nn_eltwise.c",
-                "kernels/common/nn_linear.c", "kernels/common/nn_pool.c"]
+COMMON = data_path("kernels", "common")
+HOST_KERNELS = [os.path.join(COMMON, f) for f in ("nn_conv2d.c", "nn_eltwise.c", "nn_linear.c", "nn_pool.c")]
 
 
 def layer_kind(lp) -> str:
@@ -27,7 +28,7 @@ def layer_kind(lp) -> str:
     return kind(lp)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KERNELS = "kernels/aie2p"
+KERNELS = data_path("kernels", "aie2p")
 PEANO_FLAGS = ["-O2", "-std=c++20", "--target=aie2p-none-unknown-elf", "-Wno-parentheses",
                "-Wno-attributes", "-Wno-macro-redefined", "-DNDEBUG"]
 
@@ -108,8 +109,7 @@ def declare_nodes(env, session, common) -> dict:
                + ["-shared", "-fPIC", "-Ikernels/common", "-o", so] + HOST_KERNELS)
         node = env.NnsAieCmd(so, HOST_KERNELS, NNS_CMD=cmd, NNS_VERB="CC",
                              NNS_LABEL="host kernels")
-        env.Depends(node, ["kernels/common/nn_kernels.h", "kernels/common/nn_requant.h",
-                           "kernels/common/nn_window.h"])
+        env.Depends(node, [os.path.join(COMMON, h) for h in ("nn_kernels.h", "nn_requant.h", "nn_window.h")])
         firmware += node
         run_inputs += [files_all[lp.cname][f"src/layers/{lp.cname}_host.json"] for lp in hosted]
     run = env.NnsAieRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy")],

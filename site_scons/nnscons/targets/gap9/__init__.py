@@ -14,12 +14,13 @@ from __future__ import annotations
 import os
 
 from ...errors import UserError
+from ...resources import data_path, data_relative
 from .. import base
 from . import memory, ops, platforms
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
 TOOL = "nnscons_gap9"
-TEMPLATES = "templates/gap9"
+TEMPLATES = data_path("templates", "gap9")
 
 SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
@@ -99,7 +100,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     for lp in layers:
         lp.report.update(_layer_report(lp, mem))
     network = network_spec(graph, layers, mem, opts)
-    kernels.add("kernels/gap9/nn_gap9.c")
+    kernels.add(data_path("kernels", "gap9", "nn_gap9.c"))
     return base.TargetPlan(
         layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
         network_files=[("src/network.c", "network.c.j2", network), ("src/network.h", "network.h.j2", {}),
@@ -141,7 +142,7 @@ def _makefile_spec(layers, kernels, opts) -> dict:
     bin files, defines; nothing from the tiling, so a tiling edit does not regenerate it."""
     return {"sources": ["src/main.c", "src/network.c"] + [p for lp in layers for p, _, _ in lp.sources()
                                                           if p.endswith(".c")],
-            "kernels": sorted(kernels), "include": ["kernels/common", "kernels/gap9"],
+            "kernels": sorted(data_relative(k) for k in kernels), "include": ["kernels/common", "kernels/gap9"],
             "bins": ["input.bin"] + sorted(n for lp in layers for n in [f"{lp.cname}_golden.bin"] +
                                        ([f"{lp.cname}_weights.bin"] if lp.param_layout else [])),
             "defines": platforms.runtime_defines(opts)}

@@ -34,7 +34,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 
-from ...build.hostrun import run_program
+from ...builders.hostrun import run_program
 from ...errors import UserError
 
 CC_NAME = "riscv32-unknown-elf-gcc"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ...build.nodes import compile_generated, compile_object
+from ...builders.nodes import compile_generated, compile_object
 from . import platforms
 
 

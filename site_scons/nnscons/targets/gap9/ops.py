@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UserError
+from ...resources import data_path
 from ..base import OpImpl, flattened_from, layout_bytes, param_arrays, pool_check
 from . import tiling
 
-C = "kernels/common/"
-G = "kernels/gap9/"
+C = data_path("kernels", "common") + "/"
+G = data_path("kernels", "gap9") + "/"
 
 
 OPS = {

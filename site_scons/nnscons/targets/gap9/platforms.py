@@ -10,11 +10,12 @@ import glob
 import os
 import shutil
 
-from ...build.hostrun import run_program
+from ...builders.hostrun import run_program
 from ...errors import UserError
+from ...resources import data_path
 from . import gvsoc
 
-EMUL_DIR = "kernels/gap9/emul"
+EMUL_DIR = data_path("kernels", "gap9", "emul")
 _announced = set()
 
 
@@ -77,7 +78,7 @@ def environment(env, session, platform):
     """A clone of env with this platform's compiler, flags and include paths;
     returns (env, extra C sources to compile and link)."""
     opts = session.options
-    cpp = ["kernels/common", "kernels/gap9", os.path.join(session.build_dir, "src")]
+    cpp = [data_path("kernels", "common"), data_path("kernels", "gap9"), os.path.join(session.build_dir, "src")]
     defines = runtime_defines(opts)
     if platform == "gvsoc":
         sdk = gvsoc.require_sdk(session.target_cfg.name)

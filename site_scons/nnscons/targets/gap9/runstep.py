@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from ...build import runlog
+from ...builders import runlog
 from ...fileio import write_if_changed
 from . import platforms
 

@@ -6,6 +6,8 @@ tiling a scratchpad target needs, so tile settings are real and tested here.
 """
 from __future__ import annotations
 
+from ...resources import data_path
+
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base
@@ -13,7 +15,7 @@ from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import OPS, layer_spec
 
 TOOL = "nnscons_host"
-TEMPLATES = "templates/host"
+TEMPLATES = data_path("templates", "host")
 
 SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},

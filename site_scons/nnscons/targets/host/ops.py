@@ -3,10 +3,11 @@ per-layer spec (the only thing a layer's generated code depends on)."""
 from __future__ import annotations
 
 from ...errors import UserError
+from ...resources import data_path
 from ...planning.tiling import min_bytes, row_bands
 from ..base import OpImpl, pool_check
 
-K = "kernels/common/"
+K = data_path("kernels", "common") + "/"
 
 
 OPS = {

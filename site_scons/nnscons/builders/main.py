@@ -74,8 +74,8 @@ def main() -> None:
 
 
 def _build(env, manifest, root) -> None:
-    from ..build.nodes import declare
-    from ..build.session import Session
+    from ..builders.nodes import declare
+    from ..builders.session import Session
 
     target_cfg, model_cfg = manifest.select(env["target"] or None, env["model"] or None)
     input_path = env["input"] or None

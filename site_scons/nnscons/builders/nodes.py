@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import SCons.Action
 
 from ..planning import keys
+from ..resources import data_path, zoo_dir
 from . import actions, report, workspace
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,9 +70,9 @@ def declare(env, session) -> dict:
     plan = session.plan
     tdir = plan.templates_dir
     env = env.Clone(NNS_SESSION=session, NNS_TARGET=t, NNS_BIN_DIR=os.path.join(b, "bin"),
-                    CPPPATH=["kernels/common", os.path.join(b, "src")])
+                    CPPPATH=[data_path("kernels", "common"), os.path.join(b, "src")])
 
-    codegen_py = py_sources("codegen.py", "build/actions.py")
+    codegen_py = py_sources("codegen.py", "builders/actions.py")
     weights_py = py_sources("targets/base.py", "numerics.py") + list(plan.extra.get("weights_py", []))
     golden_py = py_sources("reference/*.py", "numerics.py")
 
@@ -125,7 +126,7 @@ def declare(env, session) -> dict:
         lambda target, source, env: actions.remove_stale([report_path, check_path]), None))
     rep = env.NnsReport(report_path, [value(env, report.plan_summary(session)), run[0]],
                         NNS_VERB="REPORT", NNS_LABEL=session.model_cfg.name)
-    env.Depends(rep, py_sources("build/report.py", "build/runlog.py"))
+    env.Depends(rep, py_sources("builders/report.py", "builders/runlog.py"))
     check = env.NnsCheck(check_path, rep, NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)
     verdict = env.AlwaysBuild(env.Alias(f"verdict-{session.target_cfg.name}-{session.model_cfg.name}",
                                         [check, rep], SCons.Action.Action(actions.print_verdict, None)))
@@ -142,7 +143,7 @@ def declare(env, session) -> dict:
         zoo_node = env.NnsZooModel(os.path.join(b, "model.onnx"),
                                    value(env, [m.zoo, m.seed, list(m.input_shape or [])]),
                                    NNS_VERB="MODEL", NNS_LABEL=m.zoo)
-        env.Depends(zoo_node, sorted(glob.glob(os.path.join(session.root, "models", "zoo", "*.py"))))
+        env.Depends(zoo_node, sorted(glob.glob(os.path.join(zoo_dir(), "*.py"))))
         env.Precious(zoo_node)
         extra += zoo_node
 

@@ -59,9 +59,9 @@ def write_input(target, source, env):
 
 
 def write_zoo_model(target, source, env):
-    from models import zoo
+    from ..resources import zoo
     m = env["NNS_SESSION"].model_cfg
-    zoo.write(m.zoo, m.seed, m.input_shape, str(target[0]))
+    zoo().write(m.zoo, m.seed, m.input_shape, str(target[0]))
     return 0
 
 
