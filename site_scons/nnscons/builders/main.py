@@ -1,4 +1,6 @@
-"""What the SConstruct does: read the command line and targets.yaml, plan, declare nodes.
+"""nnscons's own front end (the SConstruct of ./nnscons and of the `nnscons` command):
+read the command line and targets.yaml, plan, declare nodes, and own the global SCons
+state a front end owns: the signature database, aliases, defaults, help, exit status.
 
 User mistakes raise UserError anywhere below; they are printed as one clear message
 (no traceback) and scons exits with status 2.
@@ -11,10 +13,8 @@ import sys
 from SCons.Script import (ARGUMENTS, Alias, BoolVariable, Decider, Default,
                           Environment, Exit, GetOption, Help, SConsignFile, Variables)
 
-from .. import manifest as manifest_mod
 from ..errors import UserError
-from ..targets import schemas
-from . import workspace
+from . import network, workspace
 
 MANIFEST = "targets.yaml"
 
@@ -48,8 +48,6 @@ def _help_text(variables, env, manifest) -> str:
 
 def main() -> None:
     root = os.getcwd()
-    if root not in sys.path:
-        sys.path.insert(0, root)  # models/zoo
     # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
     # firmware relinked within the same second at the same size would not rerun.
     Decider("content")
@@ -60,7 +58,7 @@ def main() -> None:
         if unknown:
             raise UserError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: "
                             f"target, model, input, platform, verbose (see scons -h)")
-        manifest = manifest_mod.load_manifest(MANIFEST, schemas())
+        manifest = network.load_manifest(MANIFEST)
         if GetOption("help"):
             Help(_help_text(variables, env, manifest), append=False)
             return
@@ -74,27 +72,16 @@ def main() -> None:
 
 
 def _build(env, manifest, root) -> None:
-    from ..builders.nodes import declare
-    from ..builders.session import Session
-
-    target_cfg, model_cfg = manifest.select(env["target"] or None, env["model"] or None)
-    input_path = env["input"] or None
-    if input_path and not os.path.isfile(input_path):
-        raise UserError(f"input={input_path}: no such file")
+    target_cfg, _ = manifest.select(env["target"] or None, env["model"] or None)
     target_dir = workspace.target_dir(target_cfg.name)
     # One signature database and one lock per target folder: builds of different targets
     # run side by side; a second build of the same target waits for the first.
     env["NNS_LOCK"] = workspace.lock(target_dir, target_cfg.name)
     SConsignFile(os.path.join(target_dir, ".sconsign"))
     with workspace.cleanup_on_error(target_dir):
-        session = Session(root, manifest, target_cfg, model_cfg, input_path, env["platform"] or None)
-    env.Replace(NNS_OPTIONS=session.options, NNS_VERBOSE=env["verbose"])
-    env.Tool("nnscons_core")
-    if not GetOption("clean"):
-        session.kind.check_tools(env, session)  # UserError naming what to install
-    env.Tool(session.kind.TOOL)
-    env.Tool("compilation_db")
-    aliases = declare(env, session)
+        session = network.plan(manifest, env["target"], env["model"], input_path=env["input"] or None,
+                               platform=env["platform"] or None, root=root)
+    aliases = network.declare(env, session, verbose=env["verbose"], check_tools=not GetOption("clean"))
     for name, nodes in aliases.items():
         Alias(name, nodes)
     # codegen: every generated file, the ones no step compiles too (gap9's SDK Makefile)

@@ -28,7 +28,7 @@ def path_component(name: str) -> str:
 
 class Session:
     def __init__(self, root: str, manifest, target_cfg, model_cfg, input_path: str | None,
-                 platform: str | None = None):
+                 platform: str | None = None, build_dir: str | None = None):
         self.root = root
         self.manifest = manifest
         self.target_cfg = target_cfg
@@ -36,8 +36,8 @@ class Session:
         self.kind = kind_module(target_cfg.kind)
         self.options = self.kind.options(target_cfg)
         self._set_platform(platform)
-        self.build_dir = os.path.join("build", path_component(target_cfg.name),
-                                      path_component(model_cfg.folder or model_cfg.name))
+        self.build_dir = build_dir or os.path.join("build", path_component(target_cfg.name),
+                                                   path_component(model_cfg.folder or model_cfg.name))
         os.makedirs(self.build_dir, exist_ok=True)
         self.graph = load_graph(model_cfg, root, self.build_dir,
                                 os.path.join(self.build_dir, "cache", "model.pkl"))

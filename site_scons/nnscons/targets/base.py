@@ -68,6 +68,18 @@ class TargetPlan:
         return f"{kind}/{cname}.bin"
 
 
+def tools_exist(check_tools, env) -> bool:
+    """A kind Tool's exists(): its check_tools(env, session) passes (env['NNS_SESSION'])."""
+    session = env.get("NNS_SESSION")
+    if session is None:
+        return False
+    try:
+        check_tools(env, session)
+    except UserError:
+        return False
+    return True
+
+
 def merged_options(defaults: dict, target_cfg) -> dict:
     """A target's manifest sections over its kind's DEFAULTS, section by section."""
     merged = {}

@@ -21,10 +21,10 @@ from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base
 from . import layerplan as lplan, mapping, pack
+from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .tools import find_tools
 
-TOOL = "nnscons_aie2p"
 TEMPLATES = data_path("templates", "aie2p")
 TILING_KEYS = ("tiles_per_call", "channels_per_call", "cores", "columns")
 

@@ -17,9 +17,9 @@ from ...errors import UserError
 from ...resources import data_path, data_relative
 from .. import base
 from . import memory, ops, platforms
+from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
-TOOL = "nnscons_gap9"
 TEMPLATES = data_path("templates", "gap9")
 
 SCHEMA = {

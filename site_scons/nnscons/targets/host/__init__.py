@@ -11,10 +11,10 @@ from ...resources import data_path
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base
+from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import OPS, layer_spec
 
-TOOL = "nnscons_host"
 TEMPLATES = data_path("templates", "host")
 
 SCHEMA = {

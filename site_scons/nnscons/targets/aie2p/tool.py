@@ -14,6 +14,7 @@ import SCons.Action
 import SCons.Builder
 
 from nnscons.builders import actions, runlog
+from nnscons.resources import PACKAGE_DIR
 from nnscons.fileio import write_if_changed
 
 
@@ -56,7 +57,8 @@ def run_network(target, source, env):
     cmd = [str(c) for c in env["NNS_CMD"]] + [b, out_bin]
     _show(env, cmd)
     e = _env(env)
-    e["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.abspath("site_scons"), e.get("PYTHONPATH", "")) if p)
+    # the runner imports nnscons: the folder holding the package, checkout or installed
+    e["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(PACKAGE_DIR), e.get("PYTHONPATH", "")) if p)
     timeout = session.options["run"]["timeout"]
     t = session.target_cfg.name
     try:
@@ -82,4 +84,8 @@ def generate(env):
 
 
 def exists(env):
-    return True
+    """Whether this target's tools (compiler, emulator or SDK of the chosen platform) are
+    here: the same check that names what to install (check_tools)."""
+    from ..base import tools_exist
+    from . import check_tools
+    return tools_exist(check_tools, env)

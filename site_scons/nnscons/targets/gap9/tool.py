@@ -11,8 +11,6 @@ from nnscons.builders import actions
 from nnscons.targets.gap9 import runstep
 
 
-def exists(env):
-    return True
 
 
 def generate(env):
@@ -21,3 +19,11 @@ def generate(env):
     env.Tool("gnulink")
     env["BUILDERS"]["NnsGap9Run"] = SCons.Builder.Builder(
         action=SCons.Action.Action(runstep.run_firmware, actions.label))
+
+
+def exists(env):
+    """Whether this target's tools (compiler, emulator or SDK of the chosen platform) are
+    here: the same check that names what to install (check_tools)."""
+    from ..base import tools_exist
+    from . import check_tools
+    return tools_exist(check_tools, env)

@@ -13,8 +13,6 @@ from nnscons.builders import actions
 from nnscons.builders.hostrun import run_native
 
 
-def exists(env):
-    return shutil.which(env["NNS_OPTIONS"]["toolchain"]["cc"]) is not None
 
 
 def generate(env):
@@ -25,3 +23,11 @@ def generate(env):
                 CFLAGS=list(opts["toolchain"]["cflags"]), LINKFLAGS=list(opts["toolchain"]["ldflags"]))
     env["BUILDERS"]["NnsRun"] = SCons.Builder.Builder(
         action=SCons.Action.Action(run_native, actions.label))
+
+
+def exists(env):
+    """Whether this target's tools (compiler, emulator or SDK of the chosen platform) are
+    here: the same check that names what to install (check_tools)."""
+    from ..base import tools_exist
+    from . import check_tools
+    return tools_exist(check_tools, env)

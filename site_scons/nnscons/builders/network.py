@@ -1,0 +1,51 @@
+"""Declare the whole node graph of one (manifest, target, model) build: the part shared by
+nnscons's own front end (builders/main.py) and the Tool a foreign SConstruct loads
+(nnscons.tool / NnsNetwork).
+
+Nothing here touches global SCons state (no SConsignFile, Decider on the default
+environment, Default, Alias, Exit, option parsing): the nodes get content signatures through
+their own cloned Environment.
+"""
+from __future__ import annotations
+
+import os
+
+from .. import manifest as manifest_mod
+from ..errors import UserError
+from ..targets import schemas
+from . import core_tool, workspace
+
+
+def load_manifest(path: str):
+    return manifest_mod.load_manifest(path, schemas())
+
+
+def plan(manifest, target: str | None, model: str | None, *, build_dir=None,
+         input_path: str | None = None, platform: str | None = None, root: str | None = None):
+    """The planned Session. build_dir None: build/<target>/<model folder>."""
+    from .session import Session
+
+    target_cfg, model_cfg = manifest.select(target or None, model or None)
+    if input_path and not os.path.isfile(input_path):
+        raise UserError(f"input={input_path}: no such file")
+    return Session(root or os.getcwd(), manifest, target_cfg, model_cfg, input_path, platform,
+                   build_dir=build_dir)
+
+
+def declare(env, session, *, verbose: bool = False, check_tools: bool = True) -> dict:
+    """Every node of the session's build in a clone of env; returns the aliases
+    {name: nodes} (not registered: the caller decides what is an alias or a default)."""
+    from .nodes import declare as declare_nodes
+
+    env = env.Clone(NNS_OPTIONS=session.options, NNS_VERBOSE=verbose, NNS_SESSION=session)
+    # content signatures for our nodes only (a foreign SConstruct keeps its own Decider)
+    env.Decider("content")
+    core_tool.generate(env)
+    if check_tools:
+        session.kind.check_tools(env, session)      # UserError naming what to install
+    session.kind.tool.generate(env)
+    env.Tool("compilation_db")
+    return declare_nodes(env, session)
+
+
+__all__ = ["load_manifest", "plan", "declare", "workspace"]
