@@ -17,6 +17,21 @@ def c_comment(text: str) -> str:
     return text.replace("*/", "*\\/").replace("/*", "/\\*")
 
 
+def c_string(text: str) -> str:
+    """A C string literal (with its quotes) holding `text` (names are untrusted): printable
+    ASCII as is, anything else as octal escapes of its UTF-8 bytes."""
+    out = []
+    for byte in str(text).encode("utf-8", "surrogatepass"):
+        ch = chr(byte)
+        if ch in '"\\?':
+            out.append("\\" + ch)
+        elif 32 <= byte < 127:
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
 @functools.lru_cache(maxsize=None)
 def _environment(templates_dir: str) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir),
@@ -24,6 +39,7 @@ def _environment(templates_dir: str) -> jinja2.Environment:
                              lstrip_blocks=True, keep_trailing_newline=True,
                              auto_reload=True)
     env.filters["c_comment"] = c_comment
+    env.filters["c_string"] = c_string
     return env
 
 

@@ -87,28 +87,29 @@ def write_report(target, source, env):
 
 
 def run_check(target, source, env):
-    """source[0]: report.json.  Passed: check.txt holds the verdict.  Failed: the table
-    and the first wrong layer are printed, no check.txt remains, the build fails."""
+    """source[0]: report.json.  Prints the verdict (and the table when this build wrote
+    the report).  Passed: check.txt holds the verdict.  Failed: no check.txt remains and
+    the build fails."""
     from . import report
+    session = env["NNS_SESSION"]
     rep = report.load(str(source[0]))
+    if session.report_written or not rep.get("passed"):
+        print(report.table(rep))
+    print(rep["verdict"])
+    session.verdict_printed = True
     if not rep.get("passed"):
         remove_stale([str(target[0])])
-        print(report.table(rep))
-        print(rep["verdict"])
         return 1
     write_if_changed(str(target[0]), rep["verdict"] + "\n")
     return 0
 
 
 def print_verdict(target, source, env):
-    """Every build that includes the check prints its verdict, from the up-to-date report
-    (source[0]: check.txt, source[1]: report.json); the table only when this build wrote
-    the report."""
+    """Every build that includes the check prints its verdict: when CHECK did not run
+    (nothing changed), from the up-to-date report (source[1])."""
     from . import report
-    rep = report.load(str(source[1]))
-    if getattr(env["NNS_SESSION"], "report_written", False):
-        print(report.table(rep))
-    print(rep["verdict"])
+    if not env["NNS_SESSION"].verdict_printed:
+        print(report.load(str(source[1]))["verdict"])
     return 0
 
 

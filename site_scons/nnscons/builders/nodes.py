@@ -45,11 +45,14 @@ class CommonNodes:
 
 def compile_object(env, obj, src, label):
     """One C compile node with its `CC label [target]` progress line."""
-    return env.Object(obj, src, CCCOMSTR=None if env["NNS_VERBOSE"] else f"CC {label} [{env['NNS_TARGET']}]")
+    quiet = not env["NNS_VERBOSE"]
+    return env.Object(obj, src, CCCOMSTR=f"CC {label} [{env['NNS_TARGET']}]" if quiet else None,
+                      ASPPCOMSTR=f"AS {label} [{env['NNS_TARGET']}]" if quiet else None)
 
 
 def compile_generated(env, session, common, obj_dir) -> list:
-    """Objects of the generated C files: obj_dir/layers/<cname>.o and obj_dir/<stem>.o."""
+    """Objects of the generated C (and .S) files: obj_dir/layers/<cname>.o, and for network
+    files obj_dir/<path under src/>.o."""
     objects = []
     for lp in session.plan.layers:
         for path, node in common.layer_files[lp.cname].items():
@@ -57,9 +60,10 @@ def compile_generated(env, session, common, obj_dir) -> list:
                 objects += compile_object(env, os.path.join(obj_dir, "layers", lp.cname + ".o"), node,
                                           common.label[lp.cname])
     for path, node in common.network_files.items():
-        if path.endswith(".c"):
+        if path.endswith((".c", ".S")):
+            rel = os.path.relpath(path, "src") if path.startswith("src/") else path
             stem = os.path.splitext(os.path.basename(path))[0]
-            objects += compile_object(env, os.path.join(obj_dir, stem + ".o"), node, stem)
+            objects += compile_object(env, os.path.join(obj_dir, os.path.splitext(rel)[0] + ".o"), node, stem)
     return objects
 
 
@@ -158,6 +162,6 @@ def declare(env, session) -> dict:
     from SCons.Script import GetOption
     if not (GetOption("no_exec") or GetOption("clean") or GetOption("help")):
         # bin/ is flashed as a whole on gvsoc: files of layers that are gone must not stay
-        workspace.prune(b, ["bin", os.path.join("src", "layers")],
+        workspace.prune(b, ["bin", os.path.join("src", "layers"), os.path.join("src", "weights")],
                         [str(n) for n in weights + goldens + inp + sources])
     return aliases

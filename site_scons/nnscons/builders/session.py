@@ -54,6 +54,7 @@ class Session:
         self._lock = threading.Lock()
         self._reference = None
         self.report_written = False       # set by the REPORT action: the table is printed then
+        self.verdict_printed = False      # set by the CHECK action
 
     def _set_platform(self, platform: str | None) -> None:
         """platform= from the command line over run.platform; the kind may resolve 'auto'."""

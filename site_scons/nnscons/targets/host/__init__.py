@@ -10,7 +10,7 @@ from ...resources import data_path
 
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
-from .. import base
+from .. import base, library
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import OPS, layer_spec
@@ -55,6 +55,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     if default_budget > l1_size:
         raise UserError(f"{where(None, 'tiling', 'l1_budget')}: l1_budget {default_budget} B exceeds the "
                         f"target's L1 size memory.l1 = {l1_size} B")
+    model = library.c_model_name(graph.name)
     layers, kernels = [], set()
     for layer in graph.layers:
         impl = OPS.get(layer.op)
@@ -70,6 +71,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                             f"target's L1 size memory.l1 = {l1_size} B")
         layout = base.param_layout(layer, graph)
         spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
+        spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
         layers.append(base.LayerPlan(layer=layer, cname=cnames[layer.name], template=impl.template,
                                      kernels=impl.kernels, spec=spec, param_layout=layout,
                                      macs=base.macs(layer, graph),
@@ -79,24 +81,40 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     if buffers["arena_size"] > opts["memory"]["l2"]:
         raise UserError(f"{where(None, 'memory', 'l2')}: activations need {buffers['arena_size']} B, more than "
                         f"memory.l2 = {opts['memory']['l2']} B of target kind 'host'")
-    network = network_spec(graph, layers, buffers)
+    network = network_spec(graph, layers, buffers, library.spec(graph, "chw", model))
     return base.TargetPlan(layers=layers, network=network, kernels=sorted(kernels),
-                           templates_dir=TEMPLATES, network_files=_network_files(network))
+                           templates_dir=TEMPLATES, network_files=_network_files(network, layers),
+                           extra={"library": library.files(model)})
 
 
-def _network_files(plan_network):
-    return [(f"src/{name}", name + ".j2", {} if name == "main.c" else plan_network)
-            for name in ("network.c", "network.h", "main.c")]
+def _network_files(network, layers):
+    """The library's sources and files, the harness, and per layer with parameters the
+    assembly file that links its weights .bin in."""
+    files = library.files(network["lib"]["model"])
+    lib_only = {"lib": network["lib"]}
+    out = [(files["source"], "network.c.j2", network),
+           (files["header"], "nns.h.j2", network),
+           (files["cmake"], "lib.cmake.j2", lib_only),
+           (files["mk"], "lib.mk.j2", lib_only),
+           ("src/main.c", "main.c.j2", lib_only)]
+    out += [(f"src/weights/{lp.cname}.S", "weights.S.j2",
+             {"cname": lp.cname, "symbol": f"{network['lib']['prefix']}_params_{lp.cname}",
+              "file": f"{lp.cname}.bin"})
+            for lp in layers if lp.param_layout]
+    return out
 
 
-def network_spec(graph, layers, buffers) -> dict:
-    """The network source's spec: layer order, buffer offsets; no numbers, no tiling."""
+def network_spec(graph, layers, buffers, lib) -> dict:
+    """The library source's spec: layer order and names, buffer offsets, the library's
+    facts (sizes, shapes, quantization of input and output); no weights, no tiling."""
     t = buffers["tensors"]
+    lib = dict(lib, link_libs=[])
     return {
+        "lib": lib,
         "arena_size": buffers["arena_size"],
         "input": t[graph.input],
         "output": t[graph.output],
-        "layers": [{"cname": lp.cname,
+        "layers": [{"cname": lp.cname, "name": lp.layer.name, "symbol": lp.spec["symbol"],
                     "inputs": [t[i]["offset"] for i in lp.layer.inputs],
                     "output": t[lp.layer.output],
                     "params_bytes": lp.param_bytes}

@@ -1,4 +1,5 @@
-"""The host target's nodes after codegen: compile, link, native run."""
+"""The host target's nodes after codegen: the library (layers, network, linked-in weights,
+kernels), the harness program linked against it, the native run."""
 from __future__ import annotations
 
 import os
@@ -9,18 +10,35 @@ from ...builders.nodes import compile_generated, compile_object
 def declare_nodes(env, session, common) -> dict:
     b = session.build_dir
     t = session.target_cfg.name
+    files = session.plan.extra["library"]
+    verbose = env["NNS_VERBOSE"]
+    # .incbin finds each layer's weights .bin on the assembler's include path
+    env = env.Clone()
+    env.Append(ASPPFLAGS=["-Wa,-I" + os.path.join(b, "bin", "weights")])
+    env.Append(CPPPATH=[os.path.join(b, "include")])
 
     objects = compile_generated(env, session, common, os.path.join(b, "obj"))
+    harness = [o for o in objects if os.path.basename(str(o)) == "main.o"]
+    lib_objects = [o for o in objects if o not in harness]
     for k in session.plan.kernels:
         stem = os.path.splitext(os.path.basename(k))[0]
-        objects += compile_object(env, os.path.join(b, "obj", "kernels", stem + ".o"), k, stem)
+        lib_objects += compile_object(env, os.path.join(b, "obj", "kernels", stem + ".o"), k, stem)
+    for w in common.weights:                       # the .S objects embed the .bin bytes
+        stem = os.path.splitext(os.path.basename(str(w)))[0]
+        env.Depends(os.path.join(b, "obj", "weights", stem + ".o"), w)
 
-    firmware = env.Program(os.path.join(b, "firmware"), sorted(objects, key=str),
-                           LINKCOMSTR=None if env["NNS_VERBOSE"] else f"LINK firmware [{t}]")
+    library = env.StaticLibrary(os.path.join(b, files["lib"]), sorted(lib_objects, key=str),
+                                ARFLAGS=["rcs"], RANLIBCOM="",   # `s`: the index, no ranlib step
+                                ARCOMSTR=None if verbose else f"AR {os.path.basename(files['lib'])} [{t}]")
+    firmware = env.Program(os.path.join(b, "firmware"), harness + library,
+                           LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
     run = env.NnsRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy")],
-                     firmware + common.input + common.weights + common.goldens,
+                     firmware + common.input + common.goldens,
                      NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
     env.SideEffect(os.path.join(b, "output.bin"), run)
     env.Clean(firmware, [os.path.join(b, "output.bin")])
     cdb = env.CompilationDatabase(os.path.join(b, "compile_commands.json"))
-    return {"firmware": firmware, "run": run, "compiledb": cdb}
+    header = [common.network_files[files["header"]]]
+    extras = [common.network_files[files[k]] for k in ("cmake", "mk")]
+    return {"firmware": firmware, "run": run, "compiledb": cdb,
+            "library": library + header + extras}

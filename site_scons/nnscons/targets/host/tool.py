@@ -18,7 +18,9 @@ from nnscons.builders.hostrun import run_native
 def generate(env):
     opts = env["NNS_OPTIONS"]
     env.Tool("gcc")
+    env.Tool("as")       # src/weights/*.S: the weights linked into the library
     env.Tool("gnulink")
+    env.Tool("ar")
     env.Replace(CC=opts["toolchain"]["cc"], LINK=opts["toolchain"]["cc"],
                 CFLAGS=list(opts["toolchain"]["cflags"]), LINKFLAGS=list(opts["toolchain"]["ldflags"]))
     env["BUILDERS"]["NnsRun"] = SCons.Builder.Builder(

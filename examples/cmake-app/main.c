@@ -1,0 +1,45 @@
+/* An application of the network library: one inference on float32 data.
+ *   app [input.f32 [output.f32]]
+ * input.f32: NNS_SIMPLECNN_INPUT_SIZE float32 values in the model's layout (else a test pattern);
+ * the output's float32 values go to output.f32, or to stdout. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "nns_simplecnn.h"
+
+int main(int argc, char **argv)
+{
+    static float input[NNS_SIMPLECNN_INPUT_SIZE], output[NNS_SIMPLECNN_OUTPUT_SIZE];
+    void *arena = malloc(NNS_SIMPLECNN_ARENA_SIZE);
+    int i, rc;
+    if (!arena)
+        return 2;
+    if (argc > 1) {
+        FILE *f = fopen(argv[1], "rb");
+        if (!f || fread(input, sizeof(float), NNS_SIMPLECNN_INPUT_SIZE, f) != NNS_SIMPLECNN_INPUT_SIZE) {
+            fprintf(stderr, "cannot read %d floats from %s\n", NNS_SIMPLECNN_INPUT_SIZE, argv[1]);
+            return 2;
+        }
+        fclose(f);
+    } else {
+        for (i = 0; i < NNS_SIMPLECNN_INPUT_SIZE; ++i)
+            input[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+    }
+    rc = nns_simplecnn_run_float(input, output, arena);
+    if (rc != NNS_SIMPLECNN_OK) {
+        fprintf(stderr, "nns_simplecnn_run_float: error %d\n", rc);
+        return 1;
+    }
+    if (argc > 2) {
+        FILE *f = fopen(argv[2], "wb");
+        if (!f || fwrite(output, sizeof(float), NNS_SIMPLECNN_OUTPUT_SIZE, f) != NNS_SIMPLECNN_OUTPUT_SIZE)
+            return 2;
+        fclose(f);
+    } else {
+        for (i = 0; i < NNS_SIMPLECNN_OUTPUT_SIZE; ++i)
+            printf("%s%g", i ? " " : "", output[i]);
+        printf("\n");
+    }
+    free(arena);
+    return 0;
+}

@@ -1,0 +1,31 @@
+"""The `nnscons` console command: `./nnscons` for an installed package.
+
+Run in a folder holding a targets.yaml; arguments are those of ./nnscons (target=,
+model=, platform=, input=, verbose=, aliases, -j, -c, -h ...).  SCons runs with the
+package's front-end SConstruct, in this folder, and writes only under build/.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(argv=None) -> int:
+    sys.dont_write_bytecode = True          # nothing outside build/: no bytecode caches
+    args = list(sys.argv[1:] if argv is None else argv)
+    sconstruct = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builders", "SConstruct")
+    if not os.path.isfile("targets.yaml") and not any(a in ("-h", "--help", "-H") for a in args):
+        sys.stderr.write(f"nnscons: error: no targets.yaml in {os.getcwd()}; run nnscons in the folder "
+                         f"holding the manifest (see README: The manifest)\n")
+        return 2
+    import SCons.Script
+    sys.argv = ["nnscons", "-f", sconstruct, *args]
+    try:
+        SCons.Script.main()
+    except SystemExit as e:
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

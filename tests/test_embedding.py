@@ -1,0 +1,139 @@
+"""nnscons inside a firmware repo: pip install into a fresh virtual environment, then the
+examples built from copies outside the project tree, with the installed package only.
+Their outputs equal the harness's output.npy for the same model and input, bit for bit."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, steps
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pip")]
+
+_COPY_SKIP = shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", "*.pyc", "*.egg-info",
+                                    ".pytest_cache")
+
+
+def _run(cmd, cwd, env=None, timeout=900):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-5000:]}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """A fresh venv with `pip install <copy of this repo>`: (venv bin dir, repo copy)."""
+    base = tmp_path_factory.mktemp("pip")
+    repo = base / "nnscons-src"
+    shutil.copytree(ROOT, repo, ignore=_COPY_SKIP)
+    venv = base / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], base)
+    _run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", str(repo)], base)
+    return venv / "bin", repo
+
+
+def _clean_env():
+    """No PYTHONPATH to our checkout: the installed package only."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _harness_output(bindir, where, x):
+    """output.npy of the installed `nnscons` command for model simplecnn on input x."""
+    np.save(where / "x.npy", x)
+    shutil.copy(os.path.join(ROOT, "targets.yaml"), where / "targets.yaml")
+    out = _run([str(bindir / "nnscons"), "model=simplecnn", "input=x.npy"], where, _clean_env())
+    assert "Test PASSED [host] simplecnn" in out
+    return np.load(where / "build" / "host" / "simplecnn" / "output.npy")
+
+
+def test_scons_firmware_example(installed, tmp_path):
+    bindir, repo = installed
+    fw = tmp_path / "firmware"
+    shutil.copytree(repo / "examples" / "scons-firmware", fw)
+    env = _clean_env()
+    out = _run([str(bindir / "scons"), "-Q", "app"], fw, env)
+    assert (fw / "app").exists() and (fw / "nn" / "lib" / "libnns_net.a").exists()
+    assert not (fw / "nn" / "run.log").exists()          # `scons app`: the library only
+
+    x = np.random.default_rng(4).standard_normal((1, 1, 28, 28)).astype(np.float32)
+    x.tofile(fw / "x.f32")
+    _run([str(fw / "app"), "x.f32", "y.f32"], fw)
+    ours = np.fromfile(fw / "y.f32", dtype=np.float32)
+    harness = _harness_output(bindir, tmp_path, x).reshape(-1)
+    np.testing.assert_array_equal(ours, harness)
+
+    # the whole build includes nnscons's own harness run and its per-layer check
+    out = _run([str(bindir / "scons"), "-Q", "."], fw, env)
+    assert "Test PASSED [host] net" in out
+
+    # one layer's budget in the firmware's manifest: that layer, the library, the program
+    text = (fw / "nn.yaml").read_text()
+    (fw / "nn.yaml").write_text(text.replace("conv1: {l1_budget: 8KiB}", "conv1: {l1_budget: 3KiB}"))
+    out = _run([str(bindir / "scons"), "-Q", "app"], fw, env)
+    assert steps(out) == ["CODEGEN conv1", "CC conv1", "AR libnns_net.a"], out
+    assert "-o app" in out
+    _run([str(fw / "app"), "x.f32", "y2.f32"], fw)
+    np.testing.assert_array_equal(np.fromfile(fw / "y2.f32", dtype=np.float32), harness)
+    assert _run([str(bindir / "scons"), "-Q", "app"], fw, env).count("\n") <= 1     # nothing to do
+
+
+def test_two_networks_side_by_side_and_clear_errors(installed, tmp_path):
+    bindir, repo = installed
+    fw = tmp_path / "fw2"
+    shutil.copytree(repo / "examples" / "scons-firmware", fw)
+    (fw / "SConstruct").write_text(
+        "import nnscons\n"
+        "env = Environment(tools=['default', nnscons.tool])\n"
+        "a, ha = env.NnsNetwork('nn_a', manifest='nn.yaml', model='net', target='host')\n"
+        "b, hb = env.NnsNetwork('nn_b', manifest='nn.yaml', model='net', target='host-small')\n"
+        "Default(a, b)\n")
+    (fw / "nn.yaml").write_text((fw / "nn.yaml").read_text().replace(
+        "targets:\n  host:\n    kind: host\n",
+        "targets:\n  host:\n    kind: host\n  host-small:\n    kind: host\n    tiling: {l1_budget: 4KiB}\n", 1))
+    _run([str(bindir / "scons"), "-Q"], fw, _clean_env())
+    assert (fw / "nn_a" / "lib" / "libnns_net.a").exists() and (fw / "nn_b" / "lib" / "libnns_net.a").exists()
+
+    (fw / "SConstruct").write_text("import nnscons\nenv = Environment(tools=['default', nnscons.tool])\n"
+                                   "env.NnsNetwork('nn', manifest='nn.yaml', model='nett', target='host')\n")
+    proc = subprocess.run([str(bindir / "scons"), "-Q"], cwd=fw, env=_clean_env(), text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.returncode != 0 and "Traceback" not in proc.stdout
+    assert "model=nett: unknown model" in proc.stdout and "net" in proc.stdout
+
+
+@pytest.mark.skipif(not shutil.which("cmake"), reason="cmake not installed (apt-get install cmake)")
+def test_cmake_app_links_the_library(installed, tmp_path):
+    bindir, repo = installed
+    x = np.random.default_rng(9).standard_normal((1, 1, 28, 28)).astype(np.float32)
+    harness = _harness_output(bindir, tmp_path, x).reshape(-1)     # also builds the library
+    nns_build = tmp_path / "build" / "host" / "simplecnn"
+    app = tmp_path / "cmake-app"
+    shutil.copytree(repo / "examples" / "cmake-app", app)
+    _run(["cmake", "-S", ".", "-B", "out", f"-DNNS_BUILD={nns_build}"], app)
+    _run(["cmake", "--build", "out"], app)
+    x.tofile(app / "x.f32")
+    _run([str(app / "out" / "app"), "x.f32", "y.f32"], app)
+    np.testing.assert_array_equal(np.fromfile(app / "y.f32", dtype=np.float32), harness)
+
+
+def test_library_alias_builds_only_the_library(project):
+    proc = project.scons("model=simplecnn", "library")
+    b = "build/host/simplecnn"
+    for rel in ("lib/libnns_simplecnn.a", "include/nns_simplecnn.h", "lib/nns_simplecnn.cmake",
+                "lib/nns_simplecnn.mk"):
+        assert os.path.isfile(project.file(f"{b}/{rel}")), rel
+    assert not os.path.exists(project.file(f"{b}/run.log")) and "RUN" not in proc.stdout
+    header = project.read(f"{b}/include/nns_simplecnn.h")
+    for name in ("nns_simplecnn_run(", "nns_simplecnn_run_float(", "NNS_SIMPLECNN_ARENA_SIZE",
+                 "NNS_SIMPLECNN_INPUT_SIZE", "NNS_SIMPLECNN_OUTPUT_SIZE", "NNS_SIMPLECNN_INPUT_SCALE",
+                 "NNS_SIMPLECNN_OUTPUT_ZERO_POINT", "NNS_SIMPLECNN_INPUT_SHAPE { 1, 1, 28, 28 }",
+                 "nns_simplecnn_layer_callback"):
+        assert name in header, name
