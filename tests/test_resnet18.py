@@ -22,7 +22,7 @@ def test_resnet18_runs_and_one_layer_edit_rebuilds_only_that_layer(project):
     project.write("targets.yaml", text + "    targets:\n      host:\n        layers:\n"
                                           "          layer2.1.conv1: {l1_budget: 16KiB}\n")
     assert steps(project.scons("model=resnet18").stdout) == [
-        "CODEGEN layer2.1.conv1", "CC layer2.1.conv1", "LINK firmware", "RUN resnet18", "REPORT resnet18",
+        "CODEGEN layer2.1.conv1", "CC layer2.1.conv1", "AR libnns_resnet18.a", "LINK firmware", "RUN resnet18", "REPORT resnet18",
         "CHECK resnet18"]
     tile = json.loads(project.read("build/host/resnet18/report.json"))["layers"][12]["tile"]
     assert tile["l1_bytes"] <= 16 * 1024
