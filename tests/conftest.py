@@ -68,6 +68,25 @@ class Project:
         return out
 
 
+def as_unprivileged_user(project):
+    """argv prefix running a command as an unprivileged user, so that read-only folders
+    really are (root ignores permission bits); [] when not root."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: cannot make build/ read-only for the build")
+    for dirpath, dirnames, files in os.walk(project.path):   # the copy readable by nobody
+        os.chmod(dirpath, 0o755)
+        for f in files:
+            p = os.path.join(dirpath, f)
+            os.chmod(p, os.stat(p).st_mode | 0o444)
+    parent = os.path.dirname(project.path)
+    while parent not in ("/", "/tmp"):                     # and reachable (pytest makes 0700 dirs)
+        os.chmod(parent, os.stat(parent).st_mode | 0o111)
+        parent = os.path.dirname(parent)
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
 def adhoc(project, target: str, stem: str) -> str:
     """build/<target>/<folder> of a model given as a path (its own folder: file-<stem>-<hash>)."""
     import glob

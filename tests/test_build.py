@@ -127,7 +127,7 @@ def _build_files(project):
     for dirpath, _, files in os.walk(root):
         for f in files:
             rel = os.path.relpath(os.path.join(dirpath, f), root)
-            if os.path.basename(rel) in (".sconsign.dblite", ".lock") or "compile_commands.json" in rel \
+            if os.path.basename(rel).startswith((".sconsign", ".lock")) or "compile_commands.json" in rel \
                     or "/cache/" in rel:
                 continue
             with open(os.path.join(dirpath, f), "rb") as fh:

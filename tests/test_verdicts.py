@@ -94,8 +94,10 @@ def test_builds_of_different_targets_at_once_keep_their_signatures(project):
     assert all(p.returncode == 0 for p in procs), outs
     assert steps(project.scons("target=host", "model=simplecnn").stdout) == []
     assert steps(project.scons("target=gap9", "model=simplecnn", "platform=emul").stdout) == []
-    assert os.path.isfile(project.file("build/host/.sconsign.dblite"))
-    assert os.path.isfile(project.file("build/gap9/.sconsign.dblite"))
+    # signatures live in each directory: the two targets share no signature file
+    assert os.path.isfile(project.file("build/host/simplecnn/.sconsign"))
+    assert os.path.isfile(project.file("build/gap9/simplecnn/.sconsign"))
+    assert not os.path.exists(project.file("build/.sconsign.dblite"))
 
 
 def test_generated_files_have_the_usual_modes(project):

@@ -10,15 +10,29 @@ import os
 import sys
 
 
+def is_matrix(args) -> bool:
+    """target=/model= lists or all, or shard=: every combination builds even if one fails."""
+    for a in args:
+        key, _, value = a.partition("=")
+        if key == "shard" or key in ("target", "model") and ("," in value or "all" in value.split(",")):
+            return True
+    return False
+
+
 def main(argv=None) -> int:
     sys.dont_write_bytecode = True          # nothing outside build/: no bytecode caches
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["merge"]:                # nnscons merge OUT.json SHARD.json ...
+        from .builders import matrix
+        return matrix.main(args)
     sconstruct = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builders", "SConstruct")
     if not os.path.isfile("targets.yaml") and not any(a in ("-h", "--help", "-H") for a in args):
         sys.stderr.write(f"nnscons: error: no targets.yaml in {os.getcwd()}; run nnscons in the folder "
                          f"holding the manifest (see README: The manifest)\n")
         return 2
     import SCons.Script
+    if is_matrix(args):
+        args = ["-k", *args]
     sys.argv = ["nnscons", "-f", sconstruct, *args]
     try:
         SCons.Script.main()

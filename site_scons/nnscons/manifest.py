@@ -27,7 +27,7 @@ from .errors import ManifestError
 from .sizes import parse_size
 
 TOP_KEYS = ("defaults", "targets", "models")
-DEFAULTS_KEYS = ("target", "model")
+DEFAULTS_KEYS = ("target", "model", "cache")
 TARGET_KEYS = ("kind", "description")
 MODEL_KEYS = ("zoo", "source", "format", "seed", "input_shape", "input", "quantization", "targets")
 FORMATS = ("auto", "onnx", "ares")
@@ -275,6 +275,8 @@ class _Validator:
                                      + (", ".join(declared) or "(none declared)"),
                                      f"declare it under '{section}:' or fix the name")
                 result[key] = value
+        if "cache" in m:    # a shared build cache folder (relative to the manifest), like cache=
+            result["cache"] = self.typed(m["cache"], "path", path + ["cache"], m.value_lines["cache"])
         return result
 
     def targets(self, root) -> dict:

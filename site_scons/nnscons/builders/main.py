@@ -10,19 +10,25 @@ from __future__ import annotations
 import os
 import sys
 
-from SCons.Script import (ARGUMENTS, Alias, BoolVariable, Decider, Default,
-                          Environment, Exit, GetOption, Help, SConsignFile, Variables)
+import atexit
+
+import SCons.Action
+from SCons.Script import (ARGUMENTS, Alias, BoolVariable, Decider, Default, Environment, Exit,
+                          GetOption, Help, SConsignFile, Variables)
 
 from ..errors import UserError
-from . import network, workspace
+from . import matrix, network, workspace
 
 MANIFEST = "targets.yaml"
 
 
 def _variables():
     v = Variables(None, ARGUMENTS)
-    v.Add("target", "target name from targets.yaml (default: defaults.target)", "")
-    v.Add("model", "model name from targets.yaml, or a path to an .onnx file (default: defaults.model)", "")
+    v.Add("target", "target name(s) from targets.yaml, comma-separated, or all (default: defaults.target)", "")
+    v.Add("model", "model name(s) from targets.yaml, comma-separated, or all, or a path to an .onnx file "
+                   "(default: defaults.model)", "")
+    v.Add("shard", "i/n: build the i-th of n deterministic slices of the target x model matrix", "")
+    v.Add("cache", "a shared build cache folder (default: defaults.cache in targets.yaml)", "")
     v.Add("input", "run on this float32 .npy input (model layout) instead of the default input", "")
     v.Add("platform", "where to run (default: the target's run.platform in targets.yaml)", "")
     v.Add(BoolVariable("verbose", "print full command lines instead of one line per node", False))
@@ -57,7 +63,7 @@ def main() -> None:
         unknown = variables.UnknownVariables()
         if unknown:
             raise UserError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: "
-                            f"target, model, input, platform, verbose (see scons -h)")
+                            f"target, model, input, platform, shard, cache, verbose (see scons -h)")
         manifest = network.load_manifest(MANIFEST)
         if GetOption("help"):
             Help(_help_text(variables, env, manifest), append=False)
@@ -71,19 +77,98 @@ def main() -> None:
         Exit(2)
 
 
+def _combinations(env, manifest) -> tuple:
+    """[(target, model)] from target=/model= (lists, all, shard=) and whether this is a
+    matrix build (lists, all or shard: a summary and build/matrix.json at the end)."""
+    t_arg, m_arg, s_arg = env["target"], env["model"], env["shard"]
+    is_matrix = bool(s_arg) or any("," in a or a == "all" or a.startswith("all,") or ",all" in a
+                                   for a in (t_arg, m_arg))
+    if not is_matrix:
+        return [(t_arg or None, m_arg or None)], False
+    targets = matrix.names(t_arg, manifest.targets, "target")
+    models = matrix.names(m_arg, manifest.models, "model")
+    combos = []
+    for t in targets:
+        for m in models:
+            tc, mc = manifest.select(t or None, m or None)     # unknown names: one clear error
+            combos.append((tc.name, m or mc.name))
+    combos = list(dict.fromkeys(combos))
+    if s_arg:
+        combos = matrix.shard(combos, s_arg)
+        if not combos:
+            raise UserError(f"shard={s_arg}: this slice of the {len(targets)} x {len(models)} matrix is empty")
+    return combos, True
+
+
 def _build(env, manifest, root) -> None:
-    target_cfg, _ = manifest.select(env["target"] or None, env["model"] or None)
-    target_dir = workspace.target_dir(target_cfg.name)
-    # One signature database and one lock per target folder: builds of different targets
-    # run side by side; a second build of the same target waits for the first.
-    env["NNS_LOCK"] = workspace.lock(target_dir, target_cfg.name)
-    SConsignFile(os.path.join(target_dir, ".sconsign"))
-    with workspace.cleanup_on_error(target_dir):
-        session = network.plan(manifest, env["target"], env["model"], input_path=env["input"] or None,
-                               platform=env["platform"] or None, root=root)
-    aliases = network.declare(env, session, verbose=env["verbose"], check_tools=not GetOption("clean"))
-    for name, nodes in aliases.items():
+    combos, is_matrix = _combinations(env, manifest)
+    SConsignFile(None)       # a .sconsign file per directory: every target folder has its own
+    cache_dir = env["cache"] or manifest.defaults.get("cache")
+    if cache_dir:
+        from . import cache
+        cache.enable(env, cache_dir)
+    # One lock per target folder: builds of different targets run side by side; a second
+    # build of the same target waits for the first.  Taken in sorted order (no deadlock).
+    target_names = sorted({manifest.select(t, m)[0].name for t, m in combos})
+    env["NNS_LOCKS"] = [workspace.lock(workspace.target_dir(t), t) for t in target_names]
+    results, all_aliases = [], {}
+    for t, m in combos:
+        target_cfg, model_cfg = manifest.select(t, m)
+        target_dir = workspace.target_dir(target_cfg.name)
+        combo = matrix.Combination(target_cfg.name, model_cfg.name)
+        try:
+            with workspace.cleanup_on_error(target_dir):
+                session = network.plan(manifest, t, m, input_path=env["input"] or None,
+                                       platform=env["platform"] or None, root=root)
+            aliases = network.declare(env, session, verbose=env["verbose"],
+                                      check_tools=not GetOption("clean"))
+        except UserError as e:
+            if not is_matrix:
+                raise
+            combo.reason = str(e)
+            all_aliases.setdefault("check", []).extend(_failed_node(env, combo))
+            results.append(combo)
+            continue
+        combo.session, combo.aliases = session, aliases
+        combo.out_dir = os.path.dirname(str(aliases["run"][0]))
+        results.append(combo)
+        for name, nodes in aliases.items():
+            all_aliases.setdefault(name, []).extend(nodes)
+    for name, nodes in all_aliases.items():
         Alias(name, nodes)
     # codegen: every generated file, the ones no step compiles too (gap9's SDK Makefile)
-    Default(aliases["check"], aliases["report"], aliases["quantized"], aliases["compiledb"],
-            aliases["model"], aliases["codegen"])
+    Default([all_aliases.get(k, []) for k in ("check", "report", "quantized", "compiledb", "model",
+                                              "codegen")])
+    if is_matrix and not GetOption("clean") and not GetOption("no_exec"):
+        # one combination's failure must not stop the others: ./nnscons and the nnscons
+        # command pass -k for matrix builds (SCons does not let an SConstruct set it)
+        if not GetOption("keep_going"):
+            sys.stderr.write("nnscons: note: a matrix build stops at its first failure without -k "
+                             "(./nnscons adds it)\n")
+        timings = matrix.track_timings(env, results)
+        atexit.register(_matrix_summary, results, timings)
+
+
+def _failed_node(env, combo):
+    """A node that fails with the reason a combination could not be planned."""
+    def fail(target, source, env):
+        print(f"PLAN FAILED [{combo.target}] {combo.model}: {combo.reason}")
+        return 1
+    node = env.Command(os.path.join("build", ".failed", f"{combo.target}--{combo.model}"), [],
+                       SCons.Action.Action(fail, None))
+    env.AlwaysBuild(node)
+    return node
+
+
+def _matrix_summary(results, timings) -> None:
+    from SCons.Script import GetBuildFailures
+    failures = {}
+    for f in GetBuildFailures():
+        path = str(f.node)
+        for c in results:
+            if c.session and path.startswith(c.session.build_dir + os.sep) \
+                    or path.endswith(f"{c.target}--{c.model}"):
+                failures.setdefault((c.target, c.model), f"{path}: {f.errstr}" if c.session else c.reason)
+    rows = matrix.summarize(results, failures, timings)
+    matrix.write(rows)
+    print(matrix.table(rows))

@@ -159,6 +159,7 @@ def declare(env, session) -> dict:
     }
     aliases.update(target_nodes)
     aliases.setdefault("compiledb", [])
+    env.NoCache(aliases["compiledb"])       # holds absolute paths: never shared through a cache
     from SCons.Script import GetOption
     if not (GetOption("no_exec") or GetOption("clean") or GetOption("help")):
         # bin/ is flashed as a whole on gvsoc: files of layers that are gone must not stay

@@ -71,6 +71,8 @@ def prune(build_dir: str, subdirs, declared) -> list:
     for sub in subdirs:
         for dirpath, _, files in os.walk(os.path.join(build_dir, sub)):
             for f in files:
+                if f.startswith(".sconsign"):         # SCons's own per-directory signatures
+                    continue
                 path = os.path.normpath(os.path.join(dirpath, f))
                 if path not in keep:
                     os.unlink(path)

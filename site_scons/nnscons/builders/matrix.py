@@ -1,0 +1,206 @@
+"""Matrix builds: several targets x models in one SCons graph, one summary.
+
+`target=` and `model=` take comma-separated names and `all`; every combination is one set
+of nodes, so -j overlaps them.  A combination that cannot be planned (an op a target
+lacks, a model that does not fit) becomes a node that fails with its reason, so the others
+build on (keep-going) and the exit status says something failed.  At the end: a table,
+build/matrix.json and build/matrix.csv (per combination: status, first wrong layer, MACs,
+parameter bytes, peak memory, latency or cycles where known, build and run seconds).
+`shard=i/n` keeps the i-th of n deterministic slices; `merge` joins shards' matrix.json.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+
+from ..errors import UserError
+from ..fileio import write_if_changed
+
+MATRIX_JSON = os.path.join("build", "matrix.json")
+MATRIX_CSV = os.path.join("build", "matrix.csv")
+COLUMNS = ("target", "model", "platform", "status", "first_wrong_layer", "reason", "macs", "param_bytes",
+           "peak_memory", "latency_ms", "cycles", "build_s", "run_s")
+
+
+def names(arg: str, declared, what: str) -> list:
+    """target=/model= values: comma-separated names, `all` (every declared one)."""
+    items = [a.strip() for a in arg.split(",")] if arg else [""]
+    if "all" in items:
+        return list(declared)
+    if "" in items and len(items) > 1:
+        raise UserError(f"{what}={arg}: empty name in the list")
+    return list(dict.fromkeys(items))
+
+
+def shard(combos: list, spec: str) -> list:
+    """The i-th of n slices (1-based) of the combinations, round robin over their sorted order."""
+    try:
+        i, n = (int(v) for v in spec.split("/"))
+    except ValueError:
+        raise UserError(f"shard={spec}: expected i/n with 1 <= i <= n, e.g. shard=2/4") from None
+    if not 1 <= i <= n:
+        raise UserError(f"shard={spec}: expected i/n with 1 <= i <= n, e.g. shard=2/4")
+    return [c for k, c in enumerate(sorted(combos)) if k % n == i - 1]
+
+
+@dataclass
+class Combination:
+    target: str
+    model: str
+    session: object = None               # None when planning failed
+    reason: str = ""                      # why planning failed
+    aliases: dict = field(default_factory=dict)
+    out_dir: str = ""                     # where report.json goes
+
+
+def track_timings(env, combos: list) -> dict:
+    """Per combination, the wall-clock span of the steps this build ran ('build') and the
+    duration of its run step ('run'), recorded by pre/post actions on its nodes."""
+    import time
+
+    import SCons.Action
+    timings = {}
+
+    def recorder(key, what):
+        def record(target, source, env):
+            t = timings.setdefault(key, {"first": None, "last": None, "run": 0.0, "run_start": None})
+            now = time.monotonic()
+            if what == "pre":
+                t["first"] = now if t["first"] is None else min(t["first"], now)
+                if env.get("NNS_VERB") == "RUN":
+                    t["run_start"] = now
+            else:
+                t["last"] = now if t["last"] is None else max(t["last"], now)
+                if env.get("NNS_VERB") == "RUN" and t["run_start"] is not None:
+                    t["run"] += now - t["run_start"]
+            t["build"] = (t["last"] or now) - (t["first"] or now)
+            return 0
+        return record
+
+    for c in combos:
+        if c.session is None:
+            continue
+        key, prefix = (c.target, c.model), c.session.build_dir + os.sep
+        seen, stack = set(), [n for nodes in c.aliases.values() for n in nodes]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            stack.extend(n.children(scan=0))
+            if n.has_builder() and str(n).startswith(prefix):
+                env.AddPreAction(n, SCons.Action.Action(recorder(key, "pre"), None))
+                env.AddPostAction(n, SCons.Action.Action(recorder(key, "post"), None))
+    return timings
+
+
+def _row(c: Combination, failures: dict, timings: dict) -> dict:
+    row = {k: None for k in COLUMNS}
+    row.update(target=c.target, model=c.model)
+    if c.session is None:
+        row.update(status="not planned", reason=c.reason)
+        return row
+    row["platform"] = c.session.options["run"]["platform"]
+    rep_path = os.path.join(c.out_dir, "report.json")
+    rep = None
+    if os.path.isfile(rep_path):
+        with open(rep_path, encoding="utf-8") as f:
+            rep = json.load(f)
+    failed = failures.get((c.target, c.model))
+    if rep is not None:
+        row.update(macs=rep.get("total_macs"), param_bytes=rep.get("total_param_bytes"),
+                   first_wrong_layer=rep.get("first_wrong_layer"))
+        peak = {k: rep[k] for k in ("activation_arena_bytes", "peak_l2_bytes", "l3_bytes") if k in rep}
+        row["peak_memory"] = peak or None
+        row["latency_ms"] = rep.get("latency_ms")
+        row["cycles"] = rep.get("total_cycles")
+    if failed:
+        row.update(status="failed", reason=failed)
+    elif rep is not None and rep.get("passed"):
+        row["status"] = "passed"
+    elif rep is not None:
+        row.update(status="failed", reason=rep.get("verdict"))
+    else:
+        row.update(status="not built")
+    t = timings.get((c.target, c.model), {})
+    row["build_s"] = round(t.get("build", 0.0), 3)
+    row["run_s"] = round(t.get("run", 0.0), 3)
+    return row
+
+
+def summarize(combos: list, failures: dict, timings: dict) -> list:
+    return [_row(c, failures, timings) for c in combos]
+
+
+def write(rows: list, json_path: str = MATRIX_JSON, csv_path: str = MATRIX_CSV) -> None:
+    write_if_changed(json_path, json.dumps({"combinations": rows}, indent=2, sort_keys=True) + "\n")
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: json.dumps(v, sort_keys=True) if isinstance(v, dict) else v for k, v in r.items()})
+    write_if_changed(csv_path, buf.getvalue())
+
+
+def table(rows: list) -> str:
+    head = ("target", "model", "platform", "status", "MACs", "params B", "latency ms", "cycles",
+            "build s", "run s", "first wrong layer / reason")
+    lines = [head]
+    for r in rows:
+        detail = r["first_wrong_layer"] or (r["reason"] or "")
+        lines.append((r["target"], r["model"], r["platform"] or "-", r["status"],
+                      f"{r['macs']:,}" if r["macs"] is not None else "-",
+                      f"{r['param_bytes']:,}" if r["param_bytes"] is not None else "-",
+                      str(r["latency_ms"]) if r["latency_ms"] is not None else "-",
+                      f"{r['cycles']:,}" if r["cycles"] is not None else "-",
+                      str(r["build_s"] if r["build_s"] is not None else "-"),
+                      str(r["run_s"] if r["run_s"] is not None else "-"),
+                      detail.splitlines()[0][:90] if detail else ""))
+    widths = [max(len(str(x[i])) for x in lines) for i in range(len(head))]
+    text = ["  ".join(str(c).ljust(w) for c, w in zip(x, widths)).rstrip() for x in lines]
+    passed = sum(r["status"] == "passed" for r in rows)
+    text.append(f"matrix: {passed} of {len(rows)} combination(s) passed "
+                f"({MATRIX_JSON}, {MATRIX_CSV})")
+    return "\n".join(text)
+
+
+def merge(out_path: str, inputs: list) -> list:
+    """Join shards' matrix.json files (a combination in several: the last one wins)."""
+    rows = {}
+    for path in inputs:
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            for r in data["combinations"]:
+                rows[(r["target"], r["model"])] = r
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UserError(f"{path}: not a matrix.json written by nnscons ({e})") from None
+    merged = [rows[k] for k in sorted(rows)]
+    base = os.path.splitext(out_path)[0]
+    write(merged, out_path, base + ".csv")
+    return merged
+
+
+def main(argv=None) -> int:
+    """`./nnscons merge OUT.json IN.json...` (or python -m nnscons.builders.matrix merge ...)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["merge"]:
+        args = args[1:]
+    if len(args) < 2:
+        sys.stderr.write("usage: nnscons merge OUT.json SHARD.json [SHARD.json ...]\n")
+        return 2
+    try:
+        rows = merge(args[0], args[1:])
+    except UserError as e:
+        sys.stderr.write(f"nnscons: error: {e}\n")
+        return 2
+    print(table(rows).replace(MATRIX_JSON, args[0]).replace(MATRIX_CSV, os.path.splitext(args[0])[0] + ".csv"))
+    return 0 if all(r["status"] == "passed" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""cache=DIR: two checkouts share build results, simulator and emulator runs included;
+corrupt entries are rebuilt, a read-only cache is only read."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+from conftest import SCONS, Project, _ignore, ROOT, as_unprivileged_user, steps
+
+ARGS = ("target=gap9", "model=simplecnn", "platform=emul")
+
+
+def _second_checkout(tmp_path) -> Project:
+    dst = tmp_path / "second" / "proj"
+    shutil.copytree(ROOT, dst, ignore=_ignore)
+    return Project(dst)
+
+
+def _outputs(project, rel):
+    out = {}
+    root = project.file(rel)
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            if f.startswith((".sconsign", ".lock")) or f in ("compile_commands.json", "output.bin"):
+                continue
+            p = os.path.join(dirpath, f)
+            if "/cache/" in p:
+                continue
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out
+
+
+def test_a_second_checkout_builds_from_the_cache(project, tmp_path):
+    cache = str(tmp_path / "shared-cache")
+    first = project.scons(*ARGS, f"cache={cache}", "-j2")
+    assert "Test PASSED [gap9] simplecnn" in first.stdout
+    other = _second_checkout(tmp_path)
+    second = other.scons(*ARGS, f"cache={cache}", "-j2")
+    # no compiler, no emulator run, no codegen: everything retrieved
+    assert steps(second.stdout) == [], steps(second.stdout)
+    assert "Retrieved `build/gap9/simplecnn/emul/run.log' from cache" in second.stdout
+    assert "Test PASSED [gap9] simplecnn" in second.stdout
+    assert _outputs(project, "build/gap9") == _outputs(other, "build/gap9")
+
+
+def test_a_corrupt_entry_is_rebuilt_not_trusted(project, tmp_path):
+    cache = tmp_path / "c"
+    project.scons("model=simplecnn", f"cache={cache}")
+    other = _second_checkout(tmp_path)
+    # truncate the cached object of conv2 (found by its content)
+    obj = project.read("build/host/simplecnn/obj/layers/conv2.o", "rb")
+    entry = next(os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs
+                 if not f.endswith(".sha256") and f != "config"
+                 and open(os.path.join(d, f), "rb").read() == obj)
+    with open(entry, "r+b") as f:
+        f.truncate(len(obj) // 2)
+    proc = other.scons("model=simplecnn", f"cache={cache}")
+    assert steps(proc.stdout) == ["CC conv2"], proc.stdout
+    assert "Test PASSED [host] simplecnn" in proc.stdout
+    assert other.read("build/host/simplecnn/obj/layers/conv2.o", "rb") == obj
+    assert open(entry, "rb").read() == obj          # the entry was replaced by a good one
+
+
+def test_a_read_only_cache_is_only_read(project, tmp_path):
+    cache = tmp_path / "ro"
+    project.scons("model=simplecnn", f"cache={cache}")
+    before = sorted(os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs)
+    other = _second_checkout(tmp_path)
+    text = other.read("targets.yaml").replace("conv1: {l1_budget: 8KiB}", "conv1: {l1_budget: 3KiB}")
+    other.write("targets.yaml", text)
+    prefix = as_unprivileged_user(other)
+    os.makedirs(other.file("build"), exist_ok=True)
+    os.chmod(other.file("build"), 0o777)
+    if prefix:
+        os.chmod(cache, 0o755)
+        ok = subprocess.run(prefix + [sys.executable, "-c", "import SCons"], cwd=other.path,
+                            capture_output=True).returncode == 0
+        if not ok:
+            import pytest
+            pytest.skip("running as root, and the test venv is not usable by an unprivileged user")
+    else:
+        for d, _, _ in os.walk(cache):
+            os.chmod(d, 0o555)
+    try:
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", HOME="/tmp")
+        proc = subprocess.run(prefix + [sys.executable, SCONS, "-Q", "model=simplecnn", f"cache={cache}"],
+                              cwd=other.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=600)
+    finally:
+        for d, _, _ in os.walk(cache):
+            os.chmod(d, 0o755)
+    assert proc.returncode == 0, proc.stdout
+    assert "Test PASSED [host] simplecnn" in proc.stdout
+    assert "CODEGEN conv1" in steps(proc.stdout) and "CC conv2" not in steps(proc.stdout)
+    assert sorted(os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs) == before
