@@ -84,5 +84,6 @@ def run_check(target, source, env):
 def write_report(target, source, env):
     from . import report
     summary = json.loads(source[0].read())
-    print(report.write(summary, source[1].get_text_contents(), str(target[0])))
+    extra = [json.loads(s.get_text_contents()) for s in source[2:]]
+    print(report.write(summary, source[1].get_text_contents(), str(target[0]), extra))
     return 0

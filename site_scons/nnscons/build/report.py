@@ -42,10 +42,16 @@ def plan_summary(session) -> dict:
     }
 
 
-def write(summary: dict, log_text: str, path: str) -> str:
-    """Merge run results into the summary, write report.json, return the table text."""
+def write(summary: dict, log_text: str, path: str, extra=()) -> str:
+    """Merge run results (and a target's extra JSON: per-layer fields by layer name, network
+    fields, summary lines) into the summary, write report.json, return the table text."""
     result = runlog.parse(log_text)
     report = json.loads(json.dumps(summary))
+    for more in extra:
+        for layer in report["layers"]:
+            layer.update(more.get("layers", {}).get(layer["name"], {}))
+        report.update({k: v for k, v in more.items() if k not in ("layers", "summary_lines")})
+        report["summary_lines"] = list(report.get("summary_lines", [])) + list(more.get("summary_lines", []))
     for i, layer in enumerate(report["layers"]):
         entry = result["layers"].get(i)
         layer["status"] = "missing" if entry is None else ("ok" if entry["ok"] else "mismatch")

@@ -20,6 +20,7 @@ KINDS = {
     "host": "nnscons.targets.host",
     "gap9": "nnscons.targets.gap9",
     "aie2p": "nnscons.targets.aie2p",
+    "k210": "nnscons.targets.k210",
 }
 
 
