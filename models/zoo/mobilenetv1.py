@@ -31,10 +31,14 @@ def check_input_shape(shape) -> None:
     check_nchw(shape, channels=3, min_hw=32)
 
 
+def _scalar(b: Builder, name: str, value: float) -> str:
+    from onnx import numpy_helper
+    b.initializers.append(numpy_helper.from_array(np.array(value, dtype=np.float32), name))  # 0-d, as Clip wants
+    return name
+
+
 def _relu6(b: Builder, name: str, x: str) -> str:
-    lo = b.param(f"{name}.min", np.array(0.0, dtype=np.float32))
-    hi = b.param(f"{name}.max", np.array(6.0, dtype=np.float32))
-    return b.node("Clip", name, [x, lo, hi])
+    return b.node("Clip", name, [x, _scalar(b, f"{name}.min", 0.0), _scalar(b, f"{name}.max", 6.0)])
 
 
 def _conv(b: Builder, name, x, cin, cout, k, stride, groups):
