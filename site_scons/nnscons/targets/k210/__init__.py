@@ -146,7 +146,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                     f"~{total_cycles:,} KPU cycles (~{total_cycles / clock / 1000:.2f} ms at {clock} MHz); "
                     f"SRAM {params:,} B parameters + {buffers['arena_size']:,} B activations of {sram:,} B"]},
         columns=[("on", "on"), ("pool", "kpu_pool"), ("AI RAM B", "ai_ram_peak"), ("KPU cyc", "kpu_cycles"),
-                 ("QDQ <=1 LSB/max", "qdq_agree"), ("why cpu", "why")],
+                 ("QDQ chained own", "qdq_agree"), ("why cpu", "why")],
         extra={"weights_py": [os.path.join(here, f) for f in ("kpu.py", "mapping.py")],
                "golden_py": [os.path.join(here, f) for f in ("kpu.py", "mapping.py", "reference.py")],
                "kpu_layers": kpu_layers, "placements": placements},
