@@ -1,0 +1,149 @@
+"""The k210 target end to end: placement, AI-RAM and SRAM planning, the K210 reference as the
+goldens, emul and qemu runs, what a placement edit rebuilds, and the user errors."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import steps
+from nnscons import ir
+from nnscons.reference import run_layer
+from nnscons.targets.k210 import kpu, mapping
+
+B = "build/k210/simplecnn"
+
+
+def conv_graph(c, o, h, w, k, stride, pads, groups=1, seed=0, act=(-128, 127)):
+    rng = np.random.default_rng(seed)
+    oh = (h + pads[0] + pads[2] - k) // stride + 1
+    ow = (w + pads[1] + pads[3] - k) // stride + 1
+    tensors = {"x": ir.Tensor("x", (1, c, h, w), ir.QParams(0.05, -3)),
+               "y": ir.Tensor("y", (1, o, oh, ow), ir.QParams(0.08, 5))}
+    layer = ir.Layer("L", "conv2d", ["x"], "y",
+                     dict(kernel=(k, k), stride=(stride, stride), dilation=(1, 1), pads=tuple(pads), groups=groups),
+                     weight=rng.integers(-127, 128, (o, c // groups, k, k)).astype(np.int8),
+                     weight_scale=rng.uniform(0.001, 0.01, o), bias=rng.integers(-3000, 3000, o).astype(np.int32),
+                     act_min=act[0], act_max=act[1])
+    return layer, ir.Graph("g", "x", "y", tensors, [layer]), rng
+
+
+@pytest.mark.parametrize("k,stride,pads,groups,want", [
+    (3, 1, (1, 1, 1, 1), 1, kpu.POOL_BYPASS),
+    (1, 1, (0, 0, 0, 0), 1, kpu.POOL_BYPASS),
+    (3, 1, (1, 1, 1, 1), 8, kpu.POOL_BYPASS),             # depthwise
+    (3, 2, (1, 1, 1, 1), 1, kpu.POOL_LEFT_TOP_2_S2),      # PyTorch symmetric padding
+    (3, 2, (1, 0, 1, 1), 1, kpu.POOL_RIGHT_TOP_2_S2),
+    (1, 2, (0, 0, 0, 0), 1, kpu.POOL_LEFT_TOP_2_S2),      # ResNet's downsample
+])
+def test_kpu_layers_compute_the_models_own_conv(k, stride, pads, groups, want):
+    """Every mapped conv, strided ones included, samples the model's own pixels: the K210
+    reference differs from the generic integer reference by rounding only (<= 1 LSB)."""
+    layer, graph, rng = conv_graph(8, 8, 12, 20, k, stride, pads, groups)
+    pool, reason = mapping.constraint(layer, graph)
+    assert (pool, reason) == (want, None)
+    kl = mapping.build(layer, graph, pool)
+    x = rng.integers(-128, 128, (1, 8, 12, 20)).astype(np.int8)
+    got, ref = kl.run(x).astype(int), run_layer(layer, graph, [x]).astype(int)
+    assert got.shape == ref.shape
+    assert np.abs(got - ref).max() <= 1 and (got == ref).mean() > 0.99
+
+
+@pytest.mark.parametrize("shape,reason", [
+    ((8, 8, 12, 20, 3, 2, (0, 0, 1, 1)), "TF SAME"),       # samples (1,1) of each 2x2 block
+    ((8, 8, 12, 20, 5, 1, (2, 2, 2, 2)), "kernel 5x5"),
+    ((8, 8, 12, 20, 3, 1, (0, 0, 0, 0)), "pads"),
+    ((8, 8, 3, 20, 3, 1, (1, 1, 1, 1)), "outside the KPU"),
+    ((8, 8, 12, 600, 1, 1, (0, 0, 0, 0)), "outside the KPU"),
+    ((8, 1100, 12, 20, 1, 1, (0, 0, 0, 0)), "1100 channels"),
+    ((8, 8, 12, 20, 3, 3, (1, 1, 1, 1)), "stride [3, 3]"),
+])
+def test_what_the_kpu_cannot_run_goes_to_the_cpu_with_a_reason(shape, reason):
+    layer, graph, _ = conv_graph(*shape)
+    pool, why = mapping.constraint(layer, graph)
+    assert pool is None and reason in why
+
+
+def test_simplecnn_emul_then_qemu(project):
+    r = project.scons("target=k210", "model=simplecnn")
+    assert "Test PASSED [k210] simplecnn" in r.stdout
+    report = json.loads(project.read(f"{B}/emul/report.json"))
+    on = {l["name"]: (l["runs_on"], l["reason"]) for l in report["layers"]}
+    assert on["conv1"] == ("kpu", None) and on["conv2"] == ("kpu", None)
+    assert on["pool1"] == ("cpu", "maxpool: not a KPU op") and on["fc"][0] == "cpu"
+    conv1 = report["layers"][0]
+    assert conv1["ai_ram_peak"] == kpu.tensor_bytes(1, 28, 28) + kpu.tensor_bytes(8, 28, 28)
+    assert len(conv1["kpu_words"]) == 12 and conv1["qdq_within_1lsb"] >= 0.99
+    assert report["qdq_output_within_1lsb"] >= 0.99 and report["kpu_layers"] == 2
+    assert "KPU: 2 of 6 layers" in r.stdout and "within 1 LSB" in r.stdout
+    # the words in the C source are those of the report, addresses aside
+    src = project.read(f"{B}/src/layers/conv1.c")
+    assert "/* kernel_pool_type_cfg */" in src and "kpu_hal_run(w);" in src
+    q = project.scons("target=k210", "model=simplecnn", "platform=qemu")
+    assert "Test PASSED [k210] simplecnn" in q.stdout
+    assert not [s for s in steps(q.stdout) if s.startswith(("GOLDEN", "WEIGHTS", "CODEGEN"))]
+    assert project.read(f"{B}/qemu/run.log").count(": OK") == 6
+
+
+def test_placement_edit_rebuilds_that_layer_and_the_network(project):
+    project.scons("target=k210", "model=simplecnn")
+    text = project.read("targets.yaml")
+    old = "    targets:\n      host:\n        layers:\n          conv1: {l1_budget: 8KiB}\n"
+    assert old in text
+    project.write("targets.yaml", text.replace(old, old + "      k210:\n        layers:\n          conv2: {on: cpu}\n"))
+    r = project.scons("target=k210", "model=simplecnn")
+    built = steps(r.stdout)
+    assert "RUN simplecnn on emul" in built, built    # passes: CHECK reruns only when run.log changed
+    codegen = sorted(s for s in built if s.startswith(("CODEGEN", "CC ")))
+    assert codegen == ["CC conv2", "CC network", "CC nn_conv2d", "CODEGEN conv2", "CODEGEN network.c"], codegen
+    # conv2's numbers change (generic requantization on the CPU), so its golden and those
+    # downstream; nothing upstream
+    assert sorted(s for s in built if s.startswith("GOLDEN")) == ["GOLDEN conv2", "GOLDEN fc", "GOLDEN flatten",
+                                                                   "GOLDEN pool2"]
+    assert "WEIGHTS conv2" in built and "WEIGHTS conv1" not in built
+    report = json.loads(project.read(f"{B}/emul/report.json"))
+    assert report["layers"][2]["runs_on"] == "cpu" and report["layers"][2]["reason"] == "on: cpu in targets.yaml"
+    assert steps(project.scons("target=k210", "model=simplecnn").stdout) == []
+
+
+def _override(project, layer, body):
+    text = project.read("targets.yaml")
+    old = "    targets:\n      host:\n        layers:\n          conv1: {l1_budget: 8KiB}\n"
+    project.write("targets.yaml", text.replace(old, old + f"      k210:\n        layers:\n          {layer}: {body}\n"))
+
+
+def test_forcing_an_ineligible_layer_on_the_kpu_is_an_error(project):
+    _override(project, "pool1", "{on: kpu}")
+    r = project.scons("target=k210", "model=simplecnn", check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "targets.yaml:" in r.stderr and "layer 'pool1' cannot run on the KPU: maxpool: not a KPU op" in r.stderr
+
+
+def test_layer_that_does_not_fit_the_ai_ram_names_it_and_the_numbers(project):
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("      ai_ram: 2MiB ", "      ai_ram: 8KiB "))
+    r = project.scons("target=k210", "model=simplecnn", check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "layer 'conv1' does not fit the KPU's AI RAM" in r.stderr
+    assert "8,960 B > memory.ai_ram = 8,192 B" in r.stderr and "targets.k210.memory.ai_ram" in r.stderr
+
+
+@pytest.mark.slow
+def test_resnet18_ends_in_a_clear_sram_error(project):
+    r = project.scons("target=k210", "model=resnet18", check=False, timeout=600)
+    assert r.returncode == 2 and "Traceback" not in r.stderr + r.stdout
+    assert "does not fit the K210's SRAM: parameters 11," in r.stderr and "memory.sram = 6,291,456 B" in r.stderr
+
+
+@pytest.mark.slow
+def test_mobilenetv1_on_qemu(project):
+    r = project.scons("target=k210", "model=mobilenetv1", "platform=qemu", timeout=900)
+    assert "Test PASSED [k210] mobilenetv1: all 30 layers" in r.stdout
+    report = json.loads(project.read("build/k210/mobilenetv1/qemu/report.json"))
+    convs = [l for l in report["layers"] if l["op"] == "conv2d"]
+    assert len(convs) == 27 and all(l["runs_on"] == "kpu" for l in convs)
+    assert sum(l["kpu_pool"] == "left_top_2_s2" for l in convs) == 5     # conv1 and 4 strided depthwise
+    assert report["qdq_output_within_1lsb"] >= 0.99
+    assert all(l["qdq_own_within_1lsb"] >= 0.99 for l in report["layers"])
+    assert 0 < report["ai_ram_peak_bytes"] <= 2 * 1024 * 1024
