@@ -147,3 +147,30 @@ def test_mobilenetv1_on_qemu(project):
     assert report["qdq_output_within_1lsb"] >= 0.99
     assert all(l["qdq_own_within_1lsb"] >= 0.99 for l in report["layers"])
     assert 0 < report["ai_ram_peak_bytes"] <= 2 * 1024 * 1024
+
+
+def test_k210_clean_builds_are_byte_identical_and_j1_equals_j2(project):
+    import os
+    import shutil
+
+    def files():
+        out = {}
+        root = project.file("build")
+        for dirpath, _, names in os.walk(root):
+            for f in names:
+                rel = os.path.relpath(os.path.join(dirpath, f), root)
+                if rel.startswith(".sconsign") or "compile_commands.json" in rel or "/cache/" in rel:
+                    continue
+                with open(os.path.join(dirpath, f), "rb") as fh:
+                    out[rel] = fh.read()
+        return out
+
+    project.scons("target=k210", "model=simplecnn", "-j1")
+    one = files()
+    shutil.rmtree(project.file("build"))
+    project.scons("target=k210", "model=simplecnn", "-j2")
+    two = files()
+    assert sorted(one) == sorted(two) and [f for f in one if one[f] != two[f]] == []
+    for rel, data in one.items():
+        if rel.endswith((".c", ".h", ".json", ".log")):
+            assert project.path.encode() not in data, rel
