@@ -50,6 +50,35 @@ def test_kpu_layers_compute_the_models_own_conv(k, stride, pads, groups, want):
     assert np.abs(got - ref).max() <= 1 and (got == ref).mean() > 0.99
 
 
+def pool_graph(op, k, stride, pads, h=12, w=20, c=8, seed=0):
+    rng = np.random.default_rng(seed)
+    oh, ow = (h + pads[0] + pads[2] - k) // stride + 1, (w + pads[1] + pads[3] - k) // stride + 1
+    tensors = {"x": ir.Tensor("x", (1, c, h, w), ir.QParams(0.05, -3)),
+               "y": ir.Tensor("y", (1, c, oh, ow), ir.QParams(0.05, -3))}
+    layer = ir.Layer("P", op, ["x"], "y", dict(kernel=(k, k), stride=(stride, stride), pads=tuple(pads),
+                                               ceil_mode=0, count_include_pad=0))
+    return layer, ir.Graph("g", "x", "y", tensors, [layer]), rng
+
+
+@pytest.mark.parametrize("op,k,want", [("maxpool", 2, kpu.POOL_MAX_2_S2), ("maxpool", 4, kpu.POOL_MAX_4_S4),
+                                       ("avgpool", 2, kpu.POOL_MEAN_2_S2), ("avgpool", 4, kpu.POOL_MEAN_4_S4)])
+def test_pools_run_on_the_kpu_as_identity_conv_plus_pool(op, k, want):
+    """Max pools are the generic ones bit for bit (equal scales: no rounding at all); the KPU's
+    mean truncates the mean of the activated values: at most 1 LSB below the rounded mean."""
+    layer, graph, rng = pool_graph(op, k, k, (0, 0, 0, 0))
+    pool, reason = mapping.constraint(layer, graph)
+    assert (pool, reason) == (want, None)
+    kl = mapping.build(layer, graph, pool)
+    x = rng.integers(-128, 128, (1, 8, 12, 20)).astype(np.int8)
+    got, ref = kl.run(x).astype(int), run_layer(layer, graph, [x]).astype(int)
+    if op == "maxpool":
+        assert np.array_equal(got, ref)
+    else:
+        assert ((ref - got) >= 0).all() and ((ref - got) <= 1).all()
+    layer, graph, _ = pool_graph("maxpool", 3, 2, (1, 1, 1, 1))
+    assert "the KPU pools 2x2/2 and 4x4/4" in mapping.constraint(layer, graph)[1]
+
+
 @pytest.mark.parametrize("shape,reason", [
     ((8, 8, 12, 20, 3, 2, (0, 0, 1, 1)), "TF SAME"),       # samples (1,1) of each 2x2 block
     ((8, 8, 12, 20, 5, 1, (2, 2, 2, 2)), "kernel 5x5"),
@@ -71,12 +100,13 @@ def test_simplecnn_emul_then_qemu(project):
     report = json.loads(project.read(f"{B}/emul/report.json"))
     on = {l["name"]: (l["runs_on"], l["reason"]) for l in report["layers"]}
     assert on["conv1"] == ("kpu", None) and on["conv2"] == ("kpu", None)
-    assert on["pool1"] == ("cpu", "maxpool: not a KPU op") and on["fc"][0] == "cpu"
+    assert on["pool1"] == ("kpu", None) and on["fc"] == ("cpu", "linear: not a KPU op")
+    assert report["layers"][1]["kpu_pool"] == "max_2_s2"
     conv1 = report["layers"][0]
     assert conv1["ai_ram_peak"] == kpu.tensor_bytes(1, 28, 28) + kpu.tensor_bytes(8, 28, 28)
     assert len(conv1["kpu_words"]) == 12 and conv1["qdq_within_1lsb"] >= 0.99
-    assert report["qdq_output_within_1lsb"] >= 0.99 and report["kpu_layers"] == 2
-    assert "KPU: 2 of 6 layers" in r.stdout and "within 1 LSB" in r.stdout
+    assert report["qdq_output_within_1lsb"] >= 0.99 and report["kpu_layers"] == 4
+    assert "KPU: 4 of 6 layers" in r.stdout and "within 1 LSB" in r.stdout
     # the words in the C source are those of the report, addresses aside
     src = project.read(f"{B}/src/layers/conv1.c")
     assert "/* kernel_pool_type_cfg */" in src and "kpu_hal_run(w);" in src
@@ -114,10 +144,10 @@ def _override(project, layer, body):
 
 
 def test_forcing_an_ineligible_layer_on_the_kpu_is_an_error(project):
-    _override(project, "pool1", "{on: kpu}")
+    _override(project, "fc", "{on: kpu}")
     r = project.scons("target=k210", "model=simplecnn", check=False)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "targets.yaml:" in r.stderr and "layer 'pool1' cannot run on the KPU: maxpool: not a KPU op" in r.stderr
+    assert "targets.yaml:" in r.stderr and "layer 'fc' cannot run on the KPU: linear: not a KPU op" in r.stderr
 
 
 def test_layer_that_does_not_fit_the_ai_ram_names_it_and_the_numbers(project):

@@ -83,7 +83,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             kpu_layers[layer.name] = kl
             spec = _kpu_spec(layer, cname, kl)
             lp = base.LayerPlan(layer=layer, cname=cname, template="kpu_conv.c.j2", kernels=(), spec=spec,
-                                param_layout=[["kpu", "uint8", kl.param_bytes, 0]], macs=kl.macs(),
+                                param_layout=[["kpu", "uint8", kl.param_bytes, 0]], macs=base.macs(layer, graph),
                                 param_bytes=kl.param_bytes, pack=lambda _l, _g, _p, kl=kl: kl.pack(),
                                 report={"runs_on": "kpu", "on": "kpu", "reason": None,
                                         "kpu_pool": kpu.POOL_NAMES[pool_type]})
@@ -179,7 +179,7 @@ def _golden_tags(graph, kpu_layers) -> dict:
 def _kpu_spec(layer, cname, kl) -> dict:
     """A KPU layer's C source depends on its words (addresses aside) and table offsets only."""
     words = kpu.pack_words(kl.fields)          # lines and addresses 0: filled in at run time
-    return {"op": "kpu_conv", "name": layer.name, "cname": cname,
+    return {"op": "kpu", "source_op": layer.op, "name": layer.name, "cname": cname,
             "words": [f"{w:#018x}" for w in words],
             "word_names": kpu.WORD_NAMES, "k": kl.k, "depthwise": kl.depthwise,
             "pool": kpu.POOL_NAMES[kl.pool_type], "in": list(kl.in_chw), "out": list(kl.out_chw),

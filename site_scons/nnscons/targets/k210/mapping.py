@@ -9,6 +9,13 @@ conv with pads (top, left) samples the stride-1 map at (k//2 - top, k//2 - left)
 block: (0, 0) is left_top_2_s2 (PyTorch's symmetric padding), (0, 1) right_top_2_s2; TF
 SAME padding of an even input (top = left = 0 for a 3x3) samples (1, 1), which no pool type
 picks, so such a layer runs on the CPU instead of giving a shifted output.
+
+A MaxPool/AveragePool with a 2x2 or 4x4 window, stride equal to the window and no padding runs
+on the KPU too, as a depthwise 1x1 conv of weight 1 (acc = x - x_zp, requantized by the batch
+norm and clamped by the activation) followed by the max_2_s2/mean_2_s2/max_4_s4/mean_4_s4
+pool. Max commutes with the monotonic requantization, so a max pool is the generic one bit for
+bit up to the requantization's tie rounding; the KPU's mean divides the activated uint8 values
+by k*k with truncation (its own arithmetic, documented in kpu.py).
 """
 from __future__ import annotations
 
@@ -93,8 +100,30 @@ class KpuLayer:
         return self.out_chw[0] * h * (-(-w // 64)) * (1 if self.depthwise else c)
 
 
+_POOL_TYPES = {("maxpool", 2): kpu.POOL_MAX_2_S2, ("avgpool", 2): kpu.POOL_MEAN_2_S2,
+               ("maxpool", 4): kpu.POOL_MAX_4_S4, ("avgpool", 4): kpu.POOL_MEAN_4_S4}
+
+
+def _pool_constraint(layer, graph):
+    a = layer.attrs
+    _, c, h, w = graph.tensor(layer.inputs[0]).shape
+    _, _, oh, ow = graph.tensor(layer.output).shape
+    kh, kw = a["kernel"]
+    if kh != kw or tuple(a.get("stride", (1, 1))) != (kh, kw) or (layer.op, kh) not in _POOL_TYPES:
+        return None, f"{layer.op} {kh}x{kw} stride {list(a.get('stride', (1, 1)))}: the KPU pools 2x2/2 and 4x4/4"
+    if any(a.get("pads", (0, 0, 0, 0))) or (oh, ow) != (h // kh, w // kw):
+        return None, f"{layer.op} with padding or ceil mode: the KPU pools without"
+    if c > MAX_CHANNELS:
+        return None, f"{c} channels > {MAX_CHANNELS}"
+    if not (H_RANGE[0] <= h <= H_RANGE[1]) or not (W_RANGE[0] <= w <= W_RANGE[1]):
+        return None, f"input {h}x{w} outside the KPU's 4<=H<=256, 4<=W<=512"
+    return _POOL_TYPES[(layer.op, kh)], None
+
+
 def constraint(layer, graph):
     """(pool type, None) when the layer maps on the KPU, else (None, reason)."""
+    if layer.op in ("maxpool", "avgpool"):
+        return _pool_constraint(layer, graph)
     if layer.op != "conv2d":
         return None, f"{layer.op}: not a KPU op"
     a = layer.attrs
@@ -143,14 +172,20 @@ def build(layer, graph, pool_type: int) -> KpuLayer:
     in_t, out_t = graph.tensor(layer.inputs[0]), graph.tensor(layer.output)
     _, c, h, w = in_t.shape
     _, o, oh, ow = out_t.shape
-    k = layer.attrs["kernel"][0]
-    depthwise = layer.attrs.get("groups", 1) != 1
-    g_ic = 1 if depthwise else c
     x_zp = int(in_t.q.zero_point) + 128
-    w_zp = 128
-    weights = (layer.weight.astype(np.int16) + w_zp).astype(np.uint8)
-    m = in_t.q.scale * np.asarray(layer.weight_scale, dtype=np.float64) / out_t.q.scale
-    bias = layer.bias if layer.bias is not None else np.zeros(o, dtype=np.int64)
+    if layer.op == "conv2d":
+        k = layer.attrs["kernel"][0]
+        depthwise = layer.attrs.get("groups", 1) != 1
+        w_zp = 128
+        weights = (layer.weight.astype(np.int16) + w_zp).astype(np.uint8)
+        m = in_t.q.scale * np.asarray(layer.weight_scale, dtype=np.float64) / out_t.q.scale
+        bias = layer.bias if layer.bias is not None else np.zeros(o, dtype=np.int64)
+    else:                                   # a pool: depthwise 1x1 of weight 1, then the KPU's pool
+        k, depthwise, w_zp = 1, True, 0
+        weights = np.ones((c, 1, 1, 1), dtype=np.uint8)
+        m = np.full(c, in_t.q.scale / out_t.q.scale)
+        bias = np.zeros(c, dtype=np.int64)
+    g_ic = 1 if depthwise else c
     mul, shift, add, frac = kpu.bn_params(m, bias, int(out_t.q.zero_point) + 128)
     act = kpu.clamp_table(layer.act_min + 128, layer.act_max + 128, frac)
     kb = g_ic * k * k                       # weight bytes per output channel
