@@ -79,6 +79,20 @@ def test_pools_run_on_the_kpu_as_identity_conv_plus_pool(op, k, want):
     assert "the KPU pools 2x2/2 and 4x4/4" in mapping.constraint(layer, graph)[1]
 
 
+def test_fully_connected_runs_on_the_kpu_as_a_padded_1x1():
+    rng = np.random.default_rng(5)
+    tensors = {"x": ir.Tensor("x", (1, 300), ir.QParams(0.05, 7)), "y": ir.Tensor("y", (1, 20), ir.QParams(0.1, -4))}
+    layer = ir.Layer("fc", "linear", ["x"], "y", {}, weight=rng.integers(-127, 128, (20, 300)).astype(np.int8),
+                     weight_scale=rng.uniform(0.001, 0.01, 20), bias=rng.integers(-3000, 3000, 20).astype(np.int32))
+    graph = ir.Graph("g", "x", "y", tensors, [layer])
+    pool, reason = mapping.constraint(layer, graph)
+    kl = mapping.build(layer, graph, pool)
+    assert kl.fc and kl.in_chw == (300, 4, 4) and kl.out_chw == (20, 4, 4)
+    x = rng.integers(-128, 128, (1, 300)).astype(np.int8)
+    got, ref = kl.run(x).astype(int), run_layer(layer, graph, [x]).astype(int)
+    assert got.shape == (1, 20) and np.abs(got - ref).max() <= 1
+
+
 @pytest.mark.parametrize("shape,reason", [
     ((8, 8, 12, 20, 3, 2, (0, 0, 1, 1)), "TF SAME"),       # samples (1,1) of each 2x2 block
     ((8, 8, 12, 20, 5, 1, (2, 2, 2, 2)), "kernel 5x5"),
@@ -100,13 +114,14 @@ def test_simplecnn_emul_then_qemu(project):
     report = json.loads(project.read(f"{B}/emul/report.json"))
     on = {l["name"]: (l["runs_on"], l["reason"]) for l in report["layers"]}
     assert on["conv1"] == ("kpu", None) and on["conv2"] == ("kpu", None)
-    assert on["pool1"] == ("kpu", None) and on["fc"] == ("cpu", "linear: not a KPU op")
+    assert on["pool1"] == ("kpu", None) and on["fc"] == ("kpu", None)        # fc: a 1x1 on a 4x4 map
+    assert on["flatten"] == ("cpu", "reshape: not a KPU op")
     assert report["layers"][1]["kpu_pool"] == "max_2_s2"
     conv1 = report["layers"][0]
     assert conv1["ai_ram_peak"] == kpu.tensor_bytes(1, 28, 28) + kpu.tensor_bytes(8, 28, 28)
     assert len(conv1["kpu_words"]) == 12 and conv1["qdq_within_1lsb"] >= 0.99
-    assert report["qdq_output_within_1lsb"] >= 0.99 and report["kpu_layers"] == 4
-    assert "KPU: 4 of 6 layers" in r.stdout and "within 1 LSB" in r.stdout
+    assert report["qdq_output_within_1lsb"] >= 0.99 and report["kpu_layers"] == 5
+    assert "KPU: 5 of 6 layers" in r.stdout and "within 1 LSB" in r.stdout
     # the words in the C source are those of the report, addresses aside
     src = project.read(f"{B}/src/layers/conv1.c")
     assert "/* kernel_pool_type_cfg */" in src and "kpu_hal_run(w);" in src
@@ -144,10 +159,10 @@ def _override(project, layer, body):
 
 
 def test_forcing_an_ineligible_layer_on_the_kpu_is_an_error(project):
-    _override(project, "fc", "{on: kpu}")
+    _override(project, "flatten", "{on: kpu}")
     r = project.scons("target=k210", "model=simplecnn", check=False)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "targets.yaml:" in r.stderr and "layer 'fc' cannot run on the KPU: linear: not a KPU op" in r.stderr
+    assert "targets.yaml:" in r.stderr and "layer 'flatten' cannot run on the KPU: reshape: not a KPU op" in r.stderr
 
 
 def test_layer_that_does_not_fit_the_ai_ram_names_it_and_the_numbers(project):
@@ -173,6 +188,7 @@ def test_mobilenetv1_on_qemu(project):
     report = json.loads(project.read("build/k210/mobilenetv1/qemu/report.json"))
     convs = [l for l in report["layers"] if l["op"] == "conv2d"]
     assert len(convs) == 27 and all(l["runs_on"] == "kpu" for l in convs)
+    assert [l["name"] for l in report["layers"] if l["runs_on"] == "cpu"] == ["avgpool", "flatten"]
     assert sum(l["kpu_pool"] == "left_top_2_s2" for l in convs) == 5     # conv1 and 4 strided depthwise
     assert report["qdq_output_within_1lsb"] >= 0.99
     assert all(l["qdq_own_within_1lsb"] >= 0.99 for l in report["layers"])

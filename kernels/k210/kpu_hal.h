@@ -33,5 +33,9 @@ void kpu_hal_run(const uint64_t words[KPU_NUM_WORDS]);
  * share a line when W <= 16, 2 when W <= 32), int8 (CPU) <-> uint8 (KPU) by adding 128. */
 void kpu_upload_s8(const int8_t *chw, int c, int h, int w, uint32_t line);
 void kpu_download_s8(uint32_t line, int c, int h, int w, int8_t *chw);
+/* A vector of c values as pixel (0, 0) of each channel of a (c, h, w) map, and back (the
+ * fully connected layer as a 1x1 conv); the other pixels are left as they are. */
+void kpu_upload_pixel_s8(const int8_t *vec, int c, int h, int w, uint32_t line);
+void kpu_download_pixel_s8(uint32_t line, int c, int h, int w, int8_t *vec);
 
 #endif /* KPU_HAL_H */

@@ -45,3 +45,15 @@ void kpu_download_s8(uint32_t line, int c, int h, int w, int8_t *chw)
                 dst[x] = (int8_t)(src[x] - 128);
         }
 }
+
+void kpu_upload_pixel_s8(const int8_t *vec, int c, int h, int w, uint32_t line)
+{
+    for (int ch = 0; ch < c; ++ch)
+        *at(line, ch, 0, h, w) = (uint8_t)(vec[ch] + 128);
+}
+
+void kpu_download_pixel_s8(uint32_t line, int c, int h, int w, int8_t *vec)
+{
+    for (int ch = 0; ch < c; ++ch)
+        vec[ch] = (int8_t)(*at(line, ch, 0, h, w) - 128);
+}

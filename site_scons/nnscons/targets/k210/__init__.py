@@ -182,7 +182,7 @@ def _kpu_spec(layer, cname, kl) -> dict:
     return {"op": "kpu", "source_op": layer.op, "name": layer.name, "cname": cname,
             "words": [f"{w:#018x}" for w in words],
             "word_names": kpu.WORD_NAMES, "k": kl.k, "depthwise": kl.depthwise,
-            "pool": kpu.POOL_NAMES[kl.pool_type], "in": list(kl.in_chw), "out": list(kl.out_chw),
+            "pool": kpu.POOL_NAMES[kl.pool_type], "in": list(kl.in_chw), "out": list(kl.out_chw), "fc": kl.fc,
             "bn_offset": kl.bn_offset, "act_offset": kl.act_offset, "param_bytes": kl.param_bytes}
 
 
@@ -209,7 +209,7 @@ def _plan_ai_ram(graph, layers, kpu_layers, opts, where) -> dict:
                 f"{out_lines * kpu.LINE:,} B in the KPU layout (64-byte lines, rows of ceil(W/64) lines), "
                 f"{need:,} B > memory.ai_ram = {opts['memory']['ai_ram']:,} B; "
                 f"run it on the CPU with 'on: cpu' under models.<model>.targets.<target>.layers")
-        resident = prev is not None and prev[0] == lp.layer.inputs[0]
+        resident = prev is not None and prev[0] == lp.layer.inputs[0] and not kl.fc
         src = prev[1] if resident else 0
         dst = 0 if src > 0 else total - out_lines
         out[lp.cname] = {"src": src, "dst": dst, "upload": not resident, "in_bytes": in_lines * kpu.LINE,
@@ -226,7 +226,8 @@ def _network_spec(graph, layers, buffers, ai) -> dict:
              "params_bytes": lp.param_bytes, "kpu": lp.cname in ai["layers"]}
         if e["kpu"]:
             a = ai["layers"][lp.cname]
-            e.update(src=a["src"], dst=a["dst"], upload=a["upload"], in_chw=lp.spec["in"], out_chw=lp.spec["out"])
+            e.update(src=a["src"], dst=a["dst"], upload=a["upload"], in_chw=lp.spec["in"], out_chw=lp.spec["out"],
+                     fc=lp.spec["fc"])
         entries.append(e)
     return {"arena_size": buffers["arena_size"], "input": t[graph.input], "output": t[graph.output],
             "layers": entries}

@@ -16,6 +16,11 @@ norm and clamped by the activation) followed by the max_2_s2/mean_2_s2/max_4_s4/
 pool. Max commutes with the monotonic requantization, so a max pool is the generic one bit for
 bit up to the requantization's tie rounding; the KPU's mean divides the activated uint8 values
 by k*k with truncation (its own arithmetic, documented in kpu.py).
+
+A fully connected layer (Linear, at most 1024 features in and out) runs on the KPU as a 1x1
+conv on a 4x4 map (the KPU's smallest): the input vector is pixel (0, 0) of each channel, the
+output is pixel (0, 0) of the result (a 1x1 conv reads no other pixel, so the rest of the map
+does not matter).
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from . import kpu
 MAX_CHANNELS = 1024
 H_RANGE = (4, 256)
 W_RANGE = (4, 512)
+FC_HW = 4                  # the fully connected layer's map: the KPU's smallest, 4x4
 MODEL_VERSION = 1          # bump when the NumPy model's arithmetic changes (golden keys)
 
 
@@ -45,6 +51,7 @@ class KpuLayer:
     bn: tuple               # (mul, shift, add) int64 arrays
     act: list               # 16 (x_start, y_mul, shift, bias)
     frac: int               # fraction bits of the batch-norm output
+    fc: bool = False        # a Linear as a 1x1 conv on pixel (0, 0) of a 4x4 map
 
     @property
     def act_arrays(self):
@@ -52,8 +59,14 @@ class KpuLayer:
 
     def run(self, x_i8: np.ndarray) -> np.ndarray:
         """The K210 reference of this layer on an int8 (1, C, H, W) tensor -> int8 output."""
-        x = (x_i8[0].astype(np.int16) + 128).astype(np.uint8)
+        if self.fc:
+            x = np.full(self.in_chw, self.fields["pad_value"], dtype=np.uint8)
+            x[:, 0, 0] = (x_i8.reshape(-1).astype(np.int16) + 128).astype(np.uint8)
+        else:
+            x = (x_i8[0].astype(np.int16) + 128).astype(np.uint8)
         y = kpu.layer(x, self.weights, self.fields, self.bn, self.act_arrays)
+        if self.fc:
+            return (y[:, 0, 0].astype(np.int16) - 128).astype(np.int8)[None]
         return (y.astype(np.int16) - 128).astype(np.int8)[None]
 
     # ---- the .bin the KPU reads from SRAM: weights, batch norm, activation table
@@ -124,6 +137,11 @@ def constraint(layer, graph):
     """(pool type, None) when the layer maps on the KPU, else (None, reason)."""
     if layer.op in ("maxpool", "avgpool"):
         return _pool_constraint(layer, graph)
+    if layer.op == "linear":
+        o, i = layer.weight.shape
+        if max(o, i) > MAX_CHANNELS:
+            return None, f"linear {i}->{o}: more than {MAX_CHANNELS} features"
+        return kpu.POOL_BYPASS, None
     if layer.op != "conv2d":
         return None, f"{layer.op}: not a KPU op"
     a = layer.attrs
@@ -170,10 +188,20 @@ def build(layer, graph, pool_type: int) -> KpuLayer:
     generic reference's exactly. The requantization (per-channel m, bias, output zero point)
     goes into the batch norm, the clamp into the activation table."""
     in_t, out_t = graph.tensor(layer.inputs[0]), graph.tensor(layer.output)
-    _, c, h, w = in_t.shape
-    _, o, oh, ow = out_t.shape
+    fc = layer.op == "linear"
+    if fc:
+        o, c = layer.weight.shape
+        h = w = oh = ow = FC_HW
+    else:
+        _, c, h, w = in_t.shape
+        _, o, oh, ow = out_t.shape
     x_zp = int(in_t.q.zero_point) + 128
-    if layer.op == "conv2d":
+    if fc:
+        k, depthwise, w_zp = 1, False, 128
+        weights = (layer.weight.astype(np.int16) + w_zp).astype(np.uint8).reshape(o, c, 1, 1)
+        m = in_t.q.scale * np.asarray(layer.weight_scale, dtype=np.float64) / out_t.q.scale
+        bias = layer.bias if layer.bias is not None else np.zeros(o, dtype=np.int64)
+    elif layer.op == "conv2d":
         k = layer.attrs["kernel"][0]
         depthwise = layer.attrs.get("groups", 1) != 1
         w_zp = 128
@@ -209,7 +237,7 @@ def build(layer, graph, pool_type: int) -> KpuLayer:
     }
     kl = KpuLayer(name=layer.name, k=k, depthwise=depthwise, pool_type=pool_type, in_chw=(c, h, w),
                   out_chw=(o, oh, ow), weights=weights, fields=fields, bn=(mul, shift, add), act=act,
-                  frac=frac)
+                  frac=frac, fc=fc)
     kpu.pack_words(dict(fields, image_src_addr=0, image_dst_addr=0))   # every field fits
     return kl
 
