@@ -53,10 +53,10 @@ def random_layer(rng, c, o, h, w, k, depthwise, pool_type, extreme=False, ram=No
             sh = int(np.clip(math.log2(float(spread) * max(ymul, 1)) - 7 + rng.integers(-3, 4), 0, 80))
             segs.append((s, ymul, sh, int(rng.integers(0, 256))))
     else:
-        x_zp, w_zp = (int(v) for v in rng.integers(0, 256, 2))
+        x_zp, w_zp = (int(v) for v in rng.integers(96, 160, 2))     # near the data mean, as calibrated
         arg_x, arg_w, shr_x, shr_w, arg_add = -w_zp, -x_zp, 0, 0, n * x_zp * w_zp
-        m = rng.uniform(1e-4, 5e-3, o)
-        mul, shift, add, frac = kpu.bn_params(m, rng.integers(-5000, 5000, o), int(rng.integers(0, 256)))
+        m = rng.uniform(1e-4, 5e-3, o) * min(1.0, 36 / n)      # outputs spread over 0..255
+        mul, shift, add, frac = kpu.bn_params(m, rng.integers(-5000, 5000, o), int(rng.integers(100, 156)))
         lo, hi = int(rng.integers(0, 60)), int(rng.integers(190, 256))
         segs = kpu.clamp_table(lo, hi, frac)
     bn_off = -(-weights.size // 128) * 128
@@ -121,6 +121,8 @@ CASES = [  # c, o, h, w, k, depthwise, pool type
     (4, 5, 9, 13, 1, False, kpu.POOL_LEFT_TOP_4_S4),
     (5, 5, 7, 33, 3, True, kpu.POOL_MEAN_2_S1),
     (3, 9, 5, 130, 3, False, kpu.POOL_MAX_2_S1),
+    (1024, 12, 4, 4, 1, False, kpu.POOL_BYPASS),       # 1024 channels: a fully connected layer's shape
+    (20, 1024, 4, 6, 1, False, kpu.POOL_MAX_2_S2),     # 1024 output channels
 ]
 
 
