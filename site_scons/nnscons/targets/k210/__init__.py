@@ -18,6 +18,7 @@ import os
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from ...planning.keys import digest
+from ...planning.tiling import min_bytes
 from .. import base
 from ..host.ops import OPS as HOST_OPS, layer_spec as host_layer_spec
 from . import kpu, mapping, platforms
@@ -25,7 +26,7 @@ from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
 TOOL = "nnscons_k210"
 TEMPLATES = "templates/k210"
-CPU_SCRATCH = 64 * 1024     # per-layer row-band scratch of the CPU kernels (static arrays)
+CPU_SCRATCH = 16 * 1024     # per-layer row-band scratch of the CPU convs/pools (static arrays, in SRAM)
 
 SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]", "cross_cc": "str",
@@ -94,8 +95,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             if impl.check and (why := impl.check(layer, graph)):
                 raise UserError(f"layer '{layer.name}': {why} (target kind 'k210')")
             layout = base.param_layout(layer, graph)
-            spec = host_layer_spec(layer, graph, cname, layout, CPU_SCRATCH,
-                                   "k210 CPU layers (row-band scratch)")
+            spec = host_layer_spec(layer, graph, cname, layout, _cpu_scratch(layer, graph), "k210")
             lp = base.LayerPlan(layer=layer, cname=cname, template="../host/" + impl.template,
                                 kernels=impl.kernels, spec=spec, param_layout=layout,
                                 macs=base.macs(layer, graph), param_bytes=base.layout_bytes(layout),
@@ -106,12 +106,14 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     buffers = plan_buffers(graph)
     ai = _plan_ai_ram(graph, layers, kpu_layers, opts, where)
     params = sum(lp.param_bytes for lp in layers)
+    scratch = sum((lp.spec.get("tile") or {}).get("l1_bytes", 0) for lp in layers if lp.layer.name not in kpu_layers)
+    used = params + buffers["arena_size"] + scratch
     sram = opts["memory"]["sram"]
-    if params + buffers["arena_size"] > sram:
+    if used > sram:
         top = sorted(layers, key=lambda lp: -lp.param_bytes)[:3]
         raise UserError(
             f"{where(None, 'memory', 'sram')}: the model does not fit the K210's SRAM: parameters "
-            f"{params:,} B + CPU activations {buffers['arena_size']:,} B = {params + buffers['arena_size']:,} B "
+            f"{params:,} B + CPU activations {buffers['arena_size']:,} B + CPU scratch {scratch:,} B = {used:,} B "
             f"> memory.sram = {sram:,} B (the 6 MiB beside the 2 MiB AI RAM); largest parameters: "
             + ", ".join(f"'{lp.layer.name}' {lp.param_bytes:,} B" for lp in top)
             + "; use a smaller model (fewer channels, e.g. MobileNetV1 with a width multiplier)")
@@ -139,12 +141,14 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                        ("src/main.c", "main.c.j2", {})],
         report={"kpu_layers": n_kpu, "cpu_layers": len(layers) - n_kpu, "ai_ram_peak_bytes": peak,
                 "ai_ram_bytes": opts["memory"]["ai_ram"], "sram_bytes": sram,
-                "sram_used_bytes": params + buffers["arena_size"], "kpu_cycles": total_cycles,
+                "sram_used_bytes": used, "sram_param_bytes": params, "sram_activation_bytes": buffers["arena_size"],
+                "sram_scratch_bytes": scratch, "kpu_cycles": total_cycles,
                 "kpu_clock_mhz": clock,
                 "summary_lines": [
                     f"KPU: {n_kpu} of {len(layers)} layers, AI RAM peak {peak:,} of {opts['memory']['ai_ram']:,} B, "
                     f"~{total_cycles:,} KPU cycles (~{total_cycles / clock / 1000:.2f} ms at {clock} MHz); "
-                    f"SRAM {params:,} B parameters + {buffers['arena_size']:,} B activations of {sram:,} B"]},
+                    f"SRAM {params:,} B parameters + {buffers['arena_size']:,} B activations + {scratch:,} B CPU "
+                    f"scratch = {used:,} of {sram:,} B"]},
         columns=[("on", "on"), ("pool", "kpu_pool"), ("AI RAM B", "ai_ram_peak"), ("KPU cyc", "kpu_cycles"),
                  ("QDQ chained own", "qdq_agree"), ("why cpu", "why")],
         extra={"weights_py": [os.path.join(here, f) for f in ("kpu.py", "mapping.py")],
@@ -152,6 +156,18 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                "kpu_layers": kpu_layers, "placements": placements},
         reference=_reference(kpu_layers),
         golden_tags=_golden_tags(graph, kpu_layers))
+
+
+def _cpu_scratch(layer, graph) -> int:
+    """A CPU conv/pool's row-band scratch (static arrays): CPU_SCRATCH, or the one output row
+    band it needs when that is more."""
+    if layer.op not in ("conv2d", "maxpool", "avgpool"):
+        return CPU_SCRATCH
+    _, c, h, w = graph.tensor(layer.inputs[0]).shape
+    _, o, _, ow = graph.tensor(layer.output).shape
+    a = layer.attrs
+    need = min_bytes(c, h, w, o, ow, a["kernel"][0], a["stride"][0], a.get("dilation", (1, 1))[0])
+    return max(CPU_SCRATCH, need)
 
 
 def _short(reason):
