@@ -220,3 +220,18 @@ def test_k210_clean_builds_are_byte_identical_and_j1_equals_j2(project):
     for rel, data in one.items():
         if rel.endswith((".c", ".h", ".json", ".log")):
             assert project.path.encode() not in data, rel
+
+
+def test_small_mobilenet_mixes_kpu_and_cpu_convs(project):
+    """MobileNetV1 0.25 at 96x96: the last blocks are 3x3 maps, below the KPU's 4 rows, so their
+    convs run on the CPU between KPU layers; the run stays bit exact."""
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("\n  resnet18:\n", "\n  mnv1small:\n    zoo: mobilenetv1_025\n"
+                                               "    input_shape: [1, 3, 96, 96]\n\n  resnet18:\n"))
+    r = project.scons("target=k210", "model=mnv1small")
+    assert "Test PASSED [k210] mnv1small: all 30 layers" in r.stdout
+    report = json.loads(project.read("build/k210/mnv1small/emul/report.json"))
+    cpu = {l["name"]: l["reason"] for l in report["layers"] if l["runs_on"] == "cpu" and l["op"] == "conv2d"}
+    assert sorted(cpu) == ["block12.pw", "block13.dw", "block13.pw"]
+    assert all("outside the KPU's 4<=H<=256" in why for why in cpu.values())
+    assert report["layers"][23]["runs_on"] == "kpu"       # block12.dw: 6x6 -> 3x3 through left_top

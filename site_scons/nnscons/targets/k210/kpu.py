@@ -24,7 +24,6 @@ All intermediate arithmetic is 64-bit two's complement (wrapping), as in the C e
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 

@@ -101,11 +101,6 @@ class KpuLayer:
                                    para_start_addr=base, bwsx_base_addr=base + self.bn_offset,
                                    active_addr=base + self.act_offset))
 
-    def macs(self) -> int:
-        c, h, w = self.in_chw
-        o = self.out_chw[0]
-        return o * h * w * self.k * self.k * (1 if self.depthwise else c)
-
     def cycles(self) -> int:
         """Rough cycle model: per output channel and input row, one pass of ceil(W/64) 64-pixel
         groups per input channel (all k*k taps at once); depthwise reads one channel."""
