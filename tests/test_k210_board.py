@@ -79,3 +79,27 @@ def test_board_wrong_serial_log_fails_the_check(proj):
     r = scons(proj, "platform=board", log=bad)
     assert r.returncode != 0
     assert "first wrong layer #2 'conv2'" in r.stdout
+
+
+def test_board_program_with_embedded_bins_runs_on_qemu(proj, tmp_path):
+    """The board's program (main.c with NN_BINS_EMBEDDED, bins.S) built for rv64 with the KPU
+    emulator instead of kpu_board.c, on qemu: the embedded-data path the board uses is bit exact."""
+    from nnscons.targets.k210 import board, platforms
+    assert scons(proj, "platform=emul").returncode == 0
+    p = lambda rel: proj.file(rel)  # noqa: E731
+    layers = sorted(f for f in os.listdir(p(f"{OUT}/src/layers")) if f.endswith(".c"))
+    names = ["input"] + [f"{k}/{os.path.splitext(f)[0]}" for f in layers for k in ("weights", "golden")
+                         if os.path.exists(p(f"{OUT}/bin/{k}/{os.path.splitext(f)[0]}.bin"))]
+    (tmp_path / "bins.S").write_text(board.bins_asm(names))
+    x = platforms.cross_flags("riscv64-unknown-elf-gcc")
+    srcs = ([p(f"{OUT}/src/layers/{f}") for f in layers] + [p(f"{OUT}/src/network.c"), p(f"{OUT}/src/main.c")]
+            + [p(f"kernels/common/{k}") for k in ("nn_conv2d.c", "nn_linear.c", "nn_pool.c", "nn_eltwise.c")]
+            + [p("kernels/k210/kpu_layout.c"), p("kernels/k210/kpu_emul.c"), str(tmp_path / "bins.S")])
+    elf = str(tmp_path / "board.elf")
+    link = [f for f in x["LINKFLAGS"] if f not in x["CFLAGS"]]        # the target flags once
+    subprocess.run(["riscv64-unknown-elf-gcc", *x["CFLAGS"], *link, "-DNN_BINS_EMBEDDED",
+                    f"-I{p('kernels/common')}", f"-I{p('kernels/k210')}", f"-I{p(OUT + '/src')}",
+                    f"-Wa,-I{p(OUT + '/bin')}", *srcs, "-lm", "-o", elf], check=True)
+    r = subprocess.run(platforms.qemu_command(elf), cwd=str(tmp_path), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert "Test PASSED" in r.stdout and r.returncode == 0, r.stdout[-2000:]
