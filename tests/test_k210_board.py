@@ -103,3 +103,12 @@ def test_board_program_with_embedded_bins_runs_on_qemu(proj, tmp_path):
     r = subprocess.run(platforms.qemu_command(elf), cwd=str(tmp_path), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=120)
     assert "Test PASSED" in r.stdout and r.returncode == 0, r.stdout[-2000:]
+
+
+def test_board_image_too_big_for_the_sram_is_a_clear_error(proj):
+    r = subprocess.run([SCONS, "-Q", "target=k210", "model=mobilenetv1", "platform=board"], cwd=proj.path,
+                       env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stdout
+    assert "platform=board: the firmware image with every layer's golden does not fit" in r.stdout
+    assert "goldens 3,784,552 B" in r.stdout

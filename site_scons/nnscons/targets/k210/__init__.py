@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from ...planning.keys import digest
@@ -117,6 +119,15 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             f"> memory.sram = {sram:,} B (the 6 MiB beside the 2 MiB AI RAM); largest parameters: "
             + ", ".join(f"'{lp.layer.name}' {lp.param_bytes:,} B" for lp in top)
             + "; use a smaller model (fewer channels, e.g. MobileNetV1 with a width multiplier)")
+    if opts["run"]["platform"] == "board":
+        goldens = sum(int(np.prod(graph.tensor(lp.layer.output).shape)) for lp in layers)
+        image = used + goldens + int(np.prod(graph.tensor(graph.input).shape))
+        if image > sram:
+            raise UserError(
+                f"{where(None, 'memory', 'sram')}: platform=board: the firmware image with every layer's golden "
+                f"does not fit the K210's SRAM: parameters {params:,} B + goldens {goldens:,} B + activations and "
+                f"scratch {used - params:,} B + input = {image:,} B > memory.sram = {sram:,} B; check this model "
+                f"on platform=qemu or emul, or use a smaller input_shape on the board")
     clock = opts["kpu"]["clock"]
     for lp in layers:
         kl = kpu_layers.get(lp.layer.name)
