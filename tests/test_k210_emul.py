@@ -182,3 +182,20 @@ def test_chained_layers_through_ai_ram(emulator, tmp_path):
     ram = rng.integers(0, 256, kpu.AI_RAM_BYTES, dtype=np.uint8)
     got_np, got_c = run_both(emulator, tmp_path, ram, [(fields, blob, in_chw, out_chw)] * 2)
     assert np.array_equal(got_np, got_c)
+
+
+def test_documented_choices_where_the_sources_are_silent():
+    # ties of the activation's shift round half up (towards +inf), as nncase's carry_shift
+    assert list(kpu.carry_shift(np.array([3, 5, -3, -5, 4, 7]), 1)) == [2, 3, -1, -2, 2, 4]
+    assert list(kpu.carry_shift(np.array([6, -6, 2]), 2)) == [2, -1, 1]
+    # segment choice: the last segment whose x_start is strictly below v
+    xs = np.array([-(1 << 35), 10] + [1 << 34] * 14)
+    mul, sh, bias = np.zeros(16, int), np.zeros(16, int), np.array([1, 2] + [3] * 14)
+    assert list(kpu.activate(np.array([9, 10, 11]), xs, mul, sh, bias)) == [1, 1, 2]
+    # mean pools truncate; out-of-image taps of mean_2_s1 repeat the border pixel, of max_2_s1 read 0
+    y = np.array([[[1, 2], [2, 2]]], dtype=np.uint8)
+    assert kpu.pool(y, kpu.POOL_MEAN_2_S2).tolist() == [[[1]]]                 # 7 / 4
+    assert kpu.pool(y, kpu.POOL_MEAN_2_S1).tolist() == [[[1, 2], [2, 2]]]      # 7/4, 8/4, 8/4, 8/4
+    assert kpu.pool(y, kpu.POOL_MAX_2_S1).tolist() == [[[2, 2], [2, 2]]]
+    assert kpu.pool(np.arange(16, dtype=np.uint8).reshape(1, 4, 4), kpu.POOL_RIGHT_TOP_2_S2).tolist() == \
+        [[[1, 3], [9, 11]]]
