@@ -199,3 +199,15 @@ def test_documented_choices_where_the_sources_are_silent():
     assert kpu.pool(y, kpu.POOL_MAX_2_S1).tolist() == [[[2, 2], [2, 2]]]
     assert kpu.pool(np.arange(16, dtype=np.uint8).reshape(1, 4, 4), kpu.POOL_RIGHT_TOP_2_S2).tolist() == \
         [[[1, 3], [9, 11]]]
+
+
+def test_emulator_rejects_overlapping_maps(emulator, tmp_path):
+    rng = np.random.default_rng(2)
+    fields, blob, in_chw, out_chw = random_layer(rng, 4, 4, 8, 24, 3, False, kpu.POOL_BYPASS)
+    words = kpu.pack_words(dict(fields, image_src_addr=0, image_dst_addr=3))     # input takes lines 0..7
+    (tmp_path / "w.bin").write_bytes(b"".join(int(v).to_bytes(8, "little") for v in words))
+    (tmp_path / "p.bin").write_bytes(blob)
+    (tmp_path / "r.bin").write_bytes(bytes(kpu.AI_RAM_BYTES))
+    r = subprocess.run([emulator, str(tmp_path / "w.bin"), str(tmp_path / "p.bin"), str(tmp_path / "r.bin"),
+                        str(tmp_path / "o.bin")], stdout=subprocess.PIPE, text=True)
+    assert r.returncode == 3 and "KPU-EMUL ERROR: input and output maps overlap" in r.stdout

@@ -2,7 +2,7 @@
  * rv64). It decodes the 12 layer-argument words field by field (kpu.h's layout), reads the
  * input map from its AI RAM through the layout fields, the weights, batch-norm and activation
  * tables through the 32-bit addresses kpu_hal_map() handed out, and writes the pooled output
- * back through the write-back fields. The arithmetic is the one documented in
+ * back through the write-back fields (input and output maps may not share a line). The arithmetic is the one documented in
  * site_scons/nnscons/targets/k210/kpu.py (the NumPy model, which makes the goldens), operation
  * for operation, in 64-bit two's complement; tests/test_k210_emul.py compares the two on
  * randomized layers. A misuse (address outside the AI RAM or any mapped region, an invalid
@@ -163,6 +163,13 @@ void kpu_hal_run(const uint64_t words[KPU_NUM_WORDS])
         fail("o_row_wid/o_col_high disagree with the pool", (unsigned long)ow, (unsigned long)oh);
     check_map(&in, ic, ih, iw, "coef_group");
     check_map(&out, oc, oh, ow, "wb_group");
+    {   /* the KPU streams its input while it writes: the two maps must not share a line */
+        const size_t in_lo = map_offset(&in, 0, 0, 0) / KPU_LINE, in_hi = map_offset(&in, ic - 1, ih - 1, iw - 1) / KPU_LINE;
+        const size_t out_lo = map_offset(&out, 0, 0, 0) / KPU_LINE, out_hi = map_offset(&out, oc - 1, oh - 1, ow - 1) / KPU_LINE;
+        if (in_lo <= out_hi && out_lo <= in_hi)
+            fail("input and output maps overlap in the AI RAM: input line, output line", (unsigned long)in_lo,
+                 (unsigned long)out_lo);
+    }
 
     const int g_ic = depthwise ? 1 : ic;
     const uint8_t *weights = sram(w_addr, (size_t)oc * g_ic * k * k);
