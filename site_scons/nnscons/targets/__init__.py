@@ -9,7 +9,8 @@ A target kind is a module (targets/<kind>/) exposing:
   check_tools(env, session)              raise UserError naming what to install
   plan(graph, cnames, options, overrides, where) -> base.TargetPlan
   declare_nodes(env, session, common) -> {"firmware": nodes, "run": [run.log, output.npy], ...}
-             common: build.nodes.CommonNodes (generated files, weights, goldens, input)
+             common: build.nodes.CommonNodes (generated files, weights, goldens, input);
+             optionally "report_extra": JSON nodes merged into report.json (k210's agreement)
 Adding a target = a new package here + its Tool + templates/<kind>/ + an entry in KINDS.
 """
 from __future__ import annotations

@@ -63,7 +63,7 @@ class TargetPlan:
     # A target whose hardware fixes its own arithmetic (k210) brings its reference:
     # reference(graph, int8 input) -> {tensor: int8 array}, default nnscons.reference.run_graph;
     # golden_tags {tensor: json-able} go into that tensor's golden key (e.g. where each
-    # upstream layer runs), golden_py are the Python files the reference is made of.
+    # upstream layer runs); extra["golden_py"] lists the Python files the reference is made of.
     reference: Optional[Callable] = None
     golden_tags: dict = field(default_factory=dict)
 
