@@ -101,3 +101,20 @@ def test_bad_input_shape(name, shape):
 def test_unknown_model():
     with pytest.raises(ValueError, match="resnet18, simplecnn"):
         zoo.build("vgg", 0)
+
+
+def test_mobilenetv1_width_and_resolution():
+    model = zoo.build("mobilenetv1_025", 0, (1, 3, 64, 96))
+    onnx.checker.check_model(model, full_check=True)
+    y = run(model.SerializeToString(), (1, 3, 64, 96))
+    assert y.shape == (1, 1000) and np.isfinite(y).all()
+    ops = Counter(n.op_type for n in model.graph.node)
+    assert (ops["Conv"], ops["BatchNormalization"], ops["Clip"], ops["Gemm"]) == (27, 27, 27, 1)
+    convs = [n for n in model.graph.node if n.op_type == "Conv"]
+    groups = [next((a.i for a in n.attribute if a.name == "group"), 1) for n in convs]
+    assert sum(g > 1 for g in groups) == 13                         # the depthwise convs
+    widths = {name: zoo.build(name, 0).graph.initializer for name in ("mobilenetv1_075",)}
+    fc = [i for i in widths["mobilenetv1_075"] if i.name == "fc.weight"][0]
+    assert list(fc.dims) == [1000, 768]                             # 1024 * 0.75
+    assert zoo.build("mobilenetv1_075", 0).SerializeToString(deterministic=True) == \
+        zoo.build("mobilenetv1_075", 0).SerializeToString(deterministic=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 
-from . import conv2dk14, resnet18, simplecnn
+from . import conv2dk14, mobilenetv1, resnet18, simplecnn
 
-ZOO = {"conv2dk14": conv2dk14, "resnet18": resnet18, "simplecnn": simplecnn}
+ZOO = {"conv2dk14": conv2dk14, "resnet18": resnet18, "simplecnn": simplecnn, **mobilenetv1.VARIANTS}
 
 
 def _module(name: str):

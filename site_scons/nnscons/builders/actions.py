@@ -81,7 +81,8 @@ def write_report(target, source, env):
     from . import report
     summary = json.loads(source[0].read())
     session = env["NNS_SESSION"]
-    report.write(session, summary, source[1].get_text_contents(), str(target[0]))
+    extra = [json.loads(s.get_text_contents()) for s in source[2:]]
+    report.write(session, summary, source[1].get_text_contents(), str(target[0]), extra)
     session.report_written = True
     return 0
 

@@ -78,7 +78,7 @@ def declare(env, session) -> dict:
 
     codegen_py = py_sources("codegen.py", "builders/actions.py")
     weights_py = py_sources("targets/base.py", "numerics.py") + list(plan.extra.get("weights_py", []))
-    golden_py = py_sources("reference/*.py", "numerics.py")
+    golden_py = py_sources("reference/*.py", "numerics.py") + list(plan.extra.get("golden_py", []))
 
     def codegen(path, template, spec, label):
         node = env.NnsCodegen(os.path.join(b, path), [value(env, spec), os.path.join(tdir, template)],
@@ -103,9 +103,10 @@ def declare(env, session) -> dict:
                                NNS_VERB="WEIGHTS", NNS_LABEL=label, NNS_CNAME=lp.cname)
             env.Depends(w, weights_py)
             weights += w
-        g = env.NnsGolden(os.path.join(b, "bin", plan.bin_path("golden", lp.cname)),
-                          value(env, [session.golden_keys[lp.layer.output], plan.layout,
-                                      plan.tensor_layouts.get(lp.layer.output)]),
+        gkey = [session.golden_keys[lp.layer.output], plan.layout, plan.tensor_layouts.get(lp.layer.output)]
+        if lp.layer.output in plan.golden_tags:
+            gkey.append(plan.golden_tags[lp.layer.output])
+        g = env.NnsGolden(os.path.join(b, "bin", plan.bin_path("golden", lp.cname)), value(env, gkey),
                           NNS_VERB="GOLDEN", NNS_LABEL=label, NNS_TENSOR=lp.layer.output)
         env.Depends(g, golden_py)
         goldens += g
@@ -128,7 +129,9 @@ def declare(env, session) -> dict:
     report_path, check_path = os.path.join(out_dir, "report.json"), os.path.join(out_dir, "check.txt")
     env.AddPreAction(run, SCons.Action.Action(
         lambda target, source, env: actions.remove_stale([report_path, check_path]), None))
-    rep = env.NnsReport(report_path, [value(env, report.plan_summary(session)), run[0]],
+    # report_extra: JSON files a target adds to the report ({"layers": {name: {...}}, ...})
+    rep = env.NnsReport(report_path, [value(env, report.plan_summary(session)), run[0]]
+                        + list(target_nodes.pop("report_extra", [])),
                         NNS_VERB="REPORT", NNS_LABEL=session.model_cfg.name)
     env.Depends(rep, py_sources("builders/report.py", "builders/runlog.py"))
     check = env.NnsCheck(check_path, rep, NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)

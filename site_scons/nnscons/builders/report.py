@@ -47,11 +47,17 @@ def load(path: str) -> dict:
         return json.load(f)
 
 
-def write(session, summary: dict, log_text: str, path: str) -> dict:
-    """Merge run results and their verdict into the summary, write report.json."""
+def write(session, summary: dict, log_text: str, path: str, extra=()) -> dict:
+    """Merge run results, their verdict and a target's extra JSON (per-layer fields by layer
+    name, network fields, summary lines) into the summary, write report.json."""
     result = runlog.parse(log_text)
     passed, verdict, first_wrong = runlog.check(session, log_text)
     report = json.loads(json.dumps(summary))
+    for more in extra:
+        for layer in report["layers"]:
+            layer.update(more.get("layers", {}).get(layer["name"], {}))
+        report.update({k: v for k, v in more.items() if k not in ("layers", "summary_lines")})
+        report["summary_lines"] = list(report.get("summary_lines", [])) + list(more.get("summary_lines", []))
     for i, layer in enumerate(report["layers"]):
         entry = result["layers"].get(i)
         layer["status"] = "missing" if entry is None else ("ok" if entry["ok"] else "mismatch")

@@ -60,6 +60,12 @@ class TargetPlan:
     report: dict = field(default_factory=dict)   # network-level report.json fields
     columns: list = field(default_factory=list)  # extra table columns: [(header, layer report key)]
     extra: dict = field(default_factory=dict)
+    # A target whose hardware fixes its own arithmetic (k210) brings its reference:
+    # reference(graph, int8 input) -> {tensor: int8 array}, default nnscons.reference.run_graph;
+    # golden_tags {tensor: json-able} go into that tensor's golden key (e.g. where each
+    # upstream layer runs); extra["golden_py"] lists the Python files the reference is made of.
+    reference: Optional[Callable] = None
+    golden_tags: dict = field(default_factory=dict)
 
     def bin_path(self, kind: str, cname: str) -> str:
         """Path under bin/ of a layer's 'weights' or 'golden' file."""

@@ -1,0 +1,45 @@
+"""K210 nodes after codegen: per-platform compile, link, run (build/<t>/<m>/<platform>/), and
+the per-layer agreement of the K210 reference with the ONNX QDQ model (agreement.json)."""
+from __future__ import annotations
+
+import os
+
+from ...builders.nodes import compile_generated, compile_object, py_sources
+
+
+def declare_nodes(env, session, common) -> dict:
+    platform = session.options["run"]["platform"]
+    b = session.build_dir
+    t = session.target_cfg.name
+    label = session.model_cfg.name
+    verbose = env["NNS_VERBOSE"]
+    if platform == "board":
+        from . import board
+        nodes = board.declare_nodes(env, session, common)
+    else:
+        from . import platforms
+        pdir = os.path.join(b, platform)
+        penv, extra = platforms.environment(env, session, platform)
+        objects = compile_generated(penv, session, common, os.path.join(pdir, "obj"))
+        for src in list(session.plan.kernels) + list(extra):
+            stem = os.path.splitext(os.path.basename(src))[0]
+            objects += compile_object(penv, os.path.join(pdir, "obj", "runtime", os.path.splitext(src)[0] + ".o"),
+                                      src, stem)
+        firmware = penv.Program(os.path.join(pdir, "firmware"), sorted(objects, key=str),
+                                LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
+        run = penv.NnsK210Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")],
+                              firmware + common.input + common.weights + common.goldens,
+                              NNS_VERB="RUN", NNS_LABEL=f"{label} on {platform}", NNS_PLATFORM=platform)
+        penv.SideEffect(os.path.join(pdir, "output.bin"), run)
+        env.Clean(firmware, [os.path.join(pdir, "output.bin")])
+        nodes = {"firmware": firmware, "run": run}
+        if platform == "emul":
+            nodes["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
+    # shared by the platforms: it depends on the model and the goldens only
+    agreement = env.NnsK210Agreement(os.path.join(b, "agreement.json"),
+                                     [os.path.join(b, "quantized.onnx")] + common.goldens,
+                                     NNS_VERB="AGREEMENT", NNS_LABEL=label)
+    env.Depends(agreement, py_sources("targets/k210/agreement.py", "export/ort_oracle.py"))
+    nodes["report_extra"] = agreement
+    nodes["agreement"] = agreement
+    return nodes
