@@ -94,10 +94,13 @@ def test_builds_of_different_targets_at_once_keep_their_signatures(project):
     assert all(p.returncode == 0 for p in procs), outs
     assert steps(project.scons("target=host", "model=simplecnn").stdout) == []
     assert steps(project.scons("target=gap9", "model=simplecnn", "platform=emul").stdout) == []
-    # signatures live in each directory: the two targets share no signature file
-    assert os.path.isfile(project.file("build/host/simplecnn/.sconsign"))
-    assert os.path.isfile(project.file("build/gap9/simplecnn/.sconsign"))
+    # one signature database per target folder, none elsewhere (sources included)
+    assert os.path.isfile(project.file("build/host/.sconsign.dblite"))
+    assert os.path.isfile(project.file("build/gap9/.sconsign.dblite"))
     assert not os.path.exists(project.file("build/.sconsign.dblite"))
+    for dirpath, _, files in os.walk(project.path):
+        if not os.path.relpath(dirpath, project.path).startswith("build"):
+            assert not [f for f in files if f.startswith(".sconsign")], dirpath
 
 
 def test_generated_files_have_the_usual_modes(project):

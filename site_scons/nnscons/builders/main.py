@@ -102,7 +102,7 @@ def _combinations(env, manifest) -> tuple:
 
 def _build(env, manifest, root) -> None:
     combos, is_matrix = _combinations(env, manifest)
-    SConsignFile(None)       # a .sconsign file per directory: every target folder has its own
+    SConsignFile(".sconsign", workspace.SignatureRouter())   # one database per target folder
     cache_dir = env["cache"] or manifest.defaults.get("cache")
     if cache_dir:
         from . import cache

@@ -63,6 +63,59 @@ def cleanup_on_error(target_path: str):
         raise
 
 
+class SignatureRouter:
+    """The `dbm module` given to SConsignFile: one SCons signature database per target
+    folder (build/<target>/.sconsign.dblite), so builds of different targets, and matrix
+    builds over several, never share a file, and nothing is written outside build/.
+    Entries of directories outside build/ (sources: kernels, templates, the package) are
+    kept in memory only: with content signatures SCons reads those files anyway."""
+
+    def __init__(self) -> None:
+        self._dbs, self._memory = {}, {}
+
+    # the module interface SConsignFile wants
+    def open(self, name, mode="c"):          # noqa: A003 - dbm's name
+        return self
+
+    def _db(self, key: str):
+        parts = key.replace("\\", "/").split("/")
+        if len(parts) < 2 or parts[0] != BUILD:
+            return None
+        folder = os.path.join(BUILD, parts[1])
+        if folder not in self._dbs:
+            import SCons.dblite
+            os.makedirs(folder, exist_ok=True)
+            self._dbs[folder] = SCons.dblite.open(os.path.join(folder, ".sconsign"), "c")
+        return self._dbs[folder]
+
+    def __getitem__(self, key):
+        db = self._db(key)
+        return self._memory[key] if db is None else db[key]
+
+    def __setitem__(self, key, value) -> None:
+        db = self._db(key)
+        if db is None:
+            self._memory[key] = value
+        else:
+            db[key] = value
+
+    def __contains__(self, key) -> bool:
+        db = self._db(key)
+        return key in self._memory if db is None else key in db
+
+    def keys(self):
+        return list(self._memory) + [k for db in self._dbs.values() for k in db.keys()]
+
+    def sync(self) -> None:
+        for db in self._dbs.values():
+            db.sync()
+
+    def close(self) -> None:
+        for db in self._dbs.values():
+            db.close()
+        self._dbs = {}
+
+
 def prune(build_dir: str, subdirs, declared) -> list:
     """Delete files under build_dir/<subdir> that no declared node produces (files of
     layers that no longer exist, of an earlier model in the same folder).  Returns them."""
