@@ -82,7 +82,10 @@ def write_report(target, source, env):
     summary = json.loads(source[0].read())
     session = env["NNS_SESSION"]
     extra = [json.loads(s.get_text_contents()) for s in source[2:]]
-    report.write(session, summary, source[1].get_text_contents(), str(target[0]), extra)
+    rep = report.write(session, summary, source[1].get_text_contents(), str(target[0]), extra)
+    if len(target) > 1:                       # report.html beside it
+        from . import html
+        write_if_changed(str(target[1]), html.build_page(rep))
     session.report_written = True
     return 0
 

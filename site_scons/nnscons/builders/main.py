@@ -17,6 +17,7 @@ from SCons.Script import (ARGUMENTS, Alias, BoolVariable, Decider, Default, Envi
                           GetOption, Help, SConsignFile, Variables)
 
 from ..errors import UserError
+from ..targets import kind_module
 from . import matrix, network, workspace
 
 MANIFEST = "targets.yaml"
@@ -116,10 +117,13 @@ def _build(env, manifest, root) -> None:
         target_cfg, model_cfg = manifest.select(t, m)
         target_dir = workspace.target_dir(target_cfg.name)
         combo = matrix.Combination(target_cfg.name, model_cfg.name)
+        platform = env["platform"] or None
+        if is_matrix and platform and platform not in kind_module(target_cfg.kind).SCHEMA["run"]["platform"]:
+            platform = None          # in a matrix, platform= applies to the targets that have it
         try:
             with workspace.cleanup_on_error(target_dir):
                 session = network.plan(manifest, t, m, input_path=env["input"] or None,
-                                       platform=env["platform"] or None, root=root)
+                                       platform=platform, root=root)
             aliases = network.declare(env, session, verbose=env["verbose"],
                                       check_tools=not GetOption("clean"))
         except UserError as e:
@@ -171,4 +175,7 @@ def _matrix_summary(results, timings) -> None:
                 failures.setdefault((c.target, c.model), f"{path}: {f.errstr}" if c.session else c.reason)
     rows = matrix.summarize(results, failures, timings)
     matrix.write(rows)
+    from . import html
+    from ..fileio import write_if_changed
+    write_if_changed(os.path.join("build", "matrix.html"), html.build_matrix_page(rows))
     print(matrix.table(rows))

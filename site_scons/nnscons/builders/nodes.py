@@ -127,16 +127,17 @@ def declare(env, session) -> dict:
     # (printed by every build that includes the check).  A new run first removes the old
     # report and check, so an interrupted run leaves nothing that claims success.
     report_path, check_path = os.path.join(out_dir, "report.json"), os.path.join(out_dir, "check.txt")
+    html_path = os.path.join(out_dir, "report.html")
     env.AddPreAction(run, SCons.Action.Action(
-        lambda target, source, env: actions.remove_stale([report_path, check_path]), None))
+        lambda target, source, env: actions.remove_stale([report_path, html_path, check_path]), None))
     # report_extra: JSON files a target adds to the report ({"layers": {name: {...}}, ...})
-    rep = env.NnsReport(report_path, [value(env, report.plan_summary(session)), run[0]]
+    rep = env.NnsReport([report_path, html_path], [value(env, report.plan_summary(session)), run[0]]
                         + list(target_nodes.pop("report_extra", [])),
                         NNS_VERB="REPORT", NNS_LABEL=session.model_cfg.name)
-    env.Depends(rep, py_sources("builders/report.py", "builders/runlog.py"))
-    check = env.NnsCheck(check_path, rep, NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)
+    env.Depends(rep, py_sources("builders/report.py", "builders/runlog.py", "builders/html.py"))
+    check = env.NnsCheck(check_path, rep[0], NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)
     verdict = env.AlwaysBuild(env.Alias(f"verdict-{session.target_cfg.name}-{session.model_cfg.name}",
-                                        [check, rep], SCons.Action.Action(actions.print_verdict, None)))
+                                        [check, rep[0]], SCons.Action.Action(actions.print_verdict, None)))
 
     graph_key = keys.digest([session.numeric_keys[l.name] for l in session.graph.layers],
                             [(l.name, l.inputs, l.output, l.fused) for l in session.graph.layers])

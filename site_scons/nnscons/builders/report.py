@@ -27,6 +27,7 @@ def plan_summary(session) -> dict:
         })
         layers[-1].update(lp.report)
     return {
+        "arena": _arena(session),
         "model": session.model_cfg.name,
         "target": session.target_cfg.name,
         "kind": session.target_cfg.kind,
@@ -45,6 +46,20 @@ def plan_summary(session) -> dict:
 def load(path: str) -> dict:
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def _arena(session) -> dict:
+    """The activation arena's buffers over time (for report.html): offset, size and the
+    layers between which each lives, against the target's memory limit for activations."""
+    from ..planning.buffers import plan_buffers
+    plan = plan_buffers(session.graph)
+    opts = session.options.get("memory", {})
+    limit = opts.get("l2")
+    if limit is not None and "l2_reserved" in opts:
+        limit -= opts["l2_reserved"]
+    buffers = [{"tensor": t, "offset": plan["tensors"][t]["offset"], "size": plan["tensors"][t]["size"],
+                "first": first, "last": last} for t, (first, last) in sorted(plan["lives"].items())]
+    return {"size": plan["arena_size"], "limit": limit, "buffers": buffers}
 
 
 def write(session, summary: dict, log_text: str, path: str, extra=()) -> dict:

@@ -16,7 +16,8 @@ def _size(graph, name) -> int:
 
 
 def plan_buffers(graph) -> dict:
-    """{'arena_size': int, 'tensors': {tensor name: {'offset', 'size'}}}."""
+    """{'arena_size': int, 'tensors': {tensor name: {'offset', 'size'}}, 'lives': {buffer
+    tensor: [first layer writing or reading it, last layer reading it]} (-1: the input)}."""
     root = {graph.input: graph.input}
     birth = {graph.input: -1}
     death = {graph.input: -1}
@@ -46,4 +47,5 @@ def plan_buffers(graph) -> dict:
         placed.append((offset, offset + size, birth[t], death[t]))
     arena = max((e for _, e, _, _ in placed), default=0)
     tensors = {name: {"offset": offsets[r], "size": _size(graph, name)} for name, r in root.items()}
-    return {"arena_size": arena, "tensors": tensors}
+    lives = {t: [birth[t], death[t]] for t in birth}
+    return {"arena_size": arena, "tensors": tensors, "lives": lives}
