@@ -13,7 +13,8 @@ import sys
 import atexit
 
 import SCons.Action
-from SCons.Script import (ARGUMENTS, Alias, BoolVariable, Decider, Default, Environment, Exit,
+from SCons.Script import (ARGUMENTS, COMMAND_LINE_TARGETS, Alias, BoolVariable, Decider, Default,
+                          Environment, Exit,
                           GetOption, Help, SConsignFile, Variables)
 
 from ..errors import UserError
@@ -49,7 +50,8 @@ def _help_text(variables, env, manifest) -> str:
             lines.append(f"  {name:<16} {src}")
         d = manifest.defaults
         lines.append(f"\nDefaults: target={d.get('target', '-')} model={d.get('model', '-')}")
-    lines.append("\nAliases: codegen weights goldens firmware run check report quantized compiledb")
+    lines.append("\nAliases: codegen weights goldens firmware run check report quantized compiledb library")
+    lines.append("Commands: explain (what the next build would run, and why; builds nothing)")
     return "\n".join(lines) + "\n"
 
 
@@ -140,6 +142,8 @@ def _build(env, manifest, root) -> None:
             all_aliases.setdefault(name, []).extend(nodes)
     for name, nodes in all_aliases.items():
         Alias(name, nodes)
+    if "explain" in COMMAND_LINE_TARGETS:
+        _explain_alias(env, results)
     # codegen: every generated file, the ones no step compiles too (gap9's SDK Makefile)
     Default([all_aliases.get(k, []) for k in ("check", "report", "quantized", "compiledb", "model",
                                               "codegen")])
@@ -151,6 +155,22 @@ def _build(env, manifest, root) -> None:
                              "(./nnscons adds it)\n")
         timings = matrix.track_timings(env, results)
         atexit.register(_matrix_summary, results, timings)
+
+
+def _explain_alias(env, combos) -> None:
+    """`explain`: print what the next build would run and why, building nothing."""
+    from . import explain
+
+    def run(target, source, env):
+        for c in combos:
+            if c.session is None:
+                print(f"explain [{c.target}] {c.model}: cannot be planned: {c.reason}")
+                continue
+            roots = [n for k in ("check", "report", "quantized", "model", "codegen")
+                     for n in c.aliases.get(k, [])]
+            explain.print_explanation(c.session, roots)
+        return 0
+    env.AlwaysBuild(Alias("explain", [], SCons.Action.Action(run, None)))
 
 
 def _failed_node(env, combo):

@@ -75,7 +75,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         layers.append(base.LayerPlan(layer=layer, cname=cnames[layer.name], template=impl.template,
                                      kernels=impl.kernels, spec=spec, param_layout=layout,
                                      macs=base.macs(layer, graph),
-                                     param_bytes=base.layout_bytes(layout)))
+                                     param_bytes=base.layout_bytes(layout),
+                                     report={"l1_budget": budget}))
         kernels.update(impl.kernels)
     buffers = plan_buffers(graph)
     if buffers["arena_size"] > opts["memory"]["l2"]:
