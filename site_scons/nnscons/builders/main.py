@@ -15,7 +15,7 @@ import atexit
 import SCons.Action
 from SCons.Script import (ARGUMENTS, COMMAND_LINE_TARGETS, Alias, BoolVariable, Decider, Default,
                           Environment, Exit,
-                          GetOption, Help, SConsignFile, Variables)
+                          GetOption, Help, SConsignFile, SetOption, Variables)
 
 from ..errors import UserError
 from ..targets import kind_module
@@ -60,6 +60,8 @@ def main() -> None:
     # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
     # firmware relinked within the same second at the same size would not rerun.
     Decider("content")
+    # a source's #includes are rescanned only when it changes (CPPPATH is fixed per target)
+    SetOption("implicit_cache", 1)
     variables = _variables()
     env = Environment(variables=variables, ENV=os.environ.copy(), tools=[])
     try:
