@@ -11,6 +11,7 @@ import os
 import sys
 
 import atexit
+import json
 
 import SCons.Action
 from SCons.Script import (ARGUMENTS, COMMAND_LINE_TARGETS, Alias, BoolVariable, Decider, Default,
@@ -19,7 +20,7 @@ from SCons.Script import (ARGUMENTS, COMMAND_LINE_TARGETS, Alias, BoolVariable, 
 
 from ..errors import UserError
 from ..targets import kind_module
-from . import matrix, network, workspace
+from . import matrix, network, noop, workspace
 
 MANIFEST = "targets.yaml"
 
@@ -69,6 +70,15 @@ def main() -> None:
         if unknown:
             raise UserError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: "
                             f"target, model, input, platform, shard, cache, verbose (see scons -h)")
+        if _default_build():
+            lines = noop.check(noop.key(ARGUMENTS))
+            if lines is not None:           # nothing changed since the last good build
+                def verdicts(target, source, env):
+                    print("\n".join(lines))
+                    return 0
+                Default(env.AlwaysBuild(env.Alias("nnscons-up-to-date", [],
+                                                  SCons.Action.Action(verdicts, None))))
+                return
         manifest = network.load_manifest(MANIFEST)
         if GetOption("help"):
             Help(_help_text(variables, env, manifest), append=False)
@@ -103,6 +113,25 @@ def _combinations(env, manifest) -> tuple:
         if not combos:
             raise UserError(f"shard={s_arg}: this slice of the {len(targets)} x {len(models)} matrix is empty")
     return combos, True
+
+
+def _default_build() -> bool:
+    """A plain build of the default targets: what the no-op fast path may answer."""
+    return not (COMMAND_LINE_TARGETS or GetOption("clean") or GetOption("no_exec") or GetOption("help")
+                or GetOption("question"))
+
+
+def _record_noop(key, roots, results, is_matrix) -> None:
+    import SCons.Script.Main as scons_main
+    from SCons.Script import GetBuildFailures
+    # only a build that ended well (not failed, not interrupted) may answer the next call
+    if GetBuildFailures() or scons_main.exit_status or scons_main.this_build_status:
+        return
+    extra = []
+    if is_matrix:
+        rows = json.load(open(matrix.MATRIX_JSON, encoding="utf-8"))["combinations"]
+        extra = [matrix.table(rows).splitlines()[-1]]
+    noop.record(key, roots, [c.session for c in results if c.session], extra)
 
 
 def _build(env, manifest, root) -> None:
@@ -147,16 +176,20 @@ def _build(env, manifest, root) -> None:
     if "explain" in COMMAND_LINE_TARGETS:
         _explain_alias(env, results)
     # codegen: every generated file, the ones no step compiles too (gap9's SDK Makefile)
-    Default([all_aliases.get(k, []) for k in ("check", "report", "quantized", "compiledb", "model",
-                                              "codegen")])
+    defaults = [n for k in ("check", "report", "quantized", "compiledb", "model", "codegen")
+                for n in all_aliases.get(k, [])]
+    Default(defaults)
+    if _default_build() and not any(c.session is None for c in results):
+        key = noop.key(ARGUMENTS)
+        noop.forget(key)                  # only a build that ends well records again
+        atexit.register(_record_noop, key, defaults, results, is_matrix)
     if is_matrix and not GetOption("clean") and not GetOption("no_exec"):
         # one combination's failure must not stop the others: ./nnscons and the nnscons
         # command pass -k for matrix builds (SCons does not let an SConstruct set it)
         if not GetOption("keep_going"):
             sys.stderr.write("nnscons: note: a matrix build stops at its first failure without -k "
                              "(./nnscons adds it)\n")
-        timings = matrix.track_timings(env, results)
-        atexit.register(_matrix_summary, results, timings)
+        atexit.register(_matrix_summary, results)
 
 
 def _explain_alias(env, combos) -> None:
@@ -186,7 +219,7 @@ def _failed_node(env, combo):
     return node
 
 
-def _matrix_summary(results, timings) -> None:
+def _matrix_summary(results) -> None:
     from SCons.Script import GetBuildFailures
     failures = {}
     for f in GetBuildFailures():
@@ -195,7 +228,7 @@ def _matrix_summary(results, timings) -> None:
             if c.session and path.startswith(c.session.build_dir + os.sep) \
                     or path.endswith(f"{c.target}--{c.model}"):
                 failures.setdefault((c.target, c.model), f"{path}: {f.errstr}" if c.session else c.reason)
-    rows = matrix.summarize(results, failures, timings)
+    rows = matrix.summarize(results, failures, matrix.timings(results))
     matrix.write(rows)
     from . import html
     from ..fileio import write_if_changed

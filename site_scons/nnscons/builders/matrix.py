@@ -57,45 +57,21 @@ class Combination:
     out_dir: str = ""                     # where report.json goes
 
 
-def track_timings(env, combos: list) -> dict:
-    """Per combination, the wall-clock span of the steps this build ran ('build') and the
-    duration of its run step ('run'), recorded by pre/post actions on its nodes."""
-    import time
-
-    import SCons.Action
-    timings = {}
-
-    def recorder(key, what):
-        def record(target, source, env):
-            t = timings.setdefault(key, {"first": None, "last": None, "run": 0.0, "run_start": None})
-            now = time.monotonic()
-            if what == "pre":
-                t["first"] = now if t["first"] is None else min(t["first"], now)
-                if env.get("NNS_VERB") == "RUN":
-                    t["run_start"] = now
-            else:
-                t["last"] = now if t["last"] is None else max(t["last"], now)
-                if env.get("NNS_VERB") == "RUN" and t["run_start"] is not None:
-                    t["run"] += now - t["run_start"]
-            t["build"] = (t["last"] or now) - (t["first"] or now)
-            return 0
-        return record
-
+def timings(combos: list) -> dict:
+    """Per combination, the seconds between its first and last step of this build ('build')
+    and from its run step to its report ('run'), as each session's step printer recorded
+    them (builders/network.py); recording never touches a node's signature."""
+    out = {}
     for c in combos:
-        if c.session is None:
+        if c.session is None or not c.session.step_times:
             continue
-        key, prefix = (c.target, c.model), c.session.build_dir + os.sep
-        seen, stack = set(), [n for nodes in c.aliases.values() for n in nodes]
-        while stack:
-            n = stack.pop()
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            stack.extend(n.children(scan=0))
-            if n.has_builder() and str(n).startswith(prefix):
-                env.AddPreAction(n, SCons.Action.Action(recorder(key, "pre"), None))
-                env.AddPostAction(n, SCons.Action.Action(recorder(key, "post"), None))
-    return timings
+        times = c.session.step_times
+        stamps = [t for _, t in times]
+        run = [t for verb, t in times if verb == "RUN"]
+        report = [t for verb, t in times if verb == "REPORT"]
+        out[(c.target, c.model)] = {"build": max(stamps) - min(stamps),
+                                    "run": (report[-1] - run[0]) if run and report else 0.0}
+    return out
 
 
 def _row(c: Combination, failures: dict, timings: dict) -> dict:

@@ -32,12 +32,25 @@ def plan(manifest, target: str | None, model: str | None, *, build_dir=None,
                    build_dir=build_dir)
 
 
+def _step_printer(session):
+    """SCons's PRINT_CMD_LINE_FUNC for this session: prints the step line and notes when
+    each step started (matrix build and run seconds); not part of any signature."""
+    import time
+
+    def show(line, target, source, env):
+        session.step_times.append((line.split(" ", 1)[0], time.monotonic()))
+        if line:
+            print(line)
+    return show
+
+
 def declare(env, session, *, verbose: bool = False, check_tools: bool = True) -> dict:
     """Every node of the session's build in a clone of env; returns the aliases
     {name: nodes} (not registered: the caller decides what is an alias or a default)."""
     from .nodes import declare as declare_nodes
 
-    env = env.Clone(NNS_OPTIONS=session.options, NNS_VERBOSE=verbose, NNS_SESSION=session)
+    env = env.Clone(NNS_OPTIONS=session.options, NNS_VERBOSE=verbose, NNS_SESSION=session,
+                    PRINT_CMD_LINE_FUNC=_step_printer(session))
     # content signatures for our nodes only (a foreign SConstruct keeps its own Decider)
     env.Decider("content")
     core_tool.generate(env)

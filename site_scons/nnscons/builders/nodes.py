@@ -136,6 +136,7 @@ def declare(env, session) -> dict:
                         NNS_VERB="REPORT", NNS_LABEL=session.model_cfg.name)
     env.Depends(rep, py_sources("builders/report.py", "builders/runlog.py", "builders/html.py"))
     check = env.NnsCheck(check_path, rep[0], NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)
+    session.report_nodes = [rep[0]]
     verdict = env.AlwaysBuild(env.Alias(f"verdict-{session.target_cfg.name}-{session.model_cfg.name}",
                                         [check, rep[0]], SCons.Action.Action(actions.print_verdict, None)))
 

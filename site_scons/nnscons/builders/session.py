@@ -55,6 +55,7 @@ class Session:
         self._reference = None
         self.report_written = False       # set by the REPORT action: the table is printed then
         self.verdict_printed = False      # set by the CHECK action
+        self.step_times = []              # (verb, monotonic time) of each step this build ran
 
     def _set_platform(self, platform: str | None) -> None:
         """platform= from the command line over run.platform; the kind may resolve 'auto'."""
