@@ -28,23 +28,34 @@ def _scan_templates(node, env, path):
             for name in codegen.template_references(node.get_text_contents())]
 
 
-def _builder(func, **kw):
-    return SCons.Builder.Builder(action=SCons.Action.Action(func, actions.label), **kw)
+# Each builder prints $NNS_<NAME>COMSTR (SCons's $XXXCOMSTR convention: set it in an
+# Environment to change a step's line, or to "" to silence it).  These builders are Python
+# functions: they have no command line, so there is no $XXXCOM to change.
+_COMSTR = "$NNS_VERB $NNS_LABEL [$NNS_TARGET]"
+_COMSTR_VERBOSE = "$NNS_VERB $NNS_LABEL [$NNS_TARGET]: $TARGETS"
+NAMES = {"NnsCodegen": "CODEGEN", "NnsWeights": "WEIGHTS", "NnsGolden": "GOLDEN", "NnsInput": "INPUT",
+         "NnsZooModel": "MODEL", "NnsQdq": "EXPORT", "NnsCheck": "CHECK", "NnsReport": "REPORT"}
+
+
+def _builder(func, name, **kw):
+    return SCons.Builder.Builder(action=SCons.Action.Action(func, f"$NNS_{name}COMSTR"), **kw)
 
 
 def generate(env):
+    for name in NAMES.values():
+        env.SetDefault(**{f"NNS_{name}COMSTR": _COMSTR_VERBOSE if env.get("NNS_VERBOSE") else _COMSTR})
     scanner = SCons.Scanner.Scanner(function=_scan_templates, skeys=[".j2"], recursive=True,
                                     name="jinja2")
     env.Append(SCANNERS=[scanner])
     env["BUILDERS"].update({
-        "NnsCodegen": _builder(actions.render_source),
-        "NnsWeights": _builder(actions.write_weights),
-        "NnsGolden": _builder(actions.write_golden),
-        "NnsInput": _builder(actions.write_input),
-        "NnsZooModel": _builder(actions.write_zoo_model),
-        "NnsQdq": _builder(actions.write_qdq),
-        "NnsCheck": _builder(actions.run_check),
-        "NnsReport": _builder(actions.write_report),
+        "NnsCodegen": _builder(actions.render_source, "CODEGEN"),
+        "NnsWeights": _builder(actions.write_weights, "WEIGHTS"),
+        "NnsGolden": _builder(actions.write_golden, "GOLDEN"),
+        "NnsInput": _builder(actions.write_input, "INPUT"),
+        "NnsZooModel": _builder(actions.write_zoo_model, "MODEL"),
+        "NnsQdq": _builder(actions.write_qdq, "EXPORT"),
+        "NnsCheck": _builder(actions.run_check, "CHECK"),
+        "NnsReport": _builder(actions.write_report, "REPORT"),
     })
 
 
