@@ -34,7 +34,6 @@ def value(env, obj):
 @dataclass
 class CommonNodes:
     """What a target's declare_nodes builds on."""
-    env: object                         # the session's cloned Environment
     layer_files: dict                   # cname -> {path under build dir: node}
     network_files: dict                 # path under build dir -> node
     weights: list
@@ -118,7 +117,7 @@ def declare(env, session) -> dict:
                      for path, template, spec in plan.network_files}
     env.Precious(weights + goldens + inp)
 
-    common = CommonNodes(env=env, layer_files=layer_files, network_files=network_files,
+    common = CommonNodes(layer_files=layer_files, network_files=network_files,
                          weights=weights, goldens=goldens, input=inp, label=labels)
     target_nodes = session.kind.declare_nodes(env, session, common)
     run = target_nodes.pop("run")

@@ -61,10 +61,6 @@ def geometry(layer, graph) -> dict:
     return g
 
 
-def staged(g: dict) -> bool:
-    return (g["pt"], g["pl"], g["pb"], g["pr"]) != (0, 0, 0, 0) or g["Cp"] != g["C"]
-
-
 def border_classes(size: int, out: int, k: int, s: int, pad_before: int):
     """Per output position along one axis, which kernel taps [lo, hi) fall inside the
     input. Returns (per-position class index, [(lo, hi) per class]); classes in order of

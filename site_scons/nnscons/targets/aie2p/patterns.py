@@ -121,11 +121,6 @@ def check(tile: str, dims, buffer_bytes: int, what: str, offset: int = 0, repeat
         raise bad(f"reaches byte {last}, past the end of the {buffer_bytes}-byte buffer")
 
 
-def gather(buffer: np.ndarray, dims, offset: int = 0) -> np.ndarray:
-    """MM2S: the stream a pattern reads from `buffer` (uint8, 1-D or (n, bytes) rows)."""
-    return buffer[..., offsets(dims, offset)]
-
-
 def scatter_index(dims, buffer_bytes: int, what: str) -> np.ndarray:
     """S2MM: where each stream byte lands; the pattern must fill the buffer exactly once
     (a hole or a double write in an object FIFO element is a planning error)."""

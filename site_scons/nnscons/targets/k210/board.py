@@ -155,8 +155,8 @@ def declare_nodes(env, session, common) -> dict:
     sources = sorted([os.path.join(b, p) for lp in plan.layers for p, _, _ in lp.sources() if p.endswith(".c")]
                      + [os.path.join(b, "src", "network.c"), os.path.join(b, "src", "main.c")]
                      + list(plan.kernels) + [data_path("kernels", "k210", "kpu_board.c")])
-    bins = ["input"] + [n for lp in plan.layers
-                        for n in ([f"weights/{lp.cname}"] if lp.param_layout else []) + [f"golden/{lp.cname}"]]
+    bins = ["input"] + [os.path.splitext(plan.bin_path(kind, lp.cname))[0] for lp in plan.layers
+                        for kind in (["weights"] if lp.param_layout else []) + ["golden"]]
     spec = {"sources": sources, "bins": bins}
     t = session.target_cfg.name
     project = env.Command([os.path.join(bdir, "CMakeLists.txt"), os.path.join(bdir, "bins.S")],
