@@ -10,7 +10,7 @@ import SCons.Action
 import SCons.Builder
 
 from nnscons.build import actions
-from nnscons.build.hostrun import run_native
+from nnscons.build.hostrun import run_bench, run_native
 
 
 def exists(env):
@@ -25,3 +25,5 @@ def generate(env):
                 CFLAGS=list(opts["toolchain"]["cflags"]), LINKFLAGS=list(opts["toolchain"]["ldflags"]))
     env["BUILDERS"]["NnsRun"] = SCons.Builder.Builder(
         action=SCons.Action.Action(run_native, actions.label))
+    env["BUILDERS"]["NnsBench"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(run_bench, actions.label))

@@ -24,6 +24,7 @@ def _variables():
     v.Add("model", "model name from targets.yaml, or a path to an .onnx file (default: defaults.model)", "")
     v.Add("input", "run on this float32 .npy input (model layout) instead of the default input", "")
     v.Add("platform", "where to run (default: the target's run.platform in targets.yaml)", "")
+    v.Add("iterations", "benchmark: N timed inferences after a warm-up, writes bench.json (host; also the `bench` alias)", "")
     v.Add(BoolVariable("verbose", "print full command lines instead of one line per node", False))
     return v
 
@@ -41,7 +42,7 @@ def _help_text(variables, env, manifest) -> str:
             lines.append(f"  {name:<16} {src}")
         d = manifest.defaults
         lines.append(f"\nDefaults: target={d.get('target', '-')} model={d.get('model', '-')}")
-    lines.append("\nAliases: codegen weights goldens firmware run check report quantized compiledb")
+    lines.append("\nAliases: codegen weights goldens firmware run check report quantized compiledb bench tune")
     return "\n".join(lines) + "\n"
 
 
@@ -59,7 +60,7 @@ def main() -> None:
         unknown = variables.UnknownVariables()
         if unknown:
             raise UserError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: "
-                            f"target, model, input, platform, verbose (see scons -h)")
+                            f"target, model, input, platform, iterations, verbose (see scons -h)")
         manifest = manifest_mod.load_manifest(MANIFEST, schemas())
         if GetOption("help"):
             Help(_help_text(variables, env, manifest), append=False)
@@ -82,7 +83,11 @@ def _build(env, manifest, root) -> None:
     if input_path and not os.path.isfile(input_path):
         raise UserError(f"input={input_path}: no such file")
     session = Session(root, manifest, target_cfg, model_cfg, input_path, env["platform"] or None)
-    env.Replace(NNS_OPTIONS=session.options, NNS_VERBOSE=env["verbose"])
+    iterations = env["iterations"]
+    if iterations and not (iterations.isdigit() and int(iterations) > 0):
+        raise UserError(f"iterations={iterations}: expected a positive integer")
+    env.Replace(NNS_OPTIONS=session.options, NNS_VERBOSE=env["verbose"],
+                NNS_ITERATIONS=int(iterations or 20))
     env.Tool("nnscons_core")
     if not GetOption("clean"):
         session.kind.check_tools(env, session)  # UserError naming what to install
@@ -93,3 +98,7 @@ def _build(env, manifest, root) -> None:
         Alias(name, nodes)
     Default(aliases["check"], aliases["report"], aliases["quantized"], aliases["compiledb"],
             aliases["model"])
+    if iterations:
+        if "bench" not in aliases:
+            raise UserError(f"iterations=: target kind '{target_cfg.kind}' has no benchmark mode (host only)")
+        Default(aliases["bench"])

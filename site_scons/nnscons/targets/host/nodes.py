@@ -26,4 +26,9 @@ def declare_nodes(env, session, common) -> dict:
     env.SideEffect(os.path.join(b, "output.bin"), run)
     env.Clean(firmware, [os.path.join(b, "output.bin")])
     cdb = env.CompilationDatabase(os.path.join(b, "compile_commands.json"))
-    return {"firmware": firmware, "run": run, "compiledb": cdb}
+    bench = env.NnsBench(os.path.join(b, "bench.json"), firmware + common.input + common.weights,
+                         NNS_VERB="BENCH", NNS_LABEL=session.model_cfg.name)
+    env.AlwaysBuild(bench)
+    env.SideEffect(os.path.join(b, "bench_output.bin"), bench)
+    env.Clean(firmware, [os.path.join(b, "bench_output.bin")])
+    return {"firmware": firmware, "run": run, "compiledb": cdb, "bench": bench}
