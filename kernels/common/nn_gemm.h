@@ -59,7 +59,7 @@ static inline int32_t nn_load_pair(const int16_t *p)
     return v;
 }
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #define NN_HAVE_X86 1
 #define NN_AVX2 __attribute__((target("avx2")))

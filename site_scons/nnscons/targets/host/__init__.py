@@ -17,6 +17,7 @@ from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import GROUPED_CONV, OPS, layer_spec
 
 TOOL = "nnscons_host"
+ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2}
 TEMPLATES = "templates/host"
 
 SCHEMA = {
@@ -87,6 +88,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             layout = base.param_layout(layer, graph)
         spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         report = {}
+        if layer.op in ("add", "maxpool"):     # vectorized kernels: nn_simd.c
+            spec["isa"] = ISA_CODES[overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"])]
         if g is not None:
             spec["gemm"] = dict(g["spec"], band=spec["tile"]["tile_oh"] if "tile" in spec else 1)
             report = g["report"]

@@ -17,10 +17,10 @@ T = (K + "nn_threads.c",)
 OPS = {
     "conv2d": OpImpl("gemm.c.j2", T),
     "linear": OpImpl("gemm.c.j2", T),
-    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
+    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", K + "nn_simd.c"), pool_check),
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
-    "add": OpImpl("add.c.j2", (K + "nn_eltwise.c",)),
+    "add": OpImpl("add.c.j2", (K + "nn_eltwise.c", K + "nn_simd.c")),
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
