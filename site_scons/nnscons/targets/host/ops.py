@@ -13,14 +13,15 @@ from ..base import OpImpl, pool_check
 K = "kernels/common/"
 G = "kernels/gap9/"
 T = (K + "nn_threads.c",)
+SIMD = (K + "nn_simd.c", K + "nn_eltwise.c", G + "nn_hwc_pool.c")   # nn_simd.c falls back on both
 
 OPS = {
     "conv2d": OpImpl("gemm.c.j2", T),
     "linear": OpImpl("gemm.c.j2", T),
-    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", K + "nn_simd.c"), pool_check),
-    "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
+    "maxpool": OpImpl("pool.c.j2", SIMD, pool_check),
+    "avgpool": OpImpl("pool.c.j2", SIMD, pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
-    "add": OpImpl("add.c.j2", (K + "nn_eltwise.c", K + "nn_simd.c")),
+    "add": OpImpl("add.c.j2", SIMD),
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
