@@ -11,6 +11,7 @@ import SCons.Builder
 
 from nnscons.build import actions
 from nnscons.build.hostrun import run_bench, run_native
+from nnscons.targets.host.tune import run_tune
 
 
 def exists(env):
@@ -27,3 +28,5 @@ def generate(env):
         action=SCons.Action.Action(run_native, actions.label))
     env["BUILDERS"]["NnsBench"] = SCons.Builder.Builder(
         action=SCons.Action.Action(run_bench, actions.label))
+    env["BUILDERS"]["NnsTune"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(run_tune, actions.label))

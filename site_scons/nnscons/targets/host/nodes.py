@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ...build.nodes import compile_generated, compile_object
+from ...build.nodes import compile_generated, compile_object, value
 
 
 def declare_nodes(env, session, common) -> dict:
@@ -31,4 +31,8 @@ def declare_nodes(env, session, common) -> dict:
     env.AlwaysBuild(bench)
     env.SideEffect(os.path.join(b, "bench_output.bin"), bench)
     env.Clean(firmware, [os.path.join(b, "bench_output.bin")])
-    return {"firmware": firmware, "run": run, "compiledb": cdb, "bench": bench}
+    specs = [lp.spec for lp in session.plan.layers if "gemm" in lp.spec]
+    tune = env.NnsTune(os.path.join(b, "tuning.json"), value(env, specs),
+                       NNS_VERB="TUNE", NNS_LABEL=session.model_cfg.name)
+    env.AlwaysBuild(tune)
+    return {"firmware": firmware, "run": run, "compiledb": cdb, "bench": bench, "tune": tune}
