@@ -63,14 +63,14 @@ def supports(layer) -> bool:
 # ---- blocking ------------------------------------------------------------------------
 
 def candidates(isa: str = "avx2"):
-    """(mr, nr) pairs whose accumulators, weight vectors and one broadcast fit the
-    register file."""
+    """(mr, nr) pairs whose accumulators, weight vectors, one broadcast and one product
+    temporary fit the register file."""
     regs = REGISTERS[isa]
     out = []
     for nr in DEFAULT_NR_CHOICES:
         nv = nr // 8
-        for mr in range(1, 13):
-            if mr * nv + nv + 1 <= regs:
+        for mr in range(1, 15):
+            if mr * nv + nv + 2 <= regs:
                 out.append((mr, nr))
     return out
 

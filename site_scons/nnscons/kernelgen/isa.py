@@ -132,6 +132,10 @@ class Avx2(Isa):
                 for v in range(mk.nv):
                     s.append(f"    c{m}_{v} = _mm256_add_epi32(c{m}_{v}, _mm256_madd_epi16(b{m}, w{v}));")
             s.append(f"    w += {mk.nr * 2};")
+            # opaque to the optimizer: keeps every accumulator in its register and stops
+            # gcc from reassociating unrolled steps into extra temporaries (spills)
+            accs = [f"c{m}_{v}" for m in range(mk.mr) for v in range(mk.nv)]
+            s.append('    __asm__("" : ' + ", ".join(f'"+x"({a})' for a in accs) + ");")
             s.append("}")
             return s
         out += _k_loops(mk, body, tapoff)
