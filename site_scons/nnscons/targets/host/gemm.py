@@ -59,8 +59,7 @@ def resolve(layer, graph, opts, own: dict, tuning: dict) -> tuple:
     """(blocking, origin): each key from the layer, the tuning file, the target, else the
     cost model."""
     g = kernelgen.geometry(layer, graph)
-    p = kernelgen.padded(g)
-    k2 = g["kh"] * g["kw"] * p["icp"] // 2
+    k2 = kernelgen.padded(g)["k2"]
     blk = kernelgen.default_blocking(g["oh"] * g["ow"], g["oc"], k2)
     origin = "model"
     tuned = tuning.get(layer.name, {})
@@ -93,19 +92,19 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at) -> dict:
                 "avx2": ["avx2"]}[isa]
     nr = blk["nr"]
     npad = kernelgen.panels(g["oc"], nr) * nr
-    k2 = g["kh"] * g["kw"] * p["icp"] // 2
+    k2 = p["k2"]
     layout, off = [], 0
     for section, dtype, count in (("weight", "int8", npad * k2 * 2), ("bias", "int32", npad),
                                   ("mult", "int32", npad), ("shift", "int32", npad)):
         layout.append((section, dtype, count, off))
         off += -(-count * np.dtype(dtype).itemsize // 4) * 4
 
-    def pack(layer, graph, layout, nr=nr, icp=p["icp"]):
+    def pack(layer, graph, layout, nr=nr, seg=p["seg"], g=g):
         wm = kernelgen.weight_matrix(layer, graph)
         n = wm.shape[0]
         fb = kernelgen.folded_bias(wm, layer.bias, graph.tensor(layer.inputs[0]).q.zero_point)
         rq = numerics.requant_params(layer, graph)
-        arrays = {"weight": kernelgen.pack_weights(wm, icp, nr),
+        arrays = {"weight": kernelgen.pack_weights(kernelgen.segments(wm, g), seg, nr),
                   "bias": np.zeros(npad, np.int64), "mult": np.zeros(npad, np.int64),
                   "shift": np.ones(npad, np.int64)}
         arrays["bias"][:n] = fb
@@ -123,5 +122,5 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at) -> dict:
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "origin": origin,
                        "isa": isa, "variants": variants, "threads": threads}}
-    return {"spec": spec, "layout": layout, "pack": pack, "pack_key": {"nr": nr, "icp": p["icp"]},
+    return {"spec": spec, "layout": layout, "pack": pack, "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"]},
             "report": report}

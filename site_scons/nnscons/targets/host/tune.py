@@ -110,8 +110,7 @@ int main(void)
 
 def candidates(lp) -> list:
     g = lp.spec["gemm"]["geom"]
-    p = kernelgen.padded(g)
-    m, n, k2 = g["oh"] * g["ow"], g["oc"], g["kh"] * g["kw"] * p["icp"] // 2
+    m, n, k2 = g["oh"] * g["ow"], g["oc"], kernelgen.padded(g)["k2"]
     ranked = sorted(kernelgen.candidates(), key=lambda c: (kernelgen.cost(m, n, k2, *c), c))
     out = [dict(lp.spec["gemm"]["blocking"])]
     for mr, nr in ranked:
