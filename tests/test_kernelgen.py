@@ -93,7 +93,8 @@ def test_portable_isa_and_threads_are_bit_exact(project):
 
 
 def test_tuning_file_and_bench(project):
-    project.write("tuning.json", json.dumps({"layers": {"conv2": {"mr": 2, "nr": 24, "k_unroll": 1}}}))
+    project.write("tuning.json", json.dumps({"model": "simplecnn",
+                                              "layers": {"conv2": {"mr": 2, "nr": 24, "k_unroll": 1}}}))
     text = project.read("targets.yaml")
     project.write("targets.yaml", text.replace("    kind: host\n    description: generated",
                                                "    kind: host\n    kernel: {tuning: tuning.json}\n"

@@ -63,7 +63,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         raise UserError(f"{where(None, 'tiling', 'l1_budget')}: l1_budget {default_budget} B exceeds the "
                         f"target's L1 size memory.l1 = {l1_size} B")
     layers, kernels = [], set()
-    tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"))
+    tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
     for layer in graph.layers:
         impl = OPS.get(layer.op)
         if layer.op == "conv2d" and layer.attrs.get("groups", 1) != 1:

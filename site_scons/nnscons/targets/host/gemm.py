@@ -29,8 +29,10 @@ def pack_hwc(layer, graph, layout) -> bytes:
     return _pack_ohwi(layer, graph, layout)
 
 
-def load_tuning(path, at) -> dict:
-    """{layer name: {mr, nr, k_unroll}} from a tuning file written by the `tune` alias."""
+def load_tuning(path, at, model: str) -> dict:
+    """{layer name: {mr, nr, k_unroll}} for `model` from a tuning file: the `tune` alias's
+    {"model": m, "layers": {...}}, or {"models": {m: {"layers": {...}}, ...}} for several
+    models.  A file naming other models gives nothing for this one."""
     if not path:
         return {}
     if not os.path.isfile(path):
@@ -38,7 +40,11 @@ def load_tuning(path, at) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        return {name: {k: int(v[k]) for k in KEYS if k in v} for name, v in data["layers"].items()}
+        if "models" in data:
+            layers = data["models"].get(model, {}).get("layers", {})
+        else:
+            layers = data["layers"] if data.get("model") == model else {}
+        return {name: {k: int(v[k]) for k in KEYS if k in v} for name, v in layers.items()}
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{at}: tuning file '{path}' is not a tuning file: {e}") from None
 
