@@ -114,8 +114,13 @@ def cost(m: int, n: int, k2: int, mr: int, nr: int) -> float:
 
 
 def default_blocking(m: int, n: int, k2: int) -> dict:
+    """The cheapest candidate; loop order: pixel blocks outer ("block", a block's
+    activations stay in L1 across the channel panels) when all the int8 weights fit in
+    128 KiB, else panels outer ("panel", each weight panel streamed once per band)."""
     best = min(candidates(), key=lambda c: (cost(m, n, k2, *c), -c[0] * c[1], c))
-    return {"mr": best[0], "nr": best[1], "k_unroll": 2}
+    weights = k2 * 2 * -(-n // best[1]) * best[1]
+    return {"mr": best[0], "nr": best[1], "k_unroll": 2,
+            "order": "block" if weights <= 128 * 1024 else "panel"}
 
 
 # ---- weights -------------------------------------------------------------------------
@@ -227,6 +232,7 @@ def layer_source(spec: dict) -> str:
     L.append(f"static int16_t buf_{cn}[{band_in * wp * icp + 2}];   /* + the value an odd run reads past its end */")
     L.append("")
     L.append("typedef struct { const int8_t *w; const int32_t *bias, *mult, *shift; int8_t *out; int v, oh0, rows; } ctx_t;")
+    L.append(f"static nn_epi_t epi_{cn}[{npan}];   /* per channel panel, set up once per call */")
     L.append("")
     full = oc // nr
     rem = oc % nr
@@ -238,14 +244,17 @@ def layer_source(spec: dict) -> str:
             L.append(f"#if {isa.guard}")
         L.append(f"static void run_{isa_name}(const ctx_t *c, int b0, int b1)")
         L.append("{")
-        L.append("    nn_epi_t e;")
         L.append(f"    const int m = c->rows * {g['ow']};")
-        L.append(f"    for (int pn = 0; pn < {npan}; ++pn) {{")
-        L.append(f"        const int n0 = pn * {nr};")
-        L.append(f"        const int8_t *wp = c->w + (long)pn * {k2 * nr * 2};")
-        L.append(f"        nn_epi_init(&e, c->bias + n0, c->mult + n0, c->shift + n0, {nr}, {spec['out']['zp']}, "
-                 f"{spec['act'][0]}, {spec['act'][1]});")
-        L.append("        for (int b = b0; b < b1; ++b) {")
+        # panel-outer streams each weight panel once per band (big weights); block-outer
+        # keeps a pixel block's activations in L1 across the panels (small weights)
+        loops = [f"for (int pn = 0; pn < {npan}; ++pn) {{", "for (int b = b0; b < b1; ++b) {"]
+        if blk.get("order", "panel") == "block":
+            loops.reverse()
+        L.append(f"    {loops[0]}")
+        L.append(f"        {loops[1]}")
+        L.append(f"            const int n0 = pn * {nr};")
+        L.append(f"            const int8_t *wp = c->w + (long)pn * {k2 * nr * 2};")
+        L.append(f"            const nn_epi_t *e = &epi_{cn}[pn];")
         L.append(f"            const int p0 = b * {mr};")
         L.append(f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};")
         L.append(f"            const int16_t *a[{mr}];")
@@ -258,7 +267,7 @@ def layer_source(spec: dict) -> str:
         for r in sorted({r for r, _ in micros}):
             for nv, last, n_cond in classes:
                 L.append(f"            {'if' if first else 'else if'} (cnt == {r} && {n_cond})")
-                L.append(f"                {micros[(r, nv)].name(isa_name, prefix)}(a, wp, &e, o, {last});")
+                L.append(f"                {micros[(r, nv)].name(isa_name, prefix)}(a, wp, e, o, {last});")
                 first = False
         L.append("        }")
         L.append("    }")
@@ -297,6 +306,9 @@ def layer_source(spec: dict) -> str:
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
         L.append(f"        c.v = {idx};")
+    L.append(f"    for (int pn = 0; pn < {npan}; ++pn)")
+    L.append(f"        nn_epi_init(&epi_{cn}[pn], c.bias + pn * {nr}, c.mult + pn * {nr}, c.shift + pn * {nr}, {nr}, "
+             f"{spec['out']['zp']}, {spec['act'][0]}, {spec['act'][1]});")
     L.append(f"    for (int oh0 = 0; oh0 < {g['oh']}; oh0 += {band}) {{")
     L.append(f"        const int rows = {g['oh']} - oh0 < {band} ? {g['oh']} - oh0 : {band};")
     L.append(f"        const int in_rows = (rows - 1) * {g['sh']} + {(g['kh'] - 1) * g['dh'] + 1};")

@@ -25,10 +25,10 @@ SCHEMA = {
     "memory": {"l1": "size", "l2": "size"},
     "tiling": {"l1_budget": "size"},
     "kernel": {"isa": ["auto", "portable", "avx2"], "threads": "int", "mr": "int", "nr": "int",
-               "k_unroll": "int", "tuning": "path"},
+               "k_unroll": "int", "order": ["panel", "block"], "tuning": "path"},
     "run": {"platform": ["native"], "timeout": "int", "iterations": "int"},
     "layer": {"l1_budget": "size", "isa": ["auto", "portable", "avx2"], "threads": "int", "mr": "int",
-              "nr": "int", "k_unroll": "int"},
+              "nr": "int", "k_unroll": "int", "order": ["panel", "block"]},
 }
 
 DEFAULTS = {

@@ -13,7 +13,8 @@ from ...build.nodes import py_sources
 from ...errors import UserError
 from ..gap9.ops import pack_params as _pack_ohwi
 
-KEYS = ("mr", "nr", "k_unroll")
+KEYS = ("mr", "nr", "k_unroll", "order")
+ORDERS = ("panel", "block")
 
 
 def generated(layer) -> bool:
@@ -44,7 +45,12 @@ def load_tuning(path, at, model: str) -> dict:
             layers = data["models"].get(model, {}).get("layers", {})
         else:
             layers = data["layers"] if data.get("model") == model else {}
-        return {name: {k: int(v[k]) for k in KEYS if k in v} for name, v in layers.items()}
+        out = {}
+        for name, v in layers.items():
+            out[name] = {k: (str(v[k]) if k == "order" else int(v[k])) for k in KEYS if k in v}
+            if out[name].get("order", "panel") not in ORDERS:
+                raise ValueError(f"layer {name}: order must be one of {', '.join(ORDERS)}")
+        return out
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{at}: tuning file '{path}' is not a tuning file: {e}") from None
 
@@ -72,7 +78,7 @@ def resolve(layer, graph, opts, own: dict, tuning: dict) -> tuple:
     for k in KEYS:
         for src, name in ((opts["kernel"], "target"), (tuned, "tuned"), (own, "layer")):
             if k in src:
-                blk[k] = int(src[k])
+                blk[k] = src[k] if k == "order" else int(src[k])
                 origin = name if name != "target" or origin == "model" else origin
     return blk, origin
 
@@ -124,9 +130,10 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at) -> dict:
         return bytes(blob)
 
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants}
-    report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']}",
+    report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
-                       "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "origin": origin,
+                       "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
+                       "origin": origin,
                        "isa": isa, "variants": variants, "threads": threads}}
     return {"spec": spec, "layout": layout, "pack": pack, "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"]},
             "report": report}

@@ -22,7 +22,7 @@ from ...build.hostrun import run_program
 from ...fileio import write_if_changed
 from . import gemm
 
-N_CANDIDATES = 6
+N_CANDIDATES = 8
 
 _MAIN = r"""
 #include <stdio.h>
@@ -114,10 +114,11 @@ def candidates(lp) -> list:
     ranked = sorted(kernelgen.candidates(), key=lambda c: (kernelgen.cost(m, n, k2, *c), c))
     out = [dict(lp.spec["gemm"]["blocking"])]
     for mr, nr in ranked:
-        for ku in (1, 2, 4):
-            cand = {"mr": mr, "nr": nr, "k_unroll": ku}
-            if cand not in out and len(out) < N_CANDIDATES:
-                out.append(cand)
+        for ku in (2, 4):
+            for order in ("panel", "block"):
+                cand = {"mr": mr, "nr": nr, "k_unroll": ku, "order": order}
+                if cand not in out and len(out) < N_CANDIDATES:
+                    out.append(cand)
     return out
 
 
@@ -182,15 +183,15 @@ def run_tune(target, source, env):
             results = []
             for blk in candidates(lp):
                 ms = time_candidate(session, lp, blk, work, reps, opts)
-                results.append((ms, blk["mr"], blk["nr"], blk["k_unroll"]))
-            ms, mr, nr, ku = min(results)
+                results.append((ms, blk["mr"], blk["nr"], blk["k_unroll"], blk["order"]))
+            ms, mr, nr, ku, order = min(results)
             gmacs = lp.macs / (ms * 1e6)
-            layers[lp.layer.name] = {"mr": mr, "nr": nr, "k_unroll": ku, "median_ms": round(ms, 4),
-                                     "gmac_per_s": round(gmacs, 2),
+            layers[lp.layer.name] = {"mr": mr, "nr": nr, "k_unroll": ku, "order": order,
+                                     "median_ms": round(ms, 4), "gmac_per_s": round(gmacs, 2),
                                      "fraction_of_peak": round(gmacs / pk, 3) if pk > 0 else None,
-                                     "candidates": [{"mr": r[1], "nr": r[2], "k_unroll": r[3],
+                                     "candidates": [{"mr": r[1], "nr": r[2], "k_unroll": r[3], "order": r[4],
                                                      "median_ms": round(r[0], 4)} for r in sorted(results)]}
-            print(f"  {lp.layer.name:<24} {mr:>2}x{nr:<2} u{ku}  {ms:8.3f} ms  {gmacs:6.1f} GMAC/s  "
+            print(f"  {lp.layer.name:<24} {mr:>2}x{nr:<2} u{ku} {order:<5}  {ms:8.3f} ms  {gmacs:6.1f} GMAC/s  "
                   f"{gmacs / pk if pk else 0:5.0%} of peak")
     doc = {"model": session.model_cfg.name, "target": session.target_cfg.name,
            "peak_gmac_per_s": round(pk, 2), "repetitions": reps, "layers": layers}
