@@ -96,7 +96,92 @@ static NN_AVX2 void maxpool_avx2(const nn_hwc_pool_cfg_t *cfg, const int8_t *in,
         }
     }
 }
+/* Depthwise: per 64-channel chunk (one nn_epi_t), per pixel, per 8 channels: the taps of
+ * the clipped window as int32 products (x - zp) * w, |x - zp| <= 255, |w| <= 128. */
+static NN_AVX2 void dw_avx2(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                            const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                            int pix_begin, int pix_end, int c_end)
+{
+    const int c = cfg->in_c;
+    int32_t b64[64];
+    nn_epi_t e;
+    int c0, p, i, v;
+    for (c0 = 0; c0 < c_end; c0 += 64) {
+        const int nc = c_end - c0 < 64 ? c_end - c0 : 64;
+        const __m256i zp = _mm256_set1_epi32(cfg->in_zp);
+        for (i = 0; i < nc; ++i)
+            b64[i] = bias ? bias[c0 + i] : 0;
+        nn_epi_init(&e, b64, mult + c0, shift + c0, nc, cfg->out_zp, cfg->act_min, cfg->act_max);
+        for (p = pix_begin; p < pix_end; ++p) {
+            const int y = p / cfg->out_w, x = p % cfg->out_w;
+            const int top = y * cfg->stride_h - cfg->pad_top, left = x * cfg->stride_w - cfg->pad_left;
+            int r0, r1, q0, q1;
+            nn_valid_range(top, cfg->dil_h, cfg->k_h, cfg->in_h, &r0, &r1);
+            nn_valid_range(left, cfg->dil_w, cfg->k_w, cfg->in_w, &q0, &q1);
+            for (v = 0; v < nc / 8; ++v) {
+                __m256i acc = _mm256_setzero_si256();
+                int ky, kx;
+                long long r;
+                for (ky = r0; ky < r1; ++ky) {
+                    const int8_t *row = in + ((ptrdiff_t)(top + ky * cfg->dil_h) * cfg->in_w) * c + c0 + v * 8;
+                    const int8_t *wr = weight + (ptrdiff_t)ky * cfg->k_w * c + c0 + v * 8;
+                    for (kx = q0; kx < q1; ++kx) {
+                        long long xb, wb;
+                        __m256i xv, wv;
+                        memcpy(&xb, row + (ptrdiff_t)(left + kx * cfg->dil_w) * c, 8);
+                        memcpy(&wb, wr + (ptrdiff_t)kx * c, 8);
+                        xv = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(xb)), zp);
+                        wv = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb));
+                        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(xv, wv));
+                    }
+                }
+                r = nn_avx2_requant8(acc, &e, v);
+                memcpy(out + (ptrdiff_t)p * c + c0 + v * 8, &r, 8);
+            }
+        }
+    }
+}
 #endif
+
+/* The portable depthwise kernel, channels [c_begin, c_end). */
+static void dw_portable(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                        const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                        int pix_begin, int pix_end, int c_begin, int c_end)
+{
+    const int c = cfg->in_c;
+    int p, ch, ky, kx;
+    for (p = pix_begin; p < pix_end; ++p) {
+        const int y = p / cfg->out_w, x = p % cfg->out_w;
+        const int top = y * cfg->stride_h - cfg->pad_top, left = x * cfg->stride_w - cfg->pad_left;
+        int r0, r1, q0, q1;
+        nn_valid_range(top, cfg->dil_h, cfg->k_h, cfg->in_h, &r0, &r1);
+        nn_valid_range(left, cfg->dil_w, cfg->k_w, cfg->in_w, &q0, &q1);
+        for (ch = c_begin; ch < c_end; ++ch) {
+            int32_t acc = 0;
+            for (ky = r0; ky < r1; ++ky)
+                for (kx = q0; kx < q1; ++kx)
+                    acc += ((int32_t)in[((ptrdiff_t)(top + ky * cfg->dil_h) * cfg->in_w + left + kx * cfg->dil_w) * c + ch]
+                            - cfg->in_zp) * weight[(ptrdiff_t)(ky * cfg->k_w + kx) * c + ch];
+            out[(ptrdiff_t)p * c + ch] = nn_requantize((int64_t)acc + (bias ? bias[ch] : 0), mult[ch], shift[ch],
+                                                       cfg->out_zp, cfg->act_min, cfg->act_max);
+        }
+    }
+}
+
+void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                        const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                        int pix_begin, int pix_end)
+{
+    int done = 0;
+#if NN_HAVE_X86
+    if (use_avx2(isa)) {
+        done = cfg->in_c / 8 * 8;
+        dw_avx2(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, done);
+    }
+#endif
+    if (done < cfg->in_c)
+        dw_portable(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, done, cfg->in_c);
+}
 
 void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t b_zp,
                     const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,

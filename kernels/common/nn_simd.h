@@ -15,4 +15,11 @@ void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t 
 void nn_maxpool_hwc_fast(int isa, const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                          const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
 
+/* Depthwise conv (groups == in_c == out_c), HWC, output pixels [pix_begin, pix_end); the
+ * geometry of nn_hwc_conv_cfg_t (groups ignored).  Weights [k_h*k_w][c] (tap-major, so
+ * channels are contiguous), bias may be NULL, mult/shift per channel. */
+void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                        const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                        int pix_begin, int pix_end);
+
 #endif /* NN_SIMD_H */

@@ -14,7 +14,7 @@ from ...planning.buffers import plan_buffers
 from .. import base
 from . import gemm
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
-from .ops import GROUPED_CONV, OPS, layer_spec
+from .ops import DEPTHWISE_CONV, GROUPED_CONV, OPS, depthwise, layer_spec
 
 TOOL = "nnscons_host"
 ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2}
@@ -66,8 +66,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
     for layer in graph.layers:
         impl = OPS.get(layer.op)
+        dw = depthwise(layer, graph)
         if layer.op == "conv2d" and layer.attrs.get("groups", 1) != 1:
-            impl = GROUPED_CONV
+            impl = DEPTHWISE_CONV if dw else GROUPED_CONV
         if impl is None:
             raise base.unsupported(layer, "host", OPS)
         if impl.check and (reason := impl.check(layer, graph)):
@@ -88,8 +89,10 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             layout = base.param_layout(layer, graph)
         spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         report = {}
-        if layer.op in ("add", "maxpool"):     # vectorized kernels: nn_simd.c
+        if layer.op in ("add", "maxpool") or dw:     # vectorized kernels: nn_simd.c
             spec["isa"] = ISA_CODES[overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"])]
+            if dw and not gemm.depthwise_vector_safe(layer):
+                spec["isa"] = ISA_CODES["portable"]
         if g is not None:
             spec["gemm"] = dict(g["spec"], band=spec["tile"]["tile_oh"] if "tile" in spec else 1)
             report = g["report"]
@@ -97,7 +100,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                                      kernels=impl.kernels, spec=spec, param_layout=layout,
                                      macs=base.macs(layer, graph),
                                      param_bytes=base.layout_bytes(layout),
-                                     pack=g["pack"] if g else gemm.pack_hwc,
+                                     pack=g["pack"] if g else gemm.pack_depthwise if dw else gemm.pack_hwc,
                                      pack_key=g["pack_key"] if g else None, report=report))
         kernels.update(impl.kernels)
     buffers = plan_buffers(graph)

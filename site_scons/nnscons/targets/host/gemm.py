@@ -30,6 +30,27 @@ def pack_hwc(layer, graph, layout) -> bytes:
     return _pack_ohwi(layer, graph, layout)
 
 
+def pack_depthwise(layer, graph, layout) -> bytes:
+    """Depthwise conv weights [k_h*k_w][channels] (channels contiguous for the vector
+    kernel); bias, mult, shift as usual."""
+    from ..base import layout_bytes, param_arrays
+    c, _, kh, kw = layer.weight.shape
+    arrays = dict(param_arrays(layer, graph))
+    arrays["weight"] = np.ascontiguousarray(layer.weight.reshape(c, kh * kw).T)
+    blob = bytearray(layout_bytes(layout))
+    for section, dtype, count, offset in layout:
+        raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1)
+        assert raw.size == count, (section, raw.size, count)
+        blob[offset:offset + raw.nbytes] = raw.tobytes()
+    return bytes(blob)
+
+
+def depthwise_vector_safe(layer) -> bool:
+    """The vector depthwise epilogue adds bias in int32: |acc + bias| < 2**31."""
+    bias = 0 if layer.bias is None else int(np.abs(np.asarray(layer.bias, np.int64)).max(initial=0))
+    return bias + 255 * 128 * int(np.prod(layer.weight.shape[1:])) < 2 ** 31
+
+
 def load_tuning(path, at, model: str) -> dict:
     """{layer name: {mr, nr, k_unroll}} for `model` from a tuning file: the `tune` alias's
     {"model": m, "layers": {...}}, or {"models": {m: {"layers": {...}}, ...}} for several

@@ -26,8 +26,16 @@ OPS = {
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
 }
-# convs the generator does not take (groups > 1): the HWC direct kernel
+# convs the generator does not take (groups > 1): depthwise (groups = channels) on the
+# vectorized kernel, other grouped convs on the HWC direct kernel
 GROUPED_CONV = OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",))
+DEPTHWISE_CONV = OpImpl("dwconv.c.j2", SIMD)
+
+
+def depthwise(layer, graph) -> bool:
+    g = layer.attrs.get("groups", 1)
+    return (layer.op == "conv2d" and g > 1 and g == graph.tensor(layer.inputs[0]).shape[1]
+            and g == graph.tensor(layer.output).shape[1])
 
 
 def _chw(shape):
