@@ -117,9 +117,59 @@ static inline int nn_cpu_has_avx2(void)
     }
     return cached;
 }
+static inline NN_AVX2 void nn_avx2_widen(int16_t *d, const int8_t *s, long n)
+{
+    const long blocks = n / 16;
+    long b, i;
+    for (b = 0; b < blocks; ++b)
+        _mm256_storeu_si256((__m256i *)(void *)(d + b * 16),
+                            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(s + b * 16))));
+    for (i = 0; i < n % 16; ++i)
+        d[blocks * 16 + i] = s[blocks * 16 + i];
+}
+
+static inline NN_AVX2 void nn_avx2_fill(int16_t *d, int16_t v, long n)
+{
+    const __m256i x = _mm256_set1_epi16(v);
+    const long blocks = n / 16;
+    long b, i;
+    for (b = 0; b < blocks; ++b)
+        _mm256_storeu_si256((__m256i *)(void *)(d + b * 16), x);
+    for (i = 0; i < n % 16; ++i)
+        d[blocks * 16 + i] = v;
+}
 #else
 #define NN_HAVE_X86 0
 static inline int nn_cpu_has_avx2(void) { return 0; }
 #endif
+
+/* d[0..n) = s[0..n) widened to int16 (the layer's input into its int16 buffer). */
+static inline void nn_widen_s8(int16_t *d, const int8_t *s, long n, int avx2)
+{
+    long i;
+#if NN_HAVE_X86
+    if (avx2) {
+        nn_avx2_widen(d, s, n);
+        return;
+    }
+#endif
+    (void)avx2;
+    for (i = 0; i < n; ++i)
+        d[i] = s[i];
+}
+
+static inline void nn_fill_s16(int16_t *d, int16_t v, long n, int avx2)
+{
+    long i;
+#if NN_HAVE_X86
+    if (avx2) {
+        nn_avx2_fill(d, v, n);
+        return;
+    }
+#endif
+    (void)avx2;
+    for (i = 0; i < n; ++i)
+        d[i] = v;
+}
 
 #endif /* NN_GEMM_H */

@@ -306,6 +306,9 @@ def layer_source(spec: dict) -> str:
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
         L.append(f"        c.v = {idx};")
+    avx2_idx = variants.index("avx2") if "avx2" in variants else -1
+    L.append(f"    const int wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
+    L.append("    (void)wide;")
     L.append(f"    for (int pn = 0; pn < {npan}; ++pn)")
     L.append(f"        nn_epi_init(&epi_{cn}[pn], c.bias + pn * {nr}, c.mult + pn * {nr}, c.shift + pn * {nr}, {nr}, "
              f"{spec['out']['zp']}, {spec['act'][0]}, {spec['act'][1]});")
@@ -314,21 +317,35 @@ def layer_source(spec: dict) -> str:
     L.append(f"        const int in_rows = (rows - 1) * {g['sh']} + {(g['kh'] - 1) * g['dh'] + 1};")
     L.append(f"        for (int y = 0; y < in_rows; ++y) {{")
     L.append(f"            const int iy = oh0 * {g['sh']} - {g['pt']} + y;")
-    L.append(f"            for (int xx = 0; xx < {wp}; ++xx) {{")
-    L.append(f"                const int ix = xx - {g['pl']};")
-    L.append(f"                int16_t *d = buf + ((long)y * {wp} + xx) * {icp};")
-    L.append(f"                if (iy >= 0 && iy < {g['ih']} && ix >= 0 && ix < {g['iw']}) {{")
-    L.append(f"                    const int8_t *s = x + ((long)iy * {g['iw']} + ix) * {ic};")
-    L.append(f"                    for (int k = 0; k < {ic}; ++k)")
-    L.append("                        d[k] = s[k];")
-    L.append("                } else {")
-    L.append(f"                    for (int k = 0; k < {ic}; ++k)")
-    L.append(f"                        d[k] = {zp};")
-    L.append("                }")
+    if icp == ic:   # whole rows: zp borders, the input row widened in one run
+        L.append(f"            int16_t *d = buf + (long)y * {wp * icp};")
+        L.append(f"            if (iy >= 0 && iy < {g['ih']}) {{")
+        if g["pl"]:
+            L.append(f"                nn_fill_s16(d, {zp}, {g['pl'] * icp}, wide);")
+        L.append(f"                nn_widen_s8(d + {g['pl'] * icp}, x + (long)iy * {g['iw'] * ic}, {g['iw'] * ic}, wide);")
+        right = (wp - g["pl"] - g["iw"]) * icp
+        if right > 0:
+            L.append(f"                nn_fill_s16(d + {(g['pl'] + g['iw']) * icp}, {zp}, {right}, wide);")
+        L.append("            } else {")
+        L.append(f"                nn_fill_s16(d, {zp}, {wp * icp}, wide);")
+        L.append("            }")
+        L.append("        }")
+    else:
+        L.append(f"            for (int xx = 0; xx < {wp}; ++xx) {{")
+        L.append(f"                const int ix = xx - {g['pl']};")
+        L.append(f"                int16_t *d = buf + ((long)y * {wp} + xx) * {icp};")
     if icp != ic:
+        L.append(f"                if (iy >= 0 && iy < {g['ih']} && ix >= 0 && ix < {g['iw']}) {{")
+        L.append(f"                    const int8_t *s = x + ((long)iy * {g['iw']} + ix) * {ic};")
+        L.append(f"                    for (int k = 0; k < {ic}; ++k)")
+        L.append("                        d[k] = s[k];")
+        L.append("                } else {")
+        L.append(f"                    for (int k = 0; k < {ic}; ++k)")
+        L.append(f"                        d[k] = {zp};")
+        L.append("                }")
         L.append(f"                d[{ic}] = 0;")
-    L.append("            }")
-    L.append("        }")
+        L.append("            }")
+        L.append("        }")
     L.append("        c.oh0 = oh0;")
     L.append("        c.rows = rows;")
     L.append(f"        nn_parallel_for({gm['threads']}, part, &c);")

@@ -9,9 +9,10 @@ from ...build.nodes import compile_generated, compile_object, value
 def declare_nodes(env, session, common) -> dict:
     b = session.build_dir
     t = session.target_cfg.name
-    # the HWC kernels shared with gap9 (portable C); threads need libpthread
+    # the HWC kernels shared with gap9 (portable C), the host's vector kernels; threads
+    # need libpthread
     env = env.Clone()
-    env.Append(CPPPATH=["kernels/gap9"], LIBS=["pthread"])
+    env.Append(CPPPATH=["kernels/gap9", "kernels/host"], LIBS=["pthread"])
 
     objects = compile_generated(env, session, common, os.path.join(b, "obj"))
     for k in session.plan.kernels:

@@ -13,7 +13,8 @@ from ..base import OpImpl, pool_check
 K = "kernels/common/"
 G = "kernels/gap9/"
 T = (K + "nn_threads.c",)
-SIMD = (K + "nn_simd.c", K + "nn_eltwise.c", G + "nn_hwc_pool.c")   # nn_simd.c falls back on both
+H = "kernels/host/"
+SIMD = (H + "nn_simd.c", K + "nn_eltwise.c", G + "nn_hwc_pool.c")   # nn_simd.c falls back on both
 
 OPS = {
     "conv2d": OpImpl("gemm.c.j2", T),
