@@ -85,11 +85,17 @@ def test_blocking_edit_rebuilds_that_layer_only(project):
 def test_portable_isa_and_threads_are_bit_exact(project):
     text = project.read("targets.yaml")
     project.write("targets.yaml", text.replace("  host-asan:\n", "  host-p3:\n    kind: host\n"
-                                               "    kernel: {isa: portable, threads: 3}\n\n  host-asan:\n"))
+                                               "    kernel: {isa: portable, threads: 3}\n\n"
+                                               "  host-t2:\n    kind: host\n    tiling: {l1_budget: 2KiB}\n"
+                                               "    kernel: {threads: 2}\n\n  host-asan:\n"))
     proc = project.scons("target=host-p3", "model=simplecnn")
     assert "Test PASSED [host-p3] simplecnn" in proc.stdout
     src = project.read("build/host-p3/simplecnn/src/layers/conv2.c")
     assert "run_avx2" not in src and "nn_parallel_for(3," in src
+    # small bands: each thread takes whole bands in its own buffer
+    proc = project.scons("target=host-t2", "model=simplecnn")
+    assert "Test PASSED [host-t2] simplecnn" in proc.stdout
+    assert "t.buf = buf_conv1[i];" in project.read("build/host-t2/simplecnn/src/layers/conv1.c")
 
 
 def test_tuning_file_and_bench(project):

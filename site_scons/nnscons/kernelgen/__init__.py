@@ -229,9 +229,18 @@ def layer_source(spec: dict) -> str:
     # the int16 band buffer: the input rows of `band` output rows, padded
     band = gm["band"]
     band_in = (band - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1
-    L.append(f"static int16_t buf_{cn}[{band_in * wp * icp + 2}];   /* + the value an odd run reads past its end */")
+    nbuf = gm["threads"] if gm["threads"] > 1 and -(-g["oh"] // band) >= 2 * gm["threads"] else 1
+    L.append(f"static int16_t buf_{cn}[{nbuf}][{band_in * wp * icp + 2}];   /* + the value an odd run reads past its end */")
+    zp_in = spec["inputs"][0]["zp"]
     L.append("")
-    L.append("typedef struct { const int8_t *w; const int32_t *bias, *mult, *shift; int8_t *out; int v, oh0, rows; } ctx_t;")
+    L.append("typedef struct {")
+    L.append("    const int8_t *w;")
+    L.append("    const int32_t *bias, *mult, *shift;")
+    L.append("    int8_t *out;")
+    L.append("    const int8_t *x;")
+    L.append("    int16_t *buf;")
+    L.append("    int v, oh0, rows, wide;")
+    L.append("} ctx_t;")
     L.append(f"static nn_epi_t epi_{cn}[{npan}];   /* per channel panel, set up once per call */")
     L.append("")
     full = oc // nr
@@ -261,7 +270,7 @@ def layer_source(spec: dict) -> str:
         L.append(f"            int8_t *o = c->out + ((long)c->oh0 * {g['ow']} + p0) * {oc} + n0;")
         L.append("            for (int i = 0; i < cnt; ++i) {")
         L.append(f"                const int oy = (p0 + i) / {g['ow']}, ox = (p0 + i) % {g['ow']};")
-        L.append(f"                a[i] = buf_{cn} + ((long)oy * {g['sh'] * wp} + (long)ox * {g['sw']}) * {icp};")
+        L.append(f"                a[i] = c->buf + ((long)oy * {g['sh'] * wp} + (long)ox * {g['sw']}) * {icp};")
         L.append("            }")
         first = True
         for r in sorted({r for r, _ in micros}):
@@ -275,11 +284,47 @@ def layer_source(spec: dict) -> str:
         if isa.guard != "1":
             L.append("#endif")
         L.append("")
-    L.append("static void part(void *arg, int i, int n)")
+    threads = gm["threads"]
+    nbands = -(-g["oh"] // band)
+    by_bands = threads > 1 and nbands >= 2 * threads   # each thread its own bands and buffer
+    L.append("/* the input rows of output rows [oh0, oh0 + rows) into buf: int16, zp padding */")
+    L.append("static void fill(int16_t *buf, const int8_t *x, int oh0, int rows, int wide)")
     L.append("{")
-    L.append("    const ctx_t *c = (const ctx_t *)arg;")
-    L.append(f"    const int nb = (c->rows * {g['ow']} + {mr - 1}) / {mr};")
-    L.append("    const int b0 = (int)((long)nb * i / n), b1 = (int)((long)nb * (i + 1) / n);")
+    L.append(f"    const int in_rows = (rows - 1) * {g['sh']} + {(g['kh'] - 1) * g['dh'] + 1};")
+    L.append("    (void)wide;")
+    L.append("    for (int y = 0; y < in_rows; ++y) {")
+    L.append(f"        const int iy = oh0 * {g['sh']} - {g['pt']} + y;")
+    if icp == ic:   # whole rows: zp borders, the input row widened in one run
+        L.append(f"        int16_t *d = buf + (long)y * {wp * icp};")
+        L.append(f"        if (iy >= 0 && iy < {g['ih']}) {{")
+        if g["pl"]:
+            L.append(f"            nn_fill_s16(d, {zp_in}, {g['pl'] * icp}, wide);")
+        L.append(f"            nn_widen_s8(d + {g['pl'] * icp}, x + (long)iy * {g['iw'] * ic}, {g['iw'] * ic}, wide);")
+        right = (wp - g["pl"] - g["iw"]) * icp
+        if right > 0:
+            L.append(f"            nn_fill_s16(d + {(g['pl'] + g['iw']) * icp}, {zp_in}, {right}, wide);")
+        L.append("        } else {")
+        L.append(f"            nn_fill_s16(d, {zp_in}, {wp * icp}, wide);")
+        L.append("        }")
+    else:
+        L.append(f"        for (int xx = 0; xx < {wp}; ++xx) {{")
+        L.append(f"            const int ix = xx - {g['pl']};")
+        L.append(f"            int16_t *d = buf + ((long)y * {wp} + xx) * {icp};")
+        L.append(f"            if (iy >= 0 && iy < {g['ih']} && ix >= 0 && ix < {g['iw']}) {{")
+        L.append(f"                const int8_t *s = x + ((long)iy * {g['iw']} + ix) * {ic};")
+        L.append(f"                for (int k = 0; k < {ic}; ++k)")
+        L.append("                    d[k] = s[k];")
+        L.append("            } else {")
+        L.append(f"                for (int k = 0; k < {ic}; ++k)")
+        L.append(f"                    d[k] = {zp_in};")
+        L.append("            }")
+        L.append(f"            d[{ic}] = 0;")
+        L.append("        }")
+    L.append("    }")
+    L.append("}")
+    L.append("")
+    L.append("static void run(const ctx_t *c, int b0, int b1)")
+    L.append("{")
     for idx, isa_name in enumerate(variants):
         isa = ISAS[isa_name]
         if isa.guard != "1":
@@ -290,66 +335,55 @@ def layer_source(spec: dict) -> str:
         L.append("    }")
         if isa.guard != "1":
             L.append("#endif")
-    L.append("    (void)b0; (void)b1;")
+    L.append("    (void)c; (void)b0; (void)b1;")
     L.append("}")
     L.append("")
-    zp = spec["inputs"][0]["zp"]
+    if by_bands:
+        L.append(f"/* thread i of n: bands [i*{nbands}/n, (i+1)*{nbands}/n), in its own buffer */")
+        L.append("static void part(void *arg, int i, int n)")
+        L.append("{")
+        L.append("    ctx_t t = *(const ctx_t *)arg;")
+        L.append(f"    t.buf = buf_{cn}[i];")
+        L.append(f"    for (int k = {nbands} * i / n; k < {nbands} * (i + 1) / n; ++k) {{")
+        L.append(f"        t.oh0 = k * {band};")
+        L.append(f"        t.rows = {g['oh']} - t.oh0 < {band} ? {g['oh']} - t.oh0 : {band};")
+        L.append("        fill(t.buf, t.x, t.oh0, t.rows, t.wide);")
+        L.append(f"        run(&t, 0, (t.rows * {g['ow']} + {mr - 1}) / {mr});")
+        L.append("    }")
+        L.append("}")
+    else:
+        L.append("/* thread i of n: its share of one band's pixel blocks */")
+        L.append("static void part(void *arg, int i, int n)")
+        L.append("{")
+        L.append("    const ctx_t *c = (const ctx_t *)arg;")
+        L.append(f"    const int nb = (c->rows * {g['ow']} + {mr - 1}) / {mr};")
+        L.append("    run(c, (int)((long)nb * i / n), (int)((long)nb * (i + 1) / n));")
+        L.append("}")
+    L.append("")
     L.append(f"void layer_{cn}(const int8_t *const *in, int8_t *out, const uint8_t *params)")
     L.append("{")
-    L.append(f"    int16_t *buf = buf_{cn};")
-    L.append("    const int8_t *x = in[0];")
     L.append(f"    ctx_t c = {{ (const int8_t *)(const void *)(params + {par['weight']['offset']}),")
     for s_ in ("bias", "mult", "shift"):
         L.append(f"                 (const int32_t *)(const void *)(params + {par[s_]['offset']}),")
-    L.append("                 out, -1, 0, 0 };")
+    L.append(f"                 out, in[0], buf_{cn}[0], -1, 0, 0, 0 }};")
     for idx, isa_name in enumerate(variants):
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
         L.append(f"        c.v = {idx};")
     avx2_idx = variants.index("avx2") if "avx2" in variants else -1
-    L.append(f"    const int wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
-    L.append("    (void)wide;")
+    L.append(f"    c.wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
     L.append(f"    for (int pn = 0; pn < {npan}; ++pn)")
     L.append(f"        nn_epi_init(&epi_{cn}[pn], c.bias + pn * {nr}, c.mult + pn * {nr}, c.shift + pn * {nr}, {nr}, "
              f"{spec['out']['zp']}, {spec['act'][0]}, {spec['act'][1]});")
-    L.append(f"    for (int oh0 = 0; oh0 < {g['oh']}; oh0 += {band}) {{")
-    L.append(f"        const int rows = {g['oh']} - oh0 < {band} ? {g['oh']} - oh0 : {band};")
-    L.append(f"        const int in_rows = (rows - 1) * {g['sh']} + {(g['kh'] - 1) * g['dh'] + 1};")
-    L.append(f"        for (int y = 0; y < in_rows; ++y) {{")
-    L.append(f"            const int iy = oh0 * {g['sh']} - {g['pt']} + y;")
-    if icp == ic:   # whole rows: zp borders, the input row widened in one run
-        L.append(f"            int16_t *d = buf + (long)y * {wp * icp};")
-        L.append(f"            if (iy >= 0 && iy < {g['ih']}) {{")
-        if g["pl"]:
-            L.append(f"                nn_fill_s16(d, {zp}, {g['pl'] * icp}, wide);")
-        L.append(f"                nn_widen_s8(d + {g['pl'] * icp}, x + (long)iy * {g['iw'] * ic}, {g['iw'] * ic}, wide);")
-        right = (wp - g["pl"] - g["iw"]) * icp
-        if right > 0:
-            L.append(f"                nn_fill_s16(d + {(g['pl'] + g['iw']) * icp}, {zp}, {right}, wide);")
-        L.append("            } else {")
-        L.append(f"                nn_fill_s16(d, {zp}, {wp * icp}, wide);")
-        L.append("            }")
-        L.append("        }")
+    if by_bands:
+        L.append(f"    nn_parallel_for({threads}, part, &c);")
     else:
-        L.append(f"            for (int xx = 0; xx < {wp}; ++xx) {{")
-        L.append(f"                const int ix = xx - {g['pl']};")
-        L.append(f"                int16_t *d = buf + ((long)y * {wp} + xx) * {icp};")
-    if icp != ic:
-        L.append(f"                if (iy >= 0 && iy < {g['ih']} && ix >= 0 && ix < {g['iw']}) {{")
-        L.append(f"                    const int8_t *s = x + ((long)iy * {g['iw']} + ix) * {ic};")
-        L.append(f"                    for (int k = 0; k < {ic}; ++k)")
-        L.append("                        d[k] = s[k];")
-        L.append("                } else {")
-        L.append(f"                    for (int k = 0; k < {ic}; ++k)")
-        L.append(f"                        d[k] = {zp};")
-        L.append("                }")
-        L.append(f"                d[{ic}] = 0;")
-        L.append("            }")
-        L.append("        }")
-    L.append("        c.oh0 = oh0;")
-    L.append("        c.rows = rows;")
-    L.append(f"        nn_parallel_for({gm['threads']}, part, &c);")
-    L.append("    }")
+        L.append(f"    for (int oh0 = 0; oh0 < {g['oh']}; oh0 += {band}) {{")
+        L.append(f"        c.oh0 = oh0;")
+        L.append(f"        c.rows = {g['oh']} - oh0 < {band} ? {g['oh']} - oh0 : {band};")
+        L.append("        fill(c.buf, c.x, c.oh0, c.rows, c.wide);")
+        L.append(f"        nn_parallel_for({threads}, part, &c);")
+        L.append("    }")
     L.append("}")
     return "\n".join(L) + "\n"
 
