@@ -67,17 +67,29 @@ def run_bench(target, source, env):
         return 1
     names = {lp.cname: lp.layer.name for lp in session.plan.layers}
     macs = {lp.cname: lp.macs for lp in session.plan.layers}
+    isas = {lp.cname: lp.spec.get("gemm", {}).get("variants", [None])[0] for lp in session.plan.layers}
+    import tempfile
+    from ..targets.host.tune import peak
+    with tempfile.TemporaryDirectory(prefix="nnscons-peak-") as work:
+        pk = peak(session, work, session.options)
     threads = max([lp.spec.get("gemm", {}).get("threads", 1) for lp in session.plan.layers] or [1])
     doc = {"model": session.model_cfg.name, "target": session.target_cfg.name, "iterations": n,
            "threads": threads, "median_ms": total,
+           "peak_gmac_per_s": round(pk, 2),
            "layers": [{"name": names.get(c, c), "median_ms": ms,
                        "gmac_per_s": round(macs.get(c, 0) / (ms * 1e6), 3) if ms > 0 else None}
                       for c, ms in layers]}
+    for r, (c, _) in zip(doc["layers"], layers):
+        # generated AVX2 layers: against the vpmaddwd peak; portable ones have no peak here
+        r["fraction_of_peak"] = (round(r["gmac_per_s"] / pk, 3)
+                                 if isas.get(c) == "avx2" and pk > 0 and r["gmac_per_s"] else None)
     write_if_changed(str(target[0]), json.dumps(doc, indent=1) + "\n")
     width = max([len(r["name"]) for r in doc["layers"]] + [5])
     for r in doc["layers"]:
         print(f"  {r['name']:<{width}}  {r['median_ms']:9.3f} ms" +
-              (f"  {r['gmac_per_s']:6.1f} GMAC/s" if r["gmac_per_s"] else ""))
+              (f"  {r['gmac_per_s']:6.1f} GMAC/s" if r["gmac_per_s"] else "") +
+              (f"  {r['fraction_of_peak']:4.0%} of peak" if r["fraction_of_peak"] else ""))
     print(f"BENCH [{session.target_cfg.name}] {session.model_cfg.name}: median {total:.3f} ms over {n} "
-          f"iterations ({threads} thread{'s' if threads > 1 else ''}) -> {target[0]}")
+          f"iterations ({threads} thread{'s' if threads > 1 else ''}); vpmaddwd peak {pk:.1f} GMAC/s "
+          f"(one core) -> {target[0]}")
     return 0
