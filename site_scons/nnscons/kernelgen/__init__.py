@@ -214,6 +214,11 @@ def layer_source(spec: dict) -> str:
     L += ["#include <stdint.h>", "#include <string.h>", '#include "nn_gemm.h"', '#include "nn_threads.h"', ""]
     L.append(f"void layer_{cn}(const int8_t *const *in, int8_t *out, const uint8_t *params);")
     L.append("")
+    if gm["isa"] != "auto" and ISAS[gm["isa"]].guard != "1":
+        L.append(f"#if !({ISAS[gm['isa']].guard})")
+        L.append(f'#error "isa {gm["isa"]} is forced for this layer but this compiler cannot build it"')
+        L.append("#endif")
+        L.append("")
     tapoff = f"tapoff_{cn}"
     if p["ntaps"] > 1:
         taps = tap_offsets(g)
