@@ -33,7 +33,7 @@ def test_unknown_model_lists_known_ones(project):
 
 
 def test_unknown_command_line_option(project):
-    fails(project, "modle=simplecnn", expect=["modle", "target, model, input, platform, shard, cache, verbose"])
+    fails(project, "modle=simplecnn", expect=["modle", "target, model, input, platform, shard, cache, iterations, verbose"])
 
 
 def test_malformed_yaml_names_file_and_line(project):

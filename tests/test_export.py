@@ -89,3 +89,24 @@ def test_oracle_on_uint8_model(tmp_path):
     assert set(g.tensors) <= set(ints)
     assert ints["x"].dtype == np.int8
     assert ints["x"].min() >= g.tensor("x").q.zero_point - 128
+
+
+def test_onnxruntime_fuses_every_conv_gemm_and_add(tmp_path):
+    """quantized.onnx is onnxruntime-friendly: with its optimizations on, no Conv, Gemm or
+    Add stays in float (convs reading an Add or a MaxPool included)."""
+    import collections
+
+    import onnx
+    import onnxruntime as ort
+    from models.zoo import resnet18
+    from nnscons.frontends import load_model as load
+    src = tmp_path / "r.onnx"
+    onnx.save(resnet18.build(0, (1, 3, 32, 32)), src)
+    g = load(str(src), name="r", input_shape=(1, 3, 32, 32))
+    write_qdq(g, str(tmp_path / "q.onnx"))
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    ort.InferenceSession(str(tmp_path / "q.onnx"), so, providers=["CPUExecutionProvider"])
+    ops = collections.Counter(n.op_type for n in onnx.load(str(tmp_path / "opt.onnx")).graph.node)
+    assert ops["QLinearConv"] == 20 and ops["QLinearAdd"] == 8 and ops["QGemm"] == 1, ops
+    assert ops["Conv"] == ops["Gemm"] == ops["Add"] == 0, ops

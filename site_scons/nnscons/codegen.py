@@ -40,7 +40,14 @@ def _environment(templates_dir: str) -> jinja2.Environment:
                              auto_reload=True)
     env.filters["c_comment"] = c_comment
     env.filters["c_string"] = c_string
+    env.filters["kernelgen"] = _kernelgen
     return env
+
+
+def _kernelgen(spec) -> str:
+    """A generated BRGEMM layer source (nnscons.kernelgen) from its spec."""
+    from . import kernelgen
+    return kernelgen.layer_source(spec)
 
 
 def render(templates_dir: str, template: str, **context) -> str:

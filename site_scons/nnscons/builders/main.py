@@ -32,6 +32,8 @@ def _variables():
                    "(default: defaults.model)", "")
     v.Add("shard", "i/n: build the i-th of n deterministic slices of the target x model matrix", "")
     v.Add("cache", "a shared build cache folder (default: defaults.cache in targets.yaml)", "")
+    v.Add("iterations", "benchmark: N timed inferences after a warm-up, writes bench.json (host; also the "
+                        "`bench` alias)", "")
     v.Add("input", "run on this float32 .npy input (model layout) instead of the default input", "")
     v.Add("platform", "where to run (default: the target's run.platform in targets.yaml)", "")
     v.Add(BoolVariable("verbose", "print full command lines instead of one line per node", False))
@@ -51,7 +53,8 @@ def _help_text(variables, env, manifest) -> str:
             lines.append(f"  {name:<16} {src}")
         d = manifest.defaults
         lines.append(f"\nDefaults: target={d.get('target', '-')} model={d.get('model', '-')}")
-    lines.append("\nAliases: codegen weights goldens firmware run check report quantized compiledb library")
+    lines.append("\nAliases: codegen weights goldens firmware run check report quantized compiledb library "
+                 "bench tune")
     lines.append("Commands: explain (what the next build would run, and why; builds nothing)")
     return "\n".join(lines) + "\n"
 
@@ -69,7 +72,7 @@ def main() -> None:
         unknown = variables.UnknownVariables()
         if unknown:
             raise UserError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: "
-                            f"target, model, input, platform, shard, cache, verbose (see scons -h)")
+                            f"target, model, input, platform, shard, cache, iterations, verbose (see scons -h)")
         if _default_build():
             lines = noop.check(noop.key(ARGUMENTS))
             if lines is not None:           # nothing changed since the last good build
@@ -136,6 +139,10 @@ def _record_noop(key, roots, results, is_matrix) -> None:
 
 def _build(env, manifest, root) -> None:
     combos, is_matrix = _combinations(env, manifest)
+    iterations = env["iterations"]
+    if iterations and not (iterations.isdigit() and int(iterations) > 0):
+        raise UserError(f"iterations={iterations}: expected a positive integer")
+    env["NNS_ITERATIONS"] = int(iterations or 20)
     SConsignFile(".sconsign", workspace.SignatureRouter())   # one database per target folder
     cache_dir = env["cache"] or manifest.defaults.get("cache")
     if cache_dir:
@@ -179,6 +186,10 @@ def _build(env, manifest, root) -> None:
     defaults = [n for k in ("check", "report", "quantized", "compiledb", "model", "codegen")
                 for n in all_aliases.get(k, [])]
     Default(defaults)
+    if iterations:
+        if not all_aliases.get("bench"):
+            raise UserError("iterations=: no target of this build has a benchmark mode (host only)")
+        Default(all_aliases["bench"])
     if _default_build() and not any(c.session is None for c in results):
         key = noop.key(ARGUMENTS)
         noop.forget(key)                  # only a build that ends well records again

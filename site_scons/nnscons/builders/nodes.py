@@ -75,7 +75,7 @@ def declare(env, session) -> dict:
     env = env.Clone(NNS_SESSION=session, NNS_TARGET=t, NNS_BIN_DIR=os.path.join(b, "bin"),
                     CPPPATH=[data_path("kernels", "common"), os.path.join(b, "src")])
 
-    codegen_py = py_sources("codegen.py", "builders/actions.py")
+    codegen_py = py_sources("codegen.py", "builders/actions.py", "kernelgen/*.py")
     weights_py = py_sources("targets/base.py", "numerics.py") + list(plan.extra.get("weights_py", []))
     golden_py = py_sources("reference/*.py", "numerics.py") + list(plan.extra.get("golden_py", []))
 
@@ -98,7 +98,7 @@ def declare(env, session) -> dict:
         if lp.param_layout:
             w = env.NnsWeights(os.path.join(b, "bin", plan.bin_path("weights", lp.cname)),
                                value(env, [session.numeric_keys[lp.layer.name], lp.param_layout,
-                                           plan.layout]),
+                                           plan.layout] + ([lp.pack_key] if lp.pack_key else [])),
                                NNS_VERB="WEIGHTS", NNS_LABEL=label, NNS_CNAME=lp.cname)
             env.Depends(w, weights_py)
             weights += w

@@ -8,6 +8,12 @@ DequantizeLinear (axis 0), biases int32 at scale s_in * s_w[o]. A fused clamp be
 Relu/Clip before the QuantizeLinear, whose rounding then lands exactly on act_min/act_max.
 A 'requant' without a clamp is a QuantizeLinear (named after the layer) on the input's
 dequantized value. The bytes depend on the graph only (fixed opset, IR version, producer).
+
+Activations are written as uint8 (zero point + 128), exactly the same values: onnxruntime
+fuses every DQ -> Conv/Gemm/Add -> Q unit of a uint8 graph into QLinearConv/QGemm/
+QLinearAdd, while with int8 activations on x86 it leaves the convs that read an Add or a
+MaxPool in float (its int8-to-uint8 rewrite does not reach them). Reading the file back
+converts them to int8 exactly (zero point - 128).
 """
 from __future__ import annotations
 
@@ -58,7 +64,7 @@ class _Writer:
         """QuantizeLinear(src) -> DequantizeLinear with the params of IR tensor t."""
         q = self.g.tensor(t).q
         scale = self.const(f"{t}_scale", np.array(q.scale, dtype=np.float32))
-        zp = self.const(f"{t}_zero_point", np.array(q.zero_point, dtype=np.int8))
+        zp = self.const(f"{t}_zero_point", np.array(q.zero_point + 128, dtype=np.uint8))
         q_out = q_out or self.names.fresh(f"{t}_q")
         deq = t if t == self.g.output else self.names.fresh(f"{t}_dq")
         self.nodes.append(helper.make_node("QuantizeLinear", [src, scale, zp], [q_out],

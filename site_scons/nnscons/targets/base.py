@@ -37,6 +37,8 @@ class LayerPlan:
     report: dict = field(default_factory=dict)   # target-specific report.json fields
     # the weights .bin's bytes in the target's layout (default: pack_params)
     pack: Optional[Callable] = None     # (layer, graph, param_layout) -> bytes
+    # what else the packed bytes depend on (e.g. a generated kernel's panel width)
+    pack_key: object = None
 
     def sources(self) -> list:
         return self.files or [(f"src/layers/{self.cname}.c", self.template, self.spec)]

@@ -1,8 +1,11 @@
-"""The `host` target: portable C99 kernels, built with the machine's C compiler and run natively.
+"""The `host` target: C kernels built with the machine's C compiler and run natively.
 
-Activations are CHW int8 in one arena. conv2d and pooling layers run in row bands
-through a per-layer scratch buffer no larger than the layer's `l1_budget`, the same
-tiling a scratchpad target needs, so tile settings are real and tested here.
+Activations are HWC int8 in one arena.  Conv (groups 1) and linear layers get generated
+BRGEMM microkernels (nnscons.kernelgen: portable C and AVX2, chosen from CPUID at run
+time or forced with `isa`), blocked per layer (`mr`, `nr`, `k_unroll`; cost model by
+default, or a tuning file) and run on `threads` threads.  Convs and pools run in row bands
+whose height comes from the layer's `l1_budget` (a conv's band is its int16 input buffer),
+so tile settings are real and tested here.
 """
 from __future__ import annotations
 
@@ -11,18 +14,23 @@ from ...resources import data_path
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base, library
+from . import gemm
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
-from .ops import OPS, layer_spec
+from .ops import DEPTHWISE_CONV, GROUPED_CONV, OPS, depthwise, layer_spec
 
+ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2}
 TEMPLATES = data_path("templates", "host")
 
 SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
     "memory": {"l1": "size", "l2": "size"},
     "tiling": {"l1_budget": "size"},
-    "run": {"platform": ["native"], "timeout": "count"},
-    "layer": {"l1_budget": "size"},
+    "kernel": {"isa": ["auto", "portable", "avx2"], "threads": "count", "mr": "count", "nr": "count",
+               "k_unroll": "count", "order": ["panel", "block"], "tuning": "path"},
+    "run": {"platform": ["native"], "timeout": "count", "iterations": "count"},
+    "layer": {"l1_budget": "size", "isa": ["auto", "portable", "avx2"], "threads": "count", "mr": "count",
+              "nr": "count", "k_unroll": "count", "order": ["panel", "block"]},
 }
 
 DEFAULTS = {
@@ -30,7 +38,8 @@ DEFAULTS = {
                   "ldflags": []},
     "memory": {"l1": 128 * 1024, "l2": 256 * 1024 * 1024},
     "tiling": {"l1_budget": 64 * 1024},
-    "run": {"platform": "native", "timeout": 600},
+    "kernel": {"isa": "auto", "threads": 1},
+    "run": {"platform": "native", "timeout": 600, "iterations": 0},
 }
 
 
@@ -57,8 +66,12 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                         f"target's L1 size memory.l1 = {l1_size} B")
     model = library.c_model_name(graph.name)
     layers, kernels = [], set()
+    tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
     for layer in graph.layers:
         impl = OPS.get(layer.op)
+        dw = depthwise(layer, graph)
+        if layer.op == "conv2d" and layer.attrs.get("groups", 1) != 1:
+            impl = DEPTHWISE_CONV if dw else GROUPED_CONV
         if impl is None:
             raise base.unsupported(layer, "host", OPS)
         if impl.check and (reason := impl.check(layer, graph)):
@@ -69,23 +82,41 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         if budget > l1_size:
             raise UserError(f"{budget_at}: l1_budget {budget} B exceeds the "
                             f"target's L1 size memory.l1 = {l1_size} B")
-        layout = base.param_layout(layer, graph)
+        if gemm.generated(layer):
+            g = gemm.plan_layer(layer, graph, opts, overrides.get(layer.name, {}), tuning,
+                                lambda *k, _l=layer.name: where(_l, *k) if k[-1] in overrides.get(_l, {})
+                                else where(None, "kernel", *k))
+            layout = g["layout"]
+        else:
+            g = None
+            layout = base.param_layout(layer, graph)
         spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
+        report = {"l1_budget": budget}
+        if layer.op in ("add", "maxpool") or dw:     # vectorized kernels: nn_simd.c
+            spec["isa"] = ISA_CODES[overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"])]
+            if dw and not gemm.depthwise_vector_safe(layer):
+                spec["isa"] = ISA_CODES["portable"]
+        if g is not None:
+            spec["gemm"] = dict(g["spec"], band=spec["tile"]["tile_oh"] if "tile" in spec else 1)
+            report.update(g["report"])
         layers.append(base.LayerPlan(layer=layer, cname=cnames[layer.name], template=impl.template,
                                      kernels=impl.kernels, spec=spec, param_layout=layout,
                                      macs=base.macs(layer, graph),
                                      param_bytes=base.layout_bytes(layout),
-                                     report={"l1_budget": budget}))
+                                     pack=g["pack"] if g else gemm.pack_depthwise if dw else gemm.pack_hwc,
+                                     pack_key=g["pack_key"] if g else None, report=report))
         kernels.update(impl.kernels)
     buffers = plan_buffers(graph)
     if buffers["arena_size"] > opts["memory"]["l2"]:
         raise UserError(f"{where(None, 'memory', 'l2')}: activations need {buffers['arena_size']} B, more than "
                         f"memory.l2 = {opts['memory']['l2']} B of target kind 'host'")
-    network = network_spec(graph, layers, buffers, library.spec(graph, "chw", model))
+    network = network_spec(graph, layers, buffers, library.spec(graph, "hwc", model))
     return base.TargetPlan(layers=layers, network=network, kernels=sorted(kernels),
                            templates_dir=TEMPLATES, network_files=_network_files(network, layers),
-                           extra={"library": library.files(model)})
+                           layout="hwc", tensor_layouts=base.flattened_layouts(graph),
+                           columns=[("tiles", "n_tiles"), ("blocking", "blocking")],
+                           extra={"library": library.files(model), "weights_py": gemm.weights_py()})
 
 
 def _network_files(network, layers):
@@ -109,7 +140,7 @@ def network_spec(graph, layers, buffers, lib) -> dict:
     """The library source's spec: layer order and names, buffer offsets, the library's
     facts (sizes, shapes, quantization of input and output); no weights, no tiling."""
     t = buffers["tensors"]
-    lib = dict(lib, link_libs=[])
+    lib = dict(lib, link_libs=["pthread"])   # the threads of threads: N
     return {
         "lib": lib,
         "arena_size": buffers["arena_size"],

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ...builders.nodes import compile_generated, compile_object
+from ...builders.nodes import compile_generated, compile_object, value
+from ...resources import data_path
 
 
 def declare_nodes(env, session, common) -> dict:
@@ -12,10 +13,13 @@ def declare_nodes(env, session, common) -> dict:
     t = session.target_cfg.name
     files = session.plan.extra["library"]
     verbose = env["NNS_VERBOSE"]
-    # .incbin finds each layer's weights .bin on the assembler's include path
+    # .incbin finds each layer's weights .bin on the assembler's include path; the HWC
+    # kernels shared with gap9 (portable C) and the host's vector kernels; threads need
+    # libpthread
     env = env.Clone()
     env.Append(ASPPFLAGS=["-Wa,-I" + os.path.join(b, "bin", "weights")])
-    env.Append(CPPPATH=[os.path.join(b, "include")])
+    env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "gap9"), data_path("kernels", "host")],
+               LIBS=["pthread"])
 
     objects = compile_generated(env, session, common, os.path.join(b, "obj"))
     harness = [o for o in objects if os.path.basename(str(o)) == "main.o"]
@@ -40,5 +44,14 @@ def declare_nodes(env, session, common) -> dict:
     cdb = env.CompilationDatabase(os.path.join(b, "compile_commands.json"))
     header = [common.network_files[files["header"]]]
     extras = [common.network_files[files[k]] for k in ("cmake", "mk")]
-    return {"firmware": firmware, "run": run, "compiledb": cdb,
+    bench = env.NnsBench(os.path.join(b, "bench.json"), firmware + common.input,
+                         NNS_VERB="BENCH", NNS_LABEL=session.model_cfg.name)
+    env.AlwaysBuild(bench)
+    env.SideEffect(os.path.join(b, "bench_output.bin"), bench)
+    env.Clean(firmware, [os.path.join(b, "bench_output.bin")])
+    specs = [lp.spec for lp in session.plan.layers if "gemm" in lp.spec]
+    tune = env.NnsTune(os.path.join(b, "tuning.json"), value(env, specs),
+                       NNS_VERB="TUNE", NNS_LABEL=session.model_cfg.name)
+    env.AlwaysBuild(tune)
+    return {"firmware": firmware, "run": run, "compiledb": cdb, "bench": bench, "tune": tune,
             "library": library + header + extras}

@@ -1,5 +1,9 @@
 """Host op registry: template, kernel sources and constraints per IR op, and the
-per-layer spec (the only thing a layer's generated code depends on)."""
+per-layer spec (the only thing a layer's generated code depends on).
+
+Activations are HWC.  Conv (groups 1) and linear layers get a generated BRGEMM kernel
+(nnscons.kernelgen, template gemm.c.j2); grouped/depthwise convs, pools, concat and
+requant use the HWC kernels shared with gap9 (kernels/gap9/nn_hwc_*.c, portable C)."""
 from __future__ import annotations
 
 from ...errors import UserError
@@ -8,19 +12,32 @@ from ...planning.tiling import min_bytes, row_bands
 from ..base import OpImpl, pool_check
 
 K = data_path("kernels", "common") + "/"
-
+G = data_path("kernels", "gap9") + "/"
+T = (K + "nn_threads.c",)
+H = data_path("kernels", "host") + "/"
+SIMD = (H + "nn_simd.c", K + "nn_eltwise.c", G + "nn_hwc_pool.c")   # nn_simd.c falls back on both
 
 OPS = {
-    "conv2d": OpImpl("conv2d.c.j2", (K + "nn_conv2d.c",)),
-    "linear": OpImpl("linear.c.j2", (K + "nn_linear.c",)),
-    "maxpool": OpImpl("pool.c.j2", (K + "nn_pool.c",), pool_check),
-    "avgpool": OpImpl("pool.c.j2", (K + "nn_pool.c",), pool_check),
-    "global_avgpool": OpImpl("global_avgpool.c.j2", (K + "nn_pool.c",)),
-    "add": OpImpl("add.c.j2", (K + "nn_eltwise.c",)),
-    "concat": OpImpl("concat.c.j2", (K + "nn_eltwise.c",)),
-    "requant": OpImpl("requant.c.j2", (K + "nn_eltwise.c",)),
+    "conv2d": OpImpl("gemm.c.j2", T),
+    "linear": OpImpl("gemm.c.j2", T),
+    "maxpool": OpImpl("pool.c.j2", SIMD, pool_check),
+    "avgpool": OpImpl("pool.c.j2", SIMD, pool_check),
+    "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
+    "add": OpImpl("add.c.j2", SIMD),
+    "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
+    "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
 }
+# convs the generator does not take (groups > 1): depthwise (groups = channels) on the
+# vectorized kernel, other grouped convs on the HWC direct kernel
+GROUPED_CONV = OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",))
+DEPTHWISE_CONV = OpImpl("dwconv.c.j2", SIMD)
+
+
+def depthwise(layer, graph) -> bool:
+    g = layer.attrs.get("groups", 1)
+    return (layer.op == "conv2d" and g > 1 and g == graph.tensor(layer.inputs[0]).shape[1]
+            and g == graph.tensor(layer.output).shape[1])
 
 
 def _chw(shape):

@@ -10,7 +10,8 @@ import SCons.Action
 import SCons.Builder
 
 from nnscons.builders import actions
-from nnscons.builders.hostrun import run_native
+from nnscons.builders.hostrun import run_bench, run_native
+from nnscons.targets.host.tune import run_tune
 
 
 
@@ -25,6 +26,10 @@ def generate(env):
                 CFLAGS=list(opts["toolchain"]["cflags"]), LINKFLAGS=list(opts["toolchain"]["ldflags"]))
     env["BUILDERS"]["NnsRun"] = SCons.Builder.Builder(
         action=SCons.Action.Action(run_native, actions.label))
+    env["BUILDERS"]["NnsBench"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(run_bench, actions.label))
+    env["BUILDERS"]["NnsTune"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(run_tune, actions.label))
 
 
 def exists(env):

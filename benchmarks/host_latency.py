@@ -1,0 +1,77 @@
+"""nnscons on the host target against onnxruntime, same quantized.onnx, same input, one run.
+
+    .venv/bin/python benchmarks/host_latency.py [model] [iterations]
+
+Builds `model` (default resnet18) for target=host (1 thread) and host-2t (2 threads),
+runs the firmware's benchmark mode (`bench iterations=N`: N inferences after a warm-up,
+median), then times onnxruntime on build/host/<model>/quantized.onnx with 1 and 2 intra-op
+threads on the same float input (N runs after a warm-up, median), and prints the medians
+and the ratios nnscons / onnxruntime.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def nnscons_bench(target, model, iterations, x_path):
+    cmd = [os.path.join(ROOT, "nnscons"), "-j2", f"target={target}", f"model={model}", f"input={x_path}",
+           "bench", f"iterations={iterations}"]
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode:
+        sys.exit(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}")
+    with open(os.path.join(ROOT, "build", target, model, "bench.json"), encoding="utf-8") as f:
+        return json.load(f)["median_ms"]
+
+
+def ort_median(onnx_path, x, threads, iterations):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    sess.run(None, {name: x})                       # warm-up
+    times = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        sess.run(None, {name: x})
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    model = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
+    iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
+    # the model's input shape comes from the first build's quantized.onnx
+    subprocess.run([os.path.join(ROOT, "nnscons"), "-j2", "target=host", f"model={model}", "quantized"],
+                   cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
+    onnx_path = os.path.join(ROOT, "build", "host", model, "quantized.onnx")
+    import onnx
+    dims = [d.dim_value for d in onnx.load(onnx_path).graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
+    x_path = os.path.join(ROOT, "build", f"latency_input_{model}.npy")
+    np.save(x_path, x)
+    rows = []
+    for threads, target in ((1, "host"), (2, "host-2t")):
+        nn = nnscons_bench(target, model, iterations, x_path)
+        ort_ms = ort_median(onnx_path, x, threads, iterations)
+        rows.append((threads, nn, ort_ms))
+    print(f"{model}, {iterations} iterations after a warm-up, medians (same quantized.onnx and input):")
+    print(f"{'threads':>7}  {'nnscons ms':>10}  {'onnxruntime ms':>14}  {'nnscons/ort':>11}")
+    for threads, nn, ort_ms in rows:
+        print(f"{threads:>7}  {nn:>10.2f}  {ort_ms:>14.2f}  {nn / ort_ms:>11.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+/* Support for the generated BRGEMM layer kernels (site_scons/nnscons/kernelgen/).
+ *
+ * A generated conv/linear layer converts its HWC int8 input once into a zero-point-padded
+ * int16 buffer, then runs register-blocked microkernels over (pixel block, channel panel)
+ * pairs.  Accumulators hold sum(w * x) over raw x; the bias in the weights .bin already
+ * has -zp_in * sum(w) folded in, so padding reads zp_in and contributes nothing.
+ *
+ * The epilogue is nn_requant.h's rule exactly: out = clamp(zp + rne(v * M, s)), with
+ * v = acc + bias' in int32 (the generator proves |v| < 2**31 for the vector paths),
+ * 64-bit products and round half to even.  nn_epi_t holds one channel panel's
+ * constants in the shapes the vector epilogues load.
+ */
+#ifndef NN_GEMM_H
+#define NN_GEMM_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "nn_requant.h"
+
+#define NN_GEMM_NR_MAX 64
+
+typedef struct {
+    int32_t bias[NN_GEMM_NR_MAX], mult[NN_GEMM_NR_MAX], shift[NN_GEMM_NR_MAX];
+    /* per 8-channel vector v, parity p (channel v*8 + 2*j + p): index [p][v*4 + j] */
+    int64_t sh[2][NN_GEMM_NR_MAX / 2], hm1[2][NN_GEMM_NR_MAX / 2], off[2][NN_GEMM_NR_MAX / 2];
+    int64_t lo, hi;             /* clamp bounds minus zp */
+    int32_t zp, act_min, act_max;
+} nn_epi_t;
+
+/* One panel of nr channels starting at channel n0 of bias/mult/shift. */
+static inline void nn_epi_init(nn_epi_t *e, const int32_t *bias, const int32_t *mult,
+                               const int32_t *shift, int nr, int32_t zp, int32_t lo, int32_t hi)
+{
+    int n;
+    memset(e, 0, sizeof *e);
+    for (n = 0; n < nr; ++n) {
+        const int s = shift[n];
+        const int p = n & 1, j = (n >> 3) * 4 + ((n & 7) >> 1);
+        e->bias[n] = bias[n];
+        e->mult[n] = mult[n];
+        e->shift[n] = s;
+        e->sh[p][j] = s;
+        e->hm1[p][j] = ((int64_t)1 << (s - 1)) - 1;
+        e->off[p][j] = (int64_t)((uint64_t)1 << (63 - s));
+    }
+    e->lo = (int64_t)lo - zp;
+    e->hi = (int64_t)hi - zp;
+    e->zp = zp;
+    e->act_min = lo;
+    e->act_max = hi;
+}
+
+/* Unaligned, aliasing-safe 32-bit load of an int16 pair. */
+static inline int32_t nn_load_pair(const int16_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define NN_HAVE_X86 1
+#define NN_AVX2 __attribute__((target("avx2")))
+
+/* rne(p / 2**s) on four signed 64-bit lanes (|p| < 2**62), clamped to [lo, hi]:
+ * u = p + 2**63 is non-negative, so logical shifts floor; adding 2**(s-1) - 1 plus the
+ * parity of floor(u / 2**s) rounds half to even; 2**63 / 2**s is even for s <= 62. */
+static inline NN_AVX2 __m256i nn_avx2_rne64(__m256i p, const nn_epi_t *e, int par, int v)
+{
+    const __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)&e->sh[par][v * 4]);
+    const __m256i hm1 = _mm256_loadu_si256((const __m256i *)(const void *)&e->hm1[par][v * 4]);
+    const __m256i off = _mm256_loadu_si256((const __m256i *)(const void *)&e->off[par][v * 4]);
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m256i lo = _mm256_set1_epi64x(e->lo), hi = _mm256_set1_epi64x(e->hi);
+    __m256i u = _mm256_xor_si256(p, _mm256_set1_epi64x((long long)0x8000000000000000ULL));
+    __m256i t = _mm256_add_epi64(_mm256_add_epi64(u, hm1), _mm256_and_si256(_mm256_srlv_epi64(u, s), one));
+    __m256i q = _mm256_sub_epi64(_mm256_srlv_epi64(t, s), off);
+    q = _mm256_blendv_epi8(q, lo, _mm256_cmpgt_epi64(lo, q));
+    q = _mm256_blendv_epi8(q, hi, _mm256_cmpgt_epi64(q, hi));
+    return q;
+}
+
+/* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> 8 int8 in a 64-bit word. */
+static inline NN_AVX2 long long nn_avx2_requant8(__m256i acc, const nn_epi_t *e, int v)
+{
+    const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
+    const __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)&e->mult[v * 8]);
+    __m256i pe = _mm256_mul_epi32(x, m);
+    __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32));
+    __m256i r;
+    pe = nn_avx2_rne64(pe, e, 0, v);
+    po = nn_avx2_rne64(po, e, 1, v);
+    r = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+    r = _mm256_add_epi32(r, _mm256_set1_epi32(e->zp));
+    r = _mm256_packs_epi32(r, r);
+    r = _mm256_packs_epi16(r, r);
+    r = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    return _mm_cvtsi128_si64(_mm256_castsi256_si128(r));
+}
+
+static inline NN_AVX2 void nn_avx2_store8(int8_t *dst, long long v, int n)
+{
+    if (n == 8)
+        memcpy(dst, &v, 8);
+    else
+        memcpy(dst, &v, (size_t)n);
+}
+
+static inline int nn_cpu_has_avx2(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return cached;
+}
+static inline NN_AVX2 void nn_avx2_widen(int16_t *d, const int8_t *s, long n)
+{
+    const long blocks = n / 16;
+    long b, i;
+    for (b = 0; b < blocks; ++b)
+        _mm256_storeu_si256((__m256i *)(void *)(d + b * 16),
+                            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(s + b * 16))));
+    for (i = 0; i < n % 16; ++i)
+        d[blocks * 16 + i] = s[blocks * 16 + i];
+}
+
+static inline NN_AVX2 void nn_avx2_fill(int16_t *d, int16_t v, long n)
+{
+    const __m256i x = _mm256_set1_epi16(v);
+    const long blocks = n / 16;
+    long b, i;
+    for (b = 0; b < blocks; ++b)
+        _mm256_storeu_si256((__m256i *)(void *)(d + b * 16), x);
+    for (i = 0; i < n % 16; ++i)
+        d[blocks * 16 + i] = v;
+}
+#else
+#define NN_HAVE_X86 0
+static inline int nn_cpu_has_avx2(void) { return 0; }
+#endif
+
+/* d[0..n) = s[0..n) widened to int16 (the layer's input into its int16 buffer). */
+static inline void nn_widen_s8(int16_t *d, const int8_t *s, long n, int avx2)
+{
+    long i;
+#if NN_HAVE_X86
+    if (avx2) {
+        nn_avx2_widen(d, s, n);
+        return;
+    }
+#endif
+    (void)avx2;
+    for (i = 0; i < n; ++i)
+        d[i] = s[i];
+}
+
+static inline void nn_fill_s16(int16_t *d, int16_t v, long n, int avx2)
+{
+    long i;
+#if NN_HAVE_X86
+    if (avx2) {
+        nn_avx2_fill(d, v, n);
+        return;
+    }
+#endif
+    (void)avx2;
+    for (i = 0; i < n; ++i)
+        d[i] = v;
+}
+
+#endif /* NN_GEMM_H */

@@ -1,0 +1,576 @@
+"""Generated BRGEMM microkernels for conv and linear layers (host target).
+
+Per layer, one C source specialised to its exact shapes:
+
+- Conv (groups 1) is a batch-reduce GEMM on HWC activations: M = output pixels,
+  N = output channels, K = taps x input channels, reduced tap by tap through pointers to
+  the shifted input rows of each output pixel (no im2col copy).  The input is first
+  converted once into an int16 buffer padded with the input zero point (and to an even
+  channel count, the extra channel 0), so every tap of every pixel is a plain pointer.
+  Linear is the same with one pixel and one tap.
+- Weights are prepacked at build time (pack_weights) in panels of NR channels,
+  [K/2][NR][2] int8, the order the microkernels read; the bias in the weights .bin has
+  -zp_in * sum(w) folded in, so accumulators are sum(w * x) over raw x.
+- A main microkernel MR x NR, K unrolled by k_unroll, plus edge kernels for M % MR pixels
+  and for the last, narrower channel panel; fused epilogue (bias, per-channel
+  requantization with round half to even, clamp) while the accumulators are in registers.
+- One source holds every ISA variant (isa.ISAS) behind its preprocessor guard; `isa: auto`
+  picks one at run time from CPUID, a forced isa calls it directly.
+
+A layer's code depends only on its spec (shapes, zero points, clamps, resolved blocking,
+isa, threads), so editing one layer's blocking regenerates that layer only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .isa import ISAS, REGISTERS, Micro
+
+ISA_CHOICES = ["auto", "portable", "avx2"]
+DEFAULT_NR_CHOICES = (8, 16, 24, 32)
+
+
+# ---- geometry ------------------------------------------------------------------------
+
+def geometry(layer, graph) -> dict:
+    """The GEMM view of a conv (groups 1) or linear layer."""
+    ins = graph.tensor(layer.inputs[0]).shape
+    out = graph.tensor(layer.output).shape
+    if layer.op == "linear":
+        k = int(np.prod(ins[1:]))
+        return dict(ic=k, ih=1, iw=1, oc=int(out[1]), oh=1, ow=1, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1,
+                    pt=0, pl=0, pb=0, pr=0)
+    a = layer.attrs
+    kh, kw = a["kernel"]
+    dh, dw = a.get("dilation", (1, 1))
+    pt, pl, pb, pr = a["pads"]
+    return dict(ic=int(ins[1]), ih=int(ins[2]), iw=int(ins[3]), oc=int(out[1]), oh=int(out[2]),
+                ow=int(out[3]), kh=kh, kw=kw, sh=a["stride"][0], sw=a["stride"][1], dh=dh, dw=dw,
+                pt=pt, pl=pl, pb=pb, pr=pr)
+
+
+def padded(g: dict) -> dict:
+    """The int16 buffer and the K structure.  Buffer: rows/cols the windows reach, icp
+    channels per pixel.  With column dilation 1 the kw taps of a kernel row are one
+    contiguous run of kw*IC values in an HWC row, so a kernel row is one batch-reduce
+    segment (kh segments of seg values; an odd run reads one value past its end, times a
+    zero weight); otherwise every tap is a segment of IC values, channels padded to even.
+    k2: multiply-add pairs per output (K/2)."""
+    hp = max(g["ih"] + g["pt"], (g["oh"] - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1)
+    wp = max(g["iw"] + g["pl"], (g["ow"] - 1) * g["sw"] + (g["kw"] - 1) * g["dw"] + 1)
+    merged = g["dw"] == 1
+    if merged:
+        icp, run, ntaps = g["ic"], g["kw"] * g["ic"], g["kh"]
+    else:
+        icp = g["ic"] + (g["ic"] & 1)
+        run, ntaps = icp, g["kh"] * g["kw"]
+    seg = run + (run & 1)
+    return dict(hp=hp, wp=wp, icp=icp, seg=seg, ntaps=ntaps, k2=ntaps * seg // 2, merged=merged)
+
+
+def tap_offsets(g: dict) -> tuple:
+    """Element offset of each segment from a pixel's window origin in the buffer."""
+    p = padded(g)
+    if p["merged"]:
+        return tuple(ky * g["dh"] * p["wp"] * p["icp"] for ky in range(g["kh"]))
+    return tuple((ky * g["dh"] * p["wp"] + kx * g["dw"]) * p["icp"]
+                 for ky in range(g["kh"]) for kx in range(g["kw"]))
+
+
+def segments(wm: np.ndarray, g: dict) -> np.ndarray:
+    """(N, kh*kw, IC) weights -> (N, segments, run) in the order the kernel reduces."""
+    if padded(g)["merged"]:
+        return wm.reshape(wm.shape[0], g["kh"], g["kw"] * g["ic"])
+    return wm
+
+
+def supports(layer) -> bool:
+    return layer.op == "linear" or (layer.op == "conv2d" and layer.attrs.get("groups", 1) == 1)
+
+
+# ---- blocking ------------------------------------------------------------------------
+
+def candidates(isa: str = "avx2"):
+    """(mr, nr) pairs whose accumulators, weight vectors, one broadcast and one product
+    temporary fit the register file with one register to spare (gcc spills an accumulator
+    of a blocking that uses all 16, e.g. 6x16: measured slower than 5x16)."""
+    regs = REGISTERS[isa]
+    out = []
+    for nr in DEFAULT_NR_CHOICES:
+        nv = nr // 8
+        for mr in range(1, 15):
+            if mr * nv + nv + 2 <= regs - 1:
+                out.append((mr, nr))
+    return out
+
+
+def cost(m: int, n: int, k2: int, mr: int, nr: int) -> float:
+    """Cycles, roughly: per K pair the padded multiply-adds at 2 per cycle, all vector ops
+    (multiply-add + add per accumulator, a widening per weight vector, a broadcast per
+    pixel) on 4 pipes, or the loads (nv weight vectors + mr broadcasts, 2 per cycle),
+    whichever dominates; plus a per-call epilogue and call overhead."""
+    nv = nr // 8
+    calls = -(-m // mr) * -(-n // nr)
+    per_pair = max(mr * nv / 2.0, (2 * mr * nv + nv + mr) / 4.0, (mr + nv) / 2.0)
+    return calls * (k2 * per_pair + 12 * mr * nv + 20)
+
+
+def default_blocking(m: int, n: int, k2: int) -> dict:
+    """The cheapest candidate; loop order: pixel blocks outer ("block", a block's
+    activations stay in L1 across the channel panels) when all the int8 weights fit in
+    128 KiB, else panels outer ("panel", each weight panel streamed once per band)."""
+    best = min(candidates(), key=lambda c: (cost(m, n, k2, *c), -c[0] * c[1], c))
+    weights = k2 * 2 * -(-n // best[1]) * best[1]
+    return {"mr": best[0], "nr": best[1], "k_unroll": 2,
+            "order": "block" if weights <= 128 * 1024 else "panel"}
+
+
+# ---- weights -------------------------------------------------------------------------
+
+def weight_matrix(layer, graph) -> np.ndarray:
+    """(N, taps, IC) int8: conv OIHW -> O,(kh kw),I; linear columns in HWC order when the
+    layer reads a flattened 4-D tensor (activations are HWC on the host)."""
+    from ..targets.base import flattened_from
+    w = np.asarray(layer.weight)
+    if layer.op == "conv2d":
+        o, i, kh, kw = w.shape
+        return w.transpose(0, 2, 3, 1).reshape(o, kh * kw, i)
+    src = flattened_from(layer, graph)
+    if src is not None:
+        _, c, h, wd = src
+        w = w.reshape(w.shape[0], c, h, wd).transpose(0, 2, 3, 1).reshape(w.shape[0], -1)
+    return w.reshape(w.shape[0], 1, -1)
+
+
+def panels(oc: int, nr: int) -> int:
+    return -(-oc // nr)
+
+
+def pack_weights(wm: np.ndarray, icp: int, nr: int) -> np.ndarray:
+    """(N, segments, run) int8 -> panels of nr channels, each [segments*icp/2][nr][2] (each
+    segment zero-padded to icp values, even), flat int8."""
+    n, taps, ic = wm.shape
+    npad = panels(n, nr) * nr
+    full = np.zeros((npad, taps, icp), dtype=np.int8)
+    full[:n, :, :ic] = wm
+    k2 = taps * icp // 2
+    return np.ascontiguousarray(full.reshape(npad // nr, nr, k2, 2).transpose(0, 2, 1, 3)).reshape(-1)
+
+
+def folded_bias(wm: np.ndarray, bias, in_zp: int) -> np.ndarray:
+    """bias - zp_in * sum(w), int64 (the caller checks it fits int32)."""
+    s = wm.astype(np.int64).reshape(wm.shape[0], -1).sum(axis=1)
+    b = np.zeros(wm.shape[0], dtype=np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
+    return b - int(in_zp) * s
+
+
+def vector_safe(wm: np.ndarray, fb: np.ndarray) -> bool:
+    """True when acc + bias' fits int32 for every input: the vector epilogues add in int32.
+    |acc| <= 128 * sum|w| per channel."""
+    bound = np.abs(fb) + 128 * np.abs(wm.astype(np.int64)).reshape(wm.shape[0], -1).sum(axis=1)
+    return bool(bound.max(initial=0) < 2 ** 31)
+
+
+# ---- C source ------------------------------------------------------------------------
+
+def micro_set(g: dict, blk: dict, band: int = 0) -> dict:
+    """{(mr, nv): Micro} needed by a layer: main, M edge, N edge, corner."""
+    p = padded(g)
+    taps = tap_offsets(g)
+    mr, nr = blk["mr"], blk["nr"]
+    band = band or g["oh"]
+    sizes = {band * g["ow"], (g["oh"] % band or band) * g["ow"]}
+    mrs = sorted({mr for m in sizes if m >= mr} | {m % mr for m in sizes if m % mr})
+    rem = g["oc"] % nr
+    nvs = [nr // 8] if g["oc"] >= nr else []
+    if rem:
+        nvs.append(-(-rem // 8))
+    return {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=taps, pairs=p["seg"] // 2, ku=blk["k_unroll"],
+                         ostride=g["oc"])
+            for r in mrs for nv in nvs}
+
+
+def layer_source(spec: dict) -> str:
+    """The C source of one conv/linear layer from its host spec (spec['gemm'])."""
+    gm = spec["gemm"]
+    g, blk = gm["geom"], gm["blocking"]
+    p = padded(g)
+    hp, wp, icp = p["hp"], p["wp"], p["icp"]
+    ic, oc = g["ic"], g["oc"]
+    m = g["oh"] * g["ow"]
+    mr, nr = blk["mr"], blk["nr"]
+    npan = panels(oc, nr)
+    k2 = p["k2"]
+    variants = gm["variants"]            # isa names compiled in, best first
+    cn = spec["cname"]
+    prefix = f"mk_{cn}"
+    micros = micro_set(g, blk, gm["band"])
+    par = spec["params"]
+    L = []
+    L.append(f"/* Generated by nnscons kernelgen for target kind 'host'. Do not edit.\n"
+             f" * layer: {_comment(spec['name'])} ({spec['op']}), BRGEMM M={m} N={oc} K={p['ntaps']}x{p['seg']}\n"
+             f" * blocking mr={mr} nr={nr} k_unroll={blk['k_unroll']}, isa {gm['isa']}, threads {gm['threads']}\n"
+             f" */")
+    L += ["#include <stdint.h>", "#include <string.h>", '#include "nn_gemm.h"', '#include "nn_threads.h"', ""]
+    L.append(f"void layer_{cn}(const int8_t *const *in, int8_t *out, const uint8_t *params);")
+    L.append("")
+    if gm["isa"] != "auto" and ISAS[gm["isa"]].guard != "1":
+        L.append(f"#if !({ISAS[gm['isa']].guard})")
+        L.append(f'#error "isa {gm["isa"]} is forced for this layer but this compiler cannot build it"')
+        L.append("#endif")
+        L.append("")
+    tapoff = f"tapoff_{cn}"
+    if p["ntaps"] > 1:
+        taps = tap_offsets(g)
+        L.append(f"static const long {tapoff}[{len(taps)}] = {{ {', '.join(str(t) for t in taps)} }};")
+        L.append("")
+    for isa_name in variants:
+        isa = ISAS[isa_name]
+        if isa.guard != "1":
+            L.append(f"#if {isa.guard}")
+        for key in sorted(micros):
+            L.append(isa.microkernel(micros[key], micros[key].name(isa_name, prefix), tapoff))
+        if isa.guard != "1":
+            L.append("#endif")
+        L.append("")
+    # the int16 band buffer: the input rows of `band` output rows, padded
+    band = gm["band"]
+    band_in = (band - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1
+    nbuf = gm["threads"] if gm["threads"] > 1 and -(-g["oh"] // band) >= 2 * gm["threads"] else 1
+    L.append(f"static int16_t buf_{cn}[{nbuf}][{band_in * wp * icp + 2}];   /* + the value an odd run reads past its end */")
+    zp_in = spec["inputs"][0]["zp"]
+    L.append("")
+    L.append("typedef struct {")
+    L.append("    const int8_t *w;")
+    L.append("    const int32_t *bias, *mult, *shift;")
+    L.append("    int8_t *out;")
+    L.append("    const int8_t *x;")
+    L.append("    int16_t *buf;")
+    L.append("    int v, oh0, rows, wide;")
+    L.append("} ctx_t;")
+    L.append(f"static nn_epi_t epi_{cn}[{npan}];   /* per channel panel, set up once per call */")
+    L.append("")
+    full = oc // nr
+    rem = oc % nr
+    classes = ([(nr // 8, 8, f"pn < {full}")] if full else []) + \
+        ([(-(-rem // 8), rem % 8 or 8, f"pn == {npan - 1}")] if rem else [])
+    for isa_name in variants:
+        isa = ISAS[isa_name]
+        if isa.guard != "1":
+            L.append(f"#if {isa.guard}")
+        L.append(f"static void run_{isa_name}(const ctx_t *c, int b0, int b1)")
+        L.append("{")
+        L.append(f"    const int m = c->rows * {g['ow']};")
+        # panel-outer streams each weight panel once per band (big weights); block-outer
+        # keeps a pixel block's activations in L1 across the panels (small weights)
+        loops = [f"for (int pn = 0; pn < {npan}; ++pn) {{", "for (int b = b0; b < b1; ++b) {"]
+        if blk.get("order", "panel") == "block":
+            loops.reverse()
+        L.append(f"    {loops[0]}")
+        L.append(f"        {loops[1]}")
+        L.append(f"            const int n0 = pn * {nr};")
+        L.append(f"            const int8_t *wp = c->w + (long)pn * {k2 * nr * 2};")
+        L.append(f"            const nn_epi_t *e = &epi_{cn}[pn];")
+        L.append(f"            const int p0 = b * {mr};")
+        L.append(f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};")
+        L.append(f"            const int16_t *a[{mr}];")
+        L.append(f"            int8_t *o = c->out + ((long)c->oh0 * {g['ow']} + p0) * {oc} + n0;")
+        L.append("            for (int i = 0; i < cnt; ++i) {")
+        L.append(f"                const int oy = (p0 + i) / {g['ow']}, ox = (p0 + i) % {g['ow']};")
+        L.append(f"                a[i] = c->buf + ((long)oy * {g['sh'] * wp} + (long)ox * {g['sw']}) * {icp};")
+        L.append("            }")
+        first = True
+        for r in sorted({r for r, _ in micros}):
+            for nv, last, n_cond in classes:
+                L.append(f"            {'if' if first else 'else if'} (cnt == {r} && {n_cond})")
+                L.append(f"                {micros[(r, nv)].name(isa_name, prefix)}(a, wp, e, o, {last});")
+                first = False
+        L.append("        }")
+        L.append("    }")
+        L.append("}")
+        if isa.guard != "1":
+            L.append("#endif")
+        L.append("")
+    threads = gm["threads"]
+    nbands = -(-g["oh"] // band)
+    by_bands = threads > 1 and nbands >= 2 * threads   # each thread its own bands and buffer
+    L.append("/* the input rows of output rows [oh0, oh0 + rows) into buf: int16, zp padding */")
+    L.append("static void fill(int16_t *buf, const int8_t *x, int oh0, int rows, int wide)")
+    L.append("{")
+    L.append(f"    const int in_rows = (rows - 1) * {g['sh']} + {(g['kh'] - 1) * g['dh'] + 1};")
+    L.append("    (void)wide;")
+    L.append("    for (int y = 0; y < in_rows; ++y) {")
+    L.append(f"        const int iy = oh0 * {g['sh']} - {g['pt']} + y;")
+    if icp == ic:   # whole rows: zp borders, the input row widened in one run
+        L.append(f"        int16_t *d = buf + (long)y * {wp * icp};")
+        L.append(f"        if (iy >= 0 && iy < {g['ih']}) {{")
+        if g["pl"]:
+            L.append(f"            nn_fill_s16(d, {zp_in}, {g['pl'] * icp}, wide);")
+        L.append(f"            nn_widen_s8(d + {g['pl'] * icp}, x + (long)iy * {g['iw'] * ic}, {g['iw'] * ic}, wide);")
+        right = (wp - g["pl"] - g["iw"]) * icp
+        if right > 0:
+            L.append(f"            nn_fill_s16(d + {(g['pl'] + g['iw']) * icp}, {zp_in}, {right}, wide);")
+        L.append("        } else {")
+        L.append(f"            nn_fill_s16(d, {zp_in}, {wp * icp}, wide);")
+        L.append("        }")
+    else:
+        L.append(f"        for (int xx = 0; xx < {wp}; ++xx) {{")
+        L.append(f"            const int ix = xx - {g['pl']};")
+        L.append(f"            int16_t *d = buf + ((long)y * {wp} + xx) * {icp};")
+        L.append(f"            if (iy >= 0 && iy < {g['ih']} && ix >= 0 && ix < {g['iw']}) {{")
+        L.append(f"                const int8_t *s = x + ((long)iy * {g['iw']} + ix) * {ic};")
+        L.append(f"                for (int k = 0; k < {ic}; ++k)")
+        L.append("                    d[k] = s[k];")
+        L.append("            } else {")
+        L.append(f"                for (int k = 0; k < {ic}; ++k)")
+        L.append(f"                    d[k] = {zp_in};")
+        L.append("            }")
+        L.append(f"            d[{ic}] = 0;")
+        L.append("        }")
+    L.append("    }")
+    L.append("}")
+    L.append("")
+    L.append("static void run(const ctx_t *c, int b0, int b1)")
+    L.append("{")
+    for idx, isa_name in enumerate(variants):
+        isa = ISAS[isa_name]
+        if isa.guard != "1":
+            L.append(f"#if {isa.guard}")
+        L.append(f"    if (c->v == {idx}) {{")
+        L.append(f"        run_{isa_name}(c, b0, b1);")
+        L.append("        return;")
+        L.append("    }")
+        if isa.guard != "1":
+            L.append("#endif")
+    L.append("    (void)c; (void)b0; (void)b1;")
+    L.append("}")
+    L.append("")
+    if by_bands:
+        L.append(f"/* thread i of n: bands [i*{nbands}/n, (i+1)*{nbands}/n), in its own buffer */")
+        L.append("static void part(void *arg, int i, int n)")
+        L.append("{")
+        L.append("    ctx_t t = *(const ctx_t *)arg;")
+        L.append(f"    t.buf = buf_{cn}[i];")
+        L.append(f"    for (int k = {nbands} * i / n; k < {nbands} * (i + 1) / n; ++k) {{")
+        L.append(f"        t.oh0 = k * {band};")
+        L.append(f"        t.rows = {g['oh']} - t.oh0 < {band} ? {g['oh']} - t.oh0 : {band};")
+        L.append("        fill(t.buf, t.x, t.oh0, t.rows, t.wide);")
+        L.append(f"        run(&t, 0, (t.rows * {g['ow']} + {mr - 1}) / {mr});")
+        L.append("    }")
+        L.append("}")
+    else:
+        L.append("/* thread i of n: its share of one band's pixel blocks */")
+        L.append("static void part(void *arg, int i, int n)")
+        L.append("{")
+        L.append("    const ctx_t *c = (const ctx_t *)arg;")
+        L.append(f"    const int nb = (c->rows * {g['ow']} + {mr - 1}) / {mr};")
+        L.append("    run(c, (int)((long)nb * i / n), (int)((long)nb * (i + 1) / n));")
+        L.append("}")
+    L.append("")
+    L.append(f"void layer_{cn}(const int8_t *const *in, int8_t *out, const uint8_t *params)")
+    L.append("{")
+    L.append(f"    ctx_t c = {{ (const int8_t *)(const void *)(params + {par['weight']['offset']}),")
+    for s_ in ("bias", "mult", "shift"):
+        L.append(f"                 (const int32_t *)(const void *)(params + {par[s_]['offset']}),")
+    L.append(f"                 out, in[0], buf_{cn}[0], -1, 0, 0, 0 }};")
+    for idx, isa_name in enumerate(variants):
+        cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
+        L.append(f"    if (c.v < 0 && {cond})")
+        L.append(f"        c.v = {idx};")
+    avx2_idx = variants.index("avx2") if "avx2" in variants else -1
+    L.append(f"    c.wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
+    L.append(f"    for (int pn = 0; pn < {npan}; ++pn)")
+    L.append(f"        nn_epi_init(&epi_{cn}[pn], c.bias + pn * {nr}, c.mult + pn * {nr}, c.shift + pn * {nr}, {nr}, "
+             f"{spec['out']['zp']}, {spec['act'][0]}, {spec['act'][1]});")
+    if by_bands:
+        L.append(f"    nn_parallel_for({threads}, part, &c);")
+    else:
+        L.append(f"    for (int oh0 = 0; oh0 < {g['oh']}; oh0 += {band}) {{")
+        L.append(f"        c.oh0 = oh0;")
+        L.append(f"        c.rows = {g['oh']} - oh0 < {band} ? {g['oh']} - oh0 : {band};")
+        L.append("        fill(c.buf, c.x, c.oh0, c.rows, c.wide);")
+        L.append(f"        nn_parallel_for({threads}, part, &c);")
+        L.append("    }")
+    L.append("}")
+    return "\n".join(L) + "\n"
+
+
+def _comment(text) -> str:
+    from ..codegen import c_comment
+    return c_comment(text)
+
+
+# ---- the kernel test's GEMM drivers --------------------------------------------------
+
+def gemm_test_source(cases, max_mn: int = 64) -> str:
+    """A standalone C file: for every (K, mr, nr, k_unroll) in cases, GEMM drivers per ISA on a
+    plain (M, K) int8 matrix, M and N at run time up to max_mn, built from the same
+    microkernels as the layers; main() compares every variant with the portable one."""
+    L = ["/* Generated by nnscons kernelgen: kernel test driver. */",
+         "#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>", "#include <string.h>",
+         '#include "nn_gemm.h"', ""]
+    drivers = []
+    for k, mr, nr, ku in cases:
+        kp = k + (k & 1)
+        if True:
+            tag = f"k{k}_m{mr}n{nr}u{ku}"
+            micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=kp // 2, ku=ku, ostride=max_mn)
+                      for r in range(1, mr + 1) for nv in range(1, nr // 8 + 1)}
+            for isa_name, isa in ISAS.items():
+                if isa.guard != "1":
+                    L.append(f"#if {isa.guard}")
+                for key in sorted(micros):
+                    L.append(isa.microkernel(micros[key], micros[key].name(isa_name, "mk_" + tag), "tapoff"))
+                L.append(f"static void gemm_{isa_name}_{tag}(int m, int n, const int16_t *a, const int8_t *w, "
+                         "const int32_t *bias, const int32_t *mult, const int32_t *shift, int zp, int lo, int hi, int8_t *out)")
+                L.append("{")
+                L.append("    nn_epi_t e;")
+                L.append(f"    for (int n0 = 0; n0 < n; n0 += {nr}) {{")
+                L.append(f"        const int nn = n - n0 < {nr} ? n - n0 : {nr};")
+                L.append("        const int nv = (nn + 7) / 8, last = nn - (nv - 1) * 8;")
+                L.append(f"        nn_epi_init(&e, bias + n0, mult + n0, shift + n0, {nr}, zp, lo, hi);")
+                L.append(f"        for (int p0 = 0; p0 < m; p0 += {mr}) {{")
+                L.append(f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};")
+                L.append(f"            const int16_t *ap[{mr}];")
+                L.append(f"            for (int i = 0; i < cnt; ++i) ap[i] = a + (long)(p0 + i) * {kp};")
+                L.append(f"            const int8_t *wp = w + (long)(n0 / {nr}) * {kp // 2 * nr * 2};")
+                L.append(f"            int8_t *o = out + (long)p0 * {max_mn} + n0;")
+                L.append("            switch (cnt * 16 + nv) {")
+                for (r, nv) in sorted(micros):
+                    L.append(f"            case {r * 16 + nv}: "
+                             f"{micros[(r, nv)].name(isa_name, 'mk_' + tag)}(ap, wp, &e, o, last); break;")
+                L.append("            default: abort();")
+                L.append("            }")
+                L.append("        }")
+                L.append("    }")
+                L.append("}")
+                if isa.guard != "1":
+                    L.append("#endif")
+                L.append("")
+            drivers.append((k, mr, nr, ku, tag))
+    L.append("typedef void (*gemm_fn)(int, int, const int16_t *, const int8_t *, const int32_t *, const int32_t *,"
+             " const int32_t *, int, int, int, int8_t *);")
+    L.append("typedef struct { int k, mr, nr, ku; gemm_fn fn[%d]; } case_t;" % len(ISAS))
+    L.append("static const char *const isa_names[] = { " + ", ".join(f'"{n}"' for n in ISAS) + " };")
+    L.append("static const case_t cases[] = {")
+    for k, mr, nr, ku, tag in drivers:
+        fns = []
+        for isa_name, isa in ISAS.items():
+            fns.append(f"gemm_{isa_name}_{tag}" if isa.guard == "1" else "NULL")
+        L.append(f"    {{ {k}, {mr}, {nr}, {ku}, {{ {', '.join(fns)} }} }},")
+    L.append("};")
+    L.append(f"#define NCASES {len(drivers)}")
+    L.append(f"#define MAXMN {max_mn}")
+    L.append("static case_t table[NCASES];")
+    L.append("static void fill_table(void)")
+    L.append("{")
+    L.append("    memcpy(table, cases, sizeof table);")
+    for i, (k, mr, nr, ku, tag) in enumerate(drivers):
+        for j, (isa_name, isa) in enumerate(ISAS.items()):
+            if isa.guard != "1":
+                L.append(f"#if {isa.guard}")
+                L.append(f"    table[{i}].fn[{j}] = gemm_{isa_name}_{tag};")
+                L.append("#endif")
+    L.append("}")
+    L.append(_TEST_MAIN)
+    return "\n".join(L) + "\n"
+
+
+_TEST_MAIN = r"""
+static int runtime_ok(int j)
+{
+    if (strcmp(isa_names[j], "avx2") == 0)
+        return nn_cpu_has_avx2();
+    return 1;
+}
+
+static uint32_t rng = 12345u;
+static int rnd(int lo, int hi)
+{
+    rng = rng * 1664525u + 1013904223u;
+    return lo + (int)((rng >> 8) % (uint32_t)(hi - lo + 1));
+}
+
+/* fill 0 random, 1 all -128, 2 all 127, 3 random -128/127 */
+static int value(int fill)
+{
+    return fill == 1 ? -128 : fill == 2 ? 127 : fill == 3 ? (rnd(0, 1) ? -128 : 127) : rnd(-128, 127);
+}
+
+/* usage: kerneltest ISA [FILLS]: every case, every M, N in 1..MAXMN, against a plain C
+ * reference of the whole MAXMN x MAXMN product (each output depends on its row and column
+ * only) and untouched bytes outside M x N.  Exit 0 all equal, 1 mismatch, 77 skipped. */
+int main(int argc, char **argv)
+{
+    int j, ci, m, n, fill, bad = 0;
+    long shapes = 0;
+    const char *want = argc > 1 ? argv[1] : "avx2";
+    const int fills = argc > 2 ? atoi(argv[2]) : 4;
+    fill_table();
+    for (j = 0; j < (int)(sizeof isa_names / sizeof isa_names[0]); ++j)
+        if (strcmp(isa_names[j], want) == 0)
+            break;
+    if (j == (int)(sizeof isa_names / sizeof isa_names[0])) {
+        printf("unknown isa %s\n", want);
+        return 2;
+    }
+    if (!runtime_ok(j) || !table[0].fn[j]) {
+        printf("SKIP %s: not supported by this CPU or compiler\n", want);
+        return 77;
+    }
+    for (ci = 0; ci < NCASES; ++ci) {
+        const case_t *c = &table[ci];
+        const int kp = c->k + (c->k & 1);
+        const int npad = (MAXMN + c->nr - 1) / c->nr * c->nr;
+        int16_t *a = calloc((size_t)MAXMN * kp, sizeof *a);
+        int8_t *w = calloc((size_t)npad * kp, 1);
+        int8_t *wm = calloc((size_t)MAXMN * kp, 1);
+        int32_t bias[MAXMN + 64], mult[MAXMN + 64], shift[MAXMN + 64];
+        int8_t *ref = calloc((size_t)MAXMN * MAXMN, 1), *o = calloc((size_t)MAXMN * MAXMN, 1);
+        for (fill = 0; fill < (c->k >= 16 ? fills : 1 + (fills > 1)); ++fill) {
+            int i, kk, zp = fill == 1 ? 127 : fill == 2 ? -128 : rnd(-128, 127);
+            for (i = 0; i < MAXMN; ++i)
+                for (kk = 0; kk < kp; ++kk)
+                    a[i * kp + kk] = (int16_t)(kk >= c->k ? 0 : value(fill));
+            for (i = 0; i < MAXMN; ++i)
+                for (kk = 0; kk < kp; ++kk)
+                    wm[i * kp + kk] = (int8_t)(kk >= c->k ? 0 : value(fill));
+            memset(w, 0, (size_t)npad * kp);
+            for (i = 0; i < MAXMN; ++i)           /* pack: panel, pair, channel, 2 */
+                for (kk = 0; kk < kp; ++kk)
+                    w[(long)(i / c->nr) * kp * c->nr + (kk / 2) * c->nr * 2 + (i % c->nr) * 2 + kk % 2] = wm[i * kp + kk];
+            for (i = 0; i < MAXMN + 64; ++i) {
+                bias[i] = fill == 0 ? rnd(-100000, 100000) : fill == 1 ? -(127 * 128 * c->k) : 0;
+                mult[i] = (int32_t)(((uint32_t)1 << 30) + (uint32_t)rnd(0, (1 << 30) - 1));
+                shift[i] = fill == 3 ? rnd(1, 62) : rnd(c->k > 64 ? 28 : 20, 40);
+                if (i % 7 == 3)
+                    mult[i] = 1 << 30;    /* exact halves: ties */
+            }
+            for (m = 0; m < MAXMN; ++m)
+                for (n = 0; n < MAXMN; ++n) {
+                    int32_t acc = 0;
+                    for (kk = 0; kk < kp; ++kk)
+                        acc += a[m * kp + kk] * wm[n * kp + kk];
+                    ref[m * MAXMN + n] = nn_requantize((int64_t)acc + bias[n], mult[n], shift[n], zp, -128, 127);
+                }
+            for (m = 1; m <= MAXMN; ++m) {
+                for (n = 1; n <= MAXMN; ++n) {
+                    int y, x, wrong = 0;
+                    memset(o, 0x55, (size_t)MAXMN * MAXMN);
+                    c->fn[j](m, n, a, w, bias, mult, shift, zp, -128, 127, o);
+                    ++shapes;
+                    for (y = 0; y < MAXMN; ++y)
+                        for (x = 0; x < MAXMN; ++x)
+                            wrong |= o[y * MAXMN + x] != (y < m && x < n ? ref[y * MAXMN + x] : 0x55);
+                    if (wrong && bad++ < 10)
+                        printf("MISMATCH %s K=%d mr=%d nr=%d ku=%d M=%d N=%d fill=%d\n", want, c->k,
+                               c->mr, c->nr, c->ku, m, n, fill);
+                }
+            }
+        }
+        free(a); free(w); free(wm); free(ref); free(o);
+    }
+    printf("%s: %ld shapes, %d mismatching\n", want, shapes, bad);
+    return bad ? 1 : 0;
+}
+"""

@@ -1,0 +1,160 @@
+"""The host target's side of the kernel generator: which layers it takes, their resolved
+blocking (layer key > tuning file > target key > cost model), the weights .bin layout
+and packing, and the report fields."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from ... import kernelgen, numerics
+from ...builders.nodes import py_sources
+from ...errors import UserError
+from ..gap9.ops import pack_params as _pack_ohwi
+
+KEYS = ("mr", "nr", "k_unroll", "order")
+ORDERS = ("panel", "block")
+
+
+def generated(layer) -> bool:
+    return kernelgen.supports(layer)
+
+
+def weights_py() -> list:
+    return py_sources("kernelgen/*.py", "targets/host/gemm.py", "targets/gap9/ops.py")
+
+
+def pack_hwc(layer, graph, layout) -> bytes:
+    """Other layers: conv weights OHWI, linear columns in HWC order (as on gap9)."""
+    return _pack_ohwi(layer, graph, layout)
+
+
+def pack_depthwise(layer, graph, layout) -> bytes:
+    """Depthwise conv weights [k_h*k_w][channels] (channels contiguous for the vector
+    kernel); bias, mult, shift as usual."""
+    from ..base import layout_bytes, param_arrays
+    c, _, kh, kw = layer.weight.shape
+    arrays = dict(param_arrays(layer, graph))
+    arrays["weight"] = np.ascontiguousarray(layer.weight.reshape(c, kh * kw).T)
+    blob = bytearray(layout_bytes(layout))
+    for section, dtype, count, offset in layout:
+        raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1)
+        assert raw.size == count, (section, raw.size, count)
+        blob[offset:offset + raw.nbytes] = raw.tobytes()
+    return bytes(blob)
+
+
+def depthwise_vector_safe(layer) -> bool:
+    """The vector depthwise epilogue adds bias in int32: |acc + bias| < 2**31."""
+    bias = 0 if layer.bias is None else int(np.abs(np.asarray(layer.bias, np.int64)).max(initial=0))
+    return bias + 255 * 128 * int(np.prod(layer.weight.shape[1:])) < 2 ** 31
+
+
+def load_tuning(path, at, model: str) -> dict:
+    """{layer name: {mr, nr, k_unroll}} for `model` from a tuning file: the `tune` alias's
+    {"model": m, "layers": {...}}, or {"models": {m: {"layers": {...}}, ...}} for several
+    models.  A file naming other models gives nothing for this one."""
+    if not path:
+        return {}
+    if not os.path.isfile(path):
+        raise UserError(f"{at}: tuning file '{path}' not found (write it with the `tune` alias)")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if "models" in data:
+            layers = data["models"].get(model, {}).get("layers", {})
+        else:
+            layers = data["layers"] if data.get("model") == model else {}
+        out = {}
+        for name, v in layers.items():
+            out[name] = {k: (str(v[k]) if k == "order" else int(v[k])) for k in KEYS if k in v}
+            if out[name].get("order", "panel") not in ORDERS:
+                raise ValueError(f"layer {name}: order must be one of {', '.join(ORDERS)}")
+        return out
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise UserError(f"{at}: tuning file '{path}' is not a tuning file: {e}") from None
+
+
+def check_blocking(blk: dict, at) -> None:
+    mr, nr, ku = blk["mr"], blk["nr"], blk["k_unroll"]
+    nv = nr // 8
+    if nr < 8 or nr % 8 or nr > 64:
+        raise UserError(f"{at('nr')}: nr = {nr}: must be a multiple of 8 between 8 and 64")
+    if not 1 <= mr <= 16 or mr * nv + nv + 1 > 16:
+        raise UserError(f"{at('mr')}: mr = {mr} with nr = {nr} needs {mr * nv + nv + 1} vector registers "
+                        f"(mr*nr/8 accumulators + nr/8 weights + 1); at most 16")
+    if not 1 <= ku <= 16:
+        raise UserError(f"{at('k_unroll')}: k_unroll = {ku}: must be between 1 and 16")
+
+
+def resolve(layer, graph, opts, own: dict, tuning: dict) -> tuple:
+    """(blocking, origin): each key from the layer, the tuning file, the target, else the
+    cost model."""
+    g = kernelgen.geometry(layer, graph)
+    k2 = kernelgen.padded(g)["k2"]
+    blk = kernelgen.default_blocking(g["oh"] * g["ow"], g["oc"], k2)
+    origin = "model"
+    tuned = tuning.get(layer.name, {})
+    for k in KEYS:
+        for src, name in ((opts["kernel"], "target"), (tuned, "tuned"), (own, "layer")):
+            if k in src:
+                blk[k] = src[k] if k == "order" else int(src[k])
+                origin = name if name != "target" or origin == "model" else origin
+    return blk, origin
+
+
+def plan_layer(layer, graph, opts, own: dict, tuning: dict, at) -> dict:
+    g = kernelgen.geometry(layer, graph)
+    p = kernelgen.padded(g)
+    blk, origin = resolve(layer, graph, opts, own, tuning)
+    check_blocking(blk, at)
+    isa = own.get("isa", opts["kernel"]["isa"])
+    threads = int(own.get("threads", opts["kernel"]["threads"]))
+    if not 1 <= threads <= 64:
+        raise UserError(f"{at('threads')}: threads = {threads}: must be between 1 and 64")
+    wm = kernelgen.weight_matrix(layer, graph)
+    fb = kernelgen.folded_bias(wm, layer.bias, graph.tensor(layer.inputs[0]).q.zero_point)
+    if np.abs(fb).max(initial=0) >= 2 ** 31:
+        raise UserError(f"layer '{layer.name}': bias with the input zero point folded in does not fit int32")
+    safe = kernelgen.vector_safe(wm, fb)
+    if isa == "avx2" and not safe:
+        raise UserError(f"{at('isa')}: layer '{layer.name}': isa avx2 needs |acc + bias| < 2**31, which its "
+                        f"weights do not guarantee; use auto or portable")
+    variants = {"auto": ["avx2", "portable"] if safe else ["portable"], "portable": ["portable"],
+                "avx2": ["avx2"]}[isa]
+    nr = blk["nr"]
+    npad = kernelgen.panels(g["oc"], nr) * nr
+    k2 = p["k2"]
+    layout, off = [], 0
+    for section, dtype, count in (("weight", "int8", npad * k2 * 2), ("bias", "int32", npad),
+                                  ("mult", "int32", npad), ("shift", "int32", npad)):
+        layout.append((section, dtype, count, off))
+        off += -(-count * np.dtype(dtype).itemsize // 4) * 4
+
+    def pack(layer, graph, layout, nr=nr, seg=p["seg"], g=g):
+        wm = kernelgen.weight_matrix(layer, graph)
+        n = wm.shape[0]
+        fb = kernelgen.folded_bias(wm, layer.bias, graph.tensor(layer.inputs[0]).q.zero_point)
+        rq = numerics.requant_params(layer, graph)
+        arrays = {"weight": kernelgen.pack_weights(kernelgen.segments(wm, g), seg, nr),
+                  "bias": np.zeros(npad, np.int64), "mult": np.zeros(npad, np.int64),
+                  "shift": np.ones(npad, np.int64)}
+        arrays["bias"][:n] = fb
+        arrays["mult"][:n] = rq["mult"]
+        arrays["shift"][:n] = rq["shift"]
+        blob = bytearray(off)
+        for section, dtype, count, o in layout:
+            raw = np.ascontiguousarray(arrays[section]).astype(np.dtype(dtype).newbyteorder("<")).reshape(-1)
+            assert raw.size == count, (section, raw.size, count)
+            blob[o:o + raw.nbytes] = raw.tobytes()
+        return bytes(blob)
+
+    spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants}
+    report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
+              "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
+                       "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
+                       "origin": origin,
+                       "isa": isa, "variants": variants, "threads": threads}}
+    return {"spec": spec, "layout": layout, "pack": pack, "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"]},
+            "report": report}

@@ -1,0 +1,127 @@
+"""The BRGEMM kernel generator: every ISA variant against a plain C reference for every
+M, N in 1..64 and K in {1, 3, 8, 16, 27, 64, 128, 576} (random data, -128/127 everywhere,
+requantization ties), blocking keys and what they rebuild, threads, isa, bench."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, steps
+from nnscons import kernelgen
+from nnscons.kernelgen.isa import ISAS
+
+KS = (1, 3, 8, 16, 27, 64, 128, 576)
+# the full sweep with the default blocking; other register blockings on two K values
+CASES = [(k, 6, 16, 2) for k in KS] + [(k, mr, nr, ku) for k in (3, 64)
+                                       for mr, nr, ku in ((4, 24, 1), (3, 32, 4), (12, 8, 3), (1, 8, 1))]
+B = "build/host/simplecnn"
+
+
+@pytest.fixture(scope="module")
+def kerneltest(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kerneltest")
+    src = d / "kerneltest.c"
+    src.write_text(kernelgen.gemm_test_source(CASES))
+    exe = d / "kerneltest"
+    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror",
+                    "-I", os.path.join(ROOT, "kernels", "common"), str(src), "-o", str(exe)], check=True)
+    return str(exe)
+
+
+@pytest.mark.parametrize("isa", sorted(ISAS))
+def test_every_variant_matches_the_reference_for_every_shape(kerneltest, isa):
+    proc = subprocess.run([kerneltest, isa], stdout=subprocess.PIPE, text=True, timeout=600)
+    if proc.returncode == 77:
+        pytest.skip(proc.stdout.strip())   # e.g. AVX2 on a CPU without it
+    assert proc.returncode == 0, proc.stdout
+    assert f"{isa}: " in proc.stdout and " 0 mismatching" in proc.stdout
+
+
+def test_packing_matches_the_microkernel_layout():
+    wm = np.arange(3 * 2 * 3, dtype=np.int8).reshape(3, 2, 3)     # N=3, 2 taps, IC=3
+    packed = kernelgen.pack_weights(wm, icp=4, nr=8)
+    assert packed.size == 8 * 2 * 4
+    # panel 0, pair 1 (tap 0, channels 2 and 3), output channel 2: (w[2,0,2], 0)
+    assert list(packed[(1 * 8 + 2) * 2:(1 * 8 + 2) * 2 + 2]) == [wm[2, 0, 2], 0]
+    assert list(packed[(2 * 8 + 1) * 2:(2 * 8 + 1) * 2 + 2]) == [wm[1, 1, 0], wm[1, 1, 1]]
+
+
+def test_cost_model_blocking_fits_the_register_file():
+    for m, n, k2 in ((3136, 64, 288), (49, 512, 2304), (1, 1000, 256), (12544, 64, 98)):
+        b = kernelgen.default_blocking(m, n, k2)
+        assert b["mr"] * (b["nr"] // 8) + b["nr"] // 8 + 1 <= 16 and b["nr"] % 8 == 0
+
+
+def _layer_keys(project, layer, keys):
+    text = project.read("targets.yaml")
+    old = "          conv1: {l1_budget: 8KiB}\n"
+    project.write("targets.yaml", text.replace(old, old + f"          {layer}: {keys}\n"))
+
+
+def test_blocking_edit_rebuilds_that_layer_only(project):
+    assert "Test PASSED [host] simplecnn" in project.scons("target=host", "model=simplecnn").stdout
+    # mr changes the code only
+    _layer_keys(project, "conv2", "{mr: 3}")
+    assert steps(project.scons().stdout) == [
+        "CODEGEN conv2", "CC conv2", "LINK firmware", "RUN simplecnn", "REPORT simplecnn"]
+    rep = json.loads(project.read(f"{B}/report.json"))["layers"][2]
+    assert rep["gemm"]["mr"] == 3 and rep["gemm"]["origin"] == "layer" and rep["status"] == "ok"
+    # nr changes the packed weights too
+    project.write("targets.yaml", project.read("targets.yaml").replace("conv2: {mr: 3}", "conv2: {mr: 3, nr: 8}"))
+    assert sorted(steps(project.scons().stdout)) == sorted([
+        "CODEGEN conv2", "CC conv2", "WEIGHTS conv2", "LINK firmware", "RUN simplecnn", "REPORT simplecnn"])
+    assert "Test PASSED" in project.read(f"{B}/check.txt")
+    # a blocking the register file cannot hold is an error naming the key
+    project.write("targets.yaml", project.read("targets.yaml").replace("conv2: {mr: 3, nr: 8}",
+                                                                       "conv2: {mr: 9, nr: 16}"))
+    proc = project.scons(check=False)
+    assert proc.returncode == 2 and "layers.conv2.mr" in proc.stderr and "vector registers" in proc.stderr
+
+
+def test_portable_isa_and_threads_are_bit_exact(project):
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("  host-asan:\n", "  host-p3:\n    kind: host\n"
+                                               "    kernel: {isa: portable, threads: 3}\n\n"
+                                               "  host-t2:\n    kind: host\n    tiling: {l1_budget: 2KiB}\n"
+                                               "    kernel: {threads: 2}\n\n  host-asan:\n"))
+    proc = project.scons("target=host-p3", "model=simplecnn")
+    assert "Test PASSED [host-p3] simplecnn" in proc.stdout
+    src = project.read("build/host-p3/simplecnn/src/layers/conv2.c")
+    assert "run_avx2" not in src and "nn_parallel_for(3," in src
+    # small bands: each thread takes whole bands in its own buffer
+    proc = project.scons("target=host-t2", "model=simplecnn")
+    assert "Test PASSED [host-t2] simplecnn" in proc.stdout
+    assert "t.buf = buf_conv1[i];" in project.read("build/host-t2/simplecnn/src/layers/conv1.c")
+
+
+def test_tuning_file_and_bench(project):
+    assert "Test PASSED" in project.scons("target=host", "model=simplecnn").stdout
+    # naming a tuning file rebuilds exactly the layers whose blocking it changes (and the
+    # network table: conv2's weights .bin grows to 24 channels)
+    project.write("tuning.json", json.dumps({"model": "simplecnn",
+                                             "layers": {"conv2": {"mr": 2, "nr": 24, "k_unroll": 1}}}))
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("    kind: host\n    description: generated",
+                                               "    kind: host\n    kernel: {tuning: tuning.json}\n"
+                                               "    description: generated", 1))
+    rebuilt = sorted(["CODEGEN conv2", "CC conv2", "WEIGHTS conv2", "CODEGEN network.c", "CODEGEN network.h", "CC network",
+                      "LINK firmware", "RUN simplecnn", "REPORT simplecnn"])
+    assert sorted(steps(project.scons().stdout)) == rebuilt
+    rep = json.loads(project.read(f"{B}/report.json"))["layers"][2]["gemm"]
+    assert (rep["mr"], rep["nr"], rep["k_unroll"], rep["origin"]) == (2, 24, 1, "tuned")
+    assert "Test PASSED" in project.read(f"{B}/check.txt")
+    # a tuning file for another model changes nothing here
+    project.write("tuning.json", json.dumps({"model": "resnet18", "layers": {"conv2": {"mr": 1}}}))
+    assert sorted(steps(project.scons().stdout)) == rebuilt
+    assert json.loads(project.read(f"{B}/report.json"))["layers"][2]["gemm"]["origin"] == "model"
+
+    proc = project.scons("target=host", "model=simplecnn", "bench", "iterations=3")
+    assert "BENCH [host] simplecnn: median" in proc.stdout
+    bench = json.loads(project.read(f"{B}/bench.json"))
+    assert bench["iterations"] == 3 and bench["threads"] == 1 and bench["median_ms"] > 0
+    assert [l["name"] for l in bench["layers"]] == ["conv1", "pool1", "conv2", "pool2", "flatten", "fc"]
+    assert all(l["median_ms"] >= 0 for l in bench["layers"])
