@@ -203,6 +203,7 @@ def layer_source(spec: dict) -> str:
     k2 = p["k2"]
     variants = gm["variants"]            # isa names compiled in, best first
     cn = spec["cname"]
+    symbol = spec.get("symbol", f"layer_{cn}")      # the function the network calls
     prefix = f"mk_{cn}"
     micros = micro_set(g, blk, gm["band"])
     par = spec["params"]
@@ -212,7 +213,7 @@ def layer_source(spec: dict) -> str:
              f" * blocking mr={mr} nr={nr} k_unroll={blk['k_unroll']}, isa {gm['isa']}, threads {gm['threads']}\n"
              f" */")
     L += ["#include <stdint.h>", "#include <string.h>", '#include "nn_gemm.h"', '#include "nn_threads.h"', ""]
-    L.append(f"void layer_{cn}(const int8_t *const *in, int8_t *out, const uint8_t *params);")
+    L.append(f"void {symbol}(const int8_t *const *in, int8_t *out, const uint8_t *params);")
     L.append("")
     if gm["isa"] != "auto" and ISAS[gm["isa"]].guard != "1":
         L.append(f"#if !({ISAS[gm['isa']].guard})")
@@ -367,7 +368,7 @@ def layer_source(spec: dict) -> str:
         L.append("    run(c, (int)((long)nb * i / n), (int)((long)nb * (i + 1) / n));")
         L.append("}")
     L.append("")
-    L.append(f"void layer_{cn}(const int8_t *const *in, int8_t *out, const uint8_t *params)")
+    L.append(f"void {symbol}(const int8_t *const *in, int8_t *out, const uint8_t *params)")
     L.append("{")
     L.append(f"    ctx_t c = {{ (const int8_t *)(const void *)(params + {par['weight']['offset']}),")
     for s_ in ("bias", "mult", "shift"):
