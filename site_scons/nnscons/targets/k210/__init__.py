@@ -23,7 +23,7 @@ from ...planning.buffers import plan_buffers
 from ...planning.keys import digest
 from ...planning.tiling import min_bytes
 from .. import base
-from ..host.ops import OPS as HOST_OPS, layer_spec as host_layer_spec
+from .cpu_ops import OPS as CPU_OPS, layer_spec as cpu_layer_spec
 from . import kpu, mapping, platforms
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
@@ -92,15 +92,15 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                                 report={"runs_on": "kpu", "on": "kpu", "reason": None,
                                         "kpu_pool": kpu.POOL_NAMES[pool_type]})
         else:
-            impl = HOST_OPS.get(layer.op)
+            impl = CPU_OPS.get(layer.op)
             if impl is None:
-                raise base.unsupported(layer, "k210", HOST_OPS)
+                raise base.unsupported(layer, "k210", CPU_OPS)
             if impl.check and (why := impl.check(layer, graph)):
                 raise UserError(f"layer '{layer.name}': {why} (target kind 'k210')")
             layout = base.param_layout(layer, graph)
-            spec = host_layer_spec(layer, graph, cname, layout, _cpu_scratch(layer, graph), "k210")
+            spec = cpu_layer_spec(layer, graph, cname, layout, _cpu_scratch(layer, graph), "k210")
             spec["symbol"] = f"layer_{cname}"          # the host template's function name
-            lp = base.LayerPlan(layer=layer, cname=cname, template="../host/" + impl.template,
+            lp = base.LayerPlan(layer=layer, cname=cname, template="cpu/" + impl.template,
                                 kernels=impl.kernels, spec=spec, param_layout=layout,
                                 macs=base.macs(layer, graph), param_bytes=base.layout_bytes(layout),
                                 report={"runs_on": "cpu", "on": "cpu", "reason": reason, "kpu_pool": None})
