@@ -125,3 +125,35 @@ def test_tuning_file_and_bench(project):
     assert bench["iterations"] == 3 and bench["threads"] == 1 and bench["median_ms"] > 0
     assert [l["name"] for l in bench["layers"]] == ["conv1", "pool1", "conv2", "pool2", "flatten", "fc"]
     assert all(l["median_ms"] >= 0 for l in bench["layers"])
+
+
+def _depthwise_model(path, channels=12):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+    c = channels
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], "expand", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["a", "w1", "b1"], ["b"], "dw5", pads=[2, 2, 2, 2], strides=[2, 2], group=c),
+             helper.make_node("Relu", ["b"], ["r"], "relu"),
+             helper.make_node("Conv", ["r", "w2"], ["d"], "dw3dil", pads=[2, 2, 2, 2], dilations=[2, 2], group=c)]
+    graph = helper.make_graph(nodes, "dw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 17, 19])],
+                              [helper.make_tensor_value_info("d", TensorProto.FLOAT, [1, c, 9, 10])],
+                              [w("w0", c, 3, 3, 3), w("w1", c, 1, 5, 5), w("b1", c), w("w2", c, 1, 3, 3)])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+@pytest.mark.parametrize("channels", [12, 72])
+def test_depthwise_vector_kernel_is_bit_exact(project, channels):
+    path = _depthwise_model(project.file(f"m/dw{channels}.onnx"), channels)
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("  host-asan:\n", "  host-portable:\n    kind: host\n"
+                                               "    kernel: {isa: portable}\n\n  host-asan:\n"))
+    for target in ("host", "host-portable", "host-asan"):
+        proc = project.scons(f"target={target}", f"model={path}")
+        assert f"Test PASSED [{target}] dw{channels}" in proc.stdout
+    assert "nn_dwconv_hwc_fast(0," in project.read(f"build/host/dw{channels}/src/layers/dw5.c")
