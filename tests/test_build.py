@@ -129,7 +129,7 @@ def _build_files(project):
         for f in files:
             rel = os.path.relpath(os.path.join(dirpath, f), root)
             if os.path.basename(rel).startswith((".sconsign", ".lock")) or "compile_commands.json" in rel \
-                    or "/cache/" in rel or rel.startswith(".pycache"):
+                    or "/cache/" in rel or rel.startswith((".pycache", ".noop")):
                 continue
             with open(os.path.join(dirpath, f), "rb") as fh:
                 out[rel] = fh.read()

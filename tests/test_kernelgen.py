@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ROOT, steps
+from conftest import ROOT, adhoc, steps
 from nnscons import kernelgen
 from nnscons.kernelgen.isa import ISAS
 
@@ -67,13 +67,16 @@ def test_blocking_edit_rebuilds_that_layer_only(project):
     # mr changes the code only
     _layer_keys(project, "conv2", "{mr: 3}")
     assert steps(project.scons().stdout) == [
-        "CODEGEN conv2", "CC conv2", "LINK firmware", "RUN simplecnn", "REPORT simplecnn"]
+        "CODEGEN conv2", "CC conv2", "AR libnns_simplecnn.a", "LINK firmware", "RUN simplecnn",
+        "REPORT simplecnn", "CHECK simplecnn"]
     rep = json.loads(project.read(f"{B}/report.json"))["layers"][2]
     assert rep["gemm"]["mr"] == 3 and rep["gemm"]["origin"] == "layer" and rep["status"] == "ok"
     # nr changes the packed weights too
     project.write("targets.yaml", project.read("targets.yaml").replace("conv2: {mr: 3}", "conv2: {mr: 3, nr: 8}"))
-    assert sorted(steps(project.scons().stdout)) == sorted([
-        "CODEGEN conv2", "CC conv2", "WEIGHTS conv2", "LINK firmware", "RUN simplecnn", "REPORT simplecnn"])
+    got = steps(project.scons().stdout)
+    assert sorted(got) == sorted([
+        "CODEGEN conv2", "CC conv2", "WEIGHTS conv2", "AS conv2",
+        "AR libnns_simplecnn.a", "LINK firmware", "RUN simplecnn", "REPORT simplecnn", "CHECK simplecnn"]), got
     assert "Test PASSED" in project.read(f"{B}/check.txt")
     # a blocking the register file cannot hold is an error naming the key
     project.write("targets.yaml", project.read("targets.yaml").replace("conv2: {mr: 3, nr: 8}",
@@ -108,9 +111,11 @@ def test_tuning_file_and_bench(project):
     project.write("targets.yaml", text.replace("    kind: host\n    description: generated",
                                                "    kind: host\n    kernel: {tuning: tuning.json}\n"
                                                "    description: generated", 1))
-    rebuilt = sorted(["CODEGEN conv2", "CC conv2", "WEIGHTS conv2", "CODEGEN network.c", "CODEGEN network.h", "CC network",
-                      "LINK firmware", "RUN simplecnn", "REPORT simplecnn"])
-    assert sorted(steps(project.scons().stdout)) == rebuilt
+    rebuilt = sorted(["CODEGEN conv2", "CC conv2", "WEIGHTS conv2", "AS conv2", "CODEGEN nns_simplecnn.c",
+                      "CC nns_simplecnn", "AR libnns_simplecnn.a", "LINK firmware", "RUN simplecnn",
+                      "REPORT simplecnn", "CHECK simplecnn"])
+    got = steps(project.scons().stdout)
+    assert sorted(got) == rebuilt, got
     rep = json.loads(project.read(f"{B}/report.json"))["layers"][2]["gemm"]
     assert (rep["mr"], rep["nr"], rep["k_unroll"], rep["origin"]) == (2, 24, 1, "tuned")
     assert "Test PASSED" in project.read(f"{B}/check.txt")
@@ -156,4 +161,4 @@ def test_depthwise_vector_kernel_is_bit_exact(project, channels):
     for target in ("host", "host-portable", "host-asan"):
         proc = project.scons(f"target={target}", f"model={path}")
         assert f"Test PASSED [{target}] dw{channels}" in proc.stdout
-    assert "nn_dwconv_hwc_fast(0," in project.read(f"build/host/dw{channels}/src/layers/dw5.c")
+    assert "nn_dwconv_hwc_fast(0," in project.read(f"{adhoc(project, 'host', f'dw{channels}')}/src/layers/dw5.c")

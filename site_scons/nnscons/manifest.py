@@ -167,6 +167,7 @@ def _describe(value) -> str:
 class _Validator:
     def __init__(self, display: str, folder: str, kinds: dict, zoo: dict):
         self.display, self.folder, self.kinds, self.zoo = display, folder, kinds, zoo
+        self.files = set()        # every path the manifest names (planning reads them)
 
     def error(self, line, path, problem, hint=None) -> ManifestError:
         where = f"{self.display}:{line}" if line else self.display
@@ -246,7 +247,9 @@ class _Validator:
                          "quote it ('...') if you meant a string" if typ == "str" else None)
 
     def resolve(self, value: str) -> str:
-        return os.path.normpath(os.path.join(self.folder, os.path.expanduser(value)))
+        path = os.path.normpath(os.path.join(self.folder, os.path.expanduser(value)))
+        self.files.add(path)
+        return path
 
     def existing(self, value, path, line, what) -> str:
         """An existing path relative to the manifest's folder, returned absolute."""
@@ -532,4 +535,6 @@ def load_manifest(path, kinds: dict) -> Manifest:
     targets = v.targets(root)
     models = v.models(root, targets)
     defaults = v.defaults(root, targets, models)
-    return Manifest(path, display, root, targets, models, defaults)
+    manifest = Manifest(path, display, root, targets, models, defaults)
+    manifest.files = sorted(v.files)
+    return manifest

@@ -51,6 +51,9 @@ def check(k: str):
     for path, ident in record["files"]:
         if _identity(path) != ident:
             return None
+    for folder, names in record.get("dirs", {}).items():   # a new file there is to be pruned
+        if _listing(folder) != names:
+            return None
     lines = []
     for rep in record["reports"]:
         try:
@@ -59,6 +62,14 @@ def check(k: str):
         except (OSError, ValueError, KeyError):
             return None
     return lines + record.get("extra_lines", [])
+
+
+def _listing(folder: str) -> list:
+    out = []
+    for dirpath, dirnames, files in os.walk(folder):
+        dirnames.sort()
+        out += sorted(os.path.relpath(os.path.join(dirpath, f), folder) for f in files)
+    return out
 
 
 def forget(k: str) -> None:
@@ -102,9 +113,14 @@ def record(k: str, roots, sessions, extra_lines=()) -> None:
         files.update(_tree(os.path.join(DATA_ROOT, sub)))
     for name in ("SConstruct", os.path.join("site_scons", "site_init.py")):
         files.add(name)
-    reports = []
+    reports, dirs = [], {}
     for s in sessions:
+        for sub in ("bin", os.path.join("src", "layers"), os.path.join("src", "weights")):
+            folder = os.path.join(s.build_dir, sub)
+            dirs[folder] = _listing(folder)
         files.add(s.manifest.path)
+        for f in getattr(s.manifest, "files", []):      # tuning files, sources, inputs ...
+            files.update(_tree(f) if os.path.isdir(f) else [f])
         m = s.model_cfg
         for src in [m.source, m.input] + list((m.calibration or {}).get("files", [])):
             if src:
@@ -119,5 +135,6 @@ def record(k: str, roots, sessions, extra_lines=()) -> None:
     os.makedirs(RECORD_DIR, exist_ok=True)
     tmp = _path(k) + f".{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"files": entries, "reports": sorted(set(reports)), "extra_lines": list(extra_lines)}, f)
+        json.dump({"files": entries, "dirs": dirs, "reports": sorted(set(reports)),
+                   "extra_lines": list(extra_lines)}, f)
     os.replace(tmp, _path(k))

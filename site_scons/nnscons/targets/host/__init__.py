@@ -125,7 +125,9 @@ def _network_files(network, layers):
     files = library.files(network["lib"]["model"])
     lib_only = {"lib": network["lib"]}
     out = [(files["source"], "network.c.j2", network),
-           (files["header"], "nns.h.j2", network),
+           # the header: sizes and I/O only, so a layer's edit never regenerates it
+           (files["header"], "nns.h.j2", {"lib": network["lib"], "arena_size": network["arena_size"],
+                                           "num_layers": len(network["layers"])}),
            (files["cmake"], "lib.cmake.j2", lib_only),
            (files["mk"], "lib.mk.j2", lib_only),
            ("src/main.c", "main.c.j2", lib_only)]
