@@ -173,6 +173,7 @@ void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in,
                         int pix_begin, int pix_end)
 {
     int done = 0;
+    (void)isa;
 #if NN_HAVE_X86
     if (use_avx2(isa)) {
         done = cfg->in_c / 8 * 8;
@@ -187,6 +188,7 @@ void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t 
                     const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,
                     int32_t act_max, int8_t *out)
 {
+    (void)isa;
 #if NN_HAVE_X86
     if (use_avx2(isa)) {
         add_avx2(n, a, a_zp, b, b_zp, mult, shift, out_zp, act_min, act_max, out);
@@ -200,6 +202,7 @@ void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t 
 void nn_maxpool_hwc_fast(int isa, const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                          const int32_t *shift, int8_t *out, int pix_begin, int pix_end)
 {
+    (void)isa;
 #if NN_HAVE_X86
     if (use_avx2(isa) && cfg->c % 32 == 0) {
         maxpool_avx2(cfg, in, mult, shift, out, pix_begin, pix_end);
