@@ -107,6 +107,15 @@ def test_firmware_holds_every_variant(proj):
         assert f"\t{insn}\t" in dis, insn
 
 
+def _add_target(proj, text):
+    """A target in the copy's targets.yaml (its `targets:` section)."""
+    path = proj.file("targets.yaml")
+    with open(path) as f:
+        doc = f.read()
+    with open(path, "w") as f:
+        f.write(doc.replace("\ntargets:\n", "\ntargets:\n" + text + "\n", 1))
+
+
 FAKE_SSH = """#!/bin/sh
 # fake ssh: records its arguments, runs the remote command here (the firmware under qemu)
 echo "ssh $*" >> "$FAKE_SSH_LOG"
@@ -119,8 +128,9 @@ FAKE_SCP = """#!/bin/sh
 echo "scp $*" >> "$FAKE_SSH_LOG"
 shift   # -q
 args=""
+[ "$1" = -r ] && shift
 for a in "$@"; do args="$args $(printf '%s' "$a" | sed 's|^[^/]*@[^:]*:||')"; done
-exec cp $args
+exec cp -r $args
 """
 
 
@@ -132,9 +142,8 @@ def test_ssh_platform_commands(proj, tmp_path):
         os.chmod(bindir / name, 0o755)
     remote = tmp_path / "remote"
     log = tmp_path / "calls.log"
-    with open(proj.file("targets.yaml"), "a") as f:
-        f.write(f"\n  arm64-board:\n    kind: arm64\n    run:\n      platform: ssh\n      host: pi@board\n"
-                f"      dir: {remote}\n      ssh: {bindir}/ssh\n      scp: {bindir}/scp\n")
+    _add_target(proj, f"  arm64-board:\n    kind: arm64\n    run:\n      platform: ssh\n      host: pi@board\n"
+                      f"      dir: {remote}\n      ssh: {bindir}/ssh\n      scp: {bindir}/scp\n")
     env = dict(os.environ, FAKE_SSH_LOG=str(log), PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run([SCONS, "-Q", "target=arm64-board", "model=simplecnn"], cwd=proj.path, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1200)
@@ -143,14 +152,14 @@ def test_ssh_platform_commands(proj, tmp_path):
     calls = log.read_text().splitlines()
     assert calls[0] == f"ssh pi@board rm -rf {remote} && mkdir -p {remote}/bin"
     assert calls[1].startswith("scp -q ") and calls[1].endswith(f"/firmware pi@board:{remote}/firmware")
-    assert calls[2].startswith("scp -q ") and calls[2].endswith(f"pi@board:{remote}/bin/") and ".bin" in calls[2]
+    assert calls[2].startswith("scp -q -r ") and calls[2].endswith(f"pi@board:{remote}/bin/")
+    assert "/bin/golden" in calls[2] and "/bin/weights" not in calls[2]
     assert calls[3] == f"ssh pi@board cd {remote} && ./firmware bin output.bin"
     assert calls[4].startswith(f"scp -q pi@board:{remote}/output.bin ")
 
 
 def test_ssh_without_host_is_one_clear_error(proj):
-    with open(proj.file("targets.yaml"), "a") as f:
-        f.write("\n  arm64-nohost:\n    kind: arm64\n    run: {platform: ssh}\n")
+    _add_target(proj, "  arm64-nohost:\n    kind: arm64\n    run: {platform: ssh}\n")
     proc = proj.scons("target=arm64-nohost", "model=simplecnn", check=False)
     assert proc.returncode == 2
     assert "run.host" in proc.stdout + proc.stderr

@@ -15,12 +15,13 @@ def ssh_commands(opts, firmware, bin_dir, output_bin):
     the .bin files, run it there (its stdout is run.log), fetch output.bin."""
     run = opts["run"]
     host, rdir = run["host"], run["dir"].rstrip("/") or "/tmp/nnscons"
-    bins = sorted(os.path.join(bin_dir, f) for f in os.listdir(bin_dir) if f.endswith(".bin"))
+    # the input and the goldens (the weights are linked into the firmware)
+    bins = sorted(os.path.join(bin_dir, f) for f in os.listdir(bin_dir) if f != "weights")
     q = shlex.quote
     return [
         [run["ssh"], host, f"rm -rf {q(rdir)} && mkdir -p {q(rdir + '/bin')}"],
         [run["scp"], "-q", firmware, f"{host}:{rdir}/firmware"],
-        [run["scp"], "-q"] + bins + [f"{host}:{rdir}/bin/"],
+        [run["scp"], "-q", "-r"] + bins + [f"{host}:{rdir}/bin/"],
         [run["ssh"], host, f"cd {q(rdir)} && ./firmware bin output.bin"],
         [run["scp"], "-q", f"{host}:{rdir}/output.bin", output_bin],
     ]
