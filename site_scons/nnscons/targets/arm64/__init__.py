@@ -78,5 +78,58 @@ def check_tools(env, session) -> None:
                             f"(Debian: apt-get install {pkg}) or set targets.{name}.run.{key}")
 
 
+# Cortex-A76 (2.4 GHz), sustained NEON integer issue assumed for the latency estimate:
+# 2 vector pipes; the static instruction count of the inner loop is the bottleneck
+A76_GHZ, A76_VECTOR_IPC = 2.4, 2.0
+
+
+def macs_per_insn(spec: dict) -> dict:
+    """{isa: int8 MACs per instruction of the main microkernel's inner loop} for the NEON
+    variants the layer holds (the generator's static figure: qemu says nothing of speed)."""
+    from ... import kernelgen
+    from ...kernelgen.isa import ISAS as KISAS
+    gm = spec["gemm"]
+    micros = kernelgen.micro_set(gm["geom"], gm["blocking"], gm["band"])
+    main = max(micros.values(), key=lambda mk: (mk.mr * mk.nv, mk.mr))
+    return {v: round(KISAS[v].macs_per_instruction(main), 2) for v in gm["variants"]
+            if hasattr(KISAS[v], "macs_per_instruction")}
+
+
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
-    return _host_plan(graph, cnames, opts, overrides, where, auto=AUTO, isa_codes=ISA_CODES, kind="arm64")
+    tp = _host_plan(graph, cnames, opts, overrides, where, auto=AUTO, isa_codes=ISA_CODES, kind="arm64")
+    for lp in tp.layers:
+        if "gemm" in lp.spec:
+            figs = macs_per_insn(lp.spec)
+            lp.report["macs_per_insn"] = figs
+            lp.report["variants"] = " ".join(f"{k}:{v}" for k, v in figs.items())
+    tp.columns = tp.columns + [("MACs/insn", "variants"), ("ran", "variant")]
+    return tp
+
+
+def variant_report(session, log_text: str) -> dict:
+    """report.json's extra fields from run.log: per generated layer the variant it ran and
+    its MACs/instruction, and the Cortex-A76 @ 2.4 GHz latency estimate for that variant."""
+    ran = {}
+    for line in log_text.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0] == "variant":
+            ran[f[1]] = f[2]
+    layers, cycles, isas = {}, 0.0, set()
+    for lp in session.plan.layers:
+        v = ran.get(lp.cname)
+        if v is None:
+            continue
+        figs = lp.report.get("macs_per_insn", {})
+        layers[lp.layer.name] = {"variant": v, "variant_macs_per_insn": figs.get(v)}
+        isas.add(v)
+        if figs.get(v):
+            cycles += lp.macs / figs[v] / A76_VECTOR_IPC
+    out = {"layers": layers}
+    if layers:
+        ms = cycles / (A76_GHZ * 1e6)
+        out["a76_estimate_ms"] = round(ms, 3)
+        out["summary_lines"] = [f"estimate (not measured): generated conv/linear layers ~{ms:.2f} ms on a "
+                                f"Cortex-A76 @ {A76_GHZ} GHz with the {'/'.join(sorted(isas))} variant(s), "
+                                f"from the static MACs/instruction at {A76_VECTOR_IPC:g} vector instructions "
+                                f"per cycle"]
+    return out
