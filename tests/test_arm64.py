@@ -163,3 +163,24 @@ def test_ssh_without_host_is_one_clear_error(proj):
     proc = proj.scons("target=arm64-nohost", "model=simplecnn", check=False)
     assert proc.returncode == 2
     assert "run.host" in proc.stdout + proc.stderr
+
+
+def test_forced_isa_compiles_and_runs_that_variant_only(proj):
+    _add_target(proj, "  arm64-dot:\n    kind: arm64\n    kernel: {isa: dotprod}\n    run: {cpu: max}\n")
+    proc = proj.scons("target=arm64-dot", "model=simplecnn", timeout=1200)
+    log = proj.read("build/arm64-dot/simplecnn/run.log")
+    assert "Test PASSED" in log, proc.stdout[-3000:]
+    assert {line.split()[2] for line in log.splitlines() if line.startswith("variant ")} == {"dotprod"}
+    src = proj.read("build/arm64-dot/simplecnn/src/layers/conv2.c")
+    assert "vdotq_lane_s32" in src and "vmmlaq_s32" not in src
+
+
+def test_report_gives_variant_and_macs_per_instruction(proj):
+    import json
+    proj.scons("target=arm64-a76", "model=simplecnn", timeout=1200)
+    report = json.loads(proj.read("build/arm64-a76/simplecnn/report.json"))
+    conv2 = next(l for l in report["layers"] if l["name"] == "conv2")
+    assert conv2["variant"] == "dotprod"
+    assert conv2["variant_macs_per_insn"] == conv2["macs_per_insn"]["dotprod"] > conv2["macs_per_insn"]["neon"]
+    assert report["a76_estimate_ms"] > 0
+    assert any(line.startswith("estimate (not measured)") for line in report["summary_lines"])
