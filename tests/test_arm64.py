@@ -184,3 +184,13 @@ def test_report_gives_variant_and_macs_per_instruction(proj):
     assert conv2["variant_macs_per_insn"] == conv2["macs_per_insn"]["dotprod"] > conv2["macs_per_insn"]["neon"]
     assert report["a76_estimate_ms"] > 0
     assert any(line.startswith("estimate (not measured)") for line in report["summary_lines"])
+
+
+def test_native_on_another_machine_is_one_clear_error(proj):
+    import platform
+    if platform.machine() in ("aarch64", "arm64"):
+        pytest.skip("this machine is aarch64: platform=native runs here")
+    proc = proj.scons("target=arm64", "model=simplecnn", "platform=native", check=False)
+    assert proc.returncode == 2
+    out = proc.stdout + proc.stderr
+    assert "aarch64" in out and "platform=qemu" in out and "Traceback" not in out
