@@ -99,7 +99,15 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     tp = _host_plan(graph, cnames, opts, overrides, where, auto=AUTO, isa_codes=ISA_CODES, kind="arm64")
     for lp in tp.layers:
         if "gemm" in lp.spec:
+            gm = lp.spec["gemm"]
             figs = macs_per_insn(lp.spec)
+            if gm["isa"] == "auto" and len(gm["variants"]) > 1:
+                # dispatch order: the best static figure first (an mr = 1 layer, e.g. a
+                # Linear, wastes half of SMMLA's 2x8 A operand: dotprod beats i8mm there)
+                gm["variants"] = sorted(gm["variants"], key=lambda v: (v == "portable", -figs.get(v, 0),
+                                                                       AUTO.index(v)))
+                lp.report["gemm"]["variants"] = list(gm["variants"])
+                figs = {v: figs[v] for v in gm["variants"] if v in figs}
             lp.report["macs_per_insn"] = figs
             lp.report["variants"] = " ".join(f"{k}:{v}" for k, v in figs.items())
     tp.columns = tp.columns + [("MACs/insn", "variants"), ("ran", "variant")]
