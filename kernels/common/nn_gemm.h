@@ -143,6 +143,43 @@ static inline NN_AVX2 void nn_avx2_fill(int16_t *d, int16_t v, long n)
 static inline int nn_cpu_has_avx2(void) { return 0; }
 #endif
 
+#if defined(__aarch64__)
+/* 64-bit Arm: NEON is architectural (Armv8.0); dotprod (SDOT, Armv8.2) and i8mm (SMMLA,
+ * Armv8.6) per function with target attributes, chosen at run time from the kernel's
+ * hardware capabilities (getauxval, also in static binaries and under qemu-user). */
+#include <arm_neon.h>
+#include <sys/auxv.h>
+#define NN_HAVE_ARM64 1
+#define NN_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+#define NN_I8MM __attribute__((target("arch=armv8.6-a+i8mm")))
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20)
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1UL << 13)
+#endif
+static inline int nn_cpu_has_neon(void) { return 1; }
+static inline int nn_cpu_has_dotprod(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+static inline int nn_cpu_has_i8mm(void) { return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0; }
+#else
+#define NN_HAVE_ARM64 0
+static inline int nn_cpu_has_neon(void) { return 0; }
+static inline int nn_cpu_has_dotprod(void) { return 0; }
+static inline int nn_cpu_has_i8mm(void) { return 0; }
+#endif
+
+/* The scalar epilogue of the NEON microkernels: accumulators spilled to c (row stride
+ * ldc), out[m * ostride + j] for j < n. */
+static inline void nn_epi_scalar(const int32_t *c, int ldc, int rows, int n, const nn_epi_t *e,
+                                 int8_t *out, int ostride)
+{
+    int m, j;
+    for (m = 0; m < rows; ++m)
+        for (j = 0; j < n; ++j)
+            out[m * ostride + j] = nn_requantize((int64_t)c[m * ldc + j] + e->bias[j], e->mult[j],
+                                                 e->shift[j], e->zp, e->act_min, e->act_max);
+}
+
 /* d[0..n) = s[0..n) widened to int16 (the layer's input into its int16 buffer). */
 static inline void nn_widen_s8(int16_t *d, const int8_t *s, long n, int avx2)
 {

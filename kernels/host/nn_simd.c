@@ -168,11 +168,47 @@ static void dw_portable(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
     }
 }
 
+#if NN_HAVE_ARM64
+/* Max pooling on NEON (any Armv8): 16 channels per SMAX over the clipped window, then the
+ * exact scalar requantization of (max - in_zp), as nn_hwc_maxpool_s8. */
+static void maxpool_neon(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
+                         const int32_t *shift, int8_t *out, int pix_begin, int pix_end)
+{
+    int p, i, c0;
+    const int c = cfg->c;
+    for (p = pix_begin; p < pix_end; ++p) {
+        const int y = p / cfg->out_w, x = p % cfg->out_w;
+        const int top = y * cfg->stride_h - cfg->pad_top, left = x * cfg->stride_w - cfg->pad_left;
+        int r0, r1, q0, q1;
+        int8_t *o = out + (ptrdiff_t)p * c;
+        nn_valid_range(top, 1, cfg->k_h, cfg->in_h, &r0, &r1);
+        nn_valid_range(left, 1, cfg->k_w, cfg->in_w, &q0, &q1);
+        if (r0 >= r1 || q0 >= q1 || c % 16) {
+            nn_hwc_maxpool_s8(cfg, in, mult, shift, out, p, p + 1);
+            continue;
+        }
+        for (c0 = 0; c0 < c; c0 += 16) {
+            int8x16_t m = vdupq_n_s8(-128);
+            int8_t t[16];
+            int yy, xx;
+            for (yy = top + r0; yy < top + r1; ++yy)
+                for (xx = left + q0; xx < left + q1; ++xx)
+                    m = vmaxq_s8(m, vld1q_s8(in + ((ptrdiff_t)yy * cfg->in_w + xx) * c + c0));
+            vst1q_s8(t, m);
+            for (i = 0; i < 16; ++i)
+                o[c0 + i] = nn_requantize((int32_t)t[i] - cfg->in_zp, mult[0], shift[0], cfg->out_zp,
+                                          cfg->act_min, cfg->act_max);
+        }
+    }
+}
+#endif
+
 void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                         const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                         int pix_begin, int pix_end)
 {
     int done = 0;
+    (void)isa;
 #if NN_HAVE_X86
     if (use_avx2(isa)) {
         done = cfg->in_c / 8 * 8;
@@ -187,6 +223,7 @@ void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t 
                     const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,
                     int32_t act_max, int8_t *out)
 {
+    (void)isa;
 #if NN_HAVE_X86
     if (use_avx2(isa)) {
         add_avx2(n, a, a_zp, b, b_zp, mult, shift, out_zp, act_min, act_max, out);
@@ -200,9 +237,16 @@ void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t 
 void nn_maxpool_hwc_fast(int isa, const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                          const int32_t *shift, int8_t *out, int pix_begin, int pix_end)
 {
+    (void)isa;
 #if NN_HAVE_X86
     if (use_avx2(isa) && cfg->c % 32 == 0) {
         maxpool_avx2(cfg, in, mult, shift, out, pix_begin, pix_end);
+        return;
+    }
+#endif
+#if NN_HAVE_ARM64
+    if (isa != 1) {
+        maxpool_neon(cfg, in, mult, shift, out, pix_begin, pix_end);
         return;
     }
 #endif

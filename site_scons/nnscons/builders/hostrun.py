@@ -24,12 +24,13 @@ def run_program(cmd, timeout, cwd=None, env=None, show=False):
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
-def run_native(target, source, env):
-    """target: [run.log, output.npy]; source[0]: the firmware; bins live in NNS_BIN_DIR."""
+def run_native(target, source, env, prefix=()):
+    """target: [run.log, output.npy]; source[0]: the firmware; bins live in NNS_BIN_DIR.
+    prefix: an emulator's command line in front of the program (qemu-aarch64 -cpu X)."""
     session = env["NNS_SESSION"]
     log_path, npy_path = str(target[0]), str(target[1])
     output_bin = os.path.join(os.path.dirname(log_path), "output.bin")
-    cmd = [source[0].abspath, env["NNS_BIN_DIR"], output_bin]
+    cmd = list(prefix) + [source[0].abspath, env["NNS_BIN_DIR"], output_bin]
     timeout = session.options["run"]["timeout"]
     status, text = run_program(cmd, timeout, show=env["NNS_VERBOSE"])
     if status is None:

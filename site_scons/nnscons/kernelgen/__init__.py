@@ -212,7 +212,8 @@ def layer_source(spec: dict) -> str:
              f" * layer: {_comment(spec['name'])} ({spec['op']}), BRGEMM M={m} N={oc} K={p['ntaps']}x{p['seg']}\n"
              f" * blocking mr={mr} nr={nr} k_unroll={blk['k_unroll']}, isa {gm['isa']}, threads {gm['threads']}\n"
              f" */")
-    L += ["#include <stdint.h>", "#include <string.h>", '#include "nn_gemm.h"', '#include "nn_threads.h"', ""]
+    L += ["#include <stdint.h>", "#include <stdio.h>", "#include <string.h>", '#include "nn_gemm.h"',
+          '#include "nn_threads.h"', ""]
     L.append(f"void {symbol}(const int8_t *const *in, int8_t *out, const uint8_t *params);")
     L.append("")
     if gm["isa"] != "auto" and ISAS[gm["isa"]].guard != "1":
@@ -378,6 +379,17 @@ def layer_source(spec: dict) -> str:
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
         L.append(f"        c.v = {idx};")
+    names = ", ".join(f'"{v}"' for v in variants)
+    L.append("#ifdef NN_REPORT_VARIANT   /* the run log says which variant each layer runs */")
+    L.append("    {")
+    L.append("        static int said;")
+    L.append(f"        static const char *const names[] = {{ {names} }};")
+    L.append("        if (!said && c.v >= 0) {")
+    L.append("            said = 1;")
+    L.append(f'            fprintf(stderr, "variant {cn} %s\\n", names[c.v]);')
+    L.append("        }")
+    L.append("    }")
+    L.append("#endif")
     avx2_idx = variants.index("avx2") if "avx2" in variants else -1
     L.append(f"    c.wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
     L.append(f"    for (int pn = 0; pn < {npan}; ++pn)")
@@ -482,6 +494,12 @@ static int runtime_ok(int j)
 {
     if (strcmp(isa_names[j], "avx2") == 0)
         return nn_cpu_has_avx2();
+    if (strcmp(isa_names[j], "neon") == 0)
+        return nn_cpu_has_neon();
+    if (strcmp(isa_names[j], "dotprod") == 0)
+        return nn_cpu_has_dotprod();
+    if (strcmp(isa_names[j], "i8mm") == 0)
+        return nn_cpu_has_i8mm();
     return 1;
 }
 

@@ -56,7 +56,8 @@ def check_tools(env, session) -> None:
                         f"(Debian: apt-get install gcc) or set targets.{name}.toolchain.cc")
 
 
-def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO, isa_codes=None,
+         kind: str = "host") -> base.TargetPlan:
     """overrides: {layer name: {key: value}}; where(layer, *keys) -> 'targets.yaml:N: key.path'
     (layer None: keys under targets.<t>; else under the model's overrides of that layer)."""
     l1_size = opts["memory"]["l1"]
@@ -64,6 +65,10 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     if default_budget > l1_size:
         raise UserError(f"{where(None, 'tiling', 'l1_budget')}: l1_budget {default_budget} B exceeds the "
                         f"target's L1 size memory.l1 = {l1_size} B")
+    # auto: the generated kernels' ISA variants under `isa: auto`, best first; isa_codes:
+    # the vector element-wise kernels' codes (nn_simd.h) per isa name (a kind reusing this
+    # plan on another architecture, e.g. arm64, passes its own)
+    isa_codes = isa_codes or ISA_CODES
     model = library.c_model_name(graph.name)
     layers, kernels = [], set()
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
@@ -73,9 +78,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         if layer.op == "conv2d" and layer.attrs.get("groups", 1) != 1:
             impl = DEPTHWISE_CONV if dw else GROUPED_CONV
         if impl is None:
-            raise base.unsupported(layer, "host", OPS)
+            raise base.unsupported(layer, kind, OPS)
         if impl.check and (reason := impl.check(layer, graph)):
-            raise UserError(f"layer '{layer.name}': {reason} (target kind 'host')")
+            raise UserError(f"layer '{layer.name}': {reason} (target kind '{kind}')")
         own = "l1_budget" in overrides.get(layer.name, {})
         budget = overrides[layer.name]["l1_budget"] if own else default_budget
         budget_at = where(layer.name, "l1_budget") if own else where(None, "tiling", "l1_budget")
@@ -85,7 +90,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         if gemm.generated(layer):
             g = gemm.plan_layer(layer, graph, opts, overrides.get(layer.name, {}), tuning,
                                 lambda *k, _l=layer.name: where(_l, *k) if k[-1] in overrides.get(_l, {})
-                                else where(None, "kernel", *k))
+                                else where(None, "kernel", *k), auto=auto)
             layout = g["layout"]
         else:
             g = None
@@ -94,9 +99,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
         report = {"l1_budget": budget}
         if layer.op in ("add", "maxpool") or dw:     # vectorized kernels: nn_simd.c
-            spec["isa"] = ISA_CODES[overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"])]
+            spec["isa"] = isa_codes.get(overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"]), 1)
             if dw and not gemm.depthwise_vector_safe(layer):
-                spec["isa"] = ISA_CODES["portable"]
+                spec["isa"] = isa_codes["portable"]
         if g is not None:
             spec["gemm"] = dict(g["spec"], band=spec["tile"]["tile_oh"] if "tile" in spec else 1)
             report.update(g["report"])
@@ -110,7 +115,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     buffers = plan_buffers(graph)
     if buffers["arena_size"] > opts["memory"]["l2"]:
         raise UserError(f"{where(None, 'memory', 'l2')}: activations need {buffers['arena_size']} B, more than "
-                        f"memory.l2 = {opts['memory']['l2']} B of target kind 'host'")
+                        f"memory.l2 = {opts['memory']['l2']} B of target kind '{kind}'")
     network = network_spec(graph, layers, buffers, library.spec(graph, "hwc", model))
     return base.TargetPlan(layers=layers, network=network, kernels=sorted(kernels),
                            templates_dir=TEMPLATES, network_files=_network_files(network, layers),

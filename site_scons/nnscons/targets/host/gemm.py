@@ -104,7 +104,12 @@ def resolve(layer, graph, opts, own: dict, tuning: dict) -> tuple:
     return blk, origin
 
 
-def plan_layer(layer, graph, opts, own: dict, tuning: dict, at) -> dict:
+# The x86-64 host's ISA set: `isa: auto` compiles these in, best first, and dispatches at
+# run time; the vector ones need |acc + bias| < 2**31 (int32 epilogue adds).
+AUTO = ("avx2", "portable")
+
+
+def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> dict:
     g = kernelgen.geometry(layer, graph)
     p = kernelgen.padded(g)
     blk, origin = resolve(layer, graph, opts, own, tuning)
@@ -118,11 +123,13 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at) -> dict:
     if np.abs(fb).max(initial=0) >= 2 ** 31:
         raise UserError(f"layer '{layer.name}': bias with the input zero point folded in does not fit int32")
     safe = kernelgen.vector_safe(wm, fb)
-    if isa == "avx2" and not safe:
-        raise UserError(f"{at('isa')}: layer '{layer.name}': isa avx2 needs |acc + bias| < 2**31, which its "
+    if isa not in ("auto", "portable") and not safe:
+        raise UserError(f"{at('isa')}: layer '{layer.name}': isa {isa} needs |acc + bias| < 2**31, which its "
                         f"weights do not guarantee; use auto or portable")
-    variants = {"auto": ["avx2", "portable"] if safe else ["portable"], "portable": ["portable"],
-                "avx2": ["avx2"]}[isa]
+    if isa == "auto":
+        variants = list(auto) if safe else ["portable"]
+    else:
+        variants = [isa]
     nr = blk["nr"]
     npad = kernelgen.panels(g["oc"], nr) * nr
     k2 = p["k2"]

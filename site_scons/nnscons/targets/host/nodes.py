@@ -8,7 +8,8 @@ from ...builders.nodes import compile_generated, compile_object, value
 from ...resources import data_path
 
 
-def declare_nodes(env, session, common) -> dict:
+def declare_nodes(env, session, common, bench: bool = True) -> dict:
+    """bench: the bench and tune nodes too (they time the firmware on this machine)."""
     b = session.build_dir
     t = session.target_cfg.name
     files = session.plan.extra["library"]
@@ -44,6 +45,9 @@ def declare_nodes(env, session, common) -> dict:
     cdb = env.CompilationDatabase(os.path.join(b, "compile_commands.json"))
     header = [common.network_files[files["header"]]]
     extras = [common.network_files[files[k]] for k in ("cmake", "mk")]
+    nodes = {"firmware": firmware, "run": run, "compiledb": cdb, "library": library + header + extras}
+    if not bench:
+        return nodes
     bench = env.NnsBench(os.path.join(b, "bench.json"), firmware + common.input,
                          NNS_VERB="BENCH", NNS_LABEL=session.model_cfg.name)
     env.AlwaysBuild(bench)
@@ -53,5 +57,4 @@ def declare_nodes(env, session, common) -> dict:
     tune = env.NnsTune(os.path.join(b, "tuning.json"), value(env, specs),
                        NNS_VERB="TUNE", NNS_LABEL=session.model_cfg.name)
     env.AlwaysBuild(tune)
-    return {"firmware": firmware, "run": run, "compiledb": cdb, "bench": bench, "tune": tune,
-            "library": library + header + extras}
+    return dict(nodes, bench=bench, tune=tune)
