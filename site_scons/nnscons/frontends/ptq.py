@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from .. import ops
 from ..errors import ModelError
 from ..passes.opgraph import OpGraph
 from ..passes.quantize import inherit_qparams, minmax_qparams
@@ -17,8 +18,6 @@ from .onnx_file import OnnxFile
 
 DEFAULT_COUNT = 8
 DEFAULT_SEED = 0
-# Outputs that need no observation: they reuse their input's parameters.
-INHERITED = ("maxpool", "reshape")
 
 
 def _file_samples(path: str, files, shape: tuple) -> list:
@@ -81,7 +80,7 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list) -> None:
     """Fill g.qparams for the input and every op output from min/max over `samples`."""
     import onnxruntime as ort
 
-    observed = [op.output for op in g.ops if op.kind not in INHERITED]
+    observed = [op.output for op in g.ops if not ops.get(op.kind).calib_inherit]
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 3

@@ -1,0 +1,30 @@
+"""Float ONNX models of one op (or a short chain) for the op tests (tests/test_ops.py)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(nodes, inits, in_shape, out_shape, path, opset=17, name="opmodel"):
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(in_shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape) if out_shape else None)],
+        [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def conv_then(path, op_nodes, inits=None, c=4, hw=6, out_shape=None, seed=0, opset=17):
+    """x -> Conv(3 -> c, 3x3, pad 1) -> <op_nodes reading 'c' and writing 'y'>."""
+    rng = np.random.default_rng(seed)
+    all_inits = {"w": rng.standard_normal((c, 3, 3, 3)) * 0.4, "b": rng.standard_normal(c) * 0.2}
+    all_inits.update(inits or {})
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1])]
+    nodes += op_nodes
+    return save(nodes, all_inits, (1, 3, hw, hw), out_shape or (1, c, hw, hw), path, opset)

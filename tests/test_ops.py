@@ -1,0 +1,90 @@
+"""The op registry and the ops real networks use: each op against the exact QDQ oracle
+(float64 onnx reference evaluation) and unoptimized onnxruntime, through the frontend."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_SITE = str(Path(__file__).resolve().parents[1] / "site_scons")
+if _SITE not in sys.path:
+    sys.path.insert(0, _SITE)
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from onnx import helper  # noqa: E402
+
+import opsgen  # noqa: E402
+from nnscons import ops  # noqa: E402
+from nnscons.export.ort_oracle import run_intermediates  # noqa: E402
+from nnscons.export.qdq_onnx import write_qdq  # noqa: E402
+from nnscons.frontends import load_model  # noqa: E402
+from nnscons.reference import quantize_input, run_graph  # noqa: E402
+
+
+def test_registry_knows_every_ir_op_and_onnx_type():
+    names = ops.ir_ops()
+    assert {"conv2d", "linear", "maxpool", "avgpool", "global_avgpool", "add", "concat",
+            "requant", "reshape", "lut"} <= set(names)
+    for d in ops.all_ops():
+        if d.ir:
+            assert d.reference and d.shape and d.export, d.name
+    assert ops.for_onnx("Conv") and ops.for_onnx("HardSwish") and ops.for_onnx("Nope") is None
+
+
+def check_against_oracle(tmp_path, float_path, seed=0, exact=True):
+    """Float model -> built-in PTQ -> IR; the IR's QDQ export evaluated exactly and by
+    unoptimized onnxruntime, tensor by tensor, against the integer reference; the QDQ file
+    read back gives the same graph."""
+    g = load_model(float_path, name="m")
+    qdq = str(tmp_path / "m_qdq.onnx")
+    write_qdq(g, qdq)
+    rng = np.random.default_rng(seed)
+    shape = g.tensor(g.input).shape
+    x = rng.standard_normal(shape).astype(np.float32)
+    ours = run_graph(g, quantize_input(g, x))
+    want = run_intermediates(qdq, x, exact=True)
+    ort = run_intermediates(qdq, x, exact=False)
+    for layer in g.layers:
+        t = layer.output
+        a = ours[t].astype(np.int32)
+        b = want[t].astype(np.int32)
+        assert np.abs(a - ort[t].astype(np.int32)).max() <= 1, (layer.name, layer.op)
+        if exact:
+            np.testing.assert_array_equal(a, b, err_msg=f"{layer.name} ({layer.op})")
+        else:
+            assert np.abs(a - b).max() <= 1 and np.mean(a == b) >= 0.99, (layer.name, layer.op)
+    back = load_model(qdq, name="m")
+    assert [l.op for l in back.layers] == [l.op for l in g.layers]
+    for la, lb in zip(g.layers, back.layers):
+        if la.weight is not None:
+            np.testing.assert_array_equal(la.weight, lb.weight)
+    return g
+
+
+LUT_CASES = [
+    ("Sigmoid", {}, {}), ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}, {}),
+    ("HardSwish", {}, {}), ("Tanh", {}, {}), ("LeakyRelu", {"alpha": 0.1}, {}),
+    ("Elu", {"alpha": 0.7}, {}), ("Selu", {}, {}), ("Softplus", {}, {}), ("Exp", {}, {}),
+    ("Celu", {"alpha": 1.3}, {}), ("Softsign", {}, {}), ("Abs", {}, {}), ("Erf", {}, {}),
+    ("PRelu", {}, {"slope": np.array([0.1, -0.2, 0.5, 0.0]).reshape(4, 1, 1)}),
+    ("PRelu", {}, {"slope": np.array([0.25])}),
+]
+
+
+@pytest.mark.parametrize("op_type,attrs,inits", LUT_CASES,
+                         ids=[f"{c[0]}{i}" for i, c in enumerate(LUT_CASES)])
+def test_lut_ops_match_the_exact_oracle(tmp_path, op_type, attrs, inits):
+    node = helper.make_node(op_type, ["c"] + list(inits), ["y"], "act", **attrs)
+    path = opsgen.conv_then(tmp_path / "m.onnx", [node], inits)
+    g = check_against_oracle(tmp_path, path)
+    assert [l.op for l in g.layers] == ["conv2d", "lut"]
+    tables = g.layers[-1].weight.shape[0]
+    assert tables == (4 if op_type == "PRelu" and inits["slope"].size == 4 else 1)
+
+
+def test_lut_after_relu_fuses_the_clamp(tmp_path):
+    nodes = [helper.make_node("Sigmoid", ["c"], ["s"], "sig"),
+             helper.make_node("Clip", ["s", "lo", "hi"], ["y"], "clip")]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, {"lo": np.float32(0.2), "hi": np.float32(0.7)})
+    g = check_against_oracle(tmp_path, path)
+    assert [l.op for l in g.layers] == ["conv2d", "lut"]
