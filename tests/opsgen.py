@@ -28,3 +28,22 @@ def conv_then(path, op_nodes, inits=None, c=4, hw=6, out_shape=None, seed=0, ops
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1])]
     nodes += op_nodes
     return save(nodes, all_inits, (1, 3, hw, hw), out_shape or (1, c, hw, hw), path, opset)
+
+
+def lut_net(path, seed=0):
+    """Conv, then every kind of table op (per tensor and per channel), pooled and classified."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.standard_normal((6, 3, 3, 3)) * 0.4, "b1": rng.standard_normal(6) * 0.2,
+             "w2": rng.standard_normal((6, 6, 1, 1)) * 0.4, "b2": rng.standard_normal(6) * 0.2,
+             "slope": (rng.standard_normal(6) * 0.3).reshape(6, 1, 1),
+             "wf": rng.standard_normal((4, 6)) * 0.5, "bf": rng.standard_normal(4) * 0.1}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("HardSwish", ["c1"], ["h1"], "hswish"),
+             helper.make_node("Conv", ["h1", "w2", "b2"], ["c2"], "conv2"),
+             helper.make_node("PRelu", ["c2", "slope"], ["p2"], "prelu"),
+             helper.make_node("Sigmoid", ["p2"], ["s2"], "sigmoid"),
+             helper.make_node("GlobalAveragePool", ["s2"], ["g"], "gap"),
+             helper.make_node("Flatten", ["g"], ["f"], "flatten"),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["fc"], "fc", transB=1),
+             helper.make_node("Tanh", ["fc"], ["y"], "tanh")]
+    return save(nodes, inits, (1, 3, 10, 10), (1, 4), path, name="lutnet")

@@ -88,3 +88,15 @@ def test_lut_after_relu_fuses_the_clamp(tmp_path):
     path = opsgen.conv_then(tmp_path / "m.onnx", nodes, {"lo": np.float32(0.2), "hi": np.float32(0.7)})
     g = check_against_oracle(tmp_path, path)
     assert [l.op for l in g.layers] == ["conv2d", "lut"]
+
+
+def _passes(project, path, target):
+    name = Path(path).stem
+    args = [f"target={target}", f"model={path}", "-j2"] + (["platform=emul"] if target == "gap9" else [])
+    proc = project.scons(*args)
+    assert f"Test PASSED [{target}] {name}" in proc.stdout, proc.stdout[-3000:]
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_lut_net_builds_bit_exact(project, target):
+    _passes(project, opsgen.lut_net(project.file("m/lutnet.onnx")), target)

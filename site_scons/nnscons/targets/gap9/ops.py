@@ -28,7 +28,20 @@ OPS = {
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
+    "lut": OpImpl("lut.c.j2", (C + "nn_lut.c",), lambda layer, graph: _lut_check(layer)),
 }
+
+
+def _lut_check(layer):
+    if layer.weight.size > 32 * 1024:
+        return (f"{layer.weight.shape[0]} per-channel lookup tables ({layer.weight.size} B) do not "
+                f"fit the 32 KB a table may take in L1")
+    return None
+
+
+def _lut_tiling(layer, graph, n, budget):
+    unit = hwc(graph.tensor(layer.output).shape)["c"] if layer.weight.shape[0] > 1 else 1
+    return tiling.plan_flat(n // unit, unit, unit, int(layer.weight.size), budget)
 
 # Fusion recipes the IR passes already applied, named as the GAP9 kernels see them
 FUSED_NAMES = {"conv2d": "conv2d+relu+quant", "linear": "linear+relu+quant",
@@ -81,6 +94,8 @@ def plan_tiling(layer, graph, budget):
         return tiling.plan_flat(n, 2, 1, 12, budget)
     if op == "requant":
         return tiling.plan_flat(n, 1, 1, 8, budget)
+    if op == "lut":
+        return _lut_tiling(layer, graph, n, budget)
     if op == "concat":
         c = hwc(graph.tensor(layer.output).shape)["c"]
         return tiling.plan_flat(n // c, c, c, 8 * len(layer.inputs), budget)

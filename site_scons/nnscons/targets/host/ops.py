@@ -20,6 +20,7 @@ OPS = {
     "concat": OpImpl("concat.c.j2", (K + "nn_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (K + "nn_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
+    "lut": OpImpl("lut.c.j2", (K + "nn_lut.c",)),
 }
 
 
