@@ -100,3 +100,42 @@ def _passes(project, path, target):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_lut_net_builds_bit_exact(project, target):
     _passes(project, opsgen.lut_net(project.file("m/lutnet.onnx")), target)
+
+
+CONST_CASES = [
+    ("Add", 0, np.float32(0.3)), ("Add", 1, np.array([0.1, -0.5, 0.2, 1.0]).reshape(4, 1, 1)),
+    ("Sub", 0, np.array([0.1, -0.5, 0.2, 1.0]).reshape(1, 4, 1, 1)), ("Sub", 1, np.float32(0.7)),
+    ("Mul", 0, np.array([0.5, -1.5, 2.0, 0.25]).reshape(4, 1, 1)), ("Mul", 1, np.float32(-0.6)),
+    ("Div", 0, np.array([0.5, -1.5, 2.0, 0.25]).reshape(4, 1, 1)), ("Div", 0, np.float32(3.0)),
+]
+
+
+@pytest.mark.parametrize("op_type,pos,const", CONST_CASES,
+                         ids=[f"{c[0]}{i}" for i, c in enumerate(CONST_CASES)])
+def test_binary_with_a_constant_is_an_exact_table(tmp_path, op_type, pos, const):
+    ins = ["c", "k"] if pos == 0 else ["k", "c"]
+    path = opsgen.conv_then(tmp_path / "m.onnx", [helper.make_node(op_type, ins, ["y"], "op")],
+                            {"k": const})
+    g = check_against_oracle(tmp_path, path)
+    assert [l.op for l in g.layers] == ["conv2d", "lut"]
+
+
+def test_batchnorm_after_a_pool_is_a_per_channel_table(tmp_path):
+    rng = np.random.default_rng(3)
+    bn = {"s": rng.uniform(0.5, 2, 4), "bb": rng.standard_normal(4), "mu": rng.standard_normal(4) * 0.1,
+          "var": rng.uniform(0.5, 2, 4)}
+    nodes = [helper.make_node("MaxPool", ["c"], ["p"], "pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("BatchNormalization", ["p", "s", "bb", "mu", "var"], ["y"], "bn")]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, bn, out_shape=(1, 4, 3, 3))
+    g = check_against_oracle(tmp_path, path)
+    assert [l.op for l in g.layers] == ["conv2d", "maxpool", "lut"]
+    assert g.layers[-1].weight.shape == (4, 256)
+
+
+@pytest.mark.parametrize("op_type", ["Sub", "Sum"])
+def test_sub_and_sum_of_two_activations(tmp_path, op_type):
+    nodes = [helper.make_node("Relu", ["c"], ["r"], "relu"),
+             helper.make_node(op_type, ["c", "r"], ["y"], "op")]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes)
+    g = check_against_oracle(tmp_path, path, exact=False)
+    assert [l.op for l in g.layers] == ["conv2d", "requant", "add"]

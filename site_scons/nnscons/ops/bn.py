@@ -1,4 +1,5 @@
-"""bn: BatchNormalization (pre-IR), folded in float into the conv2d/linear before it."""
+"""bn: BatchNormalization (pre-IR), folded in float into the conv2d/linear before it;
+elsewhere a per-channel affine table (ops.lut)."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,16 +21,24 @@ def convert(w, name, node, ins, out):
               attrs=params)
 
 
+def _as_table(g, bn):
+    """A BatchNormalization that follows no conv: a per-channel affine op, i.e. one
+    lookup table per channel (ops.lut)."""
+    a = bn.attrs
+    consts = tuple((pos, (len(a[k]),), tuple(float(v) for v in a[k]))
+                   for pos, k in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "var")))
+    op = Op(bn.name, "lut", list(bn.inputs), bn.output, bn.source_op,
+            attrs={"fn": "BatchNormalization", "fn_attrs": (("epsilon", a["eps"]),),
+                   "fn_consts": consts, "x_pos": 0})
+    g.ops[g.ops.index(bn)] = op
+
+
 def fold(g, bn):
     src = g.producer(bn.inputs[0])
-    if src is None or not get(src.kind).weighted:
-        what = "the network input" if src is None else f"{src.name!r} ({src.source_op})"
-        raise g.fail(bn, f"BatchNormalization must directly follow a Conv or Gemm to be "
-                         f"folded, but its input comes from {what}; fold it in the "
-                         f"training framework or move it after a convolution")
-    if len(g.consumers(bn.inputs[0])) != 1 or bn.inputs[0] == g.output:
-        raise g.fail(bn, f"the output of {src.name!r} is also used elsewhere, so the "
-                         f"BatchNormalization cannot be folded into it")
+    if (src is None or not get(src.kind).weighted or len(g.consumers(bn.inputs[0])) != 1
+            or bn.inputs[0] == g.output):
+        _as_table(g, bn)
+        return
     a = bn.attrs
     k = a["scale"] / np.sqrt(a["var"] + a["eps"])
     n_out = src.weight.shape[0]

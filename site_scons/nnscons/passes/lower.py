@@ -39,7 +39,7 @@ def _require_qparams(g: OpGraph) -> None:
 def _layer(g: OpGraph, op: Op, name: str) -> Layer:
     out_q = g.qparams[op.output]
     d = ops.get(op.kind)
-    attrs = {k: op.attrs[k] for k in d.attrs}
+    attrs = {k: op.attrs[k] for k in d.attrs if k in op.attrs}
     layer = Layer(name=name, op=ops.ir_name(op.kind),
                   inputs=list(op.inputs), output=op.output, attrs=attrs,
                   fused=list(op.fused), source_ops=list(op.source_ops))
