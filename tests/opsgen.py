@@ -47,3 +47,32 @@ def lut_net(path, seed=0):
              helper.make_node("Gemm", ["f", "wf", "bf"], ["fc"], "fc", transB=1),
              helper.make_node("Tanh", ["fc"], ["y"], "tanh")]
     return save(nodes, inits, (1, 3, 10, 10), (1, 4), path, name="lutnet")
+
+
+def se_net(path, seed=0, hw=8):
+    """A MobileNetV3-style block: conv, HardSwish, depthwise conv, squeeze-excite (global
+    pool, 1x1 convs, Relu, HardSigmoid, Mul per channel), projection, residual Add, and a
+    same-shape Mul and a scalar Mul of two activations."""
+    rng = np.random.default_rng(seed)
+    c, e, r = 4, 8, 4
+    inits = {"w1": rng.standard_normal((e, 3, 3, 3)) * 0.4, "b1": rng.standard_normal(e) * 0.1,
+             "wd": rng.standard_normal((e, 1, 3, 3)) * 0.5, "bd": rng.standard_normal(e) * 0.1,
+             "ws1": rng.standard_normal((r, e, 1, 1)) * 0.5, "bs1": rng.standard_normal(r) * 0.1,
+             "ws2": rng.standard_normal((e, r, 1, 1)) * 0.5, "bs2": rng.standard_normal(e) * 0.1,
+             "wp": rng.standard_normal((e, e, 1, 1)) * 0.3, "bp": rng.standard_normal(e) * 0.1}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("HardSwish", ["c1"], ["h1"], "hswish1"),
+             helper.make_node("Conv", ["h1", "wd", "bd"], ["d"], "dw", pads=[1, 1, 1, 1], group=e),
+             helper.make_node("HardSwish", ["d"], ["hd"], "hswish2"),
+             helper.make_node("GlobalAveragePool", ["hd"], ["sq"], "se_pool"),
+             helper.make_node("Conv", ["sq", "ws1", "bs1"], ["s1"], "se_fc1"),
+             helper.make_node("Relu", ["s1"], ["s1r"], "se_relu"),
+             helper.make_node("Conv", ["s1r", "ws2", "bs2"], ["s2"], "se_fc2"),
+             helper.make_node("HardSigmoid", ["s2"], ["gate"], "se_gate", alpha=1 / 6, beta=0.5),
+             helper.make_node("Mul", ["hd", "gate"], ["se"], "se_mul"),
+             helper.make_node("Conv", ["se", "wp", "bp"], ["p"], "project"),
+             helper.make_node("Add", ["p", "h1"], ["res"], "residual"),
+             helper.make_node("Mul", ["res", "h1"], ["sq2"], "mul_same"),
+             helper.make_node("GlobalAveragePool", ["sq2"], ["g"], "pool"),
+             helper.make_node("Mul", ["sq2", "g"], ["y"], "mul_bcast")]
+    return save(nodes, inits, (1, 3, hw, hw), (1, e, hw, hw), path, name="senet")

@@ -139,3 +139,15 @@ def test_sub_and_sum_of_two_activations(tmp_path, op_type):
     path = opsgen.conv_then(tmp_path / "m.onnx", nodes)
     g = check_against_oracle(tmp_path, path, exact=False)
     assert [l.op for l in g.layers] == ["conv2d", "requant", "add"]
+
+
+def test_squeeze_excite_block_matches_the_oracle(tmp_path):
+    g = check_against_oracle(tmp_path, opsgen.se_net(tmp_path / "se.onnx"), exact=False)
+    ops_ = [l.op for l in g.layers]
+    assert ops_.count("mul") == 3 and "lut" in ops_
+    assert {l.attrs["mode"] for l in g.layers if l.op == "mul"} == {"channel", "same"}
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_se_net_builds_bit_exact(project, target):
+    _passes(project, opsgen.se_net(project.file("m/senet.onnx")), target)

@@ -12,4 +12,12 @@
 void nn_lut_s8(int outer, int c, int inner, const int8_t *in, const int8_t *table,
                int table_stride, int8_t *out);
 
+/* out = clamp(out_zp + round((a - a_zp) * (b - b_zp) * mult / 2**shift)) over outer x c x
+ * inner elements of a (contiguous); b's element for (o, ch, k) is b[o*b_so + ch*b_sc + k*b_si]
+ * (strides 0 broadcast it). */
+void nn_mul_s8(int outer, int c, int inner, const int8_t *a, int32_t a_zp,
+               const int8_t *b, int32_t b_zp, int b_so, int b_sc, int b_si,
+               int32_t mult, int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max,
+               int8_t *out);
+
 #endif /* NN_OPS_H */

@@ -19,6 +19,7 @@ class OpImpl:
     template: str                       # file under templates/<target>/
     kernels: tuple                      # kernel sources under kernels/
     check: Optional[Callable] = None    # (layer, graph) -> reason string if unsupported
+    spec: Optional[Callable] = None     # (layer, graph) -> extra entries of the layer's spec
 
 
 @dataclass

@@ -29,7 +29,15 @@ OPS = {
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
     "lut": OpImpl("lut.c.j2", (C + "nn_lut.c",), lambda layer, graph: _lut_check(layer)),
+    "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
 }
+
+
+def _mul_spec(layer, graph):
+    mode = layer.attrs["mode"]
+    c = hwc(graph.tensor(layer.output).shape)["c"]
+    return {"mode": mode, "unit": c if mode == "channel" else 1,
+            "b_bytes": _numel(graph.tensor(layer.inputs[1]).shape)}
 
 
 def _lut_check(layer):
@@ -96,6 +104,11 @@ def plan_tiling(layer, graph, budget):
         return tiling.plan_flat(n, 1, 1, 8, budget)
     if op == "lut":
         return _lut_tiling(layer, graph, n, budget)
+    if op == "mul":
+        m = _mul_spec(layer, graph)
+        if m["mode"] == "same":
+            return tiling.plan_flat(n, 2, 1, 8, budget)
+        return tiling.plan_flat(n // m["unit"], m["unit"], m["unit"], 8 + m["b_bytes"], budget)
     if op == "concat":
         c = hwc(graph.tensor(layer.output).shape)["c"]
         return tiling.plan_flat(n // c, c, c, 8 * len(layer.inputs), budget)
@@ -118,6 +131,8 @@ def layer_spec(layer, graph, cname, layout, tier, til) -> dict:
         "tier": tier,
         "tile": None if til is None else til.as_dict(),
     }
+    if OPS[layer.op].spec:
+        spec.update(OPS[layer.op].spec(layer, graph))
     a = layer.attrs
     if layer.op in ("conv2d", "maxpool", "avgpool"):
         kh, kw = a["kernel"]

@@ -21,6 +21,7 @@ OPS = {
     "requant": OpImpl("requant.c.j2", (K + "nn_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
     "lut": OpImpl("lut.c.j2", (K + "nn_lut.c",)),
+    "mul": OpImpl("mul.c.j2", (K + "nn_broadcast.c",), spec=lambda l, g: {"mode": l.attrs["mode"]}),
 }
 
 
@@ -43,6 +44,8 @@ def layer_spec(layer, graph, cname, layout, budget, budget_at) -> dict:
         "params": {section: {"dtype": dtype, "count": count, "offset": offset}
                    for section, dtype, count, offset in layout},
     }
+    if OPS[layer.op].spec:
+        spec.update(OPS[layer.op].spec(layer, graph))
     a = layer.attrs
     if layer.op in ("conv2d", "maxpool", "avgpool"):
         kh, kw = a["kernel"]
