@@ -12,7 +12,8 @@ def save(nodes, inits, in_shape, out_shape, path, opset=17, name="opmodel"):
     graph = helper.make_graph(
         nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(in_shape))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape) if out_shape else None)],
-        [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+        [numpy_helper.from_array(v if isinstance(v, np.ndarray) and v.dtype == np.int64
+                                 else np.asarray(v, np.float32), k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

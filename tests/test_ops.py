@@ -151,3 +151,34 @@ def test_squeeze_excite_block_matches_the_oracle(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_se_net_builds_bit_exact(project, target):
     _passes(project, opsgen.se_net(project.file("m/senet.onnx")), target)
+
+
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_mean_and_global_maxpool(tmp_path, keepdims):
+    nodes = [helper.make_node("GlobalMaxPool", ["c"], ["m"], "gmp"),
+             helper.make_node("Add", ["m", "m"], ["m2"], "add"),
+             helper.make_node("ReduceMean", ["c"], ["r"], "rmean", axes=[2, 3], keepdims=keepdims)]
+    if keepdims:
+        nodes.append(helper.make_node("Mul", ["r", "m2"], ["y"], "mul"))
+    else:
+        nodes.append(helper.make_node("Flatten", ["m2"], ["f"], "flat"))
+        nodes.append(helper.make_node("Mul", ["r", "f"], ["y"], "mul"))
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, opset=13,
+                            out_shape=(1, 4, 1, 1) if keepdims else (1, 4))
+    g = check_against_oracle(tmp_path, path, exact=False)
+    assert [l.op for l in g.layers][:3] == ["conv2d", "maxpool", "add"]
+    assert "global_avgpool" in [l.op for l in g.layers]
+
+
+def test_zero_pad_folds_into_conv_and_avgpool(tmp_path):
+    rng = np.random.default_rng(1)
+    nodes = [helper.make_node("Pad", ["c", "p1"], ["cp"], "pad1"),
+             helper.make_node("Conv", ["cp", "w2"], ["c2"], "conv2"),
+             helper.make_node("Pad", ["c2", "p2"], ["c2p"], "pad2"),
+             helper.make_node("AveragePool", ["c2p"], ["y"], "pool", kernel_shape=[2, 2], strides=[2, 2])]
+    inits = {"p1": np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64), "w2": rng.standard_normal((4, 4, 3, 3)) * 0.3,
+             "p2": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)}
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, inits, out_shape=None)
+    g = check_against_oracle(tmp_path, path, exact=False)
+    assert [l.op for l in g.layers] == ["conv2d", "conv2d", "avgpool"]
+    assert g.layers[1].attrs["pads"] == (1, 2, 2, 1) and g.layers[2].attrs["count_include_pad"] == 1

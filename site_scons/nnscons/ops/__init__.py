@@ -1,7 +1,8 @@
 """The op registry: everything the Python side knows about an op, in one module per op.
 
 Each module in this folder (discovered by name, in sorted order) defines ``OPS``, a list of
-OpDef. An OpDef is either an IR op (``ir=True``: a Layer.op that the reference, the
+OpDef, and may define ``CONVERTERS`` ({ONNX op type: converter}) for ONNX ops that become
+ops defined elsewhere (ReduceMean -> global_avgpool). An OpDef is either an IR op (``ir=True``: a Layer.op that the reference, the
 targets and the QDQ export know) or a pre-IR kind that a pass removes or lowers
 (``ir=False``: e.g. ``bn`` folded into a conv, ``clamp`` fused or lowered to ``requant``).
 
@@ -63,6 +64,9 @@ def _load() -> None:
             for op_type, fn in d.onnx.items():
                 assert op_type not in _ONNX, f"ONNX op {op_type!r} registered twice"
                 _ONNX[op_type] = fn
+        for op_type, fn in getattr(module, "CONVERTERS", {}).items():
+            assert op_type not in _ONNX, f"ONNX op {op_type!r} registered twice"
+            _ONNX[op_type] = fn
 
 
 def get(name: str) -> OpDef:

@@ -48,11 +48,15 @@ def global_avgpool(w, name, node, ins, out):
 
 def shape(g, op, ins):
     need_rank(g, op, ins[0], 4, "N,C,H,W")
+    if op.attrs.get("global"):   # GlobalMaxPool: the window is the whole map
+        op.attrs["kernel"] = tuple(ins[0][2:])
     return (1, ins[0][1]) + spatial(g, op, ins[0], ceil_mode=op.attrs["ceil_mode"])
 
 
 def global_shape(g, op, ins):
     need_rank(g, op, ins[0], 4, "N,C,H,W")
+    if not op.attrs.get("keepdims", 1):
+        return (1, ins[0][1])
     return (1, ins[0][1], 1, 1)
 
 
@@ -80,7 +84,10 @@ def export_pool(op_type):
 
 
 def export_global(w, layer, ins, core_out):
-    w.node("GlobalAveragePool", ins, [core_out], layer.name, exact_name=True)
+    if layer.attrs.get("keepdims", 1):
+        w.node("GlobalAveragePool", ins, [core_out], layer.name, exact_name=True)
+        return
+    w.node("ReduceMean", ins, [core_out], layer.name, exact_name=True, axes=[2, 3], keepdims=0)
 
 
 OPS = [
@@ -93,7 +100,8 @@ OPS = [
           shape=shape, reference=ref.avgpool, requant=single_requant, counts=single_counts,
           macs=window_macs, export=export_pool("AveragePool"), check=check,
           range_preserving=True, doc="kernel stride pads ceil_mode count_include_pad (0/1)"),
-    OpDef("global_avgpool", onnx={"GlobalAveragePool": global_avgpool}, shape=global_shape,
+    OpDef("global_avgpool", onnx={"GlobalAveragePool": global_avgpool}, attrs=("keepdims",),
+          shape=global_shape,
           reference=ref.global_avgpool, requant=single_requant, counts=single_counts,
           macs=n_in, export=export_global, range_preserving=True, doc="-"),
 ]
