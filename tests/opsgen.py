@@ -11,7 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 def save(nodes, inits, in_shape, out_shape, path, opset=17, name="opmodel"):
     graph = helper.make_graph(
         nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(in_shape))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape) if out_shape else None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape) if out_shape else None)
+         if out_shape else helper.make_empty_tensor_value_info("y")],
         [numpy_helper.from_array(v if isinstance(v, np.ndarray) and v.dtype == np.int64
                                  else np.asarray(v, np.float32), k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

@@ -31,7 +31,7 @@ def test_registry_knows_every_ir_op_and_onnx_type():
     assert ops.for_onnx("Conv") and ops.for_onnx("HardSwish") and ops.for_onnx("Nope") is None
 
 
-def check_against_oracle(tmp_path, float_path, seed=0, exact=True):
+def check_against_oracle(tmp_path, float_path, seed=0, exact=True, roundtrip=True):
     """Float model -> built-in PTQ -> IR; the IR's QDQ export evaluated exactly and by
     unoptimized onnxruntime, tensor by tensor, against the integer reference; the QDQ file
     read back gives the same graph."""
@@ -53,6 +53,8 @@ def check_against_oracle(tmp_path, float_path, seed=0, exact=True):
             np.testing.assert_array_equal(a, b, err_msg=f"{layer.name} ({layer.op})")
         else:
             assert np.abs(a - b).max() <= 1 and np.mean(a == b) >= 0.99, (layer.name, layer.op)
+    if not roundtrip:
+        return g
     back = load_model(qdq, name="m")
     assert [l.op for l in back.layers] == [l.op for l in g.layers]
     for la, lb in zip(g.layers, back.layers):
@@ -182,3 +184,40 @@ def test_zero_pad_folds_into_conv_and_avgpool(tmp_path):
     g = check_against_oracle(tmp_path, path, exact=False)
     assert [l.op for l in g.layers] == ["conv2d", "conv2d", "avgpool"]
     assert g.layers[1].attrs["pads"] == (1, 2, 2, 1) and g.layers[2].attrs["count_include_pad"] == 1
+
+
+MOVE_CASES = {
+    "transpose_hw": ([helper.make_node("Transpose", ["c"], ["y"], "t", perm=[0, 1, 3, 2])], {}),
+    "shuffle": ([helper.make_node("Reshape", ["c", "s1"], ["r1"], "r1"),
+                 helper.make_node("Transpose", ["r1"], ["t"], "t", perm=[0, 2, 1, 3, 4]),
+                 helper.make_node("Reshape", ["t", "s2"], ["y"], "r2")],
+                {"s1": np.array([1, 2, 2, 6, 6], np.int64), "s2": np.array([1, 4, 6, 6], np.int64)}),
+    "d2s": ([helper.make_node("DepthToSpace", ["c"], ["y"], "d2s", blocksize=2, mode="CRD")], {}),
+    "s2d": ([helper.make_node("SpaceToDepth", ["c"], ["y"], "s2d", blocksize=2)], {}),
+    "resize": ([helper.make_node("Resize", ["c", "", "sc"], ["y"], "up", mode="nearest")],
+               {"sc": np.array([1, 1, 2, 2], np.float32)}),
+    "slice": ([helper.make_node("Slice", ["c", "st", "en", "ax"], ["y"], "sl")],
+              {"st": np.array([1, 1], np.int64), "en": np.array([3, 5], np.int64), "ax": np.array([1, 3], np.int64)}),
+    "pad_reflect": ([helper.make_node("Pad", ["c", "pp"], ["y"], "pad", mode="reflect")],
+                    {"pp": np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)}),
+    "pad_const": ([helper.make_node("Pad", ["c", "pp", "pv"], ["y"], "pad", mode="constant")],
+                  {"pp": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pv": np.float32(0.5)}),
+    "squeeze": ([helper.make_node("GlobalAveragePool", ["c"], ["g"], "gap"),
+                 helper.make_node("Squeeze", ["g", "ax"], ["y"], "sq")], {"ax": np.array([2, 3], np.int64)}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MOVE_CASES))
+def test_data_movements_are_exact_gathers(tmp_path, case):
+    nodes, inits = MOVE_CASES[case]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, inits, out_shape=None)
+    g = check_against_oracle(tmp_path, path)
+    assert g.layers[-1].op == "move" and len(g.layers) <= 3
+
+
+def test_split_every_output_used(tmp_path):
+    nodes = [helper.make_node("Split", ["c", "sp"], ["h0", "h1"], "split", axis=1),
+             helper.make_node("Add", ["h0", "h1"], ["y"], "add")]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, {"sp": np.array([2, 2], np.int64)}, out_shape=None)
+    g = check_against_oracle(tmp_path, path, exact=False, roundtrip=False)
+    assert [l.op for l in g.layers] == ["conv2d", "move", "move", "add"]

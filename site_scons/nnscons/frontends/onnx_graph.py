@@ -166,11 +166,13 @@ class OnnxWalker:
                 self.alias[out] = self.resolve(inputs[0])
             else:
                 resolved = [self.resolve(t) if t else "" for t in inputs]
-                for extra in node.output[1:]:
-                    if extra:
-                        self._unused_output(name, node, extra)
+                if not onnx_ops.is_multi_output(node.op_type):
+                    for extra in node.output[1:]:
+                        if extra:
+                            self._unused_output(name, node, extra)
                 try:
-                    self.ops.append(onnx_ops.convert(self, name, node, resolved, out))
+                    got = onnx_ops.convert(self, name, node, resolved, out)
+                    self.ops.extend(got if isinstance(got, list) else [got])
                 except (ValueError, TypeError, IndexError, KeyError) as e:   # malformed values
                     raise self.fail(name, node, f"malformed node ({type(e).__name__}: {e}); "
                                                 f"fix or re-export the model") from None

@@ -91,4 +91,11 @@ def convert(w, name, node, ins, out) -> Op:
     if fn is None:
         raise w.fail(name, node, f"op type {node.op_type!r} is not supported; "
                                  f"{supported_list()}")
+    if getattr(fn, "multi_output", False):   # gets every output, returns a list of Ops
+        return fn(w, name, node, ins, list(node.output))
     return fn(w, name, node, ins, out)
+
+
+def is_multi_output(op_type: str) -> bool:
+    from .. import ops
+    return getattr(ops.for_onnx(op_type), "multi_output", False)

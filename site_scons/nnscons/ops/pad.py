@@ -1,5 +1,6 @@
 """pad (pre-IR): ONNX Pad with constant 0, folded into the pads of the Conv (or counting
-AveragePool) that reads it. Reflect/edge padding and non-zero constants are not supported."""
+AveragePool) that reads it; any other Pad (reflect, edge, other constants, or one that no
+conv absorbs) is a data movement (ops.move)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,11 +22,13 @@ def convert(w, name, node, ins, out):
                  if len(ins) > 2 and ins[2] else 0.0)
         axes = ([int(v) for v in np.asarray(w.const(ins[3], name, node, "axes")).reshape(-1)]
                 if len(ins) > 3 and ins[3] else None)
-    if mode != "constant" or value != 0.0:
-        raise w.fail(name, node, f"Pad mode={mode!r} value={value} is not supported; only "
-                                 f"constant 0 padding before a Conv or AveragePool")
-    return Op(name, "pad", [X.activation(w, name, node, ins[0])], out, node.op_type,
-              attrs={"pads": tuple(pads), "axes": None if axes is None else tuple(axes)})
+    from .move import convert as move
+    if mode != "constant" or value != 0.0:   # reflect, edge, other constants: a gather
+        return move(w, name, node, ins, out)
+    op = Op(name, "pad", [X.activation(w, name, node, ins[0])], out, node.op_type,
+            attrs={"pads": tuple(pads), "axes": None if axes is None else tuple(axes)})
+    op.attrs["as_move"] = move(w, name, node, ins, out).attrs
+    return op
 
 
 def _spatial_pads(g, op, rank):
@@ -47,9 +50,9 @@ def fold(g, pad):
     ok = dst is not None and (dst.kind == "conv2d" or (
         dst.kind == "avgpool" and (dst.attrs.get("count_include_pad")
                                    or not any(dst.attrs["pads"]))))
-    if not ok:
-        raise g.fail(pad, "Pad is supported only when its output feeds one Conv or "
-                          "AveragePool, into whose pads it is folded")
+    if not ok:   # no conv absorbs it: a gather (ops.move)
+        pad.kind, pad.attrs = "move", pad.attrs["as_move"]
+        return
     rank = 4
     extra = _spatial_pads(g, pad, rank)
     dst.attrs["pads"] = tuple(int(a + b) for a, b in zip(dst.attrs["pads"], extra))
@@ -62,4 +65,4 @@ def fold(g, pad):
 
 
 OPS = [OpDef("pad", ir=False, onnx={"Pad": convert}, fold=fold,
-             doc="constant-0 Pad (attrs pads, axes): folded into the next conv2d/avgpool")]
+             doc="constant-0 Pad (attrs pads, axes): folded into the next conv2d/avgpool, else a move")]

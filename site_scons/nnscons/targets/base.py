@@ -103,7 +103,7 @@ def pool_check(layer, graph):
 
 # ---- parameters (.bin) layout: weight int8, bias/mult/shift int32, each 4-byte aligned
 
-_DTYPES = {"weight": "int8", "bias": "int32", "mult": "int32", "shift": "int32"}
+_DTYPES = {"weight": "int8", "bias": "int32", "mult": "int32", "shift": "int32", "index": "int32"}
 
 
 def param_arrays(layer, graph) -> dict:
@@ -122,7 +122,7 @@ def param_layout(layer, graph) -> list:
     counts = {"weight": None if layer.weight is None else int(layer.weight.size),
               "bias": None if layer.bias is None else int(layer.bias.size)}
     counts.update(_requant_counts(layer, graph))
-    for section in ("weight", "bias", "mult", "shift"):
+    for section in ("weight", "bias", "mult", "shift", "index"):
         count = counts.get(section)
         if count is None:
             continue
@@ -192,6 +192,20 @@ def flattened_from(layer, graph):
         if len(src) == 4:
             return tuple(src) if src[2] * src[3] > 1 else None
         t = p.inputs[0]
+
+
+def layout_index(layer, graph, layout: str, tensor_layouts=None) -> np.ndarray:
+    """A gather index (ops.move: output element -> input NCHW element, -1 = fill) in a
+    target's activation layout: output slot -> input slot."""
+    from ..ops.move import index
+    tl = flattened_layouts(graph) if tensor_layouts is None else tensor_layouts
+    src = graph.tensor(layer.inputs[0]).shape
+    n = int(np.prod(src))
+    slots = to_layout(np.arange(n).reshape(src), layout, tl.get(layer.inputs[0]))
+    pos = np.empty(n, dtype=np.int64)
+    pos[slots] = np.arange(n)
+    idx = to_layout(index(layer, graph), layout, tl.get(layer.output))
+    return np.where(idx < 0, -1, pos[np.maximum(idx, 0)]).astype(np.int32)
 
 
 def flattened_layouts(graph) -> dict:
