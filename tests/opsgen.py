@@ -11,8 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 def save(nodes, inits, in_shape, out_shape, path, opset=17, name="opmodel"):
     graph = helper.make_graph(
         nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(in_shape))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape) if out_shape else None)
-         if out_shape else helper.make_empty_tensor_value_info("y")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape) if out_shape else None)],
         [numpy_helper.from_array(v if isinstance(v, np.ndarray) and v.dtype == np.int64
                                  else np.asarray(v, np.float32), k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -78,3 +77,40 @@ def se_net(path, seed=0, hw=8):
              helper.make_node("GlobalAveragePool", ["sq2"], ["g"], "pool"),
              helper.make_node("Mul", ["sq2", "g"], ["y"], "mul_bcast")]
     return save(nodes, inits, (1, 3, hw, hw), (1, e, hw, hw), path, name="senet")
+
+
+def shuffle_net(path, seed=0, hw=8):
+    """A ShuffleNetV2-style unit and movement ops: Split into halves, branch (1x1, depthwise
+    3x3, 1x1), Concat, channel shuffle (Reshape-Transpose-Reshape), then DepthToSpace,
+    SpaceToDepth, Resize nearest, reflect Pad, Slice and a LeakyRelu detector-style head
+    with Concat of two scales."""
+    rng = np.random.default_rng(seed)
+    c = 8
+    inits = {"w0": rng.standard_normal((c, 3, 3, 3)) * 0.4, "b0": rng.standard_normal(c) * 0.1,
+             "w1": rng.standard_normal((4, 4, 1, 1)) * 0.5, "wd": rng.standard_normal((4, 1, 3, 3)) * 0.5,
+             "w2": rng.standard_normal((4, 4, 1, 1)) * 0.5, "sp": np.array([4, 4], np.int64),
+             "s1": np.array([1, 2, 4, hw, hw], np.int64), "s2": np.array([1, c, hw, hw], np.int64),
+             "wdn": rng.standard_normal((c, c, 3, 3)) * 0.2, "sc": np.array([1, 1, 2, 2], np.float32),
+             "pp": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64),
+             "st": np.array([0], np.int64), "en": np.array([6], np.int64), "ax": np.array([1], np.int64)}
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], "conv0", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"], "relu0"),
+             helper.make_node("Split", ["r0", "sp"], ["left", "right"], "split", axis=1),
+             helper.make_node("Conv", ["right", "w1"], ["br1"], "branch_pw1"),
+             helper.make_node("Relu", ["br1"], ["br1r"], "branch_relu1"),
+             helper.make_node("Conv", ["br1r", "wd"], ["brd"], "branch_dw", pads=[1, 1, 1, 1], group=4),
+             helper.make_node("Conv", ["brd", "w2"], ["br2"], "branch_pw2"),
+             helper.make_node("Relu", ["br2"], ["br2r"], "branch_relu2"),
+             helper.make_node("Concat", ["left", "br2r"], ["cat"], "concat", axis=1),
+             helper.make_node("Reshape", ["cat", "s1"], ["sh1"], "shuffle_reshape1"),
+             helper.make_node("Transpose", ["sh1"], ["sht"], "shuffle_transpose", perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Reshape", ["sht", "s2"], ["shuf"], "shuffle_reshape2"),
+             helper.make_node("SpaceToDepth", ["shuf"], ["s2d"], "s2d", blocksize=2),
+             helper.make_node("DepthToSpace", ["s2d"], ["d2s"], "d2s", blocksize=2, mode="DCR"),
+             helper.make_node("Conv", ["d2s", "wdn"], ["down"], "down", strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("LeakyRelu", ["down"], ["dl"], "leaky", alpha=0.1),
+             helper.make_node("Resize", ["dl", "", "sc"], ["up"], "upsample", mode="nearest"),
+             helper.make_node("Concat", ["up", "shuf"], ["fpn"], "fpn_concat", axis=1),
+             helper.make_node("Pad", ["fpn", "pp"], ["padded"], "reflect_pad", mode="reflect"),
+             helper.make_node("Slice", ["padded", "st", "en", "ax"], ["y"], "slice")]
+    return save(nodes, inits, (1, 3, hw, hw), (1, 6, hw + 2, hw + 2), path, name="shufflenet")

@@ -221,3 +221,13 @@ def test_split_every_output_used(tmp_path):
     path = opsgen.conv_then(tmp_path / "m.onnx", nodes, {"sp": np.array([2, 2], np.int64)}, out_shape=None)
     g = check_against_oracle(tmp_path, path, exact=False, roundtrip=False)
     assert [l.op for l in g.layers] == ["conv2d", "move", "move", "add"]
+
+
+def test_shuffle_and_detector_movements_match_the_oracle(tmp_path):
+    g = check_against_oracle(tmp_path, opsgen.shuffle_net(tmp_path / "s.onnx"), exact=False)
+    assert sum(l.op == "move" for l in g.layers) >= 5
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_shuffle_net_builds_bit_exact(project, target):
+    _passes(project, opsgen.shuffle_net(project.file("m/shufflenet.onnx")), target)

@@ -20,4 +20,9 @@ void nn_mul_s8(int outer, int c, int inner, const int8_t *a, int32_t a_zp,
                int32_t mult, int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max,
                int8_t *out);
 
+/* Data movement (nnscons.ops.move): out[i] = index[i] < 0 ? fill : table[in[index[i]] + 128]
+ * for i in [0, n); the index is in the target's activation layout. */
+void nn_gather_s8(int n, const int8_t *in, const int32_t *index, const int8_t *table,
+                  int8_t fill, int8_t *out);
+
 #endif /* NN_OPS_H */

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...resources import data_path
-from ..base import OpImpl, flattened_from, layout_bytes, param_arrays, pool_check
+from ..base import OpImpl, flattened_from, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
 
 C = data_path("kernels", "common") + "/"
@@ -30,6 +30,7 @@ OPS = {
     "reshape": OpImpl("reshape.c.j2", ()),
     "lut": OpImpl("lut.c.j2", (C + "nn_lut.c",), lambda layer, graph: _lut_check(layer)),
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
+    "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
 }
 
 
@@ -104,6 +105,9 @@ def plan_tiling(layer, graph, budget):
         return tiling.plan_flat(n, 1, 1, 8, budget)
     if op == "lut":
         return _lut_tiling(layer, graph, n, budget)
+    if op == "move":   # the whole input and the table stay in L1; index chunks stream
+        n_in = _numel(graph.tensor(layer.inputs[0]).shape)
+        return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)
     if op == "mul":
         m = _mul_spec(layer, graph)
         if m["mode"] == "same":
@@ -191,6 +195,8 @@ def pack_params(layer, graph, layout) -> bytes:
     arrays = dict(param_arrays(layer, graph))
     if layer.op == "conv2d":
         arrays["weight"] = np.ascontiguousarray(layer.weight.transpose(0, 2, 3, 1))
+    elif layer.op == "move":   # the gather index in HWC slots
+        arrays["index"] = layout_index(layer, graph, "hwc")
     elif layer.op == "linear":
         src = flattened_from(layer, graph)
         if src is not None:
