@@ -231,3 +231,52 @@ def test_shuffle_and_detector_movements_match_the_oracle(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_shuffle_net_builds_bit_exact(project, target):
     _passes(project, opsgen.shuffle_net(project.file("m/shufflenet.onnx")), target)
+
+
+def test_pytorch_style_shape_chain_before_reshape_is_folded(tmp_path):
+    """Shape -> Gather -> Unsqueeze -> Concat -> Reshape (what torch.flatten exports)."""
+    nodes = [helper.make_node("Shape", ["c"], ["shp"], "shape"),
+             helper.make_node("Gather", ["shp", "zero"], ["n"], "gather", axis=0),
+             helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"], "unsq"),
+             helper.make_node("Concat", ["n1", "minus1"], ["newshape"], "cat", axis=0),
+             helper.make_node("Reshape", ["c", "newshape"], ["f"], "reshape"),
+             helper.make_node("Sigmoid", ["f"], ["y"], "sig")]
+    inits = {"zero": np.array(0, np.int64), "ax0": np.array([0], np.int64),
+             "minus1": np.array([-1], np.int64)}
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, inits, out_shape=(1, 144))
+    g = check_against_oracle(tmp_path, path)
+    assert [l.op for l in g.layers] == ["conv2d", "reshape", "lut"]
+
+
+def test_float_island_after_the_last_quantize_is_calibrated(tmp_path):
+    """QDQ model whose tail (Sigmoid, Mul by a constant) the quantizer left in float."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(np.float32(0.02), "xs"), numpy_helper.from_array(np.int8(0), "xz"),
+             numpy_helper.from_array(np.float32(0.05), "cs"), numpy_helper.from_array(np.int8(-3), "cz"),
+             numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32), "w"),
+             numpy_helper.from_array(np.float32(2.5), "k")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("Conv", ["xd", "w"], ["c"], "conv", pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "cs", "cz"], ["cq"]),
+             helper.make_node("DequantizeLinear", ["cq", "cs", "cz"], ["cd"]),
+             helper.make_node("Sigmoid", ["cd"], ["s"], "sig"),
+             helper.make_node("Mul", ["s", "k"], ["y"], "scale")]
+    graph = helper.make_graph(nodes, "island", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = str(tmp_path / "island.onnx")
+    onnx.save(model, path)
+    g = load_model(path, name="island")
+    assert [l.op for l in g.layers] == ["conv2d", "lut", "lut"]
+    assert g.notes and "built-in calibration" in g.notes[0]
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    from nnscons.export.ort_oracle import run
+    want = run(path, x)
+    out = g.tensor(g.output)
+    got = (run_graph(g, quantize_input(g, x))[g.output].astype(np.float32) - out.q.zero_point) * out.q.scale
+    # two quantizations the float model does not have: a few LSB, not exact
+    assert np.abs(got - want).max() <= 5 * out.q.scale
