@@ -280,3 +280,23 @@ def test_float_island_after_the_last_quantize_is_calibrated(tmp_path):
     got = (run_graph(g, quantize_input(g, x))[g.output].astype(np.float32) - out.q.zero_point) * out.q.scale
     # two quantizations the float model does not have: a few LSB, not exact
     assert np.abs(got - want).max() <= 5 * out.q.scale
+
+
+@pytest.mark.parametrize("stride,pads,out_pad", [((2, 2), (1, 1, 1, 1), (1, 1)), ((2, 1), (0, 1, 0, 1), (0, 0)),
+                                                 ((1, 1), (1, 1, 1, 1), (0, 0))])
+def test_conv_transpose_is_spread_plus_conv(tmp_path, stride, pads, out_pad):
+    rng = np.random.default_rng(4)
+    nodes = [helper.make_node("ConvTranspose", ["c", "wt", "bt"], ["y"], "deconv", strides=list(stride),
+                              pads=list(pads), output_padding=list(out_pad), kernel_shape=[3, 3])]
+    inits = {"wt": rng.standard_normal((4, 5, 3, 3)) * 0.3, "bt": rng.standard_normal(5) * 0.1}
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, inits, out_shape=None)
+    g = check_against_oracle(tmp_path, path, roundtrip=False)
+    # and the decomposition is ConvTranspose: compare with the float model in onnxruntime
+    from nnscons.export.ort_oracle import run
+    x = rng.standard_normal(g.tensor(g.input).shape).astype(np.float32)
+    want = run(path, x)
+    out = g.tensor(g.output)
+    assert want.shape == out.shape
+    got = (run_graph(g, quantize_input(g, x))[g.output].astype(np.float32) - out.q.zero_point) * out.q.scale
+    # quantization of the float model (PTQ clipping on a few inputs): close, not exact
+    assert np.mean(np.abs(got - want) <= 3 * out.q.scale) >= 0.95

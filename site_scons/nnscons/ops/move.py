@@ -130,6 +130,13 @@ def apply_steps(steps, x):
     """The steps applied to the float64 array x (onnx's reference evaluator)."""
     from onnx.reference import ReferenceEvaluator
     for step in steps:
+        if step[0] == "__stuff__":   # ConvTranspose's spread: stride - 1 zeros between elements
+            sh, sw = dict(step[1])["strides"]
+            n, c, h, w = x.shape
+            y = np.zeros((n, c, (h - 1) * sh + 1, (w - 1) * sw + 1))
+            y[:, :, ::sh, ::sw] = x
+            x = y
+            continue
         model = _node_model(step, x.shape)
         x = np.asarray(ReferenceEvaluator(model).run(None, {"x": x})[-1], dtype=np.float64)
     return x
