@@ -23,7 +23,7 @@ from nnscons.reference import quantize_input, run_graph  # noqa: E402
 
 CASES = [("mobilenetv2", (1, 3, 32, 32)), ("mobilenetv3", (1, 3, 32, 32)), ("dscnn", None),
          ("mobilenetv1_025", (1, 3, 32, 32)), ("resnet8", (1, 3, 16, 16)), ("autoencoder", None),
-         ("encdec", (1, 3, 16, 16))]
+         ("encdec", (1, 3, 16, 16)), ("tcn", None)]
 IDS = [c[0] for c in CASES]
 
 

@@ -90,8 +90,8 @@ def resolve_input_shape(path: str, name: str, declared: list, override) -> tuple
             raise ModelError(f"{path}: the model input {name!r} has symbolic dimensions "
                              f"{declared}; declare the model in targets.yaml with 'input_shape: [1, C, H, W]'")
         shape = (1 if declared[0] is None else declared[0],) + tuple(declared[1:])
-    if len(shape) not in (2, 4):
-        raise ModelError(f"{path}: input shape {shape} must be (1, C, H, W) or (1, F)")
+    if len(shape) not in (2, 3, 4):
+        raise ModelError(f"{path}: input shape {shape} must be (1, C, H, W), (1, C, L) or (1, F)")
     if shape[0] != 1:
         raise ModelError(f"{path}: batch size {shape[0]} in input shape {shape}; only batch 1 "
                          f"is supported -- export the model with batch 1 or a dynamic batch")

@@ -24,6 +24,12 @@ from .onnx_file import OnnxFile, attributes, constant_value, node_label
 PASS_THROUGH = ("Identity", "Dropout")
 
 
+def as_2d_shape(shape) -> tuple:
+    """1-D networks: a rank-3 (1, C, L) tensor is (1, C, 1, L) inside nnscons."""
+    shape = tuple(shape)
+    return shape[:2] + (1,) + shape[2:] if len(shape) == 3 else shape
+
+
 def along_axis(a: np.ndarray, ndim: int, axis: int) -> np.ndarray:
     """Per-tensor (size 1) or per-axis quantization parameters, broadcastable to ndim."""
     if a.size == 1:
@@ -253,7 +259,8 @@ class OnnxWalker:
     def _graph(self) -> OpGraph:
         out = self.resolve(self.f.output)
         g = OpGraph(source=self.f.path, input=self.f.input, output=out,
-                    input_shape=self.f.input_shape, ops=self.ops, qparams=self.qparams)
+                    input_shape=as_2d_shape(self.f.input_shape), ops=self.ops,
+                    qparams=self.qparams)
         if out == self.f.input or g.producer(out) is None:
             raise ModelError(f"{self.f.path}: the network output {self.f.output!r} is not "
                              f"computed by any supported layer")

@@ -28,8 +28,12 @@ def activation(w, name, node, tensor, what="input"):
 
 
 def weight(w, name, node, tensor, out_axis, ndim):
-    """(real weight with output channels first, exact (int8, scale[O]) or None)."""
+    """(real weight with output channels first, exact (int8, scale[O]) or None). A 1-D
+    conv weight (O, I, k) where ndim is 4 reads as (O, I, 1, k)."""
     real = np.asarray(w.const(tensor, name, node, "weight"), dtype=np.float64)
+    if ndim == 4 and real.ndim == 3:
+        out, exact = weight(w, name, node, tensor, out_axis, 3)
+        return out[:, :, None, :], None if exact is None else (exact[0][:, :, None, :], exact[1])
     if real.ndim != ndim:
         raise w.fail(name, node, f"weight {tensor!r} has shape {real.shape}; a {ndim}-D "
                                  f"weight is expected")
@@ -65,6 +69,19 @@ def bias(w, name, node, tensor, n_out, beta=1.0):
         exact = (qc.q.reshape(-1).astype(np.int32),
                  np.broadcast_to(qc.scale.reshape(-1), (n_out,)).astype(np.float64))
     return real, exact
+
+
+def window_1d_as_2d(a: dict) -> dict:
+    """1-D window attributes (Conv1d, pools on (1, C, L)) as 2-D ones with H = 1."""
+    a = dict(a)
+    if len(a.get("kernel_shape", (0, 0))) == 1:
+        a["kernel_shape"] = [1] + list(a["kernel_shape"])
+    for k, one in (("strides", 1), ("dilations", 1)):
+        if k in a and len(a[k]) == 1:
+            a[k] = [one] + list(a[k])
+    if "pads" in a and len(a["pads"]) == 2:
+        a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
+    return a
 
 
 def window(w, name, node, a, kernel):

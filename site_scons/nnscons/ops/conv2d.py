@@ -14,7 +14,7 @@ from ._common import n_out, pair
 
 
 def convert(w, name, node, ins, out):
-    a = attributes(node)
+    a = X.window_1d_as_2d(attributes(node))
     weight, wq = X.weight(w, name, node, ins[1] if len(ins) > 1 else "", 0, 4)
     if "kernel_shape" in a and tuple(a["kernel_shape"]) != weight.shape[2:]:
         raise w.fail(name, node, f"kernel_shape {a['kernel_shape']} does not match the weight "

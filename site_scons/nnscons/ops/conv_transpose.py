@@ -12,7 +12,7 @@ from ..passes.opgraph import Op
 
 
 def convert(w, name, node, ins, out):
-    a = attributes(node)
+    a = X.window_1d_as_2d(attributes(node))
     if int(a.get("group", 1)) != 1:
         raise w.fail(name, node, f"group={a['group']} is not supported (only 1)")
     if "output_shape" in a or X.text(a.get("auto_pad", "NOTSET")) != "NOTSET":

@@ -13,7 +13,7 @@ from ._common import n_in, n_out, single_counts, single_requant
 
 
 def _pool_attrs(w, name, node):
-    a = attributes(node)
+    a = X.window_1d_as_2d(attributes(node))
     if "kernel_shape" not in a:
         raise w.fail(name, node, "kernel_shape is required")
     attrs = X.window(w, name, node, a, a["kernel_shape"])
