@@ -300,3 +300,18 @@ def test_conv_transpose_is_spread_plus_conv(tmp_path, stride, pads, out_pad):
     got = (run_graph(g, quantize_input(g, x))[g.output].astype(np.float32) - out.q.zero_point) * out.q.scale
     # quantization of the float model (PTQ clipping on a few inputs): close, not exact
     assert np.mean(np.abs(got - want) <= 3 * out.q.scale) >= 0.95
+
+
+def test_old_opset_model_is_converted(tmp_path):
+    """An opset-9 model (Upsample with scales, BN, Clip with attributes) imports through
+    onnx's version converter."""
+    rng = np.random.default_rng(2)
+    bn = {"s": rng.uniform(0.5, 2, 4), "bb": rng.standard_normal(4), "mu": rng.standard_normal(4) * 0.1,
+          "var": rng.uniform(0.5, 2, 4), "sc": np.array([1, 1, 2, 2], np.float32)}
+    nodes = [helper.make_node("BatchNormalization", ["c", "s", "bb", "mu", "var"], ["n"], "bn"),
+             helper.make_node("Clip", ["n"], ["r"], "clip", min=0.0, max=6.0),
+             helper.make_node("Upsample", ["r", "sc"], ["y"], "up", mode="nearest")]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, bn, opset=9, out_shape=(1, 4, 12, 12))
+    g = load_model(path, name="m")
+    assert [l.op for l in g.layers] == ["conv2d", "move"]
+    check_against_oracle(tmp_path, path)

@@ -100,6 +100,22 @@ def resolve_input_shape(path: str, name: str, declared: list, override) -> tuple
     return shape
 
 
+MIN_OPSET = 11       # older models are converted to UPGRADE_OPSET by onnx.version_converter
+UPGRADE_OPSET = 13
+
+
+def _upgrade(proto: onnx.ModelProto, opset: int):
+    """(model, opset) at UPGRADE_OPSET when onnx's version converter manages, else as given
+    (the converters still read the old forms: Clip's min/max attributes, Pad's pads, ...)."""
+    from onnx import version_converter
+    try:
+        new = version_converter.convert_version(proto, UPGRADE_OPSET)
+        onnx.checker.check_model(new)
+    except Exception:   # noqa: BLE001 - the original model is still importable
+        return proto, opset
+    return new, UPGRADE_OPSET
+
+
 def read_onnx(path: str, input_shape=None) -> OnnxFile:
     proto = _load(path)
     graph = proto.graph
@@ -115,6 +131,10 @@ def read_onnx(path: str, input_shape=None) -> OnnxFile:
                          f"outputs; exactly one of each is supported")
     opset = max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
                 default=0)
+    if 0 < opset < MIN_OPSET:
+        proto, opset = _upgrade(proto, opset)
+        graph = proto.graph
+        inputs = [i for i in graph.input if i.name not in inits]
     shape = resolve_input_shape(path, inputs[0].name, _declared_shape(path, inputs[0]),
                                 input_shape)
     return OnnxFile(path, proto, inputs[0].name, graph.output[0].name, shape, opset)
