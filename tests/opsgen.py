@@ -114,3 +114,16 @@ def shuffle_net(path, seed=0, hw=8):
              helper.make_node("Pad", ["fpn", "pp"], ["padded"], "reflect_pad", mode="reflect"),
              helper.make_node("Slice", ["padded", "st", "en", "ax"], ["y"], "slice")]
     return save(nodes, inits, (1, 3, hw, hw), (1, 6, hw + 2, hw + 2), path, name="shufflenet")
+
+
+def classifier_tail(path, seed=0):
+    """Conv, global max pool, Squeeze, Gemm, Softmax: a classifier's tail."""
+    rng = np.random.default_rng(seed)
+    inits = {"w": rng.standard_normal((8, 3, 3, 3)) * 0.4, "b": rng.standard_normal(8) * 0.1,
+             "ax": np.array([2, 3], np.int64), "wf": rng.standard_normal((10, 8)) * 0.8}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalMaxPool", ["c"], ["g"], "gmp"),
+             helper.make_node("Squeeze", ["g", "ax"], ["f"], "squeeze"),
+             helper.make_node("Gemm", ["f", "wf"], ["logits"], "fc", transB=1),
+             helper.make_node("Softmax", ["logits"], ["y"], "softmax", axis=-1)]
+    return save(nodes, inits, (1, 3, 8, 8), (1, 10), path, name="clstail")

@@ -315,3 +315,20 @@ def test_old_opset_model_is_converted(tmp_path):
     g = load_model(path, name="m")
     assert [l.op for l in g.layers] == ["conv2d", "move"]
     check_against_oracle(tmp_path, path)
+
+
+def test_softmax_of_a_classifier_within_one_lsb(tmp_path):
+    nodes = [helper.make_node("GlobalAveragePool", ["c"], ["g"], "gap"),
+             helper.make_node("Flatten", ["g"], ["f"], "flat"),
+             helper.make_node("Gemm", ["f", "wf"], ["logits"], "fc", transB=1),
+             helper.make_node("Softmax", ["logits"], ["y"], "softmax", axis=-1)]
+    rng = np.random.default_rng(6)
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, {"wf": rng.standard_normal((10, 4)) * 2},
+                            out_shape=(1, 10))
+    g = check_against_oracle(tmp_path, path, exact=False)
+    assert g.layers[-1].op == "softmax"
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_classifier_tail_builds_bit_exact(project, target):
+    _passes(project, opsgen.classifier_tail(project.file("m/clstail.onnx")), target)

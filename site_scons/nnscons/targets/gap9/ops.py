@@ -31,6 +31,7 @@ OPS = {
     "lut": OpImpl("lut.c.j2", (C + "nn_lut.c",), lambda layer, graph: _lut_check(layer)),
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
+    "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
 }
 
 
@@ -105,6 +106,8 @@ def plan_tiling(layer, graph, budget):
         return tiling.plan_flat(n, 1, 1, 8, budget)
     if op == "lut":
         return _lut_tiling(layer, graph, n, budget)
+    if op == "softmax":   # one whole row per chunk, the exp table with the parameters
+        return tiling.plan_flat(1, n, n, 1024 + 8, budget)
     if op == "move":   # the whole input and the table stay in L1; index chunks stream
         n_in = _numel(graph.tensor(layer.inputs[0]).shape)
         return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)

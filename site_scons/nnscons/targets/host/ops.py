@@ -23,6 +23,7 @@ OPS = {
     "lut": OpImpl("lut.c.j2", (K + "nn_lut.c",)),
     "mul": OpImpl("mul.c.j2", (K + "nn_broadcast.c",), spec=lambda l, g: {"mode": l.attrs["mode"]}),
     "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
+    "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
 }
 
 
