@@ -332,3 +332,10 @@ def test_softmax_of_a_classifier_within_one_lsb(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_classifier_tail_builds_bit_exact(project, target):
     _passes(project, opsgen.classifier_tail(project.file("m/clstail.onnx")), target)
+
+
+def test_whole_map_average_pool_is_a_global_pool(tmp_path):
+    nodes = [helper.make_node("AveragePool", ["c"], ["y"], "pool", kernel_shape=[6, 6])]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, out_shape=(1, 4, 1, 1))
+    g = check_against_oracle(tmp_path, path, roundtrip=False)
+    assert [l.op for l in g.layers] == ["conv2d", "global_avgpool"]

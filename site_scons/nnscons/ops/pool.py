@@ -50,6 +50,11 @@ def shape(g, op, ins):
     need_rank(g, op, ins[0], 4, "N,C,H,W")
     if op.attrs.get("global"):   # GlobalMaxPool: the window is the whole map
         op.attrs["kernel"] = tuple(ins[0][2:])
+    if (op.kind == "avgpool" and tuple(op.attrs["kernel"]) == tuple(ins[0][2:])
+            and not any(op.attrs["pads"])):
+        # a window covering the whole map is a global pool (tiled over channels)
+        op.kind, op.attrs = "global_avgpool", {}
+        return (1, ins[0][1], 1, 1)
     return (1, ins[0][1]) + spatial(g, op, ins[0], ceil_mode=op.attrs["ceil_mode"])
 
 
