@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 
-from . import conv2dk14, mobilenetv1, resnet18, simplecnn
+from . import (autoencoder, conv2dk14, dscnn, encdec, mobilenetv1, mobilenetv2, mobilenetv3, resnet8,
+               resnet18, simplecnn, tcn)
 
-ZOO = {"conv2dk14": conv2dk14, "resnet18": resnet18, "simplecnn": simplecnn, **mobilenetv1.VARIANTS}
+ZOO = {"conv2dk14": conv2dk14, "resnet18": resnet18, "simplecnn": simplecnn, **mobilenetv1.VARIANTS,
+       "mobilenetv2": mobilenetv2, "mobilenetv3": mobilenetv3, "dscnn": dscnn, "resnet8": resnet8,
+       "autoencoder": autoencoder, "encdec": encdec, "tcn": tcn}
 
 
 def _module(name: str):

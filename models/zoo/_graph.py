@@ -61,7 +61,8 @@ class Builder:
         b = self.param(f"{name}.bias", self.normal((fout,), 0.05))
         return self.node("Gemm", name, [x, w, b], output, alpha=1.0, beta=1.0, transB=1)
 
-    def model(self, graph_name: str, input_name: str, input_shape, output_name: str, output_shape):
+    def model(self, graph_name: str, input_name: str, input_shape, output_name: str, output_shape,
+              opset: int = OPSET):
         from onnx import TensorProto, helper
         graph = helper.make_graph(
             self.nodes, graph_name,
@@ -69,7 +70,7 @@ class Builder:
             [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, list(output_shape))],
             initializer=self.initializers)
         return helper.make_model(graph, producer_name=PRODUCER, producer_version=PRODUCER_VERSION,
-                                 ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)])
+                                 ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", opset)])
 
 
 def check_nchw(shape, channels=None, min_hw=1) -> None:

@@ -32,8 +32,13 @@ from typing import Optional
 
 import numpy as np
 
-OPS = ("conv2d", "linear", "maxpool", "avgpool", "global_avgpool", "add", "concat",
-       "requant", "reshape")
+
+
+def __getattr__(name):
+    if name == "OPS":   # every IR op, from the registry (nnscons.ops)
+        from . import ops
+        return ops.ir_ops()
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ class Graph:
         """Internal consistency check (programming errors, not user errors)."""
         known = {self.input}
         for layer in self.layers:
-            assert layer.op in OPS, layer.op
+            assert layer.op in __getattr__("OPS"), layer.op
             for t in layer.inputs:
                 assert t in known, f"{layer.name}: input {t} used before defined"
             assert layer.output in self.tensors, layer.output

@@ -371,10 +371,10 @@ class _Validator:
                              ".onnx file or an ARES export directory", "set 'format: onnx' or 'format: ares'")
 
     def input_shape(self, value, path, line, zoo):
-        ok = (isinstance(value, list) and len(value) in (2, 4)
+        ok = (isinstance(value, list) and len(value) in (2, 3, 4)
               and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value))
         if not ok:
-            raise self.error(line, path, f"expected [1, C, H, W] or [1, F] with positive "
+            raise self.error(line, path, f"expected [1, C, H, W], [1, C, L] or [1, F] with positive "
                              f"integers, got {json.dumps(value) if isinstance(value, list) else _describe(value)}")
         if value[0] != 1:
             raise self.error(line, path, f"batch size must be 1, got {value[0]}")

@@ -20,7 +20,8 @@ with (M, s) for m = s_in / s_out, so a mean that is exactly halfway in real arit
 (2 of 4, 3 of 6, ...) is a tie here too and rounds to even, as the QDQ graph does; a
 multiplier approximating m / c could not tell a tie from a near-tie.
 
-Per-op parameters (all returned by requant_params(); array dtypes are int32):
+Per-op parameters (each op module's OpDef.requant, returned by requant_params(); array
+dtypes are int32):
 
   conv2d, linear   mult[o], shift[o]   for m[o] = s_in * s_w[o] / s_out
   maxpool, requant mult[1], shift[1]   for m = s_in / s_out          (applied to x - zp_in)
@@ -114,35 +115,11 @@ def requantize(acc, mult, shift, zp_out: int, act_min: int = -128, act_max: int 
     return np.clip(out, act_min, act_max).astype(np.int8)
 
 
-def _pair(ms):
-    M = np.array([p[0] for p in ms], dtype=np.int32)
-    S = np.array([p[1] for p in ms], dtype=np.int32)
-    return M, S
-
-
 def requant_params(layer, graph) -> dict:
-    """Integer parameters of `layer` as {'mult': int32[...], 'shift': int32[...]} (see module doc)."""
-    out_q = graph.tensor(layer.output).q
-    ins = [graph.tensor(t) for t in layer.inputs]
-    op = layer.op
-    if op in ("conv2d", "linear"):
-        s_in = ins[0].q.scale
-        M, S = _pair([quantize_multiplier(s_in * float(sw) / out_q.scale)
-                      for sw in layer.weight_scale])
-        return {"mult": M, "shift": S}
-    if op in ("maxpool", "requant", "avgpool", "global_avgpool"):
-        return dict(zip(("mult", "shift"), _pair([quantize_multiplier(ins[0].q.scale / out_q.scale)])))
-    if op == "add":
-        m = [t.q.scale / out_q.scale for t in ins]
-        _, s = quantize_multiplier(max(m))
-        return {"mult": np.array([multiplier_with_shift(x, s) for x in m], dtype=np.int32),
-                "shift": np.array([s], dtype=np.int32)}
-    if op == "concat":
-        return dict(zip(("mult", "shift"),
-                        _pair([quantize_multiplier(t.q.scale / out_q.scale) for t in ins])))
-    if op == "reshape":
-        return {}
-    raise ValueError(f"no requantization rule for op {op!r}")
+    """Integer parameters of `layer` as {'mult': int32[...], 'shift': int32[...]}: the op's
+    own rule (OpDef.requant in nnscons.ops; see the module doc)."""
+    from . import ops
+    return ops.requant_params(layer, graph)
 
 
 # Largest number of products one conv/linear output may sum so that the accumulator stays

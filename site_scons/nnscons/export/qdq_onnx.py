@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from .. import ops
 from ..ir import Graph, Layer
 
 OPSET = 13
@@ -50,15 +51,17 @@ class _Writer:
         self.names = _Names(set(graph.tensors) | {l.name for l in graph.layers})
         self.nodes, self.inits = [], []
         self.value = {}      # IR tensor -> name of its dequantized float value
+        self.opset = OPSET   # raised by an op's export when it needs a newer ONNX op
 
     def const(self, base, array) -> str:
         name = self.names.fresh(base)
         self.inits.append(numpy_helper.from_array(np.asarray(array), name))
         return name
 
-    def node(self, op_type, inputs, outputs, base, **attrs):
-        self.nodes.append(helper.make_node(op_type, inputs, outputs,
-                                           name=self.names.fresh(base), **attrs))
+    def node(self, op_type, inputs, outputs, base, exact_name=False, **attrs):
+        """A node named `base` itself (exact_name: the layer's own node) or a fresh name."""
+        name = base if exact_name else self.names.fresh(base)
+        self.nodes.append(helper.make_node(op_type, inputs, outputs, name=name, **attrs))
 
     def qdq(self, t: str, src: str, q_name: str = None, q_out: str = None):
         """QuantizeLinear(src) -> DequantizeLinear with the params of IR tensor t."""
@@ -104,50 +107,28 @@ class _Writer:
         self.nodes.append(helper.make_node("Clip", [src] + bounds, [dst], name=name))
 
     def layer(self, layer: Layer):
+        """The op's export hook (OpDef.export) writes the real-valued core computation into
+        `core_out` (or returns the tensor holding it, or DONE when it wrote everything);
+        the fused clamp and the output's QuantizeLinear/DequantizeLinear follow."""
         ins = [self.value[t] for t in layer.inputs]
-        t, a = layer.output, layer.attrs
-        if layer.op == "requant" and layer.act_min == -128 and layer.act_max == 127:
-            q_out = self.names.fresh(f"{t}_q") if t == self.g.output else t
-            self.qdq(t, ins[0], q_name=layer.name, q_out=q_out)
-            return
+        t = layer.output
+        d = ops.get(layer.op)
+        if d.export is None:
+            raise ValueError(f"cannot export op {layer.op!r}")
         pre = self.float_name(t)
         has_clamp = layer.act_min > -128 or layer.act_max < 127
         core_out = self.names.fresh(f"{t}_preact") if has_clamp else pre
-        if layer.op == "requant":
-            core_out = ins[0]
-        elif layer.op == "conv2d":
-            self.nodes.append(helper.make_node(
-                "Conv", ins + self.weights(layer), [core_out], name=layer.name,
-                kernel_shape=list(a["kernel"]), strides=list(a["stride"]),
-                pads=list(a["pads"]), dilations=list(a["dilation"]), group=a["groups"]))
-        elif layer.op == "linear":
-            self.nodes.append(helper.make_node("Gemm", ins + self.weights(layer), [core_out],
-                                               name=layer.name, transB=1))
-        elif layer.op in ("maxpool", "avgpool"):
-            extra = ({"count_include_pad": a["count_include_pad"]} if layer.op == "avgpool"
-                     else {})
-            self.nodes.append(helper.make_node(
-                "MaxPool" if layer.op == "maxpool" else "AveragePool", ins, [core_out],
-                name=layer.name, kernel_shape=list(a["kernel"]), strides=list(a["stride"]),
-                pads=list(a["pads"]), ceil_mode=a["ceil_mode"], **extra))
-        elif layer.op == "global_avgpool":
-            self.nodes.append(helper.make_node("GlobalAveragePool", ins, [core_out],
-                                               name=layer.name))
-        elif layer.op == "add":
-            self.nodes.append(helper.make_node("Add", ins, [core_out], name=layer.name))
-        elif layer.op == "concat":
-            self.nodes.append(helper.make_node("Concat", ins, [core_out], name=layer.name,
-                                               axis=1))
-        elif layer.op == "reshape":
-            shape = self.const(f"{layer.name}_shape", np.array(a["shape"], dtype=np.int64))
-            self.nodes.append(helper.make_node("Reshape", ins + [shape], [core_out],
-                                               name=layer.name))
-        else:
-            raise ValueError(f"cannot export op {layer.op!r}")
-        if has_clamp:   # a standalone Relu/Clip (requant) keeps the layer's name
-            name = layer.name if layer.op == "requant" else self.names.fresh(
+        got = d.export(self, layer, ins, core_out)
+        if got is ops.DONE:
+            return
+        if got is not None:
+            core_out = got
+        if has_clamp:   # a standalone Relu/Clip (no core node) keeps the layer's name
+            name = layer.name if got is not None else self.names.fresh(
                 layer.fused[-1] if layer.fused else f"{layer.name}_act")
             self.clamp(layer, core_out, pre, name)
+        elif got is not None:
+            self.node("Identity", [core_out], [pre], f"{layer.name}_identity")
         self.qdq(t, pre)
 
     def model(self) -> onnx.ModelProto:
@@ -160,7 +141,7 @@ class _Writer:
         y = helper.make_tensor_value_info(g.output, TensorProto.FLOAT,
                                           list(g.tensor(g.output).shape))
         graph = helper.make_graph(self.nodes, g.name, [x], [y], self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                   producer_name="nnscons", ir_version=IR_VERSION)
         onnx.checker.check_model(model)
         return model

@@ -40,12 +40,22 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
                          f"already quantized")
     g = OnnxWalker(f).walk()
     prepare(g)
+    notes = []
     if fmt == "float":
         calibrate(f, g, calibration_samples(source, f.input_shape, calibration))
     else:
         inherit_qparams(g)
+        islands = [op.output for op in g.ops if op.output not in g.qparams]
+        if islands and g.input in g.qparams:
+            # float islands (ops the quantizer left in float): the built-in calibration
+            # quantizes them, from the QDQ model's own values on seeded random inputs
+            calibrate(f, g, calibration_samples(source, f.input_shape, None), only=islands)
+            notes.append(f"{len(islands)} tensor(s) left in float by the model's quantizer "
+                         f"were quantized with the built-in calibration: "
+                         f"{', '.join(islands[:8])}{' ...' if len(islands) > 8 else ''}")
     graph = to_ir(g, name)
     graph.default_input = None
+    graph.notes = notes
     return graph
 
 

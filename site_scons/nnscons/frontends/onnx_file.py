@@ -90,14 +90,30 @@ def resolve_input_shape(path: str, name: str, declared: list, override) -> tuple
             raise ModelError(f"{path}: the model input {name!r} has symbolic dimensions "
                              f"{declared}; declare the model in targets.yaml with 'input_shape: [1, C, H, W]'")
         shape = (1 if declared[0] is None else declared[0],) + tuple(declared[1:])
-    if len(shape) not in (2, 4):
-        raise ModelError(f"{path}: input shape {shape} must be (1, C, H, W) or (1, F)")
+    if len(shape) not in (2, 3, 4):
+        raise ModelError(f"{path}: input shape {shape} must be (1, C, H, W), (1, C, L) or (1, F)")
     if shape[0] != 1:
         raise ModelError(f"{path}: batch size {shape[0]} in input shape {shape}; only batch 1 "
                          f"is supported -- export the model with batch 1 or a dynamic batch")
     if min(shape) < 1:
         raise ModelError(f"{path}: input shape {shape} has an empty dimension")
     return shape
+
+
+MIN_OPSET = 11       # older models are converted to UPGRADE_OPSET by onnx.version_converter
+UPGRADE_OPSET = 13
+
+
+def _upgrade(proto: onnx.ModelProto, opset: int):
+    """(model, opset) at UPGRADE_OPSET when onnx's version converter manages, else as given
+    (the converters still read the old forms: Clip's min/max attributes, Pad's pads, ...)."""
+    from onnx import version_converter
+    try:
+        new = version_converter.convert_version(proto, UPGRADE_OPSET)
+        onnx.checker.check_model(new)
+    except Exception:   # noqa: BLE001 - the original model is still importable
+        return proto, opset
+    return new, UPGRADE_OPSET
 
 
 def read_onnx(path: str, input_shape=None) -> OnnxFile:
@@ -115,6 +131,10 @@ def read_onnx(path: str, input_shape=None) -> OnnxFile:
                          f"outputs; exactly one of each is supported")
     opset = max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
                 default=0)
+    if 0 < opset < MIN_OPSET:
+        proto, opset = _upgrade(proto, opset)
+        graph = proto.graph
+        inputs = [i for i in graph.input if i.name not in inits]
     shape = resolve_input_shape(path, inputs[0].name, _declared_shape(path, inputs[0]),
                                 input_shape)
     return OnnxFile(path, proto, inputs[0].name, graph.output[0].name, shape, opset)

@@ -24,6 +24,12 @@ from .onnx_file import OnnxFile, attributes, constant_value, node_label
 PASS_THROUGH = ("Identity", "Dropout")
 
 
+def as_2d_shape(shape) -> tuple:
+    """1-D networks: a rank-3 (1, C, L) tensor is (1, C, 1, L) inside nnscons."""
+    shape = tuple(shape)
+    return shape[:2] + (1,) + shape[2:] if len(shape) == 3 else shape
+
+
 def along_axis(a: np.ndarray, ndim: int, axis: int) -> np.ndarray:
     """Per-tensor (size 1) or per-axis quantization parameters, broadcastable to ndim."""
     if a.size == 1:
@@ -156,6 +162,8 @@ class OnnxWalker:
                                             f"supported; {onnx_ops.supported_list()}")
             if node.op_type == "Constant":
                 self.consts[out] = constant_value(node)
+            elif self._fold(name, node, inputs):
+                pass
             elif node.op_type == "QuantizeLinear":
                 self._quantize(name, node, inputs, out)
             elif node.op_type == "DequantizeLinear":
@@ -166,15 +174,81 @@ class OnnxWalker:
                 self.alias[out] = self.resolve(inputs[0])
             else:
                 resolved = [self.resolve(t) if t else "" for t in inputs]
-                for extra in node.output[1:]:
-                    if extra:
-                        self._unused_output(name, node, extra)
+                if not onnx_ops.is_multi_output(node.op_type):
+                    for extra in node.output[1:]:
+                        if extra:
+                            self._unused_output(name, node, extra)
                 try:
-                    self.ops.append(onnx_ops.convert(self, name, node, resolved, out))
+                    got = onnx_ops.convert(self, name, node, resolved, out)
+                    self.ops.extend(got if isinstance(got, list) else [got])
                 except (ValueError, TypeError, IndexError, KeyError) as e:   # malformed values
                     raise self.fail(name, node, f"malformed node ({type(e).__name__}: {e}); "
                                                 f"fix or re-export the model") from None
         return self._graph()
+
+    # -- constant folding -------------------------------------------------------------------
+    def _static_shapes(self) -> dict:
+        """{tensor: static shape} from onnx's shape inference with the resolved input shape."""
+        if getattr(self, "_shapes", None) is None:
+            import onnx
+            proto = onnx.ModelProto()
+            proto.CopyFrom(self.f.proto)
+            inp = [i for i in proto.graph.input if i.name == self.f.input][0]
+            inp.type.tensor_type.shape.Clear()
+            for d in self.f.input_shape:
+                inp.type.tensor_type.shape.dim.add().dim_value = d
+            try:
+                inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+            except Exception:   # noqa: BLE001 - shapes only enable folding
+                inferred = proto
+            shapes = {}
+            for vi in list(inferred.graph.value_info) + list(inferred.graph.input):
+                t = vi.type.tensor_type
+                if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
+                    shapes[vi.name] = tuple(d.dim_value for d in t.shape.dim)
+            self._shapes = shapes
+        return self._shapes
+
+    FOLD_SKIP = ("QuantizeLinear", "DequantizeLinear", "Identity", "Dropout")
+
+    def _fold(self, name, node, inputs) -> bool:
+        """Evaluate a node whose inputs are all constants (the Shape/Gather/Concat/Unsqueeze
+        chains exporters put before a Reshape) with onnx's reference evaluator; Shape of an
+        activation is its static shape. Returns True when the node became constants."""
+        if node.op_type in self.FOLD_SKIP:
+            return False
+        if node.op_type == "Shape" and inputs and not self.is_const(self.resolve(inputs[0])):
+            shape = self._static_shapes().get(inputs[0]) or self._static_shapes().get(
+                self.resolve(inputs[0]))
+            if shape is None:
+                raise self.fail(name, node, "the shape of its input is not static; export the "
+                                            "model with a fixed input shape")
+            a = attributes(node)
+            start, end = a.get("start", 0), a.get("end", len(shape))
+            self.consts[node.output[0]] = np.array(shape[start:end], dtype=np.int64)
+            return True
+        real = [t for t in inputs if t]
+        if not real or not all(t in self.consts for t in (self.resolve(x) for x in real)):
+            return False
+        from onnx import helper as H
+        from onnx.reference import ReferenceEvaluator
+        names = [f"i{k}" if t else "" for k, t in enumerate(inputs)]
+        feeds = {f"i{k}": self.consts[self.resolve(t)] for k, t in enumerate(inputs) if t}
+        outs = [f"o{k}" for k in range(len(node.output))]
+        n = H.make_node(node.op_type, names, outs, **attributes(node))
+        graph = H.make_graph([n], "fold", [H.make_tensor_value_info(k, H.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                                           for k, v in feeds.items()],
+                             [H.make_tensor_value_info(o, 0, None) for o in outs])
+        model = H.make_model(graph, opset_imports=[H.make_opsetid("", max(self.f.opset, 7))])
+        try:
+            values = ReferenceEvaluator(model).run(None, feeds)
+        except Exception as e:   # noqa: BLE001
+            raise self.fail(name, node, f"cannot fold this constant computation "
+                                        f"({type(e).__name__}: {e})") from None
+        for t, v in zip(node.output, values):
+            if t:
+                self.consts[t] = np.asarray(v)
+        return True
 
     def _unused_output(self, name, node, tensor):
         users = [n for n in self.f.proto.graph.node if tensor in n.input]
@@ -185,7 +259,8 @@ class OnnxWalker:
     def _graph(self) -> OpGraph:
         out = self.resolve(self.f.output)
         g = OpGraph(source=self.f.path, input=self.f.input, output=out,
-                    input_shape=self.f.input_shape, ops=self.ops, qparams=self.qparams)
+                    input_shape=as_2d_shape(self.f.input_shape), ops=self.ops,
+                    qparams=self.qparams)
         if out == self.f.input or g.producer(out) is None:
             raise ModelError(f"{self.f.path}: the network output {self.f.output!r} is not "
                              f"computed by any supported layer")

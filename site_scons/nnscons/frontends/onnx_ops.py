@@ -1,4 +1,5 @@
-"""ONNX node -> pre-IR Op converters (one function per supported op type)."""
+"""Shared helpers of the ONNX converters (the converters live in nnscons.ops, one module
+per op) and the dispatch from an ONNX node to its converter."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,29 +7,33 @@ import numpy as np
 from ..passes.opgraph import Op
 from .onnx_file import attributes
 
-SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool",
-             "GlobalAveragePool", "Add", "Concat", "Flatten", "Reshape", "BatchNormalization",
-             "Identity", "Dropout", "QuantizeLinear", "DequantizeLinear", "Constant")
+# Handled by the graph walker itself, not by a converter.
+WALKER_OPS = ("Identity", "Dropout", "QuantizeLinear", "DequantizeLinear", "Constant")
 
 
 def supported_list() -> str:
-    return "supported ops: " + ", ".join(SUPPORTED)
+    from .. import ops
+    return "supported ops: " + ", ".join(sorted(ops.onnx_types() + WALKER_OPS))
 
 
-def _text(v) -> str:
+def text(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def _activation(w, name, node, tensor, what="input"):
+def activation(w, name, node, tensor, what="input"):
     if not tensor or w.is_const(tensor):
         raise w.fail(name, node, f"{what} {tensor!r} must be an activation, not a constant "
                                  f"(only {what}s computed from the network input are supported)")
     return tensor
 
 
-def _weight(w, name, node, tensor, out_axis, ndim):
-    """(real weight with output channels first, exact (int8, scale[O]) or None)."""
+def weight(w, name, node, tensor, out_axis, ndim):
+    """(real weight with output channels first, exact (int8, scale[O]) or None). A 1-D
+    conv weight (O, I, k) where ndim is 4 reads as (O, I, 1, k)."""
     real = np.asarray(w.const(tensor, name, node, "weight"), dtype=np.float64)
+    if ndim == 4 and real.ndim == 3:
+        out, exact = weight(w, name, node, tensor, out_axis, 3)
+        return out[:, :, None, :], None if exact is None else (exact[0][:, :, None, :], exact[1])
     if real.ndim != ndim:
         raise w.fail(name, node, f"weight {tensor!r} has shape {real.shape}; a {ndim}-D "
                                  f"weight is expected")
@@ -49,7 +54,7 @@ def _weight(w, name, node, tensor, out_axis, ndim):
     return np.moveaxis(real, out_axis, 0), exact
 
 
-def _bias(w, name, node, tensor, n_out, beta=1.0):
+def bias(w, name, node, tensor, n_out, beta=1.0):
     """(real bias[O] or None, exact (int32[O], scale[O]) or None)."""
     if not tensor:
         return None, None
@@ -66,9 +71,22 @@ def _bias(w, name, node, tensor, n_out, beta=1.0):
     return real, exact
 
 
-def _window(w, name, node, a, kernel):
+def window_1d_as_2d(a: dict) -> dict:
+    """1-D window attributes (Conv1d, pools on (1, C, L)) as 2-D ones with H = 1."""
+    a = dict(a)
+    if len(a.get("kernel_shape", (0, 0))) == 1:
+        a["kernel_shape"] = [1] + list(a["kernel_shape"])
+    for k, one in (("strides", 1), ("dilations", 1)):
+        if k in a and len(a[k]) == 1:
+            a[k] = [one] + list(a[k])
+    if "pads" in a and len(a["pads"]) == 2:
+        a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
+    return a
+
+
+def window(w, name, node, a, kernel):
     """stride/pads/dilation of a 2-D window op; auto_pad NOTSET or VALID only."""
-    auto_pad = _text(a.get("auto_pad", "NOTSET"))
+    auto_pad = text(a.get("auto_pad", "NOTSET"))
     if auto_pad not in ("NOTSET", "VALID"):
         raise w.fail(name, node, f"auto_pad={auto_pad} is not supported; use explicit pads "
                                  f"(auto_pad NOTSET) or VALID")
@@ -84,131 +102,17 @@ def _window(w, name, node, a, kernel):
             "dilation": dilation}
 
 
-def conv(w, name, node, ins, out):
-    a = attributes(node)
-    weight, wq = _weight(w, name, node, ins[1] if len(ins) > 1 else "", 0, 4)
-    if "kernel_shape" in a and tuple(a["kernel_shape"]) != weight.shape[2:]:
-        raise w.fail(name, node, f"kernel_shape {a['kernel_shape']} does not match the weight "
-                                 f"{weight.shape}")
-    attrs = _window(w, name, node, a, weight.shape[2:])
-    attrs["groups"] = int(a.get("group", 1))
-    bias, bq = _bias(w, name, node, ins[2] if len(ins) > 2 else "", weight.shape[0])
-    return Op(name, "conv2d", [_activation(w, name, node, ins[0])], out, node.op_type,
-              attrs=attrs, weight=weight, bias=bias, weight_q=wq, bias_q=bq)
-
-
-def gemm(w, name, node, ins, out):
-    a = attributes(node)
-    if a.get("transA", 0):
-        raise w.fail(name, node, "transA=1 is not supported")
-    weight, wq = _weight(w, name, node, ins[1], 0 if a.get("transB", 0) else 1, 2)
-    alpha = float(a.get("alpha", 1.0))
-    if alpha != 1.0:
-        weight, wq = weight * alpha, None
-    bias, bq = _bias(w, name, node, ins[2] if len(ins) > 2 else "", weight.shape[0],
-                     float(a.get("beta", 1.0)))
-    return Op(name, "linear", [_activation(w, name, node, ins[0])], out, node.op_type,
-              weight=weight, bias=bias, weight_q=wq, bias_q=bq)
-
-
-def matmul(w, name, node, ins, out):
-    weight, wq = _weight(w, name, node, ins[1], 1, 2)
-    return Op(name, "linear", [_activation(w, name, node, ins[0])], out, node.op_type,
-              weight=weight, weight_q=wq)
-
-
-def _pool_attrs(w, name, node):
-    a = attributes(node)
-    if "kernel_shape" not in a:
-        raise w.fail(name, node, "kernel_shape is required")
-    attrs = _window(w, name, node, a, a["kernel_shape"])
-    if attrs.pop("dilation") != (1, 1):
-        raise w.fail(name, node, f"dilations {a['dilations']} are not supported (only 1)")
-    attrs["ceil_mode"] = int(a.get("ceil_mode", 0))
-    return a, attrs
-
-
-def maxpool(w, name, node, ins, out):
-    a, attrs = _pool_attrs(w, name, node)
-    if a.get("storage_order", 0):
-        raise w.fail(name, node, "storage_order=1 is not supported")
-    return Op(name, "maxpool", [_activation(w, name, node, ins[0])], out, node.op_type,
-              attrs=attrs)
-
-
-def avgpool(w, name, node, ins, out):
-    a, attrs = _pool_attrs(w, name, node)
-    attrs["count_include_pad"] = int(a.get("count_include_pad", 0))
-    if attrs["ceil_mode"] and attrs["count_include_pad"]:
-        raise w.fail(name, node, "ceil_mode=1 together with count_include_pad=1 is not "
-                                 "supported; use one of them")
-    return Op(name, "avgpool", [_activation(w, name, node, ins[0])], out, node.op_type,
-              attrs=attrs)
-
-
-def global_avgpool(w, name, node, ins, out):
-    return Op(name, "global_avgpool", [_activation(w, name, node, ins[0])], out, node.op_type)
-
-
-def add(w, name, node, ins, out):
-    return Op(name, "add", [_activation(w, name, node, t) for t in ins], out, node.op_type)
-
-
-def concat(w, name, node, ins, out):
-    return Op(name, "concat", [_activation(w, name, node, t) for t in ins], out, node.op_type,
-              attrs={"axis": int(attributes(node)["axis"])})
-
-
-def relu(w, name, node, ins, out):
-    return Op(name, "clamp", [_activation(w, name, node, ins[0])], out, node.op_type,
-              attrs={"lo": 0.0, "hi": None})
-
-
-def clip(w, name, node, ins, out):
-    if w.f.opset < 11:
-        a = attributes(node)
-        lo, hi = a.get("min"), a.get("max")
-    else:
-        lo, hi = (float(w.const(ins[i], name, node, what)) if len(ins) > i and ins[i] else None
-                  for i, what in ((1, "min"), (2, "max")))
-    return Op(name, "clamp", [_activation(w, name, node, ins[0])], out, node.op_type,
-              attrs={"lo": lo, "hi": hi})
-
-
-def flatten(w, name, node, ins, out):
-    axis = int(attributes(node).get("axis", 1))
-    return Op(name, "reshape", [_activation(w, name, node, ins[0])], out, node.op_type,
-              attrs={"shape": (1, -1), "flatten_axis": axis})
-
-
-def reshape(w, name, node, ins, out):
-    shape = w.const(ins[1], name, node, "shape")
-    if attributes(node).get("allowzero", 0) and 0 in shape:
-        raise w.fail(name, node, "allowzero=1 with a 0 in the shape is not supported")
-    return Op(name, "reshape", [_activation(w, name, node, ins[0])], out, node.op_type,
-              attrs={"shape": tuple(int(d) for d in np.asarray(shape).reshape(-1))})
-
-
-def batchnorm(w, name, node, ins, out):
-    a = attributes(node)
-    if a.get("training_mode", 0):
-        raise w.fail(name, node, "training_mode=1 is not supported; export in eval mode")
-    params = {k: np.asarray(w.const(t, name, node, k), dtype=np.float64).reshape(-1)
-              for k, t in zip(("scale", "bias", "mean", "var"), ins[1:5])}
-    params["eps"] = float(a.get("epsilon", 1e-5))
-    return Op(name, "bn", [_activation(w, name, node, ins[0])], out, node.op_type,
-              attrs=params)
-
-
-CONVERTERS = {"Conv": conv, "Gemm": gemm, "MatMul": matmul, "MaxPool": maxpool,
-              "AveragePool": avgpool, "GlobalAveragePool": global_avgpool, "Add": add,
-              "Concat": concat, "Relu": relu, "Clip": clip, "Flatten": flatten,
-              "Reshape": reshape, "BatchNormalization": batchnorm}
-
-
 def convert(w, name, node, ins, out) -> Op:
-    fn = CONVERTERS.get(node.op_type)
+    from .. import ops
+    fn = ops.for_onnx(node.op_type)
     if fn is None:
         raise w.fail(name, node, f"op type {node.op_type!r} is not supported; "
                                  f"{supported_list()}")
+    if getattr(fn, "multi_output", False):   # gets every output, returns a list of Ops
+        return fn(w, name, node, ins, list(node.output))
     return fn(w, name, node, ins, out)
+
+
+def is_multi_output(op_type: str) -> bool:
+    from .. import ops
+    return getattr(ops.for_onnx(op_type), "multi_output", False)

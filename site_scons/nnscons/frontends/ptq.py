@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from .. import ops
 from ..errors import ModelError
 from ..passes.opgraph import OpGraph
 from ..passes.quantize import inherit_qparams, minmax_qparams
@@ -17,8 +18,6 @@ from .onnx_file import OnnxFile
 
 DEFAULT_COUNT = 8
 DEFAULT_SEED = 0
-# Outputs that need no observation: they reuse their input's parameters.
-INHERITED = ("maxpool", "reshape")
 
 
 def _file_samples(path: str, files, shape: tuple) -> list:
@@ -77,11 +76,14 @@ def _observer_model(f: OnnxFile, tensors: list) -> bytes:
     return proto.SerializeToString()
 
 
-def calibrate(f: OnnxFile, g: OpGraph, samples: list) -> None:
-    """Fill g.qparams for the input and every op output from min/max over `samples`."""
+def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
+    """Fill g.qparams for the input and every op output from min/max over `samples`
+    (only: just these tensors, keeping the model's other parameters)."""
     import onnxruntime as ort
 
-    observed = [op.output for op in g.ops if op.kind not in INHERITED]
+    observed = [op.output for op in g.ops if not ops.get(op.kind).calib_inherit]
+    if only is not None:
+        observed = [t for t in only]
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 3
@@ -92,10 +94,14 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list) -> None:
     except Exception as e:
         raise ModelError(f"{f.path}: onnxruntime cannot run the float model for calibration "
                          f"({type(e).__name__}: {e})") from None
-    ranges = {g.input: [np.stack(samples)]}
+    ranges = {} if only is not None else {g.input: [np.stack(samples)]}
     for outs in runs:
         for t, v in zip(observed, outs):
             ranges.setdefault(t, []).append(v)
-    g.qparams = {t: minmax_qparams(min(v.min() for v in vs), max(v.max() for v in vs))
-                 for t, vs in ranges.items()}
+    got = {t: minmax_qparams(min(v.min() for v in vs), max(v.max() for v in vs))
+           for t, vs in ranges.items()}
+    if only is not None:
+        g.qparams.update(got)
+    else:
+        g.qparams = got
     inherit_qparams(g)

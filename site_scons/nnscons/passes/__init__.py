@@ -11,6 +11,8 @@ def prepare(g: OpGraph) -> None:
     """The structural passes every frontend runs before quantization."""
     fold_batchnorm(g)
     fuse_activations(g)
+    from ..ops.move import merge_moves   # ops import the frontends, which import passes
+    merge_moves(g)
     infer_shapes(g)
 
 

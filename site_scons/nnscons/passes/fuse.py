@@ -1,4 +1,5 @@
-"""Fuse Relu/Clip (kind 'clamp') into the conv2d/linear/add that produces its input.
+"""Fuse real-valued activations (OpDef.activation: Relu/Clip) into the op that produces
+their input when that op is OpDef.fusable (conv2d, linear, add, ...).
 
 The fused layer writes the activation's output tensor (and so its quantization); its clamp
 becomes act_min/act_max when lowering. A clamp that cannot be fused stays an op of its own
@@ -6,9 +7,8 @@ and is lowered to a 'requant' layer.
 """
 from __future__ import annotations
 
+from .. import ops
 from .opgraph import OpGraph
-
-FUSABLE = ("conv2d", "linear", "add")
 
 
 def _tighter(a, b, pick):
@@ -20,9 +20,9 @@ def _tighter(a, b, pick):
 
 
 def fuse_activations(g: OpGraph) -> None:
-    for act in [op for op in g.ops if op.kind == "clamp"]:
+    for act in [op for op in g.ops if ops.get(op.kind).activation]:
         src = g.producer(act.inputs[0])
-        if (src is None or src.kind not in FUSABLE or act.inputs[0] == g.output
+        if (src is None or not ops.get(src.kind).fusable or act.inputs[0] == g.output
                 or len(g.consumers(act.inputs[0])) != 1):
             continue
         lo, hi = src.clamp

@@ -1,15 +1,11 @@
 """Lower a fully quantized pre-IR graph to nnscons.ir.Graph."""
 from __future__ import annotations
 
+from .. import ops
 from ..errors import ModelError
 from ..ir import Graph, Layer, Tensor
 from .opgraph import Op, OpGraph, clamp_bounds
 from .quantize import bias_int32, symmetric_per_channel
-
-IR_ATTRS = {"conv2d": ("kernel", "stride", "dilation", "pads", "groups"),
-            "maxpool": ("kernel", "stride", "pads", "ceil_mode"),
-            "avgpool": ("kernel", "stride", "pads", "ceil_mode", "count_include_pad"),
-            "concat": ("axis",), "reshape": ("shape",)}
 
 
 def unique_names(names: list) -> list:
@@ -42,16 +38,18 @@ def _require_qparams(g: OpGraph) -> None:
 
 def _layer(g: OpGraph, op: Op, name: str) -> Layer:
     out_q = g.qparams[op.output]
-    attrs = {k: op.attrs[k] for k in IR_ATTRS.get(op.kind, ())}
-    layer = Layer(name=name, op="requant" if op.kind == "clamp" else op.kind,
+    d = ops.get(op.kind)
+    attrs = {k: op.attrs[k] for k in d.attrs if k in op.attrs}
+    layer = Layer(name=name, op=ops.ir_name(op.kind),
                   inputs=list(op.inputs), output=op.output, attrs=attrs,
                   fused=list(op.fused), source_ops=list(op.source_ops))
-    if op.kind in ("conv2d", "linear"):
+    if d.weighted:
         w, s_w = op.weight_q if op.weight_q is not None else symmetric_per_channel(op.weight)
         layer.weight, layer.weight_scale = w, s_w
         layer.bias = bias_int32(g, op, g.qparams[op.inputs[0]].scale, s_w)
-    lo, hi = (op.attrs["lo"], op.attrs["hi"]) if op.kind == "clamp" else op.clamp
-    layer.act_min, layer.act_max = clamp_bounds(lo, hi, out_q)
+    layer.act_min, layer.act_max = clamp_bounds(*op.clamp, out_q)
+    if d.lower:
+        d.lower(g, op, layer)
     return layer
 
 

@@ -14,11 +14,8 @@ import numpy as np
 from ..errors import ModelError
 from ..ir import QParams
 
-# Op kinds: the ir ops plus the ones that passes remove or lower.
-#   clamp  real-valued Relu/Clip (attrs lo/hi, None = unbounded): fused or lowered to requant
-#   bn     BatchNormalization (attrs scale/bias/mean/var/eps): folded into conv2d/linear
-KINDS = ("conv2d", "linear", "maxpool", "avgpool", "global_avgpool", "add", "concat",
-         "requant", "reshape", "clamp", "bn")
+# Op kinds: the IR ops plus the pre-IR kinds that passes remove or lower (nnscons.ops:
+# OpDef.ir False), e.g. clamp (real-valued Relu/Clip) and bn (BatchNormalization).
 
 
 @dataclass

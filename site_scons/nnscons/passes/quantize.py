@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops
 from ..ir import QParams
 from .opgraph import OpGraph
 
@@ -48,13 +49,10 @@ def bias_int32(g: OpGraph, op, s_in: float, s_w: np.ndarray) -> np.ndarray:
     return q.astype(np.int32)
 
 
-RANGE_PRESERVING = ("maxpool", "reshape", "avgpool", "global_avgpool", "clamp", "requant")
-
-
 def inherit_qparams(g: OpGraph) -> None:
     """Ops that cannot widen the value range reuse their input's params when the model
     gives none (onnxruntime leaves e.g. MaxPool outputs sharing the producer's params)."""
     for op in g.ops:
-        if op.output not in g.qparams and op.kind in RANGE_PRESERVING \
+        if op.output not in g.qparams and ops.get(op.kind).range_preserving \
                 and op.inputs[0] in g.qparams:
             g.qparams[op.output] = g.qparams[op.inputs[0]]

@@ -1,12 +1,14 @@
 """Activation buffer plan: one arena, liveness-based offsets.
 
 A tensor lives from the layer that writes it to the last layer that reads it
-(the network output lives to the end). `reshape` outputs alias their input.
+(the network output lives to the end). Outputs of alias ops (OpDef.alias: reshape) share their input's bytes.
 Placement is greedy first-fit, largest first, with a deterministic order.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from .. import ops
 
 ALIGN = 16
 
@@ -24,7 +26,7 @@ def plan_buffers(graph) -> dict:
     for i, layer in enumerate(graph.layers):
         for t in layer.inputs:
             death[root[t]] = max(death[root[t]], i)
-        if layer.op == "reshape":
+        if ops.get(layer.op).alias:
             root[layer.output] = root[layer.inputs[0]]
         else:
             root[layer.output] = layer.output

@@ -40,8 +40,8 @@ def zoo_code_digest() -> str:
 
 
 def cache_key(model_cfg, root: str) -> str:
-    frontend = _code_digest([os.path.join(_PKG, d, "**", "*.py") for d in ("frontends", "passes")]
-                            + [os.path.join(_PKG, "ir.py")])
+    frontend = _code_digest([os.path.join(_PKG, d, "**", "*.py") for d in ("frontends", "passes", "ops")]
+                            + [os.path.join(_PKG, "ir.py"), os.path.join(_PKG, "numerics.py")])
     if model_cfg.zoo:
         source = ["zoo", model_cfg.zoo, model_cfg.seed, zoo_code_digest()]
     else:

@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .. import numerics
+from .. import numerics, ops
 from ..errors import UserError
 
 
@@ -19,6 +19,7 @@ class OpImpl:
     template: str                       # file under templates/<target>/
     kernels: tuple                      # kernel sources under kernels/
     check: Optional[Callable] = None    # (layer, graph) -> reason string if unsupported
+    spec: Optional[Callable] = None     # (layer, graph) -> extra entries of the layer's spec
 
 
 @dataclass
@@ -98,15 +99,13 @@ def merged_options(defaults: dict, target_cfg) -> dict:
 
 
 def pool_check(layer, graph):
-    """The one pooling combination no kernel implements (OpImpl.check)."""
-    if layer.op == "avgpool" and layer.attrs.get("ceil_mode") and layer.attrs.get("count_include_pad"):
-        return "AveragePool with ceil_mode=1 and count_include_pad=1 is not supported"
-    return None
+    """What no kernel of the op implements (the op's OpDef.check; usable as OpImpl.check)."""
+    return ops.check(layer, graph)
 
 
 # ---- parameters (.bin) layout: weight int8, bias/mult/shift int32, each 4-byte aligned
 
-_DTYPES = {"weight": "int8", "bias": "int32", "mult": "int32", "shift": "int32"}
+_DTYPES = {"weight": "int8", "bias": "int32", "mult": "int32", "shift": "int32", "index": "int32"}
 
 
 def param_arrays(layer, graph) -> dict:
@@ -125,7 +124,7 @@ def param_layout(layer, graph) -> list:
     counts = {"weight": None if layer.weight is None else int(layer.weight.size),
               "bias": None if layer.bias is None else int(layer.bias.size)}
     counts.update(_requant_counts(layer, graph))
-    for section in ("weight", "bias", "mult", "shift"):
+    for section in ("weight", "bias", "mult", "shift", "index"):
         count = counts.get(section)
         if count is None:
             continue
@@ -135,17 +134,7 @@ def param_layout(layer, graph) -> list:
 
 
 def _requant_counts(layer, graph) -> dict:
-    op = layer.op
-    if op == "reshape":
-        return {}
-    if op in ("conv2d", "linear"):
-        n = int(layer.weight.shape[0])
-        return {"mult": n, "shift": n}
-    if op == "add":
-        return {"mult": 2, "shift": 1}
-    if op == "concat":
-        return {"mult": len(layer.inputs), "shift": len(layer.inputs)}
-    return {"mult": 1, "shift": 1}
+    return ops.requant_counts(layer, graph)
 
 
 def pack_params(layer, graph, layout) -> bytes:
@@ -168,20 +157,7 @@ def layout_bytes(layout) -> int:
 
 
 def macs(layer, graph) -> int:
-    out = graph.tensor(layer.output).shape
-    n_out = int(np.prod(out))
-    a = layer.attrs
-    if layer.op == "conv2d":
-        return n_out * int(np.prod(layer.weight.shape[1:]))
-    if layer.op == "linear":
-        return int(layer.weight.size)
-    if layer.op in ("maxpool", "avgpool"):
-        return n_out * a["kernel"][0] * a["kernel"][1]
-    if layer.op == "global_avgpool":
-        return int(np.prod(graph.tensor(layer.inputs[0]).shape))
-    if layer.op == "add":
-        return n_out
-    return 0
+    return ops.macs(layer, graph)
 
 
 def to_layout(array, layout: str, flattened_from=None):
@@ -212,7 +188,7 @@ def flattened_from(layer, graph):
     t = layer.inputs[0]
     while True:
         p = graph.producer(t)
-        if p is None or p.op != "reshape":
+        if p is None or not ops.get(p.op).alias:
             return None
         src = graph.tensor(p.inputs[0]).shape
         if len(src) == 4:
@@ -220,12 +196,26 @@ def flattened_from(layer, graph):
         t = p.inputs[0]
 
 
+def layout_index(layer, graph, layout: str, tensor_layouts=None) -> np.ndarray:
+    """A gather index (ops.move: output element -> input NCHW element, -1 = fill) in a
+    target's activation layout: output slot -> input slot."""
+    from ..ops.move import index
+    tl = flattened_layouts(graph) if tensor_layouts is None else tensor_layouts
+    src = graph.tensor(layer.inputs[0]).shape
+    n = int(np.prod(src))
+    slots = to_layout(np.arange(n).reshape(src), layout, tl.get(layer.inputs[0]))
+    pos = np.empty(n, dtype=np.int64)
+    pos[slots] = np.arange(n)
+    idx = to_layout(index(layer, graph), layout, tl.get(layer.output))
+    return np.where(idx < 0, -1, pos[np.maximum(idx, 0)]).astype(np.int32)
+
+
 def flattened_layouts(graph) -> dict:
     """{reshape output: the 4-D shape it flattens}: on an HWC target those tensors hold
     their 4-D input's HWC bytes, and their goldens must too (TargetPlan.tensor_layouts)."""
     out = {}
     for layer in graph.layers:
-        if layer.op == "reshape":
+        if ops.get(layer.op).alias:
             src = graph.tensor(layer.inputs[0]).shape
             if layer.inputs[0] in out:
                 out[layer.output] = out[layer.inputs[0]]

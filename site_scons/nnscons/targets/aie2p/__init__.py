@@ -185,6 +185,9 @@ def host_layer(layer, graph, cname: str, why: str) -> base.LayerPlan:
             "inputs": [tensor(t) for t in layer.inputs], "out": tensor(layer.output),
             "act": [layer.act_min, layer.act_max],
             "params": {s: {"dtype": d, "count": n, "offset": o} for s, d, n, o in layout}}
+    from ..host.ops import OPS as HOST_OPS   # op-specific spec entries (mul mode, move fill)
+    if layer.op in HOST_OPS and HOST_OPS[layer.op].spec:
+        spec.update(HOST_OPS[layer.op].spec(layer, graph))
     if layer.op in ("conv2d", "maxpool", "avgpool"):
         spec.update(kernel=list(a["kernel"]), stride=list(a["stride"]),
                     dilation=list(a.get("dilation", (1, 1))), pads=list(a["pads"]),

@@ -91,6 +91,25 @@ class HostKernels:
             cfg = LinearCfg(i["size"], o["size"], i["zp"], o["zp"], *act)
             lib.nn_linear_s8(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["weight"]),
                              _ptr(p["bias"]) if "bias" in p else None, _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
+        elif op == "lut":
+            i = ins[0]
+            per = p["weight"].size > 256
+            lib.nn_lut_s8(1, i["c"] if per else 1, i["h"] * i["w"] if per else i["size"], _ptr(chw[0]),
+                          _ptr(p["weight"]), 256 if per else 0, _ptr(out))
+        elif op == "mul":
+            a, b = ins
+            mode = spec["mode"]
+            outer, c, inner = (1, a["c"], a["h"] * a["w"]) if mode == "channel" else (1, 1, o["size"])
+            strides = {"channel": (0, 1, 0), "scalar": (0, 0, 0), "same": (0, 0, 1)}[mode]
+            lib.nn_mul_s8(outer, c, inner, _ptr(chw[0]), I32(a["zp"]), _ptr(chw[1]), I32(b["zp"]),
+                          *strides, I32(int(p["mult"][0])), I32(int(p["shift"][0])), I32(o["zp"]),
+                          I32(act[0]), I32(act[1]), _ptr(out))
+        elif op == "move":   # the index is NCHW: it gathers CHW bytes
+            lib.nn_gather_s8(o["size"], _ptr(chw[0]), _ptr(p["index"]), _ptr(p["weight"]),
+                             ctypes.c_int8(spec["fill"]), _ptr(out))
+        elif op == "softmax":
+            lib.nn_softmax_s8(1, o["size"], _ptr(chw[0]), _ptr(p["bias"]), I32(int(p["mult"][0])),
+                              I32(int(p["shift"][0])), I32(o["zp"]), I32(act[0]), I32(act[1]), _ptr(out))
         else:
             raise ValueError(f"host fallback: no kernel for op '{op}'")
         return self._to_hwc(out, o).view(np.uint8)

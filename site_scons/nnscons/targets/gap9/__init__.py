@@ -15,6 +15,7 @@ import os
 
 from ...errors import UserError
 from ...resources import data_path, data_relative
+from ... import ops as nnsops
 from .. import base
 from . import memory, ops, platforms
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
@@ -84,7 +85,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             raise UserError(f"layer '{layer.name}': {reason} (target kind 'gap9')")
         budget, at = _budget(layer, opts, overrides, where)
         til, need = ops.plan_tiling(layer, graph, budget)
-        if til is None and layer.op != "reshape":
+        if til is None and not nnsops.get(layer.op).alias:
             raise ops.budget_error(layer, need, budget, at)
         layout = base.param_layout(layer, graph)
         tier = "L3" if layer.weight is not None and layer.weight.size > threshold else "L2"

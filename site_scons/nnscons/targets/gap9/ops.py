@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...resources import data_path
-from ..base import OpImpl, flattened_from, layout_bytes, param_arrays, pool_check
+from ..base import OpImpl, flattened_from, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
 
 C = data_path("kernels", "common") + "/"
@@ -28,7 +28,30 @@ OPS = {
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
+    "lut": OpImpl("lut.c.j2", (C + "nn_lut.c",), lambda layer, graph: _lut_check(layer)),
+    "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
+    "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
+    "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
 }
+
+
+def _mul_spec(layer, graph):
+    mode = layer.attrs["mode"]
+    c = hwc(graph.tensor(layer.output).shape)["c"]
+    return {"mode": mode, "unit": c if mode == "channel" else 1,
+            "b_bytes": _numel(graph.tensor(layer.inputs[1]).shape)}
+
+
+def _lut_check(layer):
+    if layer.weight.size > 32 * 1024:
+        return (f"{layer.weight.shape[0]} per-channel lookup tables ({layer.weight.size} B) do not "
+                f"fit the 32 KB a table may take in L1")
+    return None
+
+
+def _lut_tiling(layer, graph, n, budget):
+    unit = hwc(graph.tensor(layer.output).shape)["c"] if layer.weight.shape[0] > 1 else 1
+    return tiling.plan_flat(n // unit, unit, unit, int(layer.weight.size), budget)
 
 # Fusion recipes the IR passes already applied, named as the GAP9 kernels see them
 FUSED_NAMES = {"conv2d": "conv2d+relu+quant", "linear": "linear+relu+quant",
@@ -81,6 +104,18 @@ def plan_tiling(layer, graph, budget):
         return tiling.plan_flat(n, 2, 1, 12, budget)
     if op == "requant":
         return tiling.plan_flat(n, 1, 1, 8, budget)
+    if op == "lut":
+        return _lut_tiling(layer, graph, n, budget)
+    if op == "softmax":   # one whole row per chunk, the exp table with the parameters
+        return tiling.plan_flat(1, n, n, 1024 + 8, budget)
+    if op == "move":   # the whole input and the table stay in L1; index chunks stream
+        n_in = _numel(graph.tensor(layer.inputs[0]).shape)
+        return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)
+    if op == "mul":
+        m = _mul_spec(layer, graph)
+        if m["mode"] == "same":
+            return tiling.plan_flat(n, 2, 1, 8, budget)
+        return tiling.plan_flat(n // m["unit"], m["unit"], m["unit"], 8 + m["b_bytes"], budget)
     if op == "concat":
         c = hwc(graph.tensor(layer.output).shape)["c"]
         return tiling.plan_flat(n // c, c, c, 8 * len(layer.inputs), budget)
@@ -103,6 +138,8 @@ def layer_spec(layer, graph, cname, layout, tier, til) -> dict:
         "tier": tier,
         "tile": None if til is None else til.as_dict(),
     }
+    if OPS[layer.op].spec:
+        spec.update(OPS[layer.op].spec(layer, graph))
     a = layer.attrs
     if layer.op in ("conv2d", "maxpool", "avgpool"):
         kh, kw = a["kernel"]
@@ -161,6 +198,8 @@ def pack_params(layer, graph, layout) -> bytes:
     arrays = dict(param_arrays(layer, graph))
     if layer.op == "conv2d":
         arrays["weight"] = np.ascontiguousarray(layer.weight.transpose(0, 2, 3, 1))
+    elif layer.op == "move":   # the gather index in HWC slots
+        arrays["index"] = layout_index(layer, graph, "hwc")
     elif layer.op == "linear":
         src = flattened_from(layer, graph)
         if src is not None:

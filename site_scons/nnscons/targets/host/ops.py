@@ -27,6 +27,10 @@ OPS = {
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
+    "lut": OpImpl("lut.c.j2", (K + "nn_lut.c",)),
+    "mul": OpImpl("mul.c.j2", (K + "nn_broadcast.c",), spec=lambda l, g: {"mode": l.attrs["mode"]}),
+    "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
+    "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
 }
 # convs the generator does not take (groups > 1): depthwise (groups = channels) on the
 # vectorized kernel, other grouped convs on the HWC direct kernel
@@ -59,6 +63,8 @@ def layer_spec(layer, graph, cname, layout, budget, budget_at) -> dict:
         "params": {section: {"dtype": dtype, "count": count, "offset": offset}
                    for section, dtype, count, offset in layout},
     }
+    if OPS[layer.op].spec:
+        spec.update(OPS[layer.op].spec(layer, graph))
     a = layer.attrs
     if layer.op in ("conv2d", "maxpool", "avgpool"):
         kh, kw = a["kernel"]

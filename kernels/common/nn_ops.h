@@ -1,0 +1,33 @@
+/* Portable C99 INT8 kernels of the ops added through nnscons.ops (one file per family),
+ * bit-exact with the NumPy reference.  Layout-parametric: a tensor is walked as
+ * (outer, c, inner) so the same kernel serves CHW (outer 1, inner H*W) and HWC
+ * (outer H*W, inner 1) activations. */
+#ifndef NN_OPS_H
+#define NN_OPS_H
+
+#include <stdint.h>
+
+/* out[i] = table[ch * table_stride + in[i] + 128] for element i of channel ch, over
+ * outer x c x inner elements (table_stride 0: one table for every channel). */
+void nn_lut_s8(int outer, int c, int inner, const int8_t *in, const int8_t *table,
+               int table_stride, int8_t *out);
+
+/* out = clamp(out_zp + round((a - a_zp) * (b - b_zp) * mult / 2**shift)) over outer x c x
+ * inner elements of a (contiguous); b's element for (o, ch, k) is b[o*b_so + ch*b_sc + k*b_si]
+ * (strides 0 broadcast it). */
+void nn_mul_s8(int outer, int c, int inner, const int8_t *a, int32_t a_zp,
+               const int8_t *b, int32_t b_zp, int b_so, int b_sc, int b_si,
+               int32_t mult, int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max,
+               int8_t *out);
+
+/* Data movement (nnscons.ops.move): out[i] = index[i] < 0 ? fill : table[in[index[i]] + 128]
+ * for i in [0, n); the index is in the target's activation layout. */
+void nn_gather_s8(int n, const int8_t *in, const int32_t *index, const int8_t *table,
+                  int8_t fill, int8_t *out);
+
+/* Softmax over rows of n int8 values (nnscons.ops.softmax): exp_table[d] for d = max - q,
+ * out = clamp(out_zp + round(e * mult / (sum e * 2**shift))), ties to even. */
+void nn_softmax_s8(int rows, int n, const int8_t *in, const int32_t *exp_table, int32_t mult,
+                   int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out);
+
+#endif /* NN_OPS_H */

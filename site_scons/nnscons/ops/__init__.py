@@ -1,0 +1,131 @@
+"""The op registry: everything the Python side knows about an op, in one module per op.
+
+Each module in this folder (discovered by name, in sorted order) defines ``OPS``, a list of
+OpDef, and may define ``CONVERTERS`` ({ONNX op type: converter}) for ONNX ops that become
+ops defined elsewhere (ReduceMean -> global_avgpool). An OpDef is either an IR op (``ir=True``: a Layer.op that the reference, the
+targets and the QDQ export know) or a pre-IR kind that a pass removes or lowers
+(``ir=False``: e.g. ``bn`` folded into a conv, ``clamp`` fused or lowered to ``requant``).
+
+The rest of the code asks the registry (``get``, ``for_onnx``, ``ir_ops``) and never
+compares op names; per target, an op is one entry in that target's op table
+(targets/<kind>/ops.py).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+DONE = object()   # an export hook's return value: the layer is completely written
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str                              # IR op (Layer.op) or pre-IR kind (Op.kind)
+    ir: bool = True                        # False: exists only before lowering
+    onnx: dict = field(default_factory=dict)   # ONNX op_type -> converter(w, name, node, ins, out) -> Op
+    attrs: tuple = ()                      # IR attributes kept by lowering (Layer.attrs)
+    shape: Optional[Callable] = None       # (g, op, input shapes) -> output shape (may normalize attrs)
+    reference: Optional[Callable] = None   # (layer, graph, int8 inputs) -> int8 output
+    requant: Optional[Callable] = None     # (layer, graph) -> {'mult': int32[], 'shift': int32[], ...}
+    counts: Optional[Callable] = None      # (layer, graph) -> {section: count} of requant()'s arrays
+    macs: Optional[Callable] = None        # (layer, graph) -> int
+    export: Optional[Callable] = None      # (writer, layer, float inputs, core_out) -> None | str | DONE
+    lower: Optional[Callable] = None       # (g, op, layer) -> None: lowering beyond attrs
+    lowers_to: Optional[str] = None        # pre-IR kind lowered to this IR op
+    fold: Optional[Callable] = None        # (g, op) -> None: a pre-IR rewrite (BN folding)
+    check: Optional[Callable] = None       # (layer, graph) -> reason str: no target implements it
+    weighted: bool = False                 # int8 weight + int32 bias, quantized when lowering
+    fusable: bool = False                  # a following clamp fuses into it (act_min/act_max)
+    activation: bool = False               # a real-valued clamp that fuses into its producer
+    range_preserving: bool = False         # output may reuse its input's params (QDQ, PTQ)
+    calib_inherit: bool = False            # PTQ needs not observe its output (same params)
+    alias: bool = False                    # output is its input's bytes (no code, shared buffer)
+    doc: str = ""
+
+
+_REGISTRY: dict = {}
+_ONNX: dict = {}
+
+
+def _load() -> None:
+    if _REGISTRY:
+        return
+    here = os.path.dirname(__file__)
+    for mod in sorted(m.name for m in pkgutil.iter_modules([here])):
+        if mod.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{mod}")
+        for d in getattr(module, "OPS", ()):
+            assert d.name not in _REGISTRY, f"op {d.name!r} registered twice"
+            _REGISTRY[d.name] = d
+            for op_type, fn in d.onnx.items():
+                assert op_type not in _ONNX, f"ONNX op {op_type!r} registered twice"
+                _ONNX[op_type] = fn
+        for op_type, fn in getattr(module, "CONVERTERS", {}).items():
+            assert op_type not in _ONNX, f"ONNX op {op_type!r} registered twice"
+            _ONNX[op_type] = fn
+
+
+def get(name: str) -> OpDef:
+    _load()
+    return _REGISTRY[name]
+
+
+def find(name: str) -> Optional[OpDef]:
+    _load()
+    return _REGISTRY.get(name)
+
+
+def all_ops() -> list:
+    _load()
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def ir_ops() -> tuple:
+    """Every IR op name, sorted."""
+    return tuple(d.name for d in all_ops() if d.ir)
+
+
+def for_onnx(op_type: str) -> Optional[Callable]:
+    """The converter of an ONNX op type, or None."""
+    _load()
+    return _ONNX.get(op_type)
+
+
+def onnx_types() -> tuple:
+    _load()
+    return tuple(sorted(_ONNX))
+
+
+def ir_name(kind: str) -> str:
+    """The IR op a pre-IR kind lowers to."""
+    d = get(kind)
+    return d.lowers_to or d.name
+
+
+def requant_params(layer, graph) -> dict:
+    d = get(layer.op)
+    return d.requant(layer, graph) if d.requant else {}
+
+
+def requant_counts(layer, graph) -> dict:
+    d = get(layer.op)
+    return d.counts(layer, graph) if d.counts else {}
+
+
+def macs(layer, graph) -> int:
+    d = get(layer.op)
+    return int(d.macs(layer, graph)) if d.macs else 0
+
+
+def check(layer, graph):
+    """Why no target can run this layer (a string), or None."""
+    d = get(layer.op)
+    return d.check(layer, graph) if d.check else None
+
+
+__all__ = ["OpDef", "DONE", "get", "find", "all_ops", "ir_ops", "for_onnx", "onnx_types",
+           "ir_name", "requant_params", "requant_counts", "macs", "check"]

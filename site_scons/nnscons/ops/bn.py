@@ -1,0 +1,59 @@
+"""bn: BatchNormalization (pre-IR), folded in float into the conv2d/linear before it;
+elsewhere a per-channel affine table (ops.lut)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..frontends import onnx_ops as X
+from ..frontends.onnx_file import attributes
+from ..passes.opgraph import Op
+from . import OpDef, get
+
+
+def convert(w, name, node, ins, out):
+    a = attributes(node)
+    if a.get("training_mode", 0):
+        raise w.fail(name, node, "training_mode=1 is not supported; export in eval mode")
+    params = {k: np.asarray(w.const(t, name, node, k), dtype=np.float64).reshape(-1)
+              for k, t in zip(("scale", "bias", "mean", "var"), ins[1:5])}
+    params["eps"] = float(a.get("epsilon", 1e-5))
+    return Op(name, "bn", [X.activation(w, name, node, ins[0])], out, node.op_type,
+              attrs=params)
+
+
+def _as_table(g, bn):
+    """A BatchNormalization that follows no conv: a per-channel affine op, i.e. one
+    lookup table per channel (ops.lut)."""
+    a = bn.attrs
+    consts = tuple((pos, (len(a[k]),), tuple(float(v) for v in a[k]))
+                   for pos, k in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "var")))
+    op = Op(bn.name, "lut", list(bn.inputs), bn.output, bn.source_op,
+            attrs={"fn": "BatchNormalization", "fn_attrs": (("epsilon", a["eps"]),),
+                   "fn_consts": consts, "x_pos": 0})
+    g.ops[g.ops.index(bn)] = op
+
+
+def fold(g, bn):
+    src = g.producer(bn.inputs[0])
+    if (src is None or not get(src.kind).weighted or len(g.consumers(bn.inputs[0])) != 1
+            or bn.inputs[0] == g.output):
+        _as_table(g, bn)
+        return
+    a = bn.attrs
+    k = a["scale"] / np.sqrt(a["var"] + a["eps"])
+    n_out = src.weight.shape[0]
+    if k.shape != (n_out,):
+        raise g.fail(bn, f"has {k.shape[0]} channels but {src.name!r} has {n_out} outputs")
+    bias = src.bias if src.bias is not None else np.zeros(n_out)
+    src.weight = src.weight * k.reshape((-1,) + (1,) * (src.weight.ndim - 1))
+    src.bias = (bias - a["mean"]) * k + a["bias"]
+    # The model's integer weights/bias no longer describe the folded layer.
+    src.weight_q = src.bias_q = None
+    src.output = bn.output
+    src.fused.append(bn.name)
+    src.source_ops.append(bn.source_op)
+    g.ops.remove(bn)
+
+
+OPS = [OpDef("bn", ir=False, onnx={"BatchNormalization": convert}, fold=fold,
+             doc="BatchNormalization (attrs scale/bias/mean/var/eps): folded into conv2d/linear")]

@@ -1,0 +1,82 @@
+"""mul: the product of two activations, the second broadcast (same shape, per channel or
+one value): acc = (a - za) * (b - zb), requantized with m = sa * sb / s_out.
+Mul or Div with a constant operand is a lookup table (ops.lut)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import numerics
+from ..frontends import onnx_ops as X
+from ..passes.opgraph import Op
+from . import OpDef
+from ._common import n_out, pair, zp
+
+MODES = ("same", "channel", "scalar")
+
+
+def convert(w, name, node, ins, out):
+    from .lut import const_binary
+    op = const_binary(w, name, node, ins, out)
+    if op is not None:
+        return op
+    if node.op_type == "Div":
+        raise w.fail(name, node, "Div of two activations is not supported (only Div by a "
+                                 "constant, per tensor or per channel)")
+    return Op(name, "mul", [X.activation(w, name, node, t) for t in ins], out, node.op_type)
+
+
+def broadcast_mode(g, op, ins):
+    """Order the operands (the full-size one first) and name how the second broadcasts."""
+    a, b = ins
+    if np.prod(a) < np.prod(b):
+        op.inputs = op.inputs[::-1]
+        a, b = b, a
+    try:
+        full = np.broadcast_shapes(a, b)
+    except ValueError:
+        raise g.fail(op, f"operand shapes {a} and {b} do not broadcast") from None
+    if tuple(full) != tuple(a):
+        raise g.fail(op, f"operand shapes {a} and {b} broadcast to {tuple(full)}; only one "
+                         f"operand may be broadcast")
+    b_full = (1,) * (len(a) - len(b)) + tuple(b)
+    if b_full == tuple(a):
+        mode = "same"
+    elif all(d == 1 for d in b_full):
+        mode = "scalar"
+    elif len(a) >= 2 and b_full[1] == a[1] and all(d == 1 for i, d in enumerate(b_full) if i != 1):
+        mode = "channel"
+    else:
+        raise g.fail(op, f"operand of shape {b} broadcasts over {a} along other axes than "
+                         f"the channels; supported: same shape, per channel, one value")
+    op.attrs["mode"] = mode
+    return a
+
+
+def requant(layer, graph):
+    s = [graph.tensor(t).q.scale for t in layer.inputs]
+    return pair([numerics.quantize_multiplier(s[0] * s[1] / graph.tensor(layer.output).q.scale)])
+
+
+def expand(layer, graph, b):
+    """b (int8, its own shape) as an array broadcastable to the output."""
+    out = graph.tensor(layer.output).shape
+    return b.reshape((1,) * (len(out) - b.ndim) + b.shape)
+
+
+def reference(layer, graph, inputs):
+    a, b = inputs
+    p = requant(layer, graph)
+    acc = (a.astype(np.int64) - zp(graph, layer.inputs[0])) * \
+        (expand(layer, graph, b).astype(np.int64) - zp(graph, layer.inputs[1]))
+    return numerics.requantize(acc, p["mult"][0], p["shift"][0], zp(graph, layer.output),
+                               layer.act_min, layer.act_max)
+
+
+def export(w, layer, ins, core_out):
+    w.node("Mul", ins, [core_out], layer.name, exact_name=True)
+
+
+OPS = [OpDef("mul", onnx={"Mul": convert, "Div": convert}, attrs=("mode",),
+             shape=broadcast_mode, reference=reference, requant=requant,
+             counts=lambda layer, graph: {"mult": 1, "shift": 1}, macs=n_out, export=export,
+             fusable=True, doc="mode (same | channel | scalar: how the second input broadcasts)")]

@@ -1,0 +1,112 @@
+"""maxpool, avgpool (ONNX MaxPool/AveragePool, 2-D) and global_avgpool (GlobalAveragePool)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..frontends import onnx_ops as X
+from ..frontends.onnx_file import attributes
+from ..passes.opgraph import Op
+from ..passes.shapes import need_rank, spatial
+from ..reference import pool as ref
+from . import OpDef
+from ._common import n_in, n_out, single_counts, single_requant
+
+
+def _pool_attrs(w, name, node):
+    a = X.window_1d_as_2d(attributes(node))
+    if "kernel_shape" not in a:
+        raise w.fail(name, node, "kernel_shape is required")
+    attrs = X.window(w, name, node, a, a["kernel_shape"])
+    if attrs.pop("dilation") != (1, 1):
+        raise w.fail(name, node, f"dilations {a['dilations']} are not supported (only 1)")
+    attrs["ceil_mode"] = int(a.get("ceil_mode", 0))
+    return a, attrs
+
+
+def maxpool(w, name, node, ins, out):
+    a, attrs = _pool_attrs(w, name, node)
+    if a.get("storage_order", 0):
+        raise w.fail(name, node, "storage_order=1 is not supported")
+    return Op(name, "maxpool", [X.activation(w, name, node, ins[0])], out, node.op_type,
+              attrs=attrs)
+
+
+def avgpool(w, name, node, ins, out):
+    a, attrs = _pool_attrs(w, name, node)
+    attrs["count_include_pad"] = int(a.get("count_include_pad", 0))
+    if attrs["ceil_mode"] and attrs["count_include_pad"]:
+        raise w.fail(name, node, "ceil_mode=1 together with count_include_pad=1 is not "
+                                 "supported; use one of them")
+    return Op(name, "avgpool", [X.activation(w, name, node, ins[0])], out, node.op_type,
+              attrs=attrs)
+
+
+def global_avgpool(w, name, node, ins, out):
+    return Op(name, "global_avgpool", [X.activation(w, name, node, ins[0])], out,
+              node.op_type)
+
+
+def shape(g, op, ins):
+    need_rank(g, op, ins[0], 4, "N,C,H,W")
+    if op.attrs.get("global"):   # GlobalMaxPool: the window is the whole map
+        op.attrs["kernel"] = tuple(ins[0][2:])
+    if (op.kind == "avgpool" and tuple(op.attrs["kernel"]) == tuple(ins[0][2:])
+            and not any(op.attrs["pads"])):
+        # a window covering the whole map is a global pool (tiled over channels)
+        op.kind, op.attrs = "global_avgpool", {}
+        return (1, ins[0][1], 1, 1)
+    return (1, ins[0][1]) + spatial(g, op, ins[0], ceil_mode=op.attrs["ceil_mode"])
+
+
+def global_shape(g, op, ins):
+    need_rank(g, op, ins[0], 4, "N,C,H,W")
+    if not op.attrs.get("keepdims", 1):
+        return (1, ins[0][1])
+    return (1, ins[0][1], 1, 1)
+
+
+def check(layer, graph):
+    """The one pooling combination no kernel implements."""
+    if layer.attrs.get("ceil_mode") and layer.attrs.get("count_include_pad"):
+        return "AveragePool with ceil_mode=1 and count_include_pad=1 is not supported"
+    return None
+
+
+def window_macs(layer, graph):
+    kh, kw = layer.attrs["kernel"]
+    return n_out(layer, graph) * kh * kw
+
+
+def export_pool(op_type):
+    def export(w, layer, ins, core_out):
+        a = layer.attrs
+        extra = ({"count_include_pad": a["count_include_pad"]}
+                 if "count_include_pad" in a else {})
+        w.node(op_type, ins, [core_out], layer.name, exact_name=True,
+               kernel_shape=list(a["kernel"]), strides=list(a["stride"]), pads=list(a["pads"]),
+               ceil_mode=a["ceil_mode"], **extra)
+    return export
+
+
+def export_global(w, layer, ins, core_out):
+    if layer.attrs.get("keepdims", 1):
+        w.node("GlobalAveragePool", ins, [core_out], layer.name, exact_name=True)
+        return
+    w.node("ReduceMean", ins, [core_out], layer.name, exact_name=True, axes=[2, 3], keepdims=0)
+
+
+OPS = [
+    OpDef("maxpool", onnx={"MaxPool": maxpool}, attrs=("kernel", "stride", "pads", "ceil_mode"),
+          shape=shape, reference=ref.maxpool, requant=single_requant, counts=single_counts,
+          macs=window_macs, export=export_pool("MaxPool"), range_preserving=True,
+          calib_inherit=True, doc="kernel stride pads (top,left,bottom,right) ceil_mode"),
+    OpDef("avgpool", onnx={"AveragePool": avgpool},
+          attrs=("kernel", "stride", "pads", "ceil_mode", "count_include_pad"),
+          shape=shape, reference=ref.avgpool, requant=single_requant, counts=single_counts,
+          macs=window_macs, export=export_pool("AveragePool"), check=check,
+          range_preserving=True, doc="kernel stride pads ceil_mode count_include_pad (0/1)"),
+    OpDef("global_avgpool", onnx={"GlobalAveragePool": global_avgpool}, attrs=("keepdims",),
+          shape=global_shape,
+          reference=ref.global_avgpool, requant=single_requant, counts=single_counts,
+          macs=n_in, export=export_global, range_preserving=True, doc="-"),
+]
