@@ -227,3 +227,26 @@ def flattened_layouts(graph) -> dict:
 def unsupported(layer, target: str, ops: dict) -> UserError:
     return UserError(f"layer '{layer.name}' ({'+'.join(layer.source_ops) or layer.op}): op '{layer.op}' "
                      f"is not supported by target kind '{target}'; supported ops: {', '.join(sorted(ops))}")
+
+
+def pack_hwc(layer, graph, layout) -> bytes:
+    """The weights .bin of a target whose activations are HWC (gap9, host): conv weights
+    OHWI; Linear columns in HWC order when the Linear reads a flattened 4-D tensor; a
+    move's gather index in HWC slots."""
+    arrays = dict(param_arrays(layer, graph))
+    if layer.op == "conv2d":
+        arrays["weight"] = np.ascontiguousarray(layer.weight.transpose(0, 2, 3, 1))
+    elif layer.op == "move":   # the gather index in HWC slots
+        arrays["index"] = layout_index(layer, graph, "hwc")
+    elif layer.op == "linear":
+        src = flattened_from(layer, graph)
+        if src is not None:
+            _, c, h, w = src
+            o = layer.weight.shape[0]
+            arrays["weight"] = np.ascontiguousarray(
+                layer.weight.reshape(o, c, h, w).transpose(0, 2, 3, 1).reshape(o, -1))
+    blob = bytearray(layout_bytes(layout))
+    for section, dtype, count, offset in layout:
+        raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()
+        blob[offset:offset + len(raw)] = raw
+    return bytes(blob)

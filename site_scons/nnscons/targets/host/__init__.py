@@ -97,6 +97,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             layout = base.param_layout(layer, graph)
         spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
+        spec["layout"] = "hwc"                       # the layout-parametric kernels (lut, mul)
         report = {"l1_budget": budget}
         if layer.op in ("add", "maxpool") or dw:     # vectorized kernels: nn_simd.c
             spec["isa"] = isa_codes.get(overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"]), 1)

@@ -26,8 +26,10 @@ def weights_py() -> list:
 
 
 def pack_hwc(layer, graph, layout) -> bytes:
-    """Other layers: conv weights OHWI, linear columns in HWC order (as on gap9)."""
-    return _pack_ohwi(layer, graph, layout)
+    """Other layers: conv weights OHWI, linear columns in HWC order, gather indices in HWC
+    slots (as on gap9)."""
+    from ..base import pack_hwc as hwc
+    return hwc(layer, graph, layout)
 
 
 def pack_depthwise(layer, graph, layout) -> bytes:
