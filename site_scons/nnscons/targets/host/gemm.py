@@ -11,7 +11,6 @@ import numpy as np
 from ... import kernelgen, numerics
 from ...builders.nodes import py_sources
 from ...errors import UserError
-from ..gap9.ops import pack_params as _pack_ohwi
 
 KEYS = ("mr", "nr", "k_unroll", "order")
 ORDERS = ("panel", "block")
