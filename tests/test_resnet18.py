@@ -17,10 +17,11 @@ def test_resnet18_runs_and_one_layer_edit_rebuilds_only_that_layer(project):
     assert steps(project.scons("model=resnet18").stdout) == []
 
     text = project.read("targets.yaml")
-    anchor = "      calibration: {count: 4, seed: 0}\n"
-    assert text.endswith(anchor)
-    project.write("targets.yaml", text + "    targets:\n      host:\n        layers:\n"
-                                          "          layer2.1.conv1: {l1_budget: 16KiB}\n")
+    entry = ("  resnet18:\n    zoo: resnet18\n    seed: 0\n    input_shape: [1, 3, 224, 224]\n"
+             "    quantization:\n      calibration: {count: 4, seed: 0}\n")
+    assert entry in text                    # the override goes under resnet18's own entry
+    project.write("targets.yaml", text.replace(entry, entry + "    targets:\n      host:\n        layers:\n"
+                                               "          layer2.1.conv1: {l1_budget: 16KiB}\n"))
     assert steps(project.scons("model=resnet18").stdout) == [
         "CODEGEN layer2.1.conv1", "CC layer2.1.conv1", "AR libnns_resnet18.a", "LINK firmware", "RUN resnet18", "REPORT resnet18",
         "CHECK resnet18"]
