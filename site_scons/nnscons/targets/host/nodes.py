@@ -46,7 +46,7 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     header = [common.network_files[files["header"]]]
     extras = [common.network_files[files[k]] for k in ("cmake", "mk")]
     nodes = {"firmware": firmware, "run": run, "compiledb": cdb, "library": library + header + extras}
-    if not bench:
+    if not bench or "NNS_ITERATIONS" not in env:   # only nnscons's own front end times
         return nodes
     bench = env.NnsBench(os.path.join(b, "bench.json"), firmware + common.input,
                          NNS_VERB="BENCH", NNS_LABEL=session.model_cfg.name)
