@@ -50,7 +50,9 @@ def _chw(shape):
     return {"c": shape[1], "h": 1, "w": 1}
 
 
-def layer_spec(layer, graph, cname, layout, budget, budget_at) -> dict:
+def layer_spec(layer, graph, cname, layout, budget, budget_at, ops=None) -> dict:
+    """ops: the op table whose spec hooks apply (default this target's; k210's CPU layers
+    pass theirs)."""
     ins = [graph.tensor(t) for t in layer.inputs]
     out = graph.tensor(layer.output)
     spec = {
@@ -63,8 +65,9 @@ def layer_spec(layer, graph, cname, layout, budget, budget_at) -> dict:
         "params": {section: {"dtype": dtype, "count": count, "offset": offset}
                    for section, dtype, count, offset in layout},
     }
-    if OPS[layer.op].spec:
-        spec.update(OPS[layer.op].spec(layer, graph))
+    impl = (ops or OPS)[layer.op]
+    if impl.spec:
+        spec.update(impl.spec(layer, graph))
     a = layer.attrs
     if layer.op in ("conv2d", "maxpool", "avgpool"):
         kh, kw = a["kernel"]

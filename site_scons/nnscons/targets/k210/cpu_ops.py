@@ -3,9 +3,7 @@ is channel planes), one op table entry per IR op, and the per-layer spec; templa
 templates/k210/cpu/."""
 from __future__ import annotations
 
-from ...errors import UserError
 from ...resources import data_path
-from ...planning.tiling import min_bytes, row_bands
 from ..base import OpImpl, pool_check
 
 K = data_path("kernels", "common") + "/"
@@ -24,47 +22,7 @@ OPS = {
 }
 
 
-def _chw(shape):
-    if len(shape) == 4:
-        return {"c": shape[1], "h": shape[2], "w": shape[3]}
-    return {"c": shape[1], "h": 1, "w": 1}
-
-
 def layer_spec(layer, graph, cname, layout, budget, budget_at) -> dict:
-    ins = [graph.tensor(t) for t in layer.inputs]
-    out = graph.tensor(layer.output)
-    spec = {
-        "op": layer.op,
-        "name": layer.name,
-        "cname": cname,
-        "inputs": [dict(_chw(t.shape), zp=t.q.zero_point, size=_numel(t.shape)) for t in ins],
-        "out": dict(_chw(out.shape), zp=out.q.zero_point, size=_numel(out.shape)),
-        "act": [layer.act_min, layer.act_max],
-        "params": {section: {"dtype": dtype, "count": count, "offset": offset}
-                   for section, dtype, count, offset in layout},
-    }
-    a = layer.attrs
-    if layer.op in ("conv2d", "maxpool", "avgpool"):
-        kh, kw = a["kernel"]
-        sh, sw = a["stride"]
-        dh, dw = a.get("dilation", (1, 1))
-        pt, pl, pb, pr = a["pads"]
-        spec.update(kernel=[kh, kw], stride=[sh, sw], dilation=[dh, dw], pads=[pt, pl, pb, pr],
-                    groups=a.get("groups", 1), count_include_pad=a.get("count_include_pad", 0))
-        i, o = spec["inputs"][0], spec["out"]
-        tile = row_bands(i["c"], i["h"], i["w"], o["c"], o["h"], o["w"], kh, sh, dh, budget)
-        if tile is None:
-            need = min_bytes(i["c"], i["h"], i["w"], o["c"], o["w"], kh, sh, dh)
-            raise UserError(
-                f"{budget_at}: layer '{layer.name}' ({layer.op}) needs at least {need} B of L1 scratch "
-                f"for one output row band (input {i['c']}x{min(i['h'], kh)}x{i['w']} + output "
-                f"{o['c']}x1x{o['w']}), but l1_budget is {budget} B; raise this layer's l1_budget")
-        spec["tile"] = tile
-    return spec
-
-
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    """The same spec the host's row-band kernels take (shapes, zero points, tiling)."""
+    from ..host.ops import layer_spec as row_band_spec
+    return row_band_spec(layer, graph, cname, layout, budget, budget_at, ops=OPS)
