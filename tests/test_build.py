@@ -33,6 +33,9 @@ def test_build_run_check_and_incremental_edits(project):
     out = np.load(project.file(f"{B}/output.npy"))
     assert out.shape == (1, 10) and out.dtype == np.float32
     assert "#  layer" in first.stdout and "conv2d" in first.stdout  # the per-layer table
+    # Python's bytecode of the project's modules (package, zoo) goes to build/.pycache only
+    assert not [d for d, _, _ in os.walk(project.path) if d.endswith("__pycache__")]
+    assert os.path.isdir(project.file("build/.pycache"))
 
     # a second scons with no change runs nothing
     assert steps(project.scons().stdout) == []

@@ -217,6 +217,21 @@ def test_float_ptq_import(tmp_path):
                if a.weight is not None)
 
 
+def test_calibration_ranges_do_not_depend_on_thread_count(tmp_path, monkeypatch):
+    """The calibration's onnxruntime threads are fixed (ptq.THREADS) and must not change a
+    range: a machine with another core count computes the same quantized model."""
+    from nnscons.frontends import ptq
+    from nnscons.resources import zoo
+    path = tmp_path / "m.onnx"
+    path.write_bytes(zoo().build("mobilenetv2", 0, (1, 3, 96, 96)).SerializeToString())
+    graphs = []
+    for threads in (1, ptq.THREADS, 4):
+        monkeypatch.setattr(ptq, "THREADS", threads)
+        graphs.append(load_model(path, name="net", calibration={"count": 2, "seed": 0}))
+    qs = [{k: v.q for k, v in g.tensors.items()} for g in graphs]
+    assert qs[0] == qs[1] == qs[2]
+
+
 def test_float_ptq_calibration_files(tmp_path):
     f = cnn(tmp_path / "f.onnx")
     rng = np.random.default_rng(0)

@@ -45,7 +45,10 @@ def zoo():
     if _INSTALLED:
         return importlib.import_module(name)
     init = os.path.join(zoo_dir(), "__init__.py")
-    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[zoo_dir()])
+    # the loader class that loaded this module: under ./nnscons it keeps bytecode in build/
+    loader = type(__spec__.loader)(name, init)
+    spec = importlib.util.spec_from_file_location(name, init, loader=loader,
+                                                  submodule_search_locations=[zoo_dir()])
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
