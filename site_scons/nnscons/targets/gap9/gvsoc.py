@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 
 from ...builders.hostrun import run_program
@@ -110,17 +110,18 @@ class Sdk:
         out += _find(device, ".c") + _find(os.path.join(gwt, CHIP_DIR, "src", "driver"), ".c")
         out += _find(os.path.join(gwt, "libs", "src"), ".c") + [os.path.join(gwt, "libs", "printf", "printf.c")]
         out += _find(os.path.join(gwt, "pmsis", "backend"), ".c")
-        mk = Make({"TARGET_CHIP_FAMILY": CHIP, "TARGET_CHIP": "GAP9_V2", "BOARD_NAME": "gap9_evk",
-                   "GAP_SDK_HOME": self.home, "PMSIS_HOME": self._p("rtos", "pmsis"),
-                   "PMSIS_IMPLEM_DIR": os.path.join(gwt, CHIP_DIR, "pmsis"),
-                   "PMSIS_SHARED_IMPLEM_DIR": self._p("rtos", "pmsis", "implem"),
-                   "PMSIS_RTOS_DIR": os.path.join(gwt, "pmsis", "rtos"), "GWT_PMSIS": os.path.join(gwt, "pmsis"),
-                   "PMSIS_BSP_DIR": self._p("rtos", "pmsis", "bsp")})
-        mk.include(os.path.join(gwt, CHIP_DIR, "pmsis", "src.mk"))
-        mk.include(os.path.join(gwt, "pmsis", "src.mk"))
-        mk.include(self._p("rtos", "pmsis", "bsp", "rules", "freertos_bsp_rules.mk"))
-        for var in ("PMSIS_IMPLEM_CHIP_ASM_SRCS", "PMSIS_IMPLEM_CHIP_SRCS", "PMSIS_BSP_SRCS", "PMSIS_RTOS_SRCS"):
-            out += mk.words(var)
+        lists = ("PMSIS_IMPLEM_CHIP_ASM_SRCS", "PMSIS_IMPLEM_CHIP_SRCS", "PMSIS_BSP_SRCS", "PMSIS_RTOS_SRCS")
+        makefiles = [os.path.join(gwt, CHIP_DIR, "pmsis", "src.mk"), os.path.join(gwt, "pmsis", "src.mk"),
+                     self._p("rtos", "pmsis", "bsp", "rules", "freertos_bsp_rules.mk")]
+        mk = make_variables(makefiles, lists, {
+            "TARGET_CHIP_FAMILY": CHIP, "TARGET_CHIP": "GAP9_V2", "BOARD_NAME": "gap9_evk",
+            "GAP_SDK_HOME": self.home, "PMSIS_HOME": self._p("rtos", "pmsis"),
+            "PMSIS_IMPLEM_DIR": os.path.join(gwt, CHIP_DIR, "pmsis"),
+            "PMSIS_SHARED_IMPLEM_DIR": self._p("rtos", "pmsis", "implem"),
+            "PMSIS_RTOS_DIR": os.path.join(gwt, "pmsis", "rtos"), "GWT_PMSIS": os.path.join(gwt, "pmsis"),
+            "PMSIS_BSP_DIR": self._p("rtos", "pmsis", "bsp")})
+        for var in lists:
+            out += mk.get(var, [])
         seen, result = set(), []
         for f in out:
             f = os.path.normpath(f)
@@ -190,134 +191,29 @@ def _find(top: str, suffix: str) -> list:
     return out
 
 
-class Make:
-    """Just enough of GNU make to read the SDK's src.mk lists: assignments (= := += ?=),
-    ifeq/ifneq/ifdef/ifndef/else/endif, include, $(VAR), $(foreach), $(filter-out)."""
-
-    _ASSIGN = re.compile(r"^(?:override\s+|export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*(\+=|:=|::=|\?=|=)\s*(.*)$")
-
-    def __init__(self, variables: dict):
-        self.vars = {k: str(v) for k, v in variables.items()}
-
-    def include(self, path: str) -> None:
-        if not os.path.isfile(path):
-            return
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read().replace("\\\n", " ")
-        stack = []                       # per open conditional: [active now, some branch taken]
-        for raw in text.splitlines():
-            line = raw.split("#", 1)[0].strip()
-            if not line:
-                continue
-            word = line.split(None, 1)[0]
-            if word in ("ifeq", "ifneq", "ifdef", "ifndef"):
-                ok = self._cond(line) if all(s[0] for s in stack) else False
-                stack.append([ok, ok])
-                continue
-            if word == "else" and stack:
-                rest = line[4:].strip()
-                top = stack[-1]
-                ok = (not top[1]) and (self._cond(rest) if rest else True)
-                top[0] = ok
-                top[1] = top[1] or ok
-                continue
-            if word == "endif" and stack:
-                stack.pop()
-                continue
-            if not all(s[0] for s in stack):
-                continue
-            if word in ("include", "-include", "sinclude"):
-                for p in self.expand(line.split(None, 1)[1]).split():
-                    self.include(p)
-                continue
-            m = self._ASSIGN.match(line)
-            if m:
-                name, op, value = m.groups()
-                if op == "+=":
-                    self.vars[name] = (self.vars.get(name, "") + " " + value).strip()
-                elif op == "?=":
-                    self.vars.setdefault(name, value)
-                elif op in (":=", "::="):
-                    self.vars[name] = self.expand(value)
-                else:
-                    self.vars[name] = value
-
-    def _cond(self, line: str) -> bool:
-        word, _, rest = line.partition(" ")
-        rest = rest.strip()
-        if word in ("ifdef", "ifndef"):
-            return bool(self.expand(self.vars.get(rest.strip(), "")).strip()) == (word == "ifdef")
-        if rest.startswith("("):
-            a, _, b = rest[1:-1].partition(",")
-        else:
-            parts = [x or y for x, y in re.findall(r"'([^']*)'|\"([^\"]*)\"", rest)]
-            a, b = (parts + ["", ""])[:2]
-        same = self.expand(a).strip() == self.expand(b).strip()
-        return same == (word == "ifeq")
-
-    def expand(self, text: str, depth: int = 0) -> str:
-        if depth > 30 or "$" not in text:
-            return text
-        out, i = [], 0
-        while i < len(text):
-            c = text[i]
-            if c != "$" or i + 1 >= len(text):
-                out.append(c)
-                i += 1
-                continue
-            n = text[i + 1]
-            if n in "({":
-                close = ")" if n == "(" else "}"
-                j, level = i + 2, 1
-                while j < len(text) and level:
-                    level += {n: 1, close: -1}.get(text[j], 0)
-                    j += 1
-                out.append(self._ref(text[i + 2:j - 1], depth))
-                i = j
-            else:
-                out.append(self.expand(self.vars.get(n, ""), depth + 1) if n != "$" else "$")
-                i += 2
-        return "".join(out)
-
-    def _ref(self, body: str, depth: int) -> str:
-        fn, _, args = body.partition(" ")
-        if fn == "foreach":
-            var, lst, tmpl = (a.strip() for a in _split_args(args, 3))
-            saved = self.vars.get(var)
-            res = []
-            for w in self.expand(lst, depth + 1).split():
-                self.vars[var] = w
-                res.append(self.expand(tmpl, depth + 1))
-            if saved is None:
-                self.vars.pop(var, None)
-            else:
-                self.vars[var] = saved
-            return " ".join(r for r in res if r)
-        if fn == "filter-out":
-            pats, words = (self.expand(a, depth + 1).split() for a in _split_args(args, 2))
-            return " ".join(w for w in words if w not in pats)
-        if " " in body or "," in body:   # other functions ($(shell ...), $(dir ...)): not needed
-            return ""
-        return self.expand(self.vars.get(body, ""), depth + 1)
-
-    def words(self, name: str) -> list:
-        return self.expand(self.vars.get(name, "")).split()
-
-
-def _split_args(args: str, n: int) -> list:
-    parts, level, cur = [], 0, []
-    for ch in args:
-        if ch in "({":
-            level += 1
-        elif ch in ")}":
-            level -= 1
-        if ch == "," and level == 0 and len(parts) < n - 1:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return parts + [""] * (n - len(parts))
+def make_variables(makefiles: list, names: list, variables: dict) -> dict:
+    """{name: words} of `names` after GNU make reads `makefiles` (missing ones skipped, as
+    the SDK's -include does), with `variables` in its environment as the SDK's rules set
+    them. The SDK's own make evaluates its lists: no second make dialect to keep in step."""
+    make = shutil.which("make")
+    if not make:
+        raise UserError("platform=gvsoc: GNU make not found on PATH; the GAP SDK needs it to list its "
+                        "runtime sources (Debian: apt-get install make)")
+    text = "".join(f"-include {path}\n" for path in makefiles)
+    text += "".join(f"$(info NNS {name} $({name}))\n" for name in names) + "nns-print: ;@:\n"
+    env = dict(os.environ, **{k: str(v) for k, v in variables.items()}, MAKEFLAGS="", MAKELEVEL="")
+    proc = subprocess.run([make, "-s", "--no-print-directory", "-f", "-", "nns-print"], input=text,
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        raise UserError(f"platform=gvsoc: make could not read the GAP SDK's source lists "
+                        f"({', '.join(makefiles)}): {proc.stderr.strip()[-800:]}; check GAP_SDK_HOME")
+    out = {}
+    for line in proc.stdout.splitlines():
+        tag, _, rest = line.partition(" ")
+        if tag == "NNS":
+            name, _, words = rest.partition(" ")
+            out[name] = words.split()
+    return out
 
 
 def _which_in(dirs, name):
