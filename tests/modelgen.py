@@ -70,6 +70,18 @@ def quantize_qdq(float_path, out_path, per_channel=True, uint8_activations=False
     return str(out_path)
 
 
+def edit_one_weight(qdq_path, layer="conv2") -> None:
+    """Change one int8 weight of `layer` in a QDQ model file (a user's weight edit)."""
+    model = onnx.load(qdq_path)
+    node = next(n for n in model.graph.node if n.name == layer)
+    dq = next(n for n in model.graph.node if n.output[0] == node.input[1])
+    init = next(i for i in model.graph.initializer if i.name == dq.input[0])
+    w = numpy_helper.to_array(init).copy()
+    w.flat[0] = -w.flat[0] if w.flat[0] not in (0, -128) else 5
+    init.CopyFrom(numpy_helper.from_array(w, init.name))
+    onnx.save(model, qdq_path)
+
+
 def float_all_ops(path, seed=0):
     """Every supported op at least once: strided, dilated, depthwise and 1x1 convs, BN, Relu,
     Clip (ReLU6), MaxPool, AveragePool (with and without counting pads), Concat, Add,

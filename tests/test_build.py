@@ -87,21 +87,12 @@ def test_build_run_check_and_incremental_edits(project):
 
 
 def test_weight_edit_rebuilds_that_layers_bin_and_downstream_goldens(project):
-    import onnx
-    from onnx import numpy_helper
     fp = modelgen.float_cnn(project.file("models/tiny.onnx"))
     qdq = modelgen.quantize_qdq(fp, project.file("models/tiny_qdq.onnx"))
     assert "Test PASSED" in project.scons(f"model={qdq}").stdout
     assert steps(project.scons(f"model={qdq}").stdout) == []
 
-    model = onnx.load(qdq)
-    conv2 = next(n for n in model.graph.node if n.name == "conv2")
-    dq = next(n for n in model.graph.node if n.output[0] == conv2.input[1])
-    init = next(i for i in model.graph.initializer if i.name == dq.input[0])
-    w = numpy_helper.to_array(init).copy()
-    w.flat[0] = -w.flat[0] if w.flat[0] not in (0, -128) else 5
-    init.CopyFrom(numpy_helper.from_array(w, init.name))
-    onnx.save(model, qdq)
+    modelgen.edit_one_weight(qdq, "conv2")
 
     s = steps(project.scons(f"model={qdq}").stdout)
     assert [x for x in s if x.startswith("WEIGHTS")] == ["WEIGHTS conv2"]
@@ -125,28 +116,14 @@ def test_wrong_kernel_output_fails_the_check_naming_the_layer(project):
     assert project.scons("model=simplecnn", check=False).returncode != 0
 
 
-def _build_files(project):
-    out = {}
-    root = project.file("build")
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            rel = os.path.relpath(os.path.join(dirpath, f), root)
-            if os.path.basename(rel).startswith((".sconsign", ".lock")) or "compile_commands.json" in rel \
-                    or "/cache/" in rel or rel.startswith((".pycache", ".noop")):
-                continue
-            with open(os.path.join(dirpath, f), "rb") as fh:
-                out[rel] = fh.read()
-    return out
-
-
 def test_clean_builds_are_byte_identical_and_j1_equals_j2(project):
     project.scons("-j1")
-    one = _build_files(project)
+    one = project.build_outputs()
     project.scons("-c")
-    assert not [f for f in _build_files(project) if not f.endswith("model.onnx")]
+    assert not [f for f in project.build_outputs() if not f.endswith("model.onnx")]
     shutil.rmtree(project.file("build"))
     project.scons("-j2")
-    two = _build_files(project)
+    two = project.build_outputs()
     assert sorted(one) == sorted(two)
     assert [f for f in one if one[f] != two[f]] == []
     for rel, data in one.items():

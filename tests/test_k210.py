@@ -196,27 +196,13 @@ def test_mobilenetv1_on_qemu(project):
 
 
 def test_k210_clean_builds_are_byte_identical_and_j1_equals_j2(project):
-    import os
     import shutil
 
-    def files():
-        out = {}
-        root = project.file("build")
-        for dirpath, _, names in os.walk(root):
-            for f in names:
-                rel = os.path.relpath(os.path.join(dirpath, f), root)
-                if os.path.basename(rel).startswith((".sconsign", ".lock")) or "compile_commands.json" in rel \
-                        or "/cache/" in rel or rel.startswith((".pycache", ".noop")):
-                    continue
-                with open(os.path.join(dirpath, f), "rb") as fh:
-                    out[rel] = fh.read()
-        return out
-
     project.scons("target=k210", "model=simplecnn", "-j1")
-    one = files()
+    one = project.build_outputs()
     shutil.rmtree(project.file("build"))
     project.scons("target=k210", "model=simplecnn", "-j2")
-    two = files()
+    two = project.build_outputs()
     assert sorted(one) == sorted(two) and [f for f in one if one[f] != two[f]] == []
     for rel, data in one.items():
         if rel.endswith((".c", ".h", ".json", ".log")):
