@@ -1,11 +1,13 @@
 """Shared fixtures: import paths, and a scratch copy of the project to run scons in."""
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -85,21 +87,28 @@ class Project:
 
 def as_unprivileged_user(project):
     """argv prefix running a command as an unprivileged user, so that read-only folders
-    really are (root ignores permission bits); [] when not root."""
+    really are (root ignores permission bits); [] when not root. The project moves to a
+    folder of its own under /tmp that the user can reach: pytest keeps its temporary root
+    0700, and a concurrent pytest session resets it while a test runs."""
     if os.geteuid() != 0:
         return []
     if not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: cannot make build/ read-only for the build")
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    if subprocess.run(prefix + [sys.executable, "-c", "import SCons"], capture_output=True).returncode:
+        pytest.skip(f"running as root, and {sys.executable} is not usable by an unprivileged user")
+    home = tempfile.mkdtemp(prefix="nns-unprivileged-")
+    atexit.register(shutil.rmtree, home, True)
+    os.chmod(home, 0o755)
+    moved = os.path.join(home, os.path.basename(project.path))
+    shutil.move(project.path, moved)
+    project.path = moved
     for dirpath, dirnames, files in os.walk(project.path):   # the copy readable by nobody
         os.chmod(dirpath, 0o755)
         for f in files:
             p = os.path.join(dirpath, f)
             os.chmod(p, os.stat(p).st_mode | 0o444)
-    parent = os.path.dirname(project.path)
-    while parent not in ("/", "/tmp"):                     # and reachable (pytest makes 0700 dirs)
-        os.chmod(parent, os.stat(parent).st_mode | 0o111)
-        parent = os.path.dirname(parent)
-    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    return prefix
 
 
 def adhoc(project, target: str, stem: str) -> str:

@@ -164,9 +164,6 @@ def test_read_only_build_folder(project):
     from conftest import SCONS
     project.scons("model=simplecnn")
     prefix = as_unprivileged_user(project)
-    if prefix and subprocess.run(prefix + [sys.executable, "-c", "import SCons"], cwd=project.path,
-                                 capture_output=True).returncode != 0:
-        pytest.skip("running as root, and the test venv is not usable by an unprivileged user")
     for dirpath, _, files in os.walk(project.file("build")):
         os.chmod(dirpath, 0o555)
     try:

@@ -6,6 +6,7 @@ its timestamp.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 
@@ -41,3 +42,12 @@ def write_if_changed(path: str, data, executable: bool = False) -> bool:
             os.unlink(tmp)
         raise
     return True
+
+
+def file_digest(path: str) -> str:
+    """sha256 hex digest of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -11,20 +11,12 @@ process cannot write is used read-only.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 
 import SCons.CacheDir
 
 from ..errors import UserError
-
-
-def _digest(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+from ..fileio import file_digest
 
 
 def _writable(path: str) -> bool:
@@ -80,7 +72,7 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         try:
             with open(cachefile + ".sha256", encoding="ascii") as f:
                 want = f.read().strip()
-            return want == _digest(cachefile)
+            return want == file_digest(cachefile)
         except OSError:
             return False
 
@@ -92,7 +84,7 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         if cachefile and os.path.isfile(cachefile) and not os.path.isfile(cachefile + ".sha256"):
             tmp = f"{cachefile}.sha256.{os.getpid()}"
             with open(tmp, "w", encoding="ascii") as f:
-                f.write(_digest(cachefile) + "\n")
+                f.write(file_digest(cachefile) + "\n")
             os.replace(tmp, cachefile + ".sha256")
         return result
 

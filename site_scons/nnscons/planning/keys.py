@@ -31,14 +31,6 @@ def digest(*parts) -> str:
     return h.hexdigest()
 
 
-def file_digest(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _qp(t):
     return [t.q.scale.hex() if isinstance(t.q.scale, float) else float(t.q.scale).hex(),
             int(t.q.zero_point), list(t.shape)]

@@ -16,7 +16,8 @@ from .. import numerics
 from ..errors import ModelError
 from ..fileio import write_if_changed
 from ..resources import zoo, zoo_dir
-from .keys import digest, file_digest
+from ..fileio import file_digest
+from .keys import digest
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE_VERSION = 1
