@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import SCons.Action
 
+from .. import binfiles
 from ..planning import keys
 from ..resources import data_path, zoo_dir
 from . import actions, report, workspace
@@ -110,7 +111,7 @@ def declare(env, session) -> dict:
         env.Depends(g, golden_py)
         goldens += g
 
-    inp = env.NnsInput(os.path.join(b, "bin", "input.bin"), value(env, [session.input_key, plan.layout]),
+    inp = env.NnsInput(binfiles.input_path(b), value(env, [session.input_key, plan.layout]),
                        NNS_VERB="INPUT", NNS_LABEL=session.model_cfg.name)
     env.Depends(inp, py_sources("reference/quant.py"))
     network_files = {path: codegen(path, template, spec, os.path.basename(path))[0]

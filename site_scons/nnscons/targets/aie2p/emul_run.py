@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from ... import binfiles
 from . import emulator, host_layers, runner
 from .patterns import PatternError
 
@@ -36,7 +37,7 @@ def main(build_dir: str, output_bin: str) -> int:
         cname = layer["cname"]
         with open(os.path.join(build_dir, "src", "layers", cname + "_dma.json")) as f:
             dma = json.load(f)["dma"]
-        w = np.fromfile(os.path.join(build_dir, "bin", "weights", cname + ".bin"), dtype=np.uint8)
+        w = np.fromfile(binfiles.bin_path(build_dir, "weights", cname), dtype=np.uint8)
         fn = _calls_fn(os.path.join(build_dir, "emul", cname + ".so"), dma["out_l1"]["bytes"])
         return emulator.run_layer(dma, x, w, fn, f"layer {cname}")
     try:

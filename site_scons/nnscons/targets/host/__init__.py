@@ -128,27 +128,17 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
 def _network_files(network, layers):
     """The library's sources and files, the harness, and per layer with parameters the
     assembly file that links its weights .bin in."""
-    files = library.files(network["lib"]["model"])
-    lib_only = {"lib": network["lib"]}
-    out = [(files["source"], "network.c.j2", network),
-           # the header: sizes and I/O only, so a layer's edit never regenerates it
-           (files["header"], "nns.h.j2", {"lib": network["lib"], "arena_size": network["arena_size"],
-                                           "num_layers": len(network["layers"])}),
-           (files["cmake"], "lib.cmake.j2", lib_only),
-           (files["mk"], "lib.mk.j2", lib_only),
-           ("src/main.c", "main.c.j2", lib_only)]
-    out += [(f"src/weights/{lp.cname}.S", "weights.S.j2",
-             {"cname": lp.cname, "symbol": f"{network['lib']['prefix']}_params_{lp.cname}",
-              "file": f"{lp.cname}.bin"})
-            for lp in layers if lp.param_layout]
-    return out
+    lib = network["lib"]
+    return (library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
+                                    link_libs=["pthread"])   # the threads of threads: N
+            + [("src/main.c", "main.c.j2", {"lib": lib, "bins": library.harness_bins()})]
+            + library.weights_files(lib, TEMPLATES, layers))
 
 
 def network_spec(graph, layers, buffers, lib) -> dict:
     """The library source's spec: layer order and names, buffer offsets, the library's
     facts (sizes, shapes, quantization of input and output); no weights, no tiling."""
     t = buffers["tensors"]
-    lib = dict(lib, link_libs=["pthread"])   # the threads of threads: N
     return {
         "lib": lib,
         "arena_size": buffers["arena_size"],

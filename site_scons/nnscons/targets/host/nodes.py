@@ -6,6 +6,7 @@ import os
 
 from ...builders.nodes import compile_generated, compile_object, value
 from ...resources import data_path
+from .. import library
 
 
 def declare_nodes(env, session, common, bench: bool = True) -> dict:
@@ -18,7 +19,7 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     # kernels shared with gap9 (portable C) and the host's vector kernels; threads need
     # libpthread
     env = env.Clone()
-    env.Append(ASPPFLAGS=["-Wa,-I" + os.path.join(b, "bin", "weights")])
+    env.Append(ASPPFLAGS=[library.weights_include(b)])
     env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "gap9"), data_path("kernels", "host")],
                LIBS=["pthread"])
 
@@ -32,10 +33,10 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
         stem = os.path.splitext(os.path.basename(str(w)))[0]
         env.Depends(os.path.join(b, "obj", "weights", stem + ".o"), w)
 
-    library = env.StaticLibrary(os.path.join(b, files["lib"]), sorted(lib_objects, key=str),
+    lib = env.StaticLibrary(os.path.join(b, files["lib"]), sorted(lib_objects, key=str),
                                 ARFLAGS=["rcs"], RANLIBCOM="",   # `s`: the index, no ranlib step
                                 ARCOMSTR=None if verbose else f"AR {os.path.basename(files['lib'])} [{t}]")
-    firmware = env.Program(os.path.join(b, "firmware"), harness + library,
+    firmware = env.Program(os.path.join(b, "firmware"), harness + lib,
                            LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
     run = env.NnsRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy")],
                      firmware + common.input + common.goldens,
@@ -45,7 +46,7 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     cdb = env.CompilationDatabase(os.path.join(b, "compile_commands.json"))
     header = [common.network_files[files["header"]]]
     extras = [common.network_files[files[k]] for k in ("cmake", "mk")]
-    nodes = {"firmware": firmware, "run": run, "compiledb": cdb, "library": library + header + extras}
+    nodes = {"firmware": firmware, "run": run, "compiledb": cdb, "library": lib + header + extras}
     if not bench or "NNS_ITERATIONS" not in env:   # only nnscons's own front end times
         return nodes
     bench = env.NnsBench(os.path.join(b, "bench.json"), firmware + common.input,
