@@ -35,23 +35,24 @@ def files(model_cname: str, lib_dir: str = "lib") -> dict:
 
 
 def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, source_template: str,
-                    source_spec: dict, lib_dir: str = "lib", link_libs=()) -> list:
+                    source_spec: dict, lib_dirs=("lib",), link_libs=()) -> list:
     """The library's generated files [(path, template relative to templates_dir, spec)]: the
     target's network source (source_template: its run_with_callback), and from the host's
-    templates the header, the API source (names, run, run_float), the .cmake and .mk.
-    layers: LayerPlans in execution order.  The header depends on sizes and I/O only, so a
-    layer's edit never regenerates it."""
-    f = files(lib["model"], lib_dir)
-    inc = os.path.relpath("include", lib_dir)
-    lib_spec = {"lib": dict(lib, link_libs=list(link_libs), include_rel=inc)}
+    templates the header, the API source (names, run, run_float), and per archive folder in
+    lib_dirs the .cmake and .mk.  layers: LayerPlans in execution order.  The header depends
+    on sizes and I/O only, so a layer's edit never regenerates it."""
+    f = files(lib["model"])
     rel = os.path.relpath(TEMPLATES, templates_dir)
     t = lambda name: name if rel == "." else os.path.join(rel, name)  # noqa: E731
-    return [(f["source"], source_template, source_spec),
-            (f["header"], t("nns.h.j2"), {"lib": lib, "arena_size": arena_size, "num_layers": len(layers)}),
-            (f["api"], t("api.c.j2"), {"lib": lib, "layers": [{"name": lp.layer.name, "cname": lp.cname}
-                                                               for lp in layers]}),
-            (f["cmake"], t("lib.cmake.j2"), lib_spec),
-            (f["mk"], t("lib.mk.j2"), lib_spec)]
+    out = [(f["source"], source_template, source_spec),
+           (f["header"], t("nns.h.j2"), {"lib": lib, "arena_size": arena_size, "num_layers": len(layers)}),
+           (f["api"], t("api.c.j2"), {"lib": lib, "layers": [{"name": lp.layer.name, "cname": lp.cname}
+                                                              for lp in layers]})]
+    for d in lib_dirs:
+        lib_spec = {"lib": dict(lib, link_libs=list(link_libs), include_rel=os.path.relpath("include", d))}
+        out += [(files(lib["model"], d)["cmake"], t("lib.cmake.j2"), lib_spec),
+                (files(lib["model"], d)["mk"], t("lib.mk.j2"), lib_spec)]
+    return out
 
 
 def weights_files(lib: dict, templates_dir: str, layers, align: int = 16) -> list:
