@@ -67,17 +67,17 @@ def compile_generated(env, session, common, obj_dir) -> list:
     return objects
 
 
-def declare_library(env, session, common, obj_dir, extra_sources=()) -> tuple:
+def declare_library(env, session, common, obj_dir, extra_sources=(), extra_objects=()) -> tuple:
     """The network as a library and its harness, for targets that compile the generated C:
     every generated C/.S file but src/main.c, the plan's kernels and extra_sources (e.g. a
-    HAL) into <build>/<plan.extra["library"]["lib"]>; returns (library nodes: the archive,
+    HAL) and extra_objects into <build>/<plan.extra["library"]["lib"]>; returns (library nodes: the archive,
     the header, the .cmake/.mk files; the harness's objects).  env: the compiler of the
     platform, with library.weights_include() on its assembler flags."""
     b = session.build_dir
     files = session.plan.extra["library"]
     objects = compile_generated(env, session, common, obj_dir)
     harness = [o for o in objects if os.path.basename(str(o)) == "main.o"]
-    lib_objects = [o for o in objects if o not in harness]
+    lib_objects = [o for o in objects if o not in harness] + list(extra_objects)
     for k in list(session.plan.kernels) + list(extra_sources):
         stem = os.path.splitext(os.path.basename(k))[0]
         lib_objects += compile_object(env, os.path.join(obj_dir, "kernels", stem + ".o"), k, stem)

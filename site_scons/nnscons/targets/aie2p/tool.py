@@ -14,6 +14,7 @@ import SCons.Action
 import SCons.Builder
 
 from nnscons.builders import actions, runlog
+from nnscons.builders.hostrun import run_native
 from nnscons.resources import PACKAGE_DIR
 from nnscons.fileio import write_if_changed
 
@@ -77,6 +78,11 @@ def run_network(target, source, env):
 
 
 def generate(env):
+    # platform=emul: the library and its harness (C, C++ kernels, .S weights), run natively
+    for tool in ("gcc", "g++", "as", "gnulink", "ar"):
+        env.Tool(tool)
+    env["BUILDERS"]["NnsNativeRun"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(run_native, actions.label))
     env["BUILDERS"]["NnsAieCmd"] = SCons.Builder.Builder(action=SCons.Action.Action(
         run_command, actions.label, varlist=["NNS_CMD", "NNS_CWD", "NNS_ENV", "NNS_STDOUT"]))
     env["BUILDERS"]["NnsAieRun"] = SCons.Builder.Builder(action=SCons.Action.Action(
