@@ -1,7 +1,9 @@
 """The `aie2p` target: AMD XDNA2 NPU (npu2). Per layer an IRON placed design (Python,
 run to aie.mlir), an AIE C++ kernel (Peano or xchesscc), aiecc.py -> final.xclbin +
-insts.bin, run through XRT. platform=emul runs each layer's scalar kernel natively on
-data moved by a NumPy emulator of the declared DMA patterns (no NPU, no mlir-aie).
+insts.bin, run through XRT. platform=emul builds the network as a C library: each layer's
+scalar kernel compiled natively, fed by nn_aie_emul.c moving the data as the declared DMA
+patterns do (no NPU, no mlir-aie; emulator.py is its NumPy twin, tested against the
+patterns), and runs the host target's harness on it.
 
 Activations live in DDR as HWC int8; the network input goes to the NPU as uint8 when its
 int8 zero point is -128 (uint8 with zero point 0: RGBA pixels). Layers that do not map

@@ -5,9 +5,12 @@ platform=npu, per mapped layer L (files under build/<t>/<m>/aie/L/):
     KCC   L   src/layers/L.cc         -> L.o             (Peano clang++ or xchesscc_wrapper)
     AIECC L   aie.mlir + L.o          -> final.xclbin, insts.bin
     RUN       every xclbin/insts + bins -> run.log, output.npy (xrt_runner.py via pyxrt)
-platform=emul, per mapped layer:
-    CXX   L   src/layers/L.cc         -> emul/L.so       (g++, the scalar kernel)
-    RUN       every .so + L_dma.json + bins -> run.log, output.npy (emul_run.py)
+platform=emul, the network as a library lib/libnns_<m>.a, per mapped layer:
+    CXX   L   src/layers/L.cc         -> obj/kernels/L_aie.o (g++ -DNNS_EMUL, the scalar kernel)
+    CC    L   src/layers/L_emul.c     -> obj/layers/L.o  (its DMA patterns for nn_aie_emul.c)
+  per host layer (fallback: host) src/layers/L_host.c, the network, the API, the weights' .S,
+  kernels/aie2p/nn_aie_emul.c (and kernels/common), then AR; the host target's harness
+  (src/main.c) LINKed against the library, RUN natively -> run.log, output.npy
 Command lines are node signatures (varlist), so a new tool path or flag rebuilds.
 """
 from __future__ import annotations
