@@ -14,6 +14,7 @@ import os
 
 INPUT = "input.bin"
 OUTPUT = "output.bin"
+BENCH_OUTPUT = "bench_output.bin"          # host: the output of a timed run
 KINDS = ("weights", "golden")
 STYLES = ("tree", "flat")
 
@@ -41,6 +42,6 @@ def input_path(build_dir: str) -> str:
     return os.path.join(build_dir, "bin", INPUT)
 
 
-def output_path(run_dir: str) -> str:
-    """The raw network output a run writes beside its run.log."""
-    return os.path.join(run_dir, OUTPUT)
+def output_path(run_dir: str, bench: bool = False) -> str:
+    """The raw network output a run writes beside its run.log (bench: a timed run's)."""
+    return os.path.join(run_dir, BENCH_OUTPUT if bench else OUTPUT)

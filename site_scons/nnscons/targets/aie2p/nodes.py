@@ -108,8 +108,8 @@ def declare_nodes(env, session, common) -> dict:
                         + common.input + common.weights + common.goldens,
                         NNS_CMD=run_cmd, NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
     env.Depends(run, run_deps)
-    env.SideEffect(os.path.join(b, "output.bin"), run)
-    env.Clean(run, [os.path.join(b, "output.bin")])
+    env.SideEffect(binfiles.output_path(b), run)
+    env.Clean(run, [binfiles.output_path(b)])
     return {"firmware": firmware, "run": run}
 
 

@@ -17,6 +17,7 @@ from nnscons.builders import actions, runlog
 from nnscons.builders.hostrun import run_native
 from nnscons.resources import PACKAGE_DIR
 from nnscons.fileio import write_if_changed
+from nnscons import binfiles
 
 
 def _env(env):
@@ -54,7 +55,7 @@ def run_command(target, source, env):
 def run_network(target, source, env):
     session = env["NNS_SESSION"]
     b = session.build_dir
-    out_bin = os.path.join(b, "output.bin")
+    out_bin = binfiles.output_path(b)
     cmd = [str(c) for c in env["NNS_CMD"]] + [b, out_bin]
     _show(env, cmd)
     e = _env(env)

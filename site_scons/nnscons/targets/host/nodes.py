@@ -7,6 +7,7 @@ import os
 from ...builders.nodes import declare_library, value
 from ...resources import data_path
 from .. import library
+from ... import binfiles
 
 
 def declare_nodes(env, session, common, bench: bool = True) -> dict:
@@ -28,8 +29,8 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     run = env.NnsRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy")],
                      firmware + common.input + common.goldens,
                      NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
-    env.SideEffect(os.path.join(b, "output.bin"), run)
-    env.Clean(firmware, [os.path.join(b, "output.bin")])
+    env.SideEffect(binfiles.output_path(b), run)
+    env.Clean(firmware, [binfiles.output_path(b)])
     cdb = env.CompilationDatabase(os.path.join(b, "compile_commands.json"))
     nodes = {"firmware": firmware, "run": run, "compiledb": cdb, "library": lib_nodes}
     if not bench or "NNS_ITERATIONS" not in env:   # only nnscons's own front end times
@@ -37,8 +38,8 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     bench = env.NnsBench(os.path.join(b, "bench.json"), firmware + common.input,
                          NNS_VERB="BENCH", NNS_LABEL=session.model_cfg.name)
     env.AlwaysBuild(bench)
-    env.SideEffect(os.path.join(b, "bench_output.bin"), bench)
-    env.Clean(firmware, [os.path.join(b, "bench_output.bin")])
+    env.SideEffect(binfiles.output_path(b, bench=True), bench)
+    env.Clean(firmware, [binfiles.output_path(b, bench=True)])
     specs = [lp.spec for lp in session.plan.layers if "gemm" in lp.spec]
     tune = env.NnsTune(os.path.join(b, "tuning.json"), value(env, specs),
                        NNS_VERB="TUNE", NNS_LABEL=session.model_cfg.name)

@@ -174,5 +174,5 @@ def declare_nodes(env, session, common) -> dict:
                            env.Action(build_firmware, f"SDK-BUILD {project_name(session)} [{t}]"))
     run = env.NnsK210Run([os.path.join(bdir, "run.log"), os.path.join(bdir, "output.npy")], firmware,
                          NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on board", NNS_PLATFORM="board")
-    env.SideEffect(os.path.join(bdir, "output.bin"), run)
+    env.SideEffect(binfiles.output_path(bdir), run)
     return {"firmware": firmware, "run": run}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ...builders.nodes import declare_library, py_sources
+from ... import binfiles
 
 
 def declare_nodes(env, session, common) -> dict:
@@ -28,8 +29,8 @@ def declare_nodes(env, session, common) -> dict:
         run = penv.NnsK210Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")],
                               firmware + common.input + common.goldens,
                               NNS_VERB="RUN", NNS_LABEL=f"{label} on {platform}", NNS_PLATFORM=platform)
-        penv.SideEffect(os.path.join(pdir, "output.bin"), run)
-        env.Clean(firmware, [os.path.join(pdir, "output.bin")])
+        penv.SideEffect(binfiles.output_path(pdir), run)
+        env.Clean(firmware, [binfiles.output_path(pdir)])
         nodes = {"firmware": firmware, "run": run, "library": lib_nodes}
         if platform == "emul":
             nodes["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
