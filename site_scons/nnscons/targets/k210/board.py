@@ -175,4 +175,7 @@ def declare_nodes(env, session, common) -> dict:
     run = env.NnsK210Run([os.path.join(bdir, "run.log"), os.path.join(bdir, "output.npy")], firmware,
                          NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on board", NNS_PLATFORM="board")
     env.SideEffect(binfiles.output_path(bdir), run)
-    return {"firmware": firmware, "run": run}
+    # no archive on the board (the SDK's project compiles the sources): the library alias is
+    # the header, the library's generated sources and the project
+    lib = [n for p, n in sorted(common.network_files.items()) if p != "src/main.c"]
+    return {"firmware": firmware, "run": run, "library": lib + project}
