@@ -57,9 +57,11 @@ def check_tools(env, session) -> None:
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO, isa_codes=None,
-         kind: str = "host") -> base.TargetPlan:
+         kind: str = "host", fuse_residual: bool | None = None) -> base.TargetPlan:
     """overrides: {layer name: {key: value}}; where(layer, *keys) -> 'targets.yaml:N: key.path'
-    (layer None: keys under targets.<t>; else under the model's overrides of that layer)."""
+    (layer None: keys under targets.<t>; else under the model's overrides of that layer).
+    fuse_residual (default: kind host): residual adds fused into the generated conv before
+    them (gemm.fuse_residual_adds); the plan's layers and buffers follow the fused graph."""
     l1_size = opts["memory"]["l1"]
     default_budget = opts["tiling"]["l1_budget"]
     if default_budget > l1_size:
@@ -72,6 +74,11 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     model = library.c_model_name(graph.name)
     layers, kernels = [], set()
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
+    source = graph
+    if fuse_residual if fuse_residual is not None else kind == "host":
+        graph, fusions = gemm.fuse_residual_adds(source)
+    else:
+        fusions = {}
     for layer in graph.layers:
         impl = OPS.get(layer.op)
         dw = depthwise(layer, graph)
@@ -88,9 +95,17 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             raise UserError(f"{budget_at}: l1_budget {budget} B exceeds the "
                             f"target's L1 size memory.l1 = {l1_size} B")
         if gemm.generated(layer):
-            g = gemm.plan_layer(layer, graph, opts, overrides.get(layer.name, {}), tuning,
+            # a fused layer's weights and requantization are its conv's (the original layer)
+            orig = next(l for l in source.layers if l.name == layer.name) if layer.name in fusions else layer
+            g = gemm.plan_layer(orig, source, opts, overrides.get(layer.name, {}), tuning,
                                 lambda *k, _l=layer.name: where(_l, *k) if k[-1] in overrides.get(_l, {})
                                 else where(None, "kernel", *k), auto=auto)
+            if layer.name in fusions:
+                add = fusions[layer.name]
+                g["spec"]["residual"] = gemm.residual_spec(orig, add, source)
+                g["report"]["gemm"]["residual"] = add.name
+                g["report"]["blocking"] += " +add"
+                g["pack"] = lambda _l, gr, lay, _p=g["pack"], _o=orig: _p(_o, gr, lay)
             layout = g["layout"]
         else:
             g = None
