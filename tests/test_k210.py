@@ -141,7 +141,8 @@ def test_placement_edit_rebuilds_that_layer_and_the_network(project):
     built = steps(r.stdout)
     assert "RUN simplecnn on emul" in built, built    # passes: CHECK reruns only when run.log changed
     codegen = sorted(s for s in built if s.startswith(("CODEGEN", "CC ")))
-    assert codegen == ["CC conv2", "CC network", "CC nn_conv2d", "CODEGEN conv2", "CODEGEN network.c"], codegen
+    assert codegen == ["CC conv2", "CC nn_conv2d", "CC nns_simplecnn", "CODEGEN conv2", "CODEGEN nns_simplecnn.c"], codegen
+    assert "AR libnns_simplecnn.a" in built and "LINK firmware" in built
     # conv2's numbers change (generic requantization on the CPU), so its golden and those
     # downstream; nothing upstream
     assert sorted(s for s in built if s.startswith("GOLDEN")) == ["GOLDEN conv2", "GOLDEN fc", "GOLDEN flatten",

@@ -66,7 +66,10 @@ def test_board_flow_commands_and_serial_log(proj, tmp_path):
     assert 'include("${SDK}/cmake/common.cmake")' in cm and 'include("${SDK}/cmake/executable.cmake")' in cm
     assert "kernels/k210/kpu_board.c" in cm and "kernels/k210/kpu_emul.c" not in cm
     assert proj.path not in cm                              # relative paths only
-    assert '.incbin "weights/conv1.bin"' in proj.read(f"{OUT}/board/bins.S")
+    # the weights are linked in through the library's .S files; bins.S holds what the harness reads
+    bins = proj.read(f"{OUT}/board/bins.S")
+    assert '.incbin "golden/conv1.bin"' in bins and "weights/" not in bins
+    assert "src/weights/conv1.S" in cm and "src/nns_simplecnn.c" in cm and "src/nns_simplecnn_api.c" in cm
 
 
 def test_board_wrong_serial_log_fails_the_check(proj):
@@ -82,24 +85,26 @@ def test_board_wrong_serial_log_fails_the_check(proj):
 
 
 def test_board_program_with_embedded_bins_runs_on_qemu(proj, tmp_path):
-    """The board's program (main.c with NN_BINS_EMBEDDED, bins.S) built for rv64 with the KPU
-    emulator instead of kpu_board.c, on qemu: the embedded-data path the board uses is bit exact."""
+    """The board's program (the library's sources, main.c with NN_BINS_EMBEDDED, bins.S) built
+    for rv64 with the KPU emulator instead of kpu_board.c, on qemu: the embedded-data path the
+    board uses is bit exact."""
     from nnscons.targets.k210 import board, platforms
     assert scons(proj, "platform=emul").returncode == 0
     p = lambda rel: proj.file(rel)  # noqa: E731
     layers = sorted(f for f in os.listdir(p(f"{OUT}/src/layers")) if f.endswith(".c"))
-    names = ["input"] + [f"{k}/{os.path.splitext(f)[0]}" for f in layers for k in ("weights", "golden")
-                         if os.path.exists(p(f"{OUT}/bin/{k}/{os.path.splitext(f)[0]}.bin"))]
+    names = ["input"] + [f"golden/{os.path.splitext(f)[0]}" for f in layers]
     (tmp_path / "bins.S").write_text(board.bins_asm(names))
     x = platforms.cross_flags("riscv64-unknown-elf-gcc")
-    srcs = ([p(f"{OUT}/src/layers/{f}") for f in layers] + [p(f"{OUT}/src/network.c"), p(f"{OUT}/src/main.c")]
+    weights = sorted(os.listdir(p(f"{OUT}/src/weights")))
+    srcs = ([p(f"{OUT}/src/layers/{f}") for f in layers] + [p(f"{OUT}/src/weights/{f}") for f in weights]
+            + [p(f"{OUT}/src/{f}") for f in ("nns_simplecnn.c", "nns_simplecnn_api.c", "main.c")]
             + [p(f"kernels/common/{k}") for k in ("nn_conv2d.c", "nn_linear.c", "nn_pool.c", "nn_eltwise.c")]
             + [p("kernels/k210/kpu_layout.c"), p("kernels/k210/kpu_emul.c"), str(tmp_path / "bins.S")])
     elf = str(tmp_path / "board.elf")
     link = [f for f in x["LINKFLAGS"] if f not in x["CFLAGS"]]        # the target flags once
     subprocess.run(["riscv64-unknown-elf-gcc", *x["CFLAGS"], *link, "-DNN_BINS_EMBEDDED",
-                    f"-I{p('kernels/common')}", f"-I{p('kernels/k210')}", f"-I{p(OUT + '/src')}",
-                    f"-Wa,-I{p(OUT + '/bin')}", *srcs, "-lm", "-o", elf], check=True)
+                    f"-I{p('kernels/common')}", f"-I{p('kernels/k210')}", f"-I{p(OUT + '/include')}",
+                    f"-Wa,-I{p(OUT + '/bin')}", f"-Wa,-I{p(OUT + '/bin/weights')}", *srcs, "-o", elf], check=True)
     r = subprocess.run(platforms.qemu_command(elf), cwd=str(tmp_path), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=120)
     assert "Test PASSED" in r.stdout and r.returncode == 0, r.stdout[-2000:]

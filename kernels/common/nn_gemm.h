@@ -20,13 +20,25 @@
 
 #define NN_GEMM_NR_MAX 64
 
+struct nn_res;
+
 typedef struct {
     int32_t bias[NN_GEMM_NR_MAX], mult[NN_GEMM_NR_MAX], shift[NN_GEMM_NR_MAX];
     /* per 8-channel vector v, parity p (channel v*8 + 2*j + p): index [p][v*4 + j] */
     int64_t sh[2][NN_GEMM_NR_MAX / 2], hm1[2][NN_GEMM_NR_MAX / 2], off[2][NN_GEMM_NR_MAX / 2];
     int64_t lo, hi;             /* clamp bounds minus zp */
     int32_t zp, act_min, act_max;
+    const struct nn_res *res;   /* a residual add fused into the epilogue, or NULL */
 } nn_epi_t;
+
+/* A residual add fused into a conv's epilogue, exactly the add layer's rule
+ * (nn_add_s8): q = the conv's int8 output (zero point za, multiplier ma), r = the other
+ * operand (zb, mb); out = clamp(zp + rne(((q - za) * ma + (r - zb) * mb) / 2**s)).
+ * e holds the add's rounding (one shift), zero point and clamp in nn_epi_t's shapes. */
+typedef struct nn_res {
+    nn_epi_t e;
+    int32_t za, ma, zb, mb;
+} nn_res_t;
 
 /* One panel of nr channels starting at channel n0 of bias/mult/shift. */
 static inline void nn_epi_init(nn_epi_t *e, const int32_t *bias, const int32_t *mult,
@@ -49,6 +61,31 @@ static inline void nn_epi_init(nn_epi_t *e, const int32_t *bias, const int32_t *
     e->zp = zp;
     e->act_min = lo;
     e->act_max = hi;
+    e->res = 0;
+}
+
+static inline void nn_res_init(nn_res_t *r, int32_t za, int32_t ma, int32_t zb, int32_t mb, int32_t shift,
+                               int32_t zp, int32_t lo, int32_t hi)
+{
+    int32_t b[8], m[8], s[8];
+    int i;
+    for (i = 0; i < 8; ++i) {
+        b[i] = 0;
+        m[i] = 0;
+        s[i] = shift;
+    }
+    nn_epi_init(&r->e, b, m, s, 8, zp, lo, hi);
+    r->za = za;
+    r->ma = ma;
+    r->zb = zb;
+    r->mb = mb;
+}
+
+/* The fused residual add of one element: q the conv's output, r the other operand. */
+static inline int8_t nn_res_add(int8_t q, int8_t r, const nn_res_t *a)
+{
+    const int64_t acc = (int64_t)(q - a->za) * a->ma + (int64_t)(r - a->zb) * a->mb;
+    return nn_clamp_s8(nn_rshift_round(acc, a->e.shift[0]) + a->e.zp, a->e.act_min, a->e.act_max);
 }
 
 /* Unaligned, aliasing-safe 32-bit load of an int16 pair. */
@@ -82,8 +119,9 @@ static inline NN_AVX2 __m256i nn_avx2_rne64(__m256i p, const nn_epi_t *e, int pa
     return q;
 }
 
-/* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> 8 int8 in a 64-bit word. */
-static inline NN_AVX2 long long nn_avx2_requant8(__m256i acc, const nn_epi_t *e, int v)
+/* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> the 8 requantized values
+ * (zero point added, clamped) in int32 lanes. */
+static inline NN_AVX2 __m256i nn_avx2_requant8_i32(__m256i acc, const nn_epi_t *e, int v)
 {
     const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
     const __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)&e->mult[v * 8]);
@@ -93,11 +131,43 @@ static inline NN_AVX2 long long nn_avx2_requant8(__m256i acc, const nn_epi_t *e,
     pe = nn_avx2_rne64(pe, e, 0, v);
     po = nn_avx2_rne64(po, e, 1, v);
     r = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
-    r = _mm256_add_epi32(r, _mm256_set1_epi32(e->zp));
+    return _mm256_add_epi32(r, _mm256_set1_epi32(e->zp));
+}
+
+/* 8 int32 lanes already in [-128, 127] -> 8 int8 in a 64-bit word. */
+static inline NN_AVX2 long long nn_avx2_pack8(__m256i r)
+{
     r = _mm256_packs_epi32(r, r);
     r = _mm256_packs_epi16(r, r);
     r = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
     return _mm_cvtsi128_si64(_mm256_castsi256_si128(r));
+}
+
+/* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> 8 int8 in a 64-bit word. */
+static inline NN_AVX2 long long nn_avx2_requant8(__m256i acc, const nn_epi_t *e, int v)
+{
+    return nn_avx2_pack8(nn_avx2_requant8_i32(acc, e, v));
+}
+
+/* The fused residual add on 8 lanes: q the conv's requantized values (int32 lanes), r the
+ * n (<= 8) int8 values of the other operand; the result as 8 int8 in a 64-bit word. */
+static inline NN_AVX2 long long nn_avx2_res_add8(__m256i q, const int8_t *r, int n, const nn_res_t *a)
+{
+    long long wb = 0;
+    __m256i xa, xb, pe, po, t;
+    memcpy(&wb, r, n == 8 ? 8 : (size_t)n);
+    xa = _mm256_sub_epi32(q, _mm256_set1_epi32(a->za));
+    xb = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), _mm256_set1_epi32(a->zb));
+    {
+        const __m256i ma = _mm256_set1_epi32(a->ma), mb = _mm256_set1_epi32(a->mb);
+        pe = _mm256_add_epi64(_mm256_mul_epi32(xa, ma), _mm256_mul_epi32(xb, mb));
+        po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(xa, 32), ma),
+                              _mm256_mul_epi32(_mm256_srli_epi64(xb, 32), mb));
+    }
+    pe = nn_avx2_rne64(pe, &a->e, 0, 0);
+    po = nn_avx2_rne64(po, &a->e, 1, 0);
+    t = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+    return nn_avx2_pack8(_mm256_add_epi32(t, _mm256_set1_epi32(a->e.zp)));
 }
 
 static inline NN_AVX2 void nn_avx2_store8(int8_t *dst, long long v, int n)
@@ -169,15 +239,18 @@ static inline int nn_cpu_has_i8mm(void) { return 0; }
 #endif
 
 /* The scalar epilogue of the NEON microkernels: accumulators spilled to c (row stride
- * ldc), out[m * ostride + j] for j < n. */
+ * ldc), out[m * ostride + j] for j < n; with e->res, the fused residual add of
+ * res[m * ostride + j]. */
 static inline void nn_epi_scalar(const int32_t *c, int ldc, int rows, int n, const nn_epi_t *e,
-                                 int8_t *out, int ostride)
+                                 int8_t *out, int ostride, const int8_t *res)
 {
     int m, j;
     for (m = 0; m < rows; ++m)
-        for (j = 0; j < n; ++j)
-            out[m * ostride + j] = nn_requantize((int64_t)c[m * ldc + j] + e->bias[j], e->mult[j],
-                                                 e->shift[j], e->zp, e->act_min, e->act_max);
+        for (j = 0; j < n; ++j) {
+            const int8_t q = nn_requantize((int64_t)c[m * ldc + j] + e->bias[j], e->mult[j],
+                                           e->shift[j], e->zp, e->act_min, e->act_max);
+            out[m * ostride + j] = e->res ? nn_res_add(q, res[m * ostride + j], e->res) : q;
+        }
 }
 
 /* d[0..n) = s[0..n) widened to int16 (the layer's input into its int16 buffer). */

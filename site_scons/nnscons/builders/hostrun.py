@@ -8,6 +8,7 @@ import subprocess
 
 from ..fileio import write_if_changed
 from . import runlog
+from .. import binfiles
 
 
 def run_program(cmd, timeout, cwd=None, env=None, show=False):
@@ -29,7 +30,7 @@ def run_native(target, source, env, prefix=()):
     prefix: an emulator's command line in front of the program (qemu-aarch64 -cpu X)."""
     session = env["NNS_SESSION"]
     log_path, npy_path = str(target[0]), str(target[1])
-    output_bin = os.path.join(os.path.dirname(log_path), "output.bin")
+    output_bin = binfiles.output_path(os.path.dirname(log_path))
     cmd = list(prefix) + [source[0].abspath, env["NNS_BIN_DIR"], output_bin]
     timeout = session.options["run"]["timeout"]
     status, text = run_program(cmd, timeout, show=env["NNS_VERBOSE"])
@@ -64,7 +65,7 @@ def run_bench(target, source, env):
     session = env["NNS_SESSION"]
     n = env["NNS_ITERATIONS"]
     out_dir = os.path.dirname(str(target[0]))
-    cmd = [source[0].abspath, env["NNS_BIN_DIR"], os.path.join(out_dir, "bench_output.bin"), str(n)]
+    cmd = [source[0].abspath, env["NNS_BIN_DIR"], binfiles.output_path(out_dir, bench=True), str(n)]
     status, text = run_program(cmd, session.options["run"]["timeout"])
     total, layers = parse_bench(text)
     if status != 0 or total is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import SCons.Action
 
+from .. import binfiles
 from ..planning import keys
 from ..resources import data_path, zoo_dir
 from . import actions, report, workspace
@@ -66,6 +67,32 @@ def compile_generated(env, session, common, obj_dir) -> list:
     return objects
 
 
+def declare_library(env, session, common, obj_dir, extra_sources=(), extra_objects=()) -> tuple:
+    """The network as a library and its harness, for targets that compile the generated C:
+    every generated C/.S file but src/main.c, the plan's kernels and extra_sources (e.g. a
+    HAL) and extra_objects into <build>/<plan.extra["library"]["lib"]>; returns (library nodes: the archive,
+    the header, the .cmake/.mk files; the harness's objects).  env: the compiler of the
+    platform, with library.weights_include() on its assembler flags."""
+    b = session.build_dir
+    files = session.plan.extra["library"]
+    objects = compile_generated(env, session, common, obj_dir)
+    harness = [o for o in objects if os.path.basename(str(o)) == "main.o"]
+    lib_objects = [o for o in objects if o not in harness] + list(extra_objects)
+    for k in list(session.plan.kernels) + list(extra_sources):
+        stem = os.path.splitext(os.path.basename(k))[0]
+        lib_objects += compile_object(env, os.path.join(obj_dir, "kernels", stem + ".o"), k, stem)
+    for w in common.weights:                       # the .S objects embed the .bin bytes
+        stem = os.path.splitext(os.path.basename(str(w)))[0]
+        env.Depends(os.path.join(obj_dir, "weights", stem + ".o"), w)
+    quiet = not env["NNS_VERBOSE"]
+    archive = env.StaticLibrary(os.path.join(b, files["lib"]), sorted(lib_objects, key=str),
+                                ARFLAGS=["rcs"], RANLIBCOM="",   # `s`: the index, no ranlib step
+                                ARCOMSTR=f"AR {os.path.basename(files['lib'])} [{env['NNS_TARGET']}]"
+                                if quiet else None)
+    others = [common.network_files[files[k]] for k in ("header", "cmake", "mk") if files[k] in common.network_files]
+    return archive + others, harness
+
+
 def declare(env, session) -> dict:
     """Create every node; return the aliases {name: nodes}."""
     b = session.build_dir
@@ -110,7 +137,7 @@ def declare(env, session) -> dict:
         env.Depends(g, golden_py)
         goldens += g
 
-    inp = env.NnsInput(os.path.join(b, "bin", "input.bin"), value(env, [session.input_key, plan.layout]),
+    inp = env.NnsInput(binfiles.input_path(b), value(env, [session.input_key, plan.layout]),
                        NNS_VERB="INPUT", NNS_LABEL=session.model_cfg.name)
     env.Depends(inp, py_sources("reference/quant.py"))
     network_files = {path: codegen(path, template, spec, os.path.basename(path))[0]

@@ -31,6 +31,7 @@ class Micro:
     pairs: int
     ku: int
     ostride: int
+    res: bool = False       # the epilogue adds a residual (e->res, the `res` argument)
 
     def name(self, isa: str, prefix: str) -> str:
         return f"{prefix}_{isa}_m{self.mr}n{self.nv}"
@@ -85,7 +86,7 @@ class Portable(Isa):
 
     def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
         n = mk.nv * 8
-        out = [f"static void {fname}(const int16_t *const *a, const int8_t *w, const nn_epi_t *e, int8_t *out, int last)",
+        out = [f"static void {fname}(const int16_t *const *a, const int8_t *w, const nn_epi_t *e, int8_t *out, int last, const int8_t *res)",
                "{"]
         out += [f"    const int16_t *a{m} = a[{m}];" for m in range(mk.mr)]
         out.append(f"    int32_t c[{mk.mr}][{n}];")
@@ -99,10 +100,15 @@ class Portable(Isa):
             s.append(f"w += {mk.nr * 2};")
             return s
         out += _k_loops(mk, body, tapoff)
+        if not mk.res:
+            out.append("    (void)res;")
         for m in range(mk.mr):
             out.append(f"    for (int j = 0; j < {(mk.nv - 1) * 8} + last; ++j)")
-            out.append(f"        out[{m * mk.ostride} + j] = nn_requantize((int64_t)c[{m}][j] + e->bias[j], "
-                       "e->mult[j], e->shift[j], e->zp, e->act_min, e->act_max);")
+            q = (f"nn_requantize((int64_t)c[{m}][j] + e->bias[j], "
+                 "e->mult[j], e->shift[j], e->zp, e->act_min, e->act_max)")
+            if mk.res:
+                q = f"nn_res_add({q}, res[{m * mk.ostride} + j], e->res)"
+            out.append(f"        out[{m * mk.ostride} + j] = {q};")
         out.append("}")
         return "\n".join(out) + "\n"
 
@@ -117,7 +123,7 @@ class Avx2(Isa):
     runtime = "nn_cpu_has_avx2()"
 
     def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
-        out = [f"static {self.attr}void {fname}(const int16_t *const *a, const int8_t *w, const nn_epi_t *e, int8_t *out, int last)",
+        out = [f"static {self.attr}void {fname}(const int16_t *const *a, const int8_t *w, const nn_epi_t *e, int8_t *out, int last, const int8_t *res)",
                "{"]
         out += [f"    const int16_t *a{m} = a[{m}];" for m in range(mk.mr)]
         for m in range(mk.mr):
@@ -139,16 +145,21 @@ class Avx2(Isa):
             s.append("}")
             return s
         out += _k_loops(mk, body, tapoff)
+        if not mk.res:
+            out.append("    (void)res;")
         for m in range(mk.mr):
             for v in range(mk.nv):
                 cnt = "last" if v == mk.nv - 1 else "8"
-                out.append(f"    nn_avx2_store8(out + {m * mk.ostride + v * 8}, nn_avx2_requant8(c{m}_{v}, e, {v}), {cnt});")
+                off = m * mk.ostride + v * 8
+                q = (f"nn_avx2_res_add8(nn_avx2_requant8_i32(c{m}_{v}, e, {v}), res + {off}, {cnt}, e->res)"
+                     if mk.res else f"nn_avx2_requant8(c{m}_{v}, e, {v})")
+                out.append(f"    nn_avx2_store8(out + {off}, {q}, {cnt});")
         out.append("}")
         return "\n".join(out) + "\n"
 
 
 def _neon_head(isa, mk: Micro, fname: str) -> list:
-    out = [f"static {isa.attr}void {fname}(const int16_t *const *a, const int8_t *w, const nn_epi_t *e, int8_t *out, int last)",
+    out = [f"static {isa.attr}void {fname}(const int16_t *const *a, const int8_t *w, const nn_epi_t *e, int8_t *out, int last, const int8_t *res)",
            "{"]
     out += [f"    const int16_t *a{m} = a[{m}];" for m in range(mk.mr)]
     return out
@@ -159,7 +170,7 @@ def _neon_tail(mk: Micro, stores: list) -> list:
     n = mk.nv * 8
     out = [f"    int32_t c[{mk.mr}][{n}];"]
     out += ["    " + s for s in stores]
-    out.append(f"    nn_epi_scalar(&c[0][0], {n}, {mk.mr}, {(mk.nv - 1) * 8} + last, e, out, {mk.ostride});")
+    out.append(f"    nn_epi_scalar(&c[0][0], {n}, {mk.mr}, {(mk.nv - 1) * 8} + last, e, out, {mk.ostride}, res);")
     out.append("}")
     return out
 

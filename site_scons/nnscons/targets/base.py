@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .. import numerics, ops
+from .. import binfiles, numerics, ops
 from ..errors import UserError
 
 
@@ -71,10 +71,8 @@ class TargetPlan:
     golden_tags: dict = field(default_factory=dict)
 
     def bin_path(self, kind: str, cname: str) -> str:
-        """Path under bin/ of a layer's 'weights' or 'golden' file."""
-        if self.bin_names == "flat":    # one flat namespace, as a device filesystem wants
-            return f"{cname}_{kind}.bin"
-        return f"{kind}/{cname}.bin"
+        """Path under bin/ of a layer's 'weights' or 'golden' file (binfiles.bin_name)."""
+        return binfiles.bin_name(kind, cname, self.bin_names)
 
 
 def tools_exist(check_tools, env) -> bool:

@@ -8,9 +8,15 @@ shapes, quantization, layout), and the file names; targets/<kind>/ declares the 
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from .. import names
+from .. import binfiles, names
+from ..resources import data_path
+
+# the header, the API source, the CMake and Make files: the host's templates, for every target
+TEMPLATES = data_path("templates", "host")
 
 
 def c_model_name(model_name: str) -> str:
@@ -19,11 +25,56 @@ def c_model_name(model_name: str) -> str:
     return cname.lower() if cname.isidentifier() else "model"
 
 
-def files(model_cname: str) -> dict:
-    """Paths (under the build folder) of the library's files."""
-    return {"lib": f"lib/libnns_{model_cname}.a", "header": f"include/nns_{model_cname}.h",
-            "cmake": f"lib/nns_{model_cname}.cmake", "mk": f"lib/nns_{model_cname}.mk",
-            "source": f"src/nns_{model_cname}.c"}
+def files(model_cname: str, lib_dir: str = "lib") -> dict:
+    """Paths (under the build folder) of the library's files.  lib_dir: where the archive
+    and its .cmake/.mk go (a target with several platforms builds one archive per platform,
+    e.g. k210's `qemu/lib`); the header and the sources are shared."""
+    return {"lib": f"{lib_dir}/libnns_{model_cname}.a", "header": f"include/nns_{model_cname}.h",
+            "cmake": f"{lib_dir}/nns_{model_cname}.cmake", "mk": f"{lib_dir}/nns_{model_cname}.mk",
+            "source": f"src/nns_{model_cname}.c", "api": f"src/nns_{model_cname}_api.c"}
+
+
+def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, source_template: str,
+                    source_spec: dict, lib_dirs=("lib",), link_libs=()) -> list:
+    """The library's generated files [(path, template relative to templates_dir, spec)]: the
+    target's network source (source_template: its run_with_callback), and from the host's
+    templates the header, the API source (names, run, run_float), and per archive folder in
+    lib_dirs the .cmake and .mk.  layers: LayerPlans in execution order.  The header depends
+    on sizes and I/O only, so a layer's edit never regenerates it."""
+    f = files(lib["model"])
+    rel = os.path.relpath(TEMPLATES, templates_dir)
+    t = lambda name: name if rel == "." else os.path.join(rel, name)  # noqa: E731
+    out = [(f["source"], source_template, source_spec),
+           (f["header"], t("nns.h.j2"), {"lib": lib, "arena_size": arena_size, "num_layers": len(layers)}),
+           (f["api"], t("api.c.j2"), {"lib": lib, "layers": [{"name": lp.layer.name, "cname": lp.cname}
+                                                              for lp in layers]})]
+    for d in lib_dirs:
+        lib_spec = {"lib": dict(lib, link_libs=list(link_libs), include_rel=os.path.relpath("include", d))}
+        out += [(files(lib["model"], d)["cmake"], t("lib.cmake.j2"), lib_spec),
+                (files(lib["model"], d)["mk"], t("lib.mk.j2"), lib_spec)]
+    return out
+
+
+def weights_files(lib: dict, templates_dir: str, layers, align: int = 16) -> list:
+    """Per layer with parameters, the assembly file that links its weights .bin into the
+    library (symbol <prefix>_params_<cname>, `align`-byte aligned); the .bin is found on the
+    assembler's include path (-Wa,-I<build>/bin/weights)."""
+    rel = os.path.relpath(TEMPLATES, templates_dir)
+    template = "weights.S.j2" if rel == "." else os.path.join(rel, "weights.S.j2")
+    return [(f"src/weights/{lp.cname}.S", template,
+             {"cname": lp.cname, "symbol": f"{lib['prefix']}_params_{lp.cname}", "align": align,
+              "file": os.path.basename(binfiles.bin_name("weights", lp.cname))})
+            for lp in layers if lp.param_layout]
+
+
+def weights_include(build_dir: str) -> str:
+    """The assembler flag that lets the weights .S files find their .bin."""
+    return "-Wa,-I" + os.path.dirname(binfiles.bin_path(build_dir, "weights", "x"))
+
+
+def harness_bins() -> dict:
+    """The .bin names the harnesses read, as C format strings (binfiles' rule)."""
+    return {"input": binfiles.INPUT, "golden": binfiles.bin_name("golden", "%s")}
 
 
 def _io(graph, tensor_name: str, layout: str) -> dict:

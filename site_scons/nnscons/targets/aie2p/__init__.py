@@ -1,7 +1,9 @@
 """The `aie2p` target: AMD XDNA2 NPU (npu2). Per layer an IRON placed design (Python,
 run to aie.mlir), an AIE C++ kernel (Peano or xchesscc), aiecc.py -> final.xclbin +
-insts.bin, run through XRT. platform=emul runs each layer's scalar kernel natively on
-data moved by a NumPy emulator of the declared DMA patterns (no NPU, no mlir-aie).
+insts.bin, run through XRT. platform=emul builds the network as a C library: each layer's
+scalar kernel compiled natively, fed by nn_aie_emul.c moving the data as the declared DMA
+patterns do (no NPU, no mlir-aie; emulator.py is its NumPy twin, tested against the
+patterns), and runs the host target's harness on it.
 
 Activations live in DDR as HWC int8; the network input goes to the NPU as uint8 when its
 int8 zero point is -128 (uint8 with zero point 0: RGBA pixels). Layers that do not map
@@ -19,7 +21,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
-from .. import base
+from .. import base, library
 from . import layerplan as lplan, mapping, pack
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
@@ -85,12 +87,18 @@ def check_tools(env, session) -> None:
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
     layers = []
     fallback = opts["mapping"]["fallback"] == "host"
+    model = library.c_model_name(graph.name)
+    emul = opts["run"]["platform"] == "emul"
     if not fallback:
         mapping.check(graph)
     for layer in graph.layers:
         cname = cnames[layer.name]
         if fallback and mapping.why_not(layer, graph):
-            layers.append(host_layer(layer, graph, cname, mapping.why_not(layer, graph)))
+            lp = host_layer(layer, graph, cname, mapping.why_not(layer, graph))
+            if emul:        # the library's C for it
+                lp.files.append((f"src/layers/{cname}_host.c", "host_layer.c.j2",
+                                 dict(lp.spec, symbol=f"nns_{model}_{cname}")))
+            layers.append(lp)
             continue
         if layer.op == "reshape":
             layers.append(base.LayerPlan(layer=layer, cname=cname, template="", kernels=(),
@@ -123,7 +131,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             macs=macs, param_bytes=nbytes,
             files=[(f"src/layers/{cname}_design.py", "design.py.j2", spec),
                    (f"src/layers/{cname}.cc", "kernel.cc.j2", spec),
-                   (f"src/layers/{cname}_dma.json", "dma.json.j2", spec)],
+                   (f"src/layers/{cname}_dma.json", "dma.json.j2", spec)]
+            + ([(f"src/layers/{cname}_emul.c", "emul.c.j2", emul_spec(spec, model))] if emul else []),
             report=lplan.layer_report(spec, macs),
             pack=lambda layer, graph, layout, d=act_dtype, g=g: pack.pack(layer, graph, d, g)))
     buffers = plan_buffers(graph)
@@ -131,16 +140,79 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         if layer_kind(lp) == "npu":
             lp.report["runs_on"] = lp.report["aie"]["runs_on"] = "npu"
     network = network_spec(graph, layers, buffers)
+    lib = dict(library.spec(graph, "hwc", model), notes=NOTES, errors=ERRORS)
+    files = [("src/network.json", "network.json.j2", network)]
+    if emul:
+        files += library_files(graph, layers, buffers, lib)
+    else:       # the NPU's library is not built yet: the header says what to ship
+        files += [f for f in library.generated_files(lib, TEMPLATES, buffers["arena_size"], layers, "", {},
+                                                     lib_dirs=()) if f[0].endswith(".h")]
+    kernels = [data_path("kernels", "aie2p", "nn_aie_emul.c")] if emul else []
+    if emul and any(layer_kind(lp) == "host" for lp in layers):
+        from .nodes import HOST_KERNELS
+        kernels += HOST_KERNELS
     return base.TargetPlan(
-        layers=layers, network=network, kernels=[], templates_dir=TEMPLATES,
-        network_files=[("src/network.json", "network.json.j2", network)], layout="hwc",
+        layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
+        network_files=files, layout="hwc",
         tensor_layouts=mapping.flattened_layouts(graph),
         columns=[("on", "runs_on"), ("T", "T"), ("Cc", "Cc"), ("cores", "cores_x_cols"), ("calls", "kernel_calls"),
                  ("B/call", "call_bytes"), ("L1 B", "l1_bytes"), ("memtile B", "memtile_bytes")],
         report={"aie": {"device": "npu2", "l1_cap": opts["memory"]["l1"],
                         "memtile_cap": opts["memory"]["memtile"]}},
         extra={"weights_py": [os.path.join(os.path.dirname(__file__), f)
-                              for f in ("pack.py", "mapping.py")]})
+                              for f in ("pack.py", "mapping.py")],
+               "library": library.files(model)})
+
+
+NOTES = [
+    "Target aie2p: each layer that maps onto the NPU is one tiled matrix product (its AIE",
+    "kernel, its DMA patterns); the others (mapping.fallback: host) run the portable C",
+    "kernels on the host CPU.  Activations are HWC int8 in the arena.",
+    "platform=emul: lib/libnns_<model>.a runs everything on this machine: each NPU layer's",
+    "DMA patterns are moved by nn_aie_emul.c and its kernel (compiled natively, scalar) is",
+    "called as the cores would; the weights are linked in.  Link it with the C++ compiler's",
+    "driver or gcc alike (the kernels use no C++ runtime).  Per-layer DDR buffers and",
+    "scratch are static: one inference at a time per process.",
+    "On the NPU (platform=npu) nnscons builds no C library yet: the run goes through XRT",
+    "from Python (targets/aie2p/xrt_runner.py).  An application there must ship, per NPU",
+    "layer L, aie/L/final.xclbin and aie/L/insts.bin (register the xclbin, load insts.bin",
+    "as 32-bit words, buffers in group ids 3, 4, 5: staged input, bin/weights/L.bin,",
+    "output; opcode 3), and bin/weights/<L>.bin for the host layers.",
+    "arena: NNS_..._ARENA_SIZE bytes, any alignment, owned by the caller; the input and",
+    "output buffers may not overlap it.",
+]
+ERRORS = [{"name": "ERR_DMA", "code": -3,
+           "what": "an emulated NPU layer's DMAs left an output byte unwritten or wrote one twice"}]
+
+
+def emul_spec(spec: dict, model: str) -> dict:
+    """What the layer's emulated-NPU C (emul.c.j2) depends on: its DMA patterns, kernel name,
+    activation type, and the scratch nn_aie_emul.c needs (nn_aie_scratch_bytes)."""
+    d = spec["dma"]
+    reps = lambda tasks, whole: [int(np.prod([s for s, _ in t["dims"]])) * (t["repeat"] if whole else 1)  # noqa: E731
+                                 for t in tasks]
+    act = max(max(reps(c["act"], False)) for c in d["tasks"])
+    w = max(sum(reps(c["w"], True)) for c in d["tasks"])
+    calls, cores = d["calls_per_iter"], d["cores"]
+    join = int(np.prod([s for s, _ in d["out_l2"]["mm2s"]]))
+    scratch = (act + 2 * calls * d["act_l1"]["bytes"] + w + calls * d["out_l1"]["bytes"]
+               + calls * cores * d["out_l1"]["bytes"] + calls * join + d["buffers"]["out"])
+    return {k: spec[k] for k in ("name", "cname", "op", "func", "act_dtype", "dma")} | {
+        "symbol": f"nns_{model}_{spec['cname']}", "scratch": scratch}
+
+
+def library_files(graph, layers, buffers, lib) -> list:
+    """platform=emul: the library's network source, header, API source, .cmake/.mk, the
+    weights' .S files and the harness (the host target's, on this library)."""
+    t = buffers["tensors"]
+    net = {"lib": lib, "input": t[graph.input], "output": t[graph.output],
+           "layers": [{"cname": lp.cname, "kind": layer_kind(lp), "symbol": f"nns_{lib['model']}_{lp.cname}",
+                       "inputs": [t[i]["offset"] for i in lp.layer.inputs], "output": t[lp.layer.output],
+                       "params_bytes": lp.param_bytes} for lp in layers]}
+    harness = os.path.join(os.path.relpath(library.TEMPLATES, TEMPLATES), "main.c.j2")
+    return (library.generated_files(lib, TEMPLATES, buffers["arena_size"], layers, "nns.c.j2", net)
+            + [("src/main.c", harness, {"lib": lib, "bins": library.harness_bins()})]
+            + library.weights_files(lib, TEMPLATES, layers))
 
 
 def fit_layer(layer, graph, cname, g, req, own, act_dtype, opts, at, cls) -> dict:

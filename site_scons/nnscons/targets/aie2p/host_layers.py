@@ -17,6 +17,11 @@ import os
 
 import numpy as np
 
+try:
+    from ... import binfiles
+except ImportError:          # imported as a top-level module by xrt_runner.py
+    import binfiles
+
 I32 = ctypes.c_int32
 P8 = ctypes.c_void_p
 
@@ -139,6 +144,6 @@ def host_runner(build_dir: str):
         cname = layer["cname"]
         with open(os.path.join(build_dir, "src", "layers", cname + "_host.json")) as f:
             spec = json.load(f)
-        params = np.fromfile(os.path.join(build_dir, "bin", "weights", cname + ".bin"), dtype=np.uint8)
+        params = np.fromfile(binfiles.bin_path(build_dir, "weights", cname), dtype=np.uint8)
         return k.run(spec, params, xs)
     return run

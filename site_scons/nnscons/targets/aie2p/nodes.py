@@ -5,9 +5,12 @@ platform=npu, per mapped layer L (files under build/<t>/<m>/aie/L/):
     KCC   L   src/layers/L.cc         -> L.o             (Peano clang++ or xchesscc_wrapper)
     AIECC L   aie.mlir + L.o          -> final.xclbin, insts.bin
     RUN       every xclbin/insts + bins -> run.log, output.npy (xrt_runner.py via pyxrt)
-platform=emul, per mapped layer:
-    CXX   L   src/layers/L.cc         -> emul/L.so       (g++, the scalar kernel)
-    RUN       every .so + L_dma.json + bins -> run.log, output.npy (emul_run.py)
+platform=emul, the network as a library lib/libnns_<m>.a, per mapped layer:
+    CXX   L   src/layers/L.cc         -> obj/kernels/L_aie.o (g++ -DNNS_EMUL, the scalar kernel)
+    CC    L   src/layers/L_emul.c     -> obj/layers/L.o  (its DMA patterns for nn_aie_emul.c)
+  per host layer (fallback: host) src/layers/L_host.c, the network, the API, the weights' .S,
+  kernels/aie2p/nn_aie_emul.c (and kernels/common), then AR; the host target's harness
+  (src/main.c) LINKed against the library, RUN natively -> run.log, output.npy
 Command lines are node signatures (varlist), so a new tool path or flag rebuilds.
 """
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ... import binfiles
 from ...resources import data_path
 from ...builders.nodes import py_sources
 from .tools import find_tools
@@ -63,46 +67,32 @@ def declare_nodes(env, session, common) -> dict:
     def src(lp, suffix):
         return files[lp.cname][f"src/layers/{lp.cname}{suffix}"]
 
-    firmware, run_inputs = [], []
     if opts["run"]["platform"] == "emul":
-        cxx = [opts["toolchain"]["cxx"]] + list(opts["toolchain"]["cxxflags"])
-        for lp in mapped:
-            so = os.path.join(b, "emul", lp.cname + ".so")
-            cmd = cxx + ["-DNNS_EMUL", "-shared", "-fPIC", "-I" + KERNELS, "-o", so, str(src(lp, ".cc"))]
-            node = env.NnsAieCmd(so, src(lp, ".cc"), NNS_CMD=cmd, NNS_VERB="CXX",
-                                 NNS_LABEL=common.label[lp.cname])
-            env.Depends(node, header)
-            firmware += node
-            # the design is not run here, but it is this layer's product: build it too
-            run_inputs += [src(lp, "_dma.json"), src(lp, "_design.py")]
-        run_cmd = [sys.executable, "-m", "nnscons.targets.aie2p.emul_run"]
-        run_deps = py_sources("targets/aie2p/emul_run.py", "targets/aie2p/emulator.py",
-                              "targets/aie2p/patterns.py", "targets/aie2p/layerplan.py",
-                              "targets/aie2p/runner.py", "targets/aie2p/host_layers.py")
-    else:
-        tools = find_tools(env["ENV"], opts)
-        compiler = opts["toolchain"]["kernel_compiler"]
-        pyenv = {"PYTHONPATH": os.pathsep.join(p for p in (
-            os.path.join(tools["mlir_aie_dir"], "python"), env["ENV"].get("PYTHONPATH", "")) if p)}
-        for lp in mapped:
-            d = os.path.join(b, "aie", lp.cname)
-            label = common.label[lp.cname]
-            mlir = env.NnsAieCmd(os.path.join(d, "aie.mlir"), src(lp, "_design.py"),
-                                 NNS_CMD=[tools["python"], str(src(lp, "_design.py"))],
-                                 NNS_STDOUT=True, NNS_ENV=pyenv, NNS_VERB="MLIR", NNS_LABEL=label)
-            obj = os.path.join(d, lp.cname + ".o")
-            kobj = env.NnsAieCmd(obj, src(lp, ".cc"),
-                                 NNS_CMD=kernel_command(tools, compiler, str(src(lp, ".cc")), obj),
-                                 NNS_VERB="KCC", NNS_LABEL=label)
-            env.Depends(kobj, header)
-            xclbin = env.NnsAieCmd([os.path.join(d, "final.xclbin"), os.path.join(d, "insts.bin")],
-                                   mlir + kobj, NNS_CMD=aiecc_command(tools, compiler), NNS_CWD=d,
-                                   NNS_ENV=pyenv, NNS_VERB="AIECC", NNS_LABEL=label)
-            firmware += xclbin
-            run_inputs.append(src(lp, "_dma.json"))
-        run_cmd = [tools["python"], os.path.join(HERE, "xrt_runner.py")]
-        run_deps = py_sources("targets/aie2p/xrt_runner.py", "targets/aie2p/runner.py",
-                              "targets/aie2p/host_layers.py")
+        return _emul_nodes(env, session, common, mapped, src)
+    firmware, run_inputs = [], []
+    tools = find_tools(env["ENV"], opts)
+    compiler = opts["toolchain"]["kernel_compiler"]
+    pyenv = {"PYTHONPATH": os.pathsep.join(p for p in (
+        os.path.join(tools["mlir_aie_dir"], "python"), env["ENV"].get("PYTHONPATH", "")) if p)}
+    for lp in mapped:
+        d = os.path.join(b, "aie", lp.cname)
+        label = common.label[lp.cname]
+        mlir = env.NnsAieCmd(os.path.join(d, "aie.mlir"), src(lp, "_design.py"),
+                             NNS_CMD=[tools["python"], str(src(lp, "_design.py"))],
+                             NNS_STDOUT=True, NNS_ENV=pyenv, NNS_VERB="MLIR", NNS_LABEL=label)
+        obj = os.path.join(d, lp.cname + ".o")
+        kobj = env.NnsAieCmd(obj, src(lp, ".cc"),
+                             NNS_CMD=kernel_command(tools, compiler, str(src(lp, ".cc")), obj),
+                             NNS_VERB="KCC", NNS_LABEL=label)
+        env.Depends(kobj, header)
+        xclbin = env.NnsAieCmd([os.path.join(d, "final.xclbin"), os.path.join(d, "insts.bin")],
+                               mlir + kobj, NNS_CMD=aiecc_command(tools, compiler), NNS_CWD=d,
+                               NNS_ENV=pyenv, NNS_VERB="AIECC", NNS_LABEL=label)
+        firmware += xclbin
+        run_inputs.append(src(lp, "_dma.json"))
+    run_cmd = [tools["python"], os.path.join(HERE, "xrt_runner.py")]
+    run_deps = py_sources("targets/aie2p/xrt_runner.py", "targets/aie2p/runner.py",
+                          "targets/aie2p/host_layers.py")
     if hosted:
         # fallback: host -- the host target's C kernels, once, as a shared library
         so = os.path.join(b, "host", "nn_host.so")
@@ -118,6 +108,41 @@ def declare_nodes(env, session, common) -> dict:
                         + common.input + common.weights + common.goldens,
                         NNS_CMD=run_cmd, NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
     env.Depends(run, run_deps)
-    env.SideEffect(os.path.join(b, "output.bin"), run)
-    env.Clean(run, [os.path.join(b, "output.bin")])
+    env.SideEffect(binfiles.output_path(b), run)
+    env.Clean(run, [binfiles.output_path(b)])
     return {"firmware": firmware, "run": run}
+
+
+def _emul_nodes(env, session, common, mapped, src) -> dict:
+    """platform=emul: the network as a library (each NPU layer's kernel compiled natively
+    with its emulated DMAs, the host layers' C, the network, the weights linked in) and the
+    host target's harness on it, run on this machine."""
+    from ...builders.nodes import declare_library
+    from .. import library
+    b = session.build_dir
+    opts = session.options
+    tc = opts["toolchain"]
+    t = session.target_cfg.name
+    quiet = not env["NNS_VERBOSE"]
+    env = env.Clone(CC=tc["cc"], LINK=tc["cc"], CXX=tc["cxx"], CFLAGS=list(tc["cflags"]),
+                    CXXFLAGS=list(tc["cxxflags"]) + ["-fno-exceptions", "-fno-rtti"],
+                    ASPPFLAGS=[library.weights_include(b)])
+    env.Append(CPPPATH=[KERNELS, os.path.join(b, "include")])
+    kernels = []
+    for lp in mapped:            # the AIE kernel, scalar, as the emulated cores call it
+        obj = os.path.join(b, "obj", "kernels", lp.cname + "_aie.o")
+        node = env.Object(obj, src(lp, ".cc"), CPPDEFINES=["NNS_EMUL"],
+                          CXXCOMSTR=f"CXX {common.label[lp.cname]} [{t}]" if quiet else None)
+        env.Depends(node, os.path.join(KERNELS, "nn_aie_gemm.h"))
+        kernels += node
+    lib_nodes, harness = declare_library(env, session, common, os.path.join(b, "obj"), extra_objects=kernels)
+    firmware = env.Program(os.path.join(b, "firmware"), harness + lib_nodes[:1],
+                           LINKCOMSTR=f"LINK firmware [{t}]" if quiet else None)
+    run = env.NnsNativeRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy")],
+                           firmware + common.input + common.goldens,
+                           NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
+    # the design and the DMA description are this layer's product too: build them
+    env.Depends(run, [src(lp, s) for lp in mapped for s in ("_dma.json", "_design.py")])
+    env.SideEffect(binfiles.output_path(b), run)
+    env.Clean(run, [binfiles.output_path(b)])
+    return {"firmware": firmware, "run": run, "library": lib_nodes}

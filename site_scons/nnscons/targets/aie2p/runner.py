@@ -10,6 +10,11 @@ import os
 
 import numpy as np
 
+try:
+    from ... import binfiles
+except ImportError:          # imported as a top-level module by xrt_runner.py
+    import binfiles
+
 
 def compare(i: int, cname: str, got: np.ndarray, golden: np.ndarray) -> str:
     g, e = got.view(np.int8).astype(np.int32), golden.view(np.int8).astype(np.int32)
@@ -50,7 +55,7 @@ def run_network(build_dir: str, run_layer, run_host=None) -> tuple[list, np.ndar
     Returns (log lines, the network output bytes)."""
     with open(os.path.join(build_dir, "src", "network.json")) as f:
         net = json.load(f)
-    tensors = {net["input"]: np.fromfile(os.path.join(build_dir, "bin", "input.bin"), dtype=np.uint8)}
+    tensors = {net["input"]: np.fromfile(binfiles.input_path(build_dir), dtype=np.uint8)}
     lines, ok = [], True
     for i, layer in enumerate(net["layers"]):
         x = tensors[layer["input"]]
@@ -63,7 +68,7 @@ def run_network(build_dir: str, run_layer, run_host=None) -> tuple[list, np.ndar
                 x = x ^ np.uint8(0x80)
             y = unstage(run_layer(layer, stage(x, layer.get("stage"))), layer.get("stage"))
         tensors[layer["output"]] = y
-        golden = np.fromfile(os.path.join(build_dir, "bin", "golden", layer["cname"] + ".bin"), dtype=np.uint8)
+        golden = np.fromfile(binfiles.bin_path(build_dir, "golden", layer["cname"]), dtype=np.uint8)
         lines.append(compare(i, layer["cname"], y, golden))
         ok = ok and lines[-1].endswith(": OK")
     lines.append("Test PASSED" if ok else "Test FAILED: see the MISMATCH lines")

@@ -14,8 +14,10 @@ import SCons.Action
 import SCons.Builder
 
 from nnscons.builders import actions, runlog
+from nnscons.builders.hostrun import run_native
 from nnscons.resources import PACKAGE_DIR
 from nnscons.fileio import write_if_changed
+from nnscons import binfiles
 
 
 def _env(env):
@@ -53,7 +55,7 @@ def run_command(target, source, env):
 def run_network(target, source, env):
     session = env["NNS_SESSION"]
     b = session.build_dir
-    out_bin = os.path.join(b, "output.bin")
+    out_bin = binfiles.output_path(b)
     cmd = [str(c) for c in env["NNS_CMD"]] + [b, out_bin]
     _show(env, cmd)
     e = _env(env)
@@ -77,6 +79,11 @@ def run_network(target, source, env):
 
 
 def generate(env):
+    # platform=emul: the library and its harness (C, C++ kernels, .S weights), run natively
+    for tool in ("gcc", "g++", "as", "gnulink", "ar"):
+        env.Tool(tool)
+    env["BUILDERS"]["NnsNativeRun"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(run_native, actions.label))
     env["BUILDERS"]["NnsAieCmd"] = SCons.Builder.Builder(action=SCons.Action.Action(
         run_command, actions.label, varlist=["NNS_CMD", "NNS_CWD", "NNS_ENV", "NNS_STDOUT"]))
     env["BUILDERS"]["NnsAieRun"] = SCons.Builder.Builder(action=SCons.Action.Action(

@@ -14,9 +14,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# binfiles.py (the .bin naming rule, standalone) from the nnscons package folder
+sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 import numpy as np  # noqa: E402
 import host_layers  # noqa: E402
 import runner  # noqa: E402
+from runner import binfiles  # noqa: E402
 
 KERNEL = "MLIR_AIE"
 OPCODE = 3
@@ -41,7 +44,7 @@ def main(build_dir: str, output_bin: str) -> int:
         bo_insts = pyxrt.bo(device, insts.nbytes, pyxrt.bo.cacheable, kernel.group_id(1))
         bo_insts.write(insts.tobytes(), 0)
         bo_insts.sync(to_dev)
-        w = np.fromfile(os.path.join(build_dir, "bin", "weights", cname + ".bin"), dtype=np.uint8)
+        w = np.fromfile(binfiles.bin_path(build_dir, "weights", cname), dtype=np.uint8)
         bos = []
         for gid, (data, n) in enumerate(((x, sizes["in"]), (w, sizes["w"]), (None, sizes["out"])), 3):
             bo = pyxrt.bo(device, n, pyxrt.bo.host_only, kernel.group_id(gid))

@@ -8,6 +8,7 @@ import SCons.Builder
 
 from nnscons.builders import actions
 from nnscons.builders.hostrun import run_native, run_program
+from nnscons import binfiles
 
 
 def ssh_commands(opts, firmware, bin_dir, output_bin):
@@ -22,8 +23,8 @@ def ssh_commands(opts, firmware, bin_dir, output_bin):
         [run["ssh"], host, f"rm -rf {q(rdir)} && mkdir -p {q(rdir + '/bin')}"],
         [run["scp"], "-q", firmware, f"{host}:{rdir}/firmware"],
         [run["scp"], "-q", "-r"] + bins + [f"{host}:{rdir}/bin/"],
-        [run["ssh"], host, f"cd {q(rdir)} && ./firmware bin output.bin"],
-        [run["scp"], "-q", f"{host}:{rdir}/output.bin", output_bin],
+        [run["ssh"], host, f"cd {q(rdir)} && ./firmware bin {binfiles.OUTPUT}"],
+        [run["scp"], "-q", f"{host}:{rdir}/{binfiles.OUTPUT}", output_bin],
     ]
 
 
@@ -42,7 +43,7 @@ def _run_ssh(target, source, env, session):
     from nnscons.builders import runlog
     from nnscons.fileio import write_if_changed
     log_path, npy_path = str(target[0]), str(target[1])
-    output_bin = os.path.join(os.path.dirname(log_path), "output.bin")
+    output_bin = binfiles.output_path(os.path.dirname(log_path))
     timeout = session.options["run"]["timeout"]
     cmds = ssh_commands(session.options, source[0].abspath, env["NNS_BIN_DIR"], output_bin)
     log = ""

@@ -17,6 +17,7 @@ from ...errors import UserError
 from ...resources import data_path, data_relative
 from ... import ops as nnsops
 from .. import base
+from ... import binfiles
 from . import memory, ops, platforms
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
@@ -144,8 +145,8 @@ def _makefile_spec(layers, kernels, opts) -> dict:
     return {"sources": ["src/main.c", "src/network.c"] + [p for lp in layers for p, _, _ in lp.sources()
                                                           if p.endswith(".c")],
             "kernels": sorted(data_relative(k) for k in kernels), "include": ["kernels/common", "kernels/gap9"],
-            "bins": ["input.bin"] + sorted(n for lp in layers for n in [f"{lp.cname}_golden.bin"] +
-                                       ([f"{lp.cname}_weights.bin"] if lp.param_layout else [])),
+            "bins": [binfiles.INPUT] + sorted(binfiles.bin_name(k, lp.cname, "flat") for lp in layers
+                                              for k in (["golden"] + (["weights"] if lp.param_layout else []))),
             "defines": platforms.runtime_defines(opts)}
 
 

@@ -5,6 +5,7 @@ import os
 
 from ...builders.nodes import compile_generated, compile_object
 from . import platforms
+from ... import binfiles
 
 
 def declare_nodes(env, session, common) -> dict:
@@ -30,8 +31,8 @@ def declare_nodes(env, session, common) -> dict:
                           firmware + common.input + common.weights + common.goldens,
                           NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on {platform}",
                           NNS_PLATFORM=platform)
-    penv.SideEffect(os.path.join(pdir, "output.bin"), run)
-    env.Clean(firmware, [os.path.join(pdir, "output.bin")])
+    penv.SideEffect(binfiles.output_path(pdir), run)
+    env.Clean(firmware, [binfiles.output_path(pdir)])
     aliases = {"firmware": firmware, "run": run}
     if platform != "qemu":
         aliases["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))

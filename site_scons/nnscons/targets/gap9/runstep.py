@@ -14,6 +14,7 @@ import numpy as np
 from ...builders import runlog
 from ...fileio import write_if_changed
 from . import platforms
+from ... import binfiles
 
 # Lines by which gvsoc, the SDK runtime or the emulation report a crash the program
 # itself cannot print.
@@ -72,7 +73,7 @@ def run_firmware(target, source, env):
     if data is None:
         print(f"RUN FAILED [{tname}] on {platform}: the log holds no complete network output:\n{tail}")
         return 1
-    output_bin = os.path.join(os.path.dirname(log_path), "output.bin")
+    output_bin = binfiles.output_path(os.path.dirname(log_path))
     write_if_changed(output_bin, data)
     runlog.write_output(session, output_bin, npy_path)
     write_if_changed(log_path, log)

@@ -57,9 +57,11 @@ def check_tools(env, session) -> None:
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO, isa_codes=None,
-         kind: str = "host") -> base.TargetPlan:
+         kind: str = "host", fuse_residual: bool | None = None) -> base.TargetPlan:
     """overrides: {layer name: {key: value}}; where(layer, *keys) -> 'targets.yaml:N: key.path'
-    (layer None: keys under targets.<t>; else under the model's overrides of that layer)."""
+    (layer None: keys under targets.<t>; else under the model's overrides of that layer).
+    fuse_residual (default: kind host): residual adds fused into the generated conv before
+    them (gemm.fuse_residual_adds); the plan's layers and buffers follow the fused graph."""
     l1_size = opts["memory"]["l1"]
     default_budget = opts["tiling"]["l1_budget"]
     if default_budget > l1_size:
@@ -72,6 +74,11 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     model = library.c_model_name(graph.name)
     layers, kernels = [], set()
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
+    source = graph
+    if fuse_residual if fuse_residual is not None else kind == "host":
+        graph, fusions = gemm.fuse_residual_adds(source)
+    else:
+        fusions = {}
     for layer in graph.layers:
         impl = OPS.get(layer.op)
         dw = depthwise(layer, graph)
@@ -88,9 +95,17 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             raise UserError(f"{budget_at}: l1_budget {budget} B exceeds the "
                             f"target's L1 size memory.l1 = {l1_size} B")
         if gemm.generated(layer):
-            g = gemm.plan_layer(layer, graph, opts, overrides.get(layer.name, {}), tuning,
+            # a fused layer's weights and requantization are its conv's (the original layer)
+            orig = next(l for l in source.layers if l.name == layer.name) if layer.name in fusions else layer
+            g = gemm.plan_layer(orig, source, opts, overrides.get(layer.name, {}), tuning,
                                 lambda *k, _l=layer.name: where(_l, *k) if k[-1] in overrides.get(_l, {})
                                 else where(None, "kernel", *k), auto=auto)
+            if layer.name in fusions:
+                add = fusions[layer.name]
+                g["spec"]["residual"] = gemm.residual_spec(orig, add, source)
+                g["report"]["gemm"]["residual"] = add.name
+                g["report"]["blocking"] += " +add"
+                g["pack"] = lambda _l, gr, lay, _p=g["pack"], _o=orig: _p(_o, gr, lay)
             layout = g["layout"]
         else:
             g = None
@@ -128,27 +143,17 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
 def _network_files(network, layers):
     """The library's sources and files, the harness, and per layer with parameters the
     assembly file that links its weights .bin in."""
-    files = library.files(network["lib"]["model"])
-    lib_only = {"lib": network["lib"]}
-    out = [(files["source"], "network.c.j2", network),
-           # the header: sizes and I/O only, so a layer's edit never regenerates it
-           (files["header"], "nns.h.j2", {"lib": network["lib"], "arena_size": network["arena_size"],
-                                           "num_layers": len(network["layers"])}),
-           (files["cmake"], "lib.cmake.j2", lib_only),
-           (files["mk"], "lib.mk.j2", lib_only),
-           ("src/main.c", "main.c.j2", lib_only)]
-    out += [(f"src/weights/{lp.cname}.S", "weights.S.j2",
-             {"cname": lp.cname, "symbol": f"{network['lib']['prefix']}_params_{lp.cname}",
-              "file": f"{lp.cname}.bin"})
-            for lp in layers if lp.param_layout]
-    return out
+    lib = network["lib"]
+    return (library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
+                                    link_libs=["pthread"])   # the threads of threads: N
+            + [("src/main.c", "main.c.j2", {"lib": lib, "bins": library.harness_bins()})]
+            + library.weights_files(lib, TEMPLATES, layers))
 
 
 def network_spec(graph, layers, buffers, lib) -> dict:
     """The library source's spec: layer order and names, buffer offsets, the library's
     facts (sizes, shapes, quantization of input and output); no weights, no tiling."""
     t = buffers["tensors"]
-    lib = dict(lib, link_libs=["pthread"])   # the threads of threads: N
     return {
         "lib": lib,
         "arena_size": buffers["arena_size"],

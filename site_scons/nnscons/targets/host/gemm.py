@@ -166,3 +166,73 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
                        "isa": isa, "variants": variants, "threads": threads}}
     return {"spec": spec, "layout": layout, "pack": pack, "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"]},
             "report": report}
+
+
+# ---- residual add fused into the conv epilogue -----------------------------------------
+
+def fuse_residual_adds(graph) -> tuple:
+    """Plan-level fusion of a residual add into the generated conv that produces one of its
+    operands: (the graph the target runs, {conv name: the add layer}).
+
+    An add fuses into the producer P of one operand when P is a generated conv/linear
+    (kernelgen.supports), P's output is read by that add only (and is not the network's
+    output), and the other operand exists when P runs (the network input or the output of
+    a layer before P).  Of two candidates the later producer wins (ResNet's downsample
+    block: the add goes into the 1x1 downsample conv, the 3x3 conv's output is ready).
+    The fused layer keeps P's name and weights, reads [P's input, the other operand],
+    writes the add's output tensor (so it is checked against the add's golden; P's own
+    output is no longer materialised) and lists the add in `fused`.  The buffer plan is
+    made on the returned graph.  The add's arithmetic is unchanged (nn_res_add): the conv's
+    int8 result, then the add's rule exactly."""
+    from dataclasses import replace
+    from ...ir import Graph
+    index = {l.output: i for i, l in enumerate(graph.layers)}
+    readers = {}
+    for l in graph.layers:
+        for t in l.inputs:
+            readers.setdefault(t, []).append(l.name)
+    fusions, into = {}, {}
+    for add in graph.layers:
+        if add.op != "add" or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
+            continue
+        best = None
+        for k, t in enumerate(add.inputs):
+            other = add.inputs[1 - k]
+            i = index.get(t)
+            if i is None or t == graph.output or readers.get(t) != [add.name]:
+                continue
+            p = graph.layers[i]
+            if not generated(p) or p.name in fusions or p.name in into.values():
+                continue
+            if other != graph.input and index.get(other, len(graph.layers)) >= i:
+                continue
+            if best is None or i > best[0]:
+                best = (i, k, p)
+        if best is not None:
+            fusions[best[2].name] = (add, best[1])
+            into[add.name] = best[2].name
+    if not fusions:
+        return graph, {}
+    layers = []
+    for l in graph.layers:
+        if l.name in into:
+            continue
+        if l.name in fusions:
+            add, k = fusions[l.name]
+            l = replace(l, inputs=[l.inputs[0], add.inputs[1 - k]], output=add.output,
+                        fused=list(l.fused) + [add.name] + list(add.fused))
+        layers.append(l)
+    fused = Graph(name=graph.name, input=graph.input, output=graph.output, tensors=graph.tensors,
+                  layers=layers)
+    return fused, {name: add for name, (add, _) in fusions.items()}
+
+
+def residual_spec(conv, add, graph) -> dict:
+    """The fused add's constants for the conv's generated epilogue (kernelgen: nn_res_init)."""
+    rq = numerics.requant_params(add, graph)
+    k = add.inputs.index(conv.output)
+    zp = {t: graph.tensor(t).q.zero_point for t in add.inputs}
+    return {"name": add.name, "conv_zp": int(graph.tensor(conv.output).q.zero_point),
+            "mult_conv": int(rq["mult"][k]), "zp_other": int(zp[add.inputs[1 - k]]),
+            "mult_other": int(rq["mult"][1 - k]), "shift": int(rq["shift"][0]),
+            "zp": int(graph.tensor(add.output).q.zero_point), "act": [int(add.act_min), int(add.act_max)]}

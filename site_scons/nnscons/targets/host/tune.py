@@ -41,10 +41,10 @@ static int cmp(const void *a, const void *b)
 }
 int main(int argc, char **argv)
 {
-    static int8_t in[%(in_size)d], out[%(out_size)d];
+    static int8_t in[%(in_size)d], out[%(out_size)d], res[%(out_size)d];
     static uint8_t params[%(params)d + 1];
     double t[%(reps)d];
-    const int8_t *ins[1] = { in };
+    const int8_t *ins[2] = { in, res };   /* res: a fused residual add's other operand */
     FILE *f = fopen(argv[1], "rb");
     unsigned r = 1;
     int i;
@@ -132,7 +132,9 @@ def _compile(cc, cflags, src, exe, root):
 
 
 def time_candidate(session, lp, blk, work, reps, opts) -> float:
-    layer, graph = lp.layer, session.graph
+    graph = session.graph
+    # the model's own layer (a layer with a fused add has its conv's weights and requantization)
+    layer = next((l for l in graph.layers if l.name == lp.layer.name), lp.layer)
     g = gemm.plan_layer(layer, graph, opts, dict(blk), {}, lambda *k: "tune")
     spec = copy.deepcopy(lp.spec)
     spec["gemm"]["blocking"] = dict(blk)

@@ -22,7 +22,7 @@ from ...resources import data_path
 from ...planning.buffers import plan_buffers
 from ...planning.keys import digest
 from ...planning.tiling import min_bytes
-from .. import base
+from .. import base, library
 from .cpu_ops import OPS as CPU_OPS, layer_spec as cpu_layer_spec
 from . import kpu, mapping, platforms
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
@@ -79,13 +79,14 @@ def _placement(layer, graph, overrides, where):
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
     layers, kernels, kpu_layers, placements = [], set(), {}, {}
+    model = library.c_model_name(graph.name)
     for layer in graph.layers:
         cname = cnames[layer.name]
         on, pool_type, reason, kl = _placement(layer, graph, overrides, where)
         placements[layer.name] = on
         if on == "kpu":
             kpu_layers[layer.name] = kl
-            spec = _kpu_spec(layer, cname, kl)
+            spec = dict(_kpu_spec(layer, cname, kl), symbol=f"nns_{model}_{cname}")
             lp = base.LayerPlan(layer=layer, cname=cname, template="kpu_conv.c.j2", kernels=(), spec=spec,
                                 param_layout=[["kpu", "uint8", kl.param_bytes, 0]], macs=base.macs(layer, graph),
                                 param_bytes=kl.param_bytes, pack=lambda _l, _g, _p, kl=kl: kl.pack(),
@@ -99,7 +100,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                 raise UserError(f"layer '{layer.name}': {why} (target kind 'k210')")
             layout = base.param_layout(layer, graph)
             spec = cpu_layer_spec(layer, graph, cname, layout, _cpu_scratch(layer, graph), "k210")
-            spec["symbol"] = f"layer_{cname}"          # the host template's function name
+            spec["symbol"] = f"nns_{model}_{cname}"    # the host template's function name
             lp = base.LayerPlan(layer=layer, cname=cname, template="cpu/" + impl.template,
                                 kernels=impl.kernels, spec=spec, param_layout=layout,
                                 macs=base.macs(layer, graph), param_bytes=base.layout_bytes(layout),
@@ -142,7 +143,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         else:
             lp.report.update(kpu_cycles=None, kpu_us=None, ai_ram_peak=None)
         lp.report["why"] = _short(lp.report["reason"])
-    network = _network_spec(graph, layers, buffers, ai)
+    network = _network_spec(graph, layers, buffers, ai, library.spec(graph, "chw", model))
+    platform = opts["run"]["platform"]
     kernels.update([data_path("kernels", "k210", "kpu_layout.c")])
     peak = max((a["peak"] for a in ai["layers"].values()), default=0)
     n_kpu = len(kpu_layers)
@@ -150,8 +152,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     here = os.path.dirname(os.path.abspath(__file__))
     return base.TargetPlan(
         layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
-        network_files=[("src/network.c", "network.c.j2", network), ("src/network.h", "network.h.j2", {}),
-                       ("src/main.c", "main.c.j2", {})],
+        network_files=_network_files(network, layers, platform),
         report={"kpu_layers": n_kpu, "cpu_layers": len(layers) - n_kpu, "ai_ram_peak_bytes": peak,
                 "ai_ram_bytes": opts["memory"]["ai_ram"], "sram_bytes": sram,
                 "sram_used_bytes": used, "sram_param_bytes": params, "sram_activation_bytes": buffers["arena_size"],
@@ -164,7 +165,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                     f"scratch = {used:,} of {sram:,} B"]},
         columns=[("on", "on"), ("pool", "kpu_pool"), ("AI RAM B", "ai_ram_peak"), ("KPU cyc", "kpu_cycles"),
                  ("QDQ chained own", "qdq_agree"), ("why cpu", "why")],
-        extra={"weights_py": [os.path.join(here, f) for f in ("kpu.py", "mapping.py")],
+        extra={"library": library.files(model, _lib_dir(platform)),
+               "weights_py": [os.path.join(here, f) for f in ("kpu.py", "mapping.py")],
                "golden_py": [os.path.join(here, f) for f in ("kpu.py", "mapping.py", "reference.py")],
                "kpu_layers": kpu_layers, "placements": placements},
         reference=_reference(kpu_layers),
@@ -247,16 +249,50 @@ def _plan_ai_ram(graph, layers, kpu_layers, opts, where) -> dict:
     return {"layers": out, "lines": total}
 
 
-def _network_spec(graph, layers, buffers, ai) -> dict:
+NOTES = [
+    "Target k210: the KPU layers push their 12 argument words through kpu_hal.h (the",
+    "archive <platform>/lib/libnns_<model>.a holds the HAL of its platform: emul and qemu",
+    "link the C KPU emulator kernels/k210/kpu_emul.c, a K210 links kpu_board.c, the real",
+    "registers); the other layers run the portable C kernels on the CPU.",
+    "The weights are linked into the library (read-only data, 256-byte aligned as the",
+    "KPU's tables require): nothing to load or flash besides the program.  The first run",
+    "registers them with kpu_hal_map().",
+    "arena: NNS_..._ARENA_SIZE bytes, any alignment, owned by the caller (the CPU's int8",
+    "CHW activations); the input and output buffers may not overlap it.  The KPU's 2 MiB",
+    "AI RAM and the CPU layers' row-band scratch are static: one inference at a time, and",
+    "nothing else may use the KPU during a run.",
+]
+
+
+def _lib_dir(platform: str) -> str:
+    """One archive per platform (each its own compiler): <platform>/lib."""
+    return f"{platform}/lib"
+
+
+def _network_files(network, layers, platform) -> list:
+    """The library (network source, header, API source, the .cmake/.mk of the emul and qemu
+    archives: both, so a platform switch generates nothing), the harness, the weights'
+    assembly files.  platform=board builds no archive of its own (the SDK's CMake project
+    compiles the sources): no .cmake/.mk."""
+    lib = network["lib"]
+    dirs = () if platform == "board" else tuple(_lib_dir(p) for p in ("emul", "qemu"))
+    files = library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "nns.c.j2", network,
+                                    lib_dirs=dirs)
+    return (files + [("src/main.c", "main.c.j2", {"lib": lib, "bins": library.harness_bins()})]
+            + library.weights_files(lib, TEMPLATES, layers, align=256))
+
+
+def _network_spec(graph, layers, buffers, ai, lib) -> dict:
     t = buffers["tensors"]
     entries = []
+    lib = dict(lib, notes=NOTES)
     for lp in layers:
         e = {"cname": lp.cname, "inputs": [t[i]["offset"] for i in lp.layer.inputs], "output": t[lp.layer.output],
-             "params_bytes": lp.param_bytes, "kpu": lp.cname in ai["layers"]}
+             "params_bytes": lp.param_bytes, "kpu": lp.cname in ai["layers"], "symbol": lp.spec["symbol"]}
         if e["kpu"]:
             a = ai["layers"][lp.cname]
             e.update(src=a["src"], dst=a["dst"], upload=a["upload"], in_chw=lp.spec["in"], out_chw=lp.spec["out"],
                      fc=lp.spec["fc"])
         entries.append(e)
-    return {"arena_size": buffers["arena_size"], "input": t[graph.input], "output": t[graph.output],
+    return {"lib": lib, "arena_size": buffers["arena_size"], "input": t[graph.input], "output": t[graph.output],
             "layers": entries}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ...builders.nodes import compile_generated, compile_object, py_sources
+from ...builders.nodes import declare_library, py_sources
+from ... import binfiles
 
 
 def declare_nodes(env, session, common) -> dict:
@@ -20,19 +21,17 @@ def declare_nodes(env, session, common) -> dict:
         from . import platforms
         pdir = os.path.join(b, platform)
         penv, extra = platforms.environment(env, session, platform)
-        objects = compile_generated(penv, session, common, os.path.join(pdir, "obj"))
-        for src in list(session.plan.kernels) + list(extra):
-            stem = os.path.splitext(os.path.basename(src))[0]
-            objects += compile_object(penv, os.path.join(pdir, "obj", "runtime", os.path.splitext(src)[0] + ".o"),
-                                      src, stem)
-        firmware = penv.Program(os.path.join(pdir, "firmware"), sorted(objects, key=str),
+        # the library: layers, network, weights linked in, kernels and the KPU HAL of the
+        # platform (the C emulator); the harness is linked against it
+        lib_nodes, harness = declare_library(penv, session, common, os.path.join(pdir, "obj"), extra)
+        firmware = penv.Program(os.path.join(pdir, "firmware"), harness + lib_nodes[:1],
                                 LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
         run = penv.NnsK210Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")],
-                              firmware + common.input + common.weights + common.goldens,
+                              firmware + common.input + common.goldens,
                               NNS_VERB="RUN", NNS_LABEL=f"{label} on {platform}", NNS_PLATFORM=platform)
-        penv.SideEffect(os.path.join(pdir, "output.bin"), run)
-        env.Clean(firmware, [os.path.join(pdir, "output.bin")])
-        nodes = {"firmware": firmware, "run": run}
+        penv.SideEffect(binfiles.output_path(pdir), run)
+        env.Clean(firmware, [binfiles.output_path(pdir)])
+        nodes = {"firmware": firmware, "run": run, "library": lib_nodes}
         if platform == "emul":
             nodes["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
     # shared by the platforms: it depends on the model and the goldens only

@@ -76,18 +76,31 @@ def check_tools(env, session) -> None:
                         f"(Debian: apt-get install gcc) or set targets.{name}.toolchain.cc")
 
 
+def cross_ar(cc: str) -> str:
+    """The archiver beside a cross compiler (riscv64-unknown-elf-gcc -> riscv64-unknown-elf-ar)."""
+    if cc.endswith("gcc"):
+        ar = cc[:-3] + "ar"
+        if shutil.which(ar):
+            return ar
+    return "ar"
+
+
 def environment(env, session, platform):
-    """(a clone of env with this platform's compiler and flags, extra C sources)."""
+    """(a clone of env with this platform's compiler and flags, extra C sources: the KPU HAL,
+    here the emulator).  The weights' .S files find their .bin through the assembler flags."""
+    from .. import library
     opts = session.options
-    cpp = [data_path("kernels", "common"), data_path("kernels", "k210"), os.path.join(session.build_dir, "src")]
+    b = session.build_dir
+    cpp = [data_path("kernels", "common"), data_path("kernels", "k210"), os.path.join(b, "include")]
     if platform == "qemu":
         x = cross_flags(opts["toolchain"]["cross_cc"])
-        e = env.Clone(CC=x["CC"], LINK=x["CC"], CFLAGS=x["CFLAGS"], LINKFLAGS=x["LINKFLAGS"], CPPPATH=cpp,
-                      CPPDEFINES=["NN_BIN_DIR_FROM_CWD"], PROGSUFFIX=".elf", LIBS=["m"])
+        e = env.Clone(CC=x["CC"], LINK=x["CC"], AR=cross_ar(x["CC"]), CFLAGS=x["CFLAGS"], LINKFLAGS=x["LINKFLAGS"],
+                      ASPPFLAGS=MARCH + [library.weights_include(b)], CPPPATH=cpp,
+                      CPPDEFINES=["NN_BIN_DIR_FROM_CWD"], PROGSUFFIX=".elf", LIBS=[])
         return e, EMUL_SOURCES
     tc = opts["toolchain"]
     e = env.Clone(CC=tc["cc"], LINK=tc["cc"], CFLAGS=list(tc["cflags"]), LINKFLAGS=list(tc["ldflags"]),
-                  CPPPATH=cpp, CPPDEFINES=[], LIBS=["m"])
+                  ASPPFLAGS=[library.weights_include(b)], CPPPATH=cpp, CPPDEFINES=[], LIBS=[])
     return e, EMUL_SOURCES
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from ...builders import runlog
 from ...fileio import write_if_changed
 from ..gap9.runstep import output_bytes
+from ... import binfiles
 
 FATAL = [(re.compile(r"KPU-EMUL ERROR"), "KPU emulator error"),
          (re.compile(r"illegal instruction|load access fault|store access fault|exception", re.I), "CPU fault"),
@@ -43,7 +44,7 @@ def run_firmware(target, source, env):
     if data is None:
         print(f"RUN FAILED [{tname}] on {platform}: the log holds no complete network output:\n{tail}")
         return 1
-    output_bin = os.path.join(os.path.dirname(log_path), "output.bin")
+    output_bin = binfiles.output_path(os.path.dirname(log_path))
     write_if_changed(output_bin, data)
     runlog.write_output(session, output_bin, npy_path)
     write_if_changed(log_path, log)

@@ -16,7 +16,9 @@ from nnscons.targets.k210 import agreement, runstep
 
 def generate(env):
     env.Tool("gcc")
+    env.Tool("as")       # src/weights/*.S: the weights linked into the library
     env.Tool("gnulink")
+    env.Tool("ar")
     env["BUILDERS"]["NnsK210Run"] = SCons.Builder.Builder(
         action=SCons.Action.Action(runstep.run_firmware, actions.label))
     env["BUILDERS"]["NnsK210Agreement"] = SCons.Builder.Builder(

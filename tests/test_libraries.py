@@ -1,0 +1,160 @@
+"""The network as a library on the targets that are not host: k210 (emul, qemu) and aie2p
+(emul).  The `library` alias builds the archive and the header (and the .cmake/.mk); a tiny
+C program linked against the archive through the .mk (the machine's gcc where the library
+is host-compiled, the cross compiler + qemu for k210 qemu) gives the harness's output bit
+for bit: run() on the harness's input.bin equals its output.bin, run_float() on that input
+dequantized equals its output.npy."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import steps
+
+APP = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "nns_simplecnn.h"
+
+static int calls;
+
+static void count(int i, const char *name, const int8_t *out, size_t size, void *user)
+{
+    (void)name; (void)out; (void)user;
+    if (i == calls && size > 0)
+        ++calls;
+}
+
+static int io(const char *path, void *buf, size_t n, int write)
+{
+    FILE *f = fopen(path, write ? "wb" : "rb");
+    size_t got;
+    if (!f)
+        return 1;
+    got = write ? fwrite(buf, 1, n, f) : fread(buf, 1, n, f);
+    fclose(f);
+    return got != n;
+}
+
+int main(void)
+{
+    static float xf[NNS_SIMPLECNN_INPUT_SIZE], yf[NNS_SIMPLECNN_OUTPUT_SIZE];
+    static int8_t x[NNS_SIMPLECNN_INPUT_SIZE], y[NNS_SIMPLECNN_OUTPUT_SIZE];
+    void *arena = malloc(NNS_SIMPLECNN_ARENA_SIZE);
+    if (!arena || io("x.f32", xf, sizeof xf, 0) || io("input.bin", x, sizeof x, 0))
+        return 2;
+    if (nns_simplecnn_run_float(xf, yf, arena) != NNS_SIMPLECNN_OK)
+        return 3;
+    if (nns_simplecnn_run_with_callback(x, y, arena, count, NULL) != NNS_SIMPLECNN_OK)
+        return 4;
+    if (io("y.f32", yf, sizeof yf, 1) || io("y.bin", y, sizeof y, 1))
+        return 2;
+    printf("app: %d of %d layers called back, first %s\n", calls, NNS_SIMPLECNN_NUM_LAYERS,
+           nns_simplecnn_layer_name(0));
+    return 0;
+}
+"""
+
+MAKEFILE = """include {mk}
+app: app.c
+\t$(CC) $(APPFLAGS) $(NNS_SIMPLECNN_CFLAGS) -o $@ app.c $(NNS_SIMPLECNN_LIBS) $(APPLDFLAGS)
+"""
+
+
+def _macro(header, name):
+    import re
+    m = re.search(rf"#define NNS_SIMPLECNN_{name} (.+)", header)
+    return m.group(1).strip()
+
+
+def _library(project, target, platform, lib_dir):
+    """The `library` alias alone: the archive, the header, .cmake, .mk; nothing runs."""
+    b = f"build/{target}/simplecnn"
+    r = project.scons(f"target={target}", "model=simplecnn", f"platform={platform}", "library")
+    s = steps(r.stdout)
+    assert "AR libnns_simplecnn.a" in s and not [x for x in s if x.startswith(("RUN", "LINK", "CHECK"))], s
+    for f in ("libnns_simplecnn.a", "nns_simplecnn.cmake", "nns_simplecnn.mk"):
+        assert os.path.isfile(project.file(f"{b}/{lib_dir}/{f}")), f
+    header = project.read(f"{b}/include/nns_simplecnn.h")
+    assert "int nns_simplecnn_run_float(const float *input, float *output, void *arena);" in header
+    assert "nns_simplecnn_layer_callback callback" in header
+    return b
+
+
+def _app(project, tmp_path, b, lib_dir, run_dir, cc="gcc", cflags="-O2", ldflags=""):
+    """app.c built by make through the library's .mk, beside the harness's input.bin and the
+    same input dequantized to float32 in the model's layout (x.f32)."""
+    header = project.read(f"{b}/include/nns_simplecnn.h")
+    shape = [int(v) for v in _macro(header, "INPUT_SHAPE").strip("{} ").split(",")]
+    scale = np.float32(float(_macro(header, "INPUT_SCALE").rstrip("f")))
+    zp = int(_macro(header, "INPUT_ZERO_POINT"))
+    q = np.fromfile(project.file(f"{b}/bin/input.bin"), dtype=np.int8)
+    if _macro(header, "INPUT_LAYOUT") == '"NHWC"':
+        n, c, h, w = shape
+        q = q.reshape(n, h, w, c).transpose(0, 3, 1, 2)
+    x = (q.reshape(shape).astype(np.float32) - np.float32(zp)) * scale
+    shutil.copy(project.file(f"{b}/bin/input.bin"), tmp_path / "input.bin")
+    x.astype(np.float32).tofile(tmp_path / "x.f32")
+    (tmp_path / "app.c").write_text(APP)
+    (tmp_path / "Makefile").write_text(MAKEFILE.format(mk=project.file(f"{b}/{lib_dir}/nns_simplecnn.mk")))
+    subprocess.run(["make", "-s", f"CC={cc}", f"APPFLAGS={cflags}", f"APPLDFLAGS={ldflags}", "app"], cwd=tmp_path,
+                   check=True)
+    return str(tmp_path / "app")
+
+
+def _same_as_harness(project, tmp_path, b, run_dir, stdout):
+    assert "app: 6 of 6 layers called back, first conv1" in stdout, stdout
+    assert (tmp_path / "y.bin").read_bytes() == project.read(f"{b}/{run_dir}output.bin", "rb")
+    want = np.load(project.file(f"{b}/{run_dir}output.npy"))
+    got = np.fromfile(tmp_path / "y.f32", dtype=np.float32).reshape(want.shape)
+    assert got.tobytes() == want.astype(np.float32).tobytes()
+
+
+def test_k210_library_emul_and_qemu(project, tmp_path):
+    b = _library(project, "k210", "emul", "emul/lib")
+    assert "kpu_emul.o" in subprocess.run(["ar", "t", project.file(f"{b}/emul/lib/libnns_simplecnn.a")],
+                                          stdout=subprocess.PIPE, text=True, check=True).stdout
+    assert "Test PASSED [k210] simplecnn" in project.scons("target=k210", "model=simplecnn").stdout
+    emul = tmp_path / "emul"
+    emul.mkdir()
+    app = _app(project, emul, b, "emul/lib", "emul/")
+    r = subprocess.run([app], cwd=emul, stdout=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    _same_as_harness(project, emul, b, "emul/", r.stdout)
+
+    if not (shutil.which("riscv64-unknown-elf-gcc") and shutil.which("qemu-system-riscv64")):
+        pytest.skip("riscv64-unknown-elf-gcc / qemu-system-riscv64 not installed")
+    from nnscons.targets.k210 import platforms
+    _library(project, "k210", "qemu", "qemu/lib")
+    assert "Test PASSED [k210] simplecnn" in project.scons("target=k210", "model=simplecnn", "platform=qemu").stdout
+    qemu = tmp_path / "qemu"
+    qemu.mkdir()
+    x = platforms.cross_flags("riscv64-unknown-elf-gcc")
+    link = [f for f in x["LINKFLAGS"] if f not in x["CFLAGS"]]
+    app = _app(project, qemu, b, "qemu/lib", "qemu/", cc="riscv64-unknown-elf-gcc", cflags=" ".join(x["CFLAGS"]),
+               ldflags=" ".join(link))
+    r = subprocess.run(platforms.qemu_command(app), cwd=qemu, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    _same_as_harness(project, qemu, b, "qemu/", r.stdout)
+
+
+def test_aie2p_library_emul(project, tmp_path):
+    """aie2p-hybrid: the convs and the fc on the emulated NPU, the pools on the host CPU, all
+    in one host-compiled library."""
+    b = _library(project, "aie2p-hybrid", "emul", "lib")
+    names = subprocess.run(["ar", "t", project.file(f"{b}/lib/libnns_simplecnn.a")], stdout=subprocess.PIPE,
+                           text=True, check=True).stdout.split()
+    assert {"conv1_aie.o", "conv1.o", "pool1.o", "nn_aie_emul.o", "conv1.o"} <= set(names), names
+    header = project.read(f"{b}/include/nns_simplecnn.h")
+    assert "aie/L/final.xclbin" in header and '"NHWC"' in header
+    assert "Test PASSED [aie2p-hybrid] simplecnn" in project.scons("target=aie2p-hybrid", "model=simplecnn",
+                                                                   "platform=emul").stdout
+    app = _app(project, tmp_path, b, "lib", "")
+    r = subprocess.run([app], cwd=tmp_path, stdout=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    _same_as_harness(project, tmp_path, b, "", r.stdout)
