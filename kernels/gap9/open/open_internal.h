@@ -88,7 +88,7 @@ static inline long open_semihost(long op, long arg)
 {
     register long a0 __asm__("a0") = op;
     register long a1 __asm__("a1") = arg;
-    __asm__ volatile(".option push\n.option norvc\n.balign 16\n"
+    __asm__ volatile(".option push\n.option norvc\n"
                      "slli x0, x0, 0x1f\nebreak\nsrai x0, x0, 7\n.option pop"
                      : "+r"(a0) : "r"(a1) : "memory");
     return a0;

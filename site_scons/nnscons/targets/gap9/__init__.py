@@ -8,6 +8,8 @@ generated sources build for three platforms:
   emul   natively against the PMSIS emulation in kernels/gap9/emul (threads, capped L1,
          DMA that lands at wait)
   qemu   rv32 cross-compiled with Debian's riscv64-unknown-elf-gcc, on qemu-system-riscv32
+  gvsoc-open  the same cross compiler and a bare-metal runtime on GVSoC's pulp-open (the open
+         proxy for GAP9: 8 RI5CY cores, 64 KiB L1), with per-layer cycle counts
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ SCHEMA = {
     "cluster": {"cores": "count", "stack_size": "size", "slave_stack_size": "size"},
     "dma": {"max_inflight": "count", "max_transfer": "size"},
     "tiling": {"l1_budget": "size"},
-    "run": {"platform": ["auto", "gvsoc", "emul", "qemu"], "timeout": "count"},
+    "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-open"], "timeout": "count"},
     "layer": {"l1_budget": "size"},
 }
 
@@ -75,6 +77,9 @@ def _budget(layer, opts, overrides, where):
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    if opts["run"]["platform"] == "gvsoc-open":
+        from . import gvsoc_open
+        gvsoc_open.check_memory(opts, where)
     layers, kernels = [], set()
     threshold = opts["memory"]["l3_threshold"]
     for layer in graph.layers:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from ...builders.nodes import compile_generated, compile_object
-from . import platforms
+from . import gvsoc_open, platforms
 
 
 def declare_nodes(env, session, common) -> dict:
@@ -31,8 +31,9 @@ def declare_nodes(env, session, common) -> dict:
                           NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on {platform}",
                           NNS_PLATFORM=platform)
     penv.SideEffect(os.path.join(pdir, "output.bin"), run)
-    env.Clean(firmware, [os.path.join(pdir, "output.bin")])
+    env.Clean(firmware, [os.path.join(pdir, "output.bin")] +
+              ([os.path.join(pdir, gvsoc_open.WORK_DIR)] if platform == "gvsoc-open" else []))
     aliases = {"firmware": firmware, "run": run}
-    if platform != "qemu":
+    if platform not in ("qemu", "gvsoc-open"):
         aliases["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
     return aliases
