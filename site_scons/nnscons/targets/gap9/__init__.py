@@ -19,7 +19,7 @@ from ...errors import UserError
 from ...resources import data_path, data_relative
 from ... import ops as nnsops
 from .. import base
-from . import memory, ops, platforms
+from . import gvsoc_open, memory, ops, platforms
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
@@ -78,7 +78,6 @@ def _budget(layer, opts, overrides, where):
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
     if opts["run"]["platform"] == "gvsoc-open":
-        from . import gvsoc_open
         gvsoc_open.check_memory(opts, where)
     layers, kernels = [], set()
     threshold = opts["memory"]["l3_threshold"]
@@ -113,7 +112,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                        ("src/main.c", "main.c.j2", {}),
                        ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts))],
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
-        report={"peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
+        report={**({"cycles_source": gvsoc_open.CYCLES_SOURCE} if opts["run"]["platform"] == "gvsoc-open" else {}),
+                "peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
                 "l3_device": opts["memory"]["l3_device"],
                 "summary_lines": [f"L2 peak {mem['peak_l2']:,} of {mem['l2_avail']:,} B (activations "
                                   f"{mem['buffers']['arena_size']:,}, resident params "

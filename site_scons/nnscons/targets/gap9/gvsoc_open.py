@@ -36,6 +36,11 @@ L2_SIZE = 0x180000
 CODE_SIZE = 256 * 1024
 FC_STACK_SIZE = 16 * 1024
 
+# What the cycle figures are (report.json `cycles_source`, under the table)
+CYCLES_SOURCE = ("pulp-open proxy figures for GAP9 (GVSoC pulp-open: 8 RI5CY cores, Xpulpv2, 64 KiB L1; "
+                 "not GAP9's 9 cores, 128 KiB L1, Xpulpv3); cycles = cluster core 0 from the layer's task "
+                 "start to its end, DMA waits and forks included, parameters already in L2")
+
 _CC_TARGET = ["-march=rv32imc_zicsr", "-mabi=ilp32", "--specs=picolibc.specs"]
 _LINK_TARGET = ["-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"]
 
