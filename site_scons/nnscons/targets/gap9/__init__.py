@@ -160,8 +160,9 @@ def network_spec(graph, layers, mem, opts) -> dict:
     return {
         "arena_size": mem["buffers"]["arena_size"],
         "input": t[graph.input],
+        "loads": [{"stem": "input", **t[graph.input]}],
         "output": t[graph.output],
-        "layers": [{"cname": lp.cname,
+        "layers": [{"cname": lp.cname, "bin": lp.cname, "index": i,
                     "inputs": [t[i]["offset"] for i in lp.layer.inputs],
                     "output": t[lp.layer.output],
                     "params_bytes": lp.param_bytes,
@@ -170,7 +171,7 @@ def network_spec(graph, layers, mem, opts) -> dict:
                     "l3_offset": mem["staged"].get(lp.cname, {}).get("l3_offset"),
                     "first_slab": mem["staged"].get(lp.cname, {}).get("first_slab", 0),
                     "file": mem["staged"].get(lp.cname, {}).get("file", -1)}
-                   for lp in layers],
+                   for i, lp in enumerate(layers)],
         "params_l2_bytes": mem["params_l2_bytes"],
         "slabs": mem["slabs"],
         "slab_bytes": mem["slab_bytes"],
