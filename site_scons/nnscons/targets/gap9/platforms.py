@@ -93,8 +93,9 @@ def environment(env, session, platform):
                       NNS_SOURCE_ROOT=s["SOURCE_ROOT"])
         return e, s["SOURCES"]
     if platform == "gvsoc-open":
-        pdir = os.path.join(session.build_dir, platform)
-        fs_dir = os.path.relpath(os.path.join(session.build_dir, "bin"), os.path.join(pdir, gvsoc_open.WORK_DIR))
+        # every run's work dir is <platform dir>/gvsoc-work/<program>: the same way up to bin/
+        work = os.path.join(session.build_dir, platform, gvsoc_open.WORK_DIR, "program")
+        fs_dir = os.path.relpath(os.path.join(session.build_dir, "bin"), work)
         x = gvsoc_open.cross_flags(fs_dir.replace(os.sep, "/"), opts)
         e = env.Clone(CC=x["CC"], LINK=x["CC"], CFLAGS=x["CFLAGS"], LINKFLAGS=x["LINKFLAGS"],
                       CPPPATH=cpp + x["CPPPATH"], CPPDEFINES=defines + x["CPPDEFINES"], PROGSUFFIX=".elf")
@@ -119,7 +120,8 @@ def run(platform, session, firmware, bin_dir, show=False) -> tuple:
     if platform == "gvsoc":
         return gvsoc.require_sdk(session.target_cfg.name).run(firmware, bin_dir, timeout, show)
     if platform == "gvsoc-open":
-        work = os.path.join(os.path.dirname(firmware), gvsoc_open.WORK_DIR)
+        work = os.path.join(session.build_dir, platform, gvsoc_open.WORK_DIR,
+                            os.path.splitext(os.path.basename(firmware))[0])
         return gvsoc_open.run(session.target_cfg.name, firmware, work, timeout, show)
     if platform == "qemu":
         from . import qemu
