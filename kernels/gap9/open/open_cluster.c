@@ -1,6 +1,7 @@
 /* pulp-open runtime, cluster side: core boot, the task loop of core 0, the team (fork, barrier),
- * L1 allocation, the mchan DMA. Idle cores poll their mailbox word in L1: GVSoC does not model
- * TCDM bank conflicts (NOTES.md), so polling costs the measured cores nothing. */
+ * L1 allocation, the mchan DMA. Idle cores sleep in the event unit between tasks and forks and
+ * check their mailbox word in L1 when woken (events are latched: a wake-up before the sleep is
+ * not lost). */
 #include <stddef.h>
 #include "open_internal.h"
 
@@ -26,7 +27,7 @@ static void worker_loop(open_ctrl_t *c, uint32_t core)
     for (;;) {
         uint32_t g;
         while ((g = c->fork_gen) == seen)
-            ;
+            (void)REG32(OPEN_EU_WAIT_CLEAR);
         seen = g;
         if (core >= c->fork_n)
             continue;
@@ -46,7 +47,7 @@ static void master_loop(open_ctrl_t *c)
     for (;;) {
         uint32_t g;
         while ((g = c->task_gen) == seen)
-            ;
+            (void)REG32(OPEN_EU_WAIT_CLEAR);
         seen = g;
         for (int i = 0; i < OPEN_NB_CORES; ++i)
             for (int k = 0; k < OPEN_PERF_N; ++k)
@@ -69,6 +70,7 @@ static void master_loop(open_ctrl_t *c)
 void open_cluster_main(uint32_t core)
 {
     open_perf_start();
+    REG32(OPEN_EU_MASK_OR) = 1u << OPEN_EVENT_WAKE;
     if (core == 0)
         master_loop(OPEN_CTRL);
     worker_loop(OPEN_CTRL, core);
@@ -103,6 +105,7 @@ void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg)
     c->fork_n = n;
     const uint32_t g = c->fork_gen + 1;
     c->fork_gen = g;                    /* workers start */
+    REG32(OPEN_EU_SW_TRIGGER + 4u * OPEN_EVENT_WAKE) = ((1u << n) - 1u) & ~1u;
     entry(arg);
     for (uint32_t i = 1; i < n; ++i)
         while (c->fork_done[i] != g)

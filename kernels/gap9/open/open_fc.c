@@ -148,6 +148,7 @@ int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task 
     c->task_arg = task->arg;
     const uint32_t g = ++task_count;
     c->task_gen = g;
+    REG32(OPEN_EU_SW_TRIGGER_FROM_FC + 4u * OPEN_EVENT_WAKE) = 1u;     /* wakes core 0 */
     while (c->task_done != g)
         ;
     for (uint32_t i = 0; i < OPEN_NB_CORES; ++i)

@@ -22,6 +22,16 @@
 #define OPEN_MCHAN_INCR (1u << 18)
 #define OPEN_MCHAN_2D_EXT (1u << 19)
 
+/* Event unit (GVSoC pulp/event_unit/archi/eu_v3.h): idle cluster cores sleep on a load from
+ * EVENT_WAIT_CLEAR until software event 0 wakes them, instead of spinning: the simulator then
+ * skips them (a spinning cluster made serial FC phases cost 9 cores' worth of simulation). */
+#define OPEN_EU_DEMUX 0x10204000u                                  /* per-core alias */
+#define OPEN_EU_MASK_OR (OPEN_EU_DEMUX + 0x08u)
+#define OPEN_EU_WAIT_CLEAR (OPEN_EU_DEMUX + 0x3Cu)
+#define OPEN_EU_SW_TRIGGER (OPEN_EU_DEMUX + 0x100u)                /* event 0, core mask */
+#define OPEN_EU_SW_TRIGGER_FROM_FC (OPEN_CLUSTER_CTRL + 0x800u + 0x600u)
+#define OPEN_EVENT_WAKE 0
+
 #ifndef NN_OPEN_SLAVE_STACK_SIZE
 #define NN_OPEN_SLAVE_STACK_SIZE 1024u
 #endif

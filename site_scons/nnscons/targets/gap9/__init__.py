@@ -202,6 +202,7 @@ def network_spec(graph, layers, mem, opts) -> dict:
         "arena_size": mem["buffers"]["arena_size"],
         "input": t[graph.input],
         "loads": [{"stem": "input", **t[graph.input]}],
+        "print_output": True,
         "output": t[graph.output],
         "layers": [{"cname": lp.cname, "bin": lp.cname, "index": i,
                     "inputs": [t[i]["offset"] for i in lp.layer.inputs],

@@ -129,6 +129,8 @@ def plan(graph, layers, opts, budgets) -> dict:
         peak = max(peak, arena + _align(params) + memory.COMPARE_CHUNK)
         runs.append({
             "arena_size": max(arena, 4), "loads": loads, "output": {"offset": out_off, "size": out_size},
+            # only the run of the network's output prints its bytes (semihosting is slow)
+            "print_output": layer.output == graph.output,
             "layers": [{"cname": lp.cname, "bin": stem, "index": index,
                         "inputs": [offsets[t] for t in layer.inputs],
                         "output": {"offset": out_off, "size": out_size}, "params_bytes": params,
