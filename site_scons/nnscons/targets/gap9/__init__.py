@@ -113,7 +113,12 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     except UserError as e:
         if not gvsoc_open_only:
             raise
-        return _layerwise_plan(graph, layers, kernels, opts, budgets, str(e).split(": ", 2)[-1])
+        del e       # the whole network's L2 plan does not fit: say it in pulp-open's terms
+        l2 = opts["memory"]["l2"] - opts["memory"]["l2_reserved"]
+        params = sum(lp.param_bytes for lp in layers)
+        return _layerwise_plan(graph, layers, kernels, opts, budgets,
+                               f"the network needs more than the {l2:,} B of L2 it may use ({params:,} B of "
+                               f"parameters) and pulp-open has no L3 here")
     for lp in layers:
         lp.report.update(_layer_report(lp, mem))
     network = network_spec(graph, layers, mem, opts)
