@@ -96,7 +96,8 @@ def plan(graph, layers, opts, budgets) -> dict:
             if t not in offsets:
                 offsets[t] = off
                 off += _align(_numel(graph, t))
-        loads = [{"stem": binfiles.INPUT[:-4] if t == graph.input else binfiles.bin_stem("golden", producer[t].cname, "flat"),
+        loads = [{"stem": binfiles.INPUT[:-4] if t == graph.input
+                  else binfiles.bin_stem("golden", producer[t].cname, "flat"),
                   "offset": o, "size": _numel(graph, t)} for t, o in offsets.items()]
         alias = nnsops.get(layer.op).alias
         oc = int(graph.tensor(layer.output).shape[1])
