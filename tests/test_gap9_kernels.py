@@ -33,14 +33,14 @@ from test_kernels import POOL_CASES  # noqa: E402
 
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
-HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_hwc_pool.c", "nn_hwc_eltwise.c")]
+HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_hwc_pool.c", "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
 CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
- GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC) = range(1, 11)
+ GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST) = range(1, 13)
 
 
 # ---------------------------------------------------------------- the harness
@@ -253,11 +253,13 @@ def conv_chw_call(geo, x, w, bias, mult, shift):
 
 
 def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc):
-    """Full + 8-range HWC calls on the transposed operands; expected_hwc is [oh][ow][oc]."""
+    """Full + 8-range HWC calls on the transposed operands, for the plain HWC kernel and the
+    Xpulp one (nn_xp_conv2d.c, its plain-C build); expected_hwc is [oh][ow][oc]."""
     cfg = [geo[f] for f in CONV_HWC_FIELDS]
     arrays = [x.transpose(1, 2, 0), w.transpose(0, 2, 3, 1), bias, mult, shift]
-    checks.full_and_split(label, rng, CONV_HWC, lambda b, e: cfg + [b, e], arrays, expected_hwc,
-                          geo["out_h"] * geo["out_w"], geo["out_c"])
+    for op, name in ((CONV_HWC, "hwc"), (XP_CONV_HWC, "xpulp")):
+        checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], arrays, expected_hwc,
+                              geo["out_h"] * geo["out_w"], geo["out_c"])
 
 
 def random_pool(rng):
@@ -318,6 +320,48 @@ def test_conv_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     for i, (case, ref) in enumerate(zip(cases, chw)):
         geo = case[0]
         add_conv_hwc(checks, rng, f"conv case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["out_c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+def random_xp_conv(rng):
+    """A conv the Xpulp kernel takes its SIMD path on: groups 1, in_c % 4 == 0, dil_w 1,
+    in_zp 0 or -128; random tile geometry, strides, kernels and requantization."""
+    while True:
+        geo, x, w, bias, mult, shift = random_conv(rng)
+        if geo["groups"] == 1:
+            break
+    in_c = 4 * int(rng.integers(1, 20))
+    in_zp = int(rng.choice([0, -128]))
+    geo.update(in_c=in_c, dil_w=1, in_zp=in_zp)
+    (in_w, out_w, pad_left) = _tile_geometry(rng, geo["k_w"], geo["stride_w"], 1)
+    geo.update(in_w=in_w, out_w=out_w, pad_left=pad_left)
+    x = rand_int8(rng, (in_c, geo["in_h"], in_w))
+    if rng.random() < 0.2:      # saturated inputs: x - zp at its extremes
+        x[:] = 127 if in_zp == -128 else int(rng.choice([-128, 127]))
+    w = rand_int8(rng, (geo["out_c"], in_c, geo["k_h"], geo["k_w"]))
+    mult, shift = _requant_table(rng, geo["out_c"], 70 * 70 * math.sqrt(in_c * geo["k_h"] * geo["k_w"]))
+    return geo, x, w, bias, mult, shift
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_xpulp_conv_fast_path_sweep(harnesses, tmp_path, build):
+    """nn_xp_conv2d_s8's SIMD path (plain-C semantics of nn_xpulp.h) against the CHW kernel:
+    every case must take that path, pairs and single pixels, all channel remainders."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(909)
+    cases = [random_xp_conv(rng) for _ in range(N_CONV // 2)]
+    assert {g["out_c"] % 4 for g, *_ in cases} == {0, 1, 2, 3}
+    assert {g["in_zp"] for g, *_ in cases} == {0, -128}
+    b = Batch()
+    for geo, *_ in cases:
+        b.add(XP_CONV_FAST, [geo[f] for f in CONV_HWC_FIELDS] + [0, 0], [], 1)
+    assert all(int(v[0]) == 1 for v in b.run(exe, tmp_path))
+    chw = chw_results(exe, tmp_path, [conv_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        geo = case[0]
+        add_conv_hwc(checks, rng, f"xpulp conv case {i}: {geo}", *case,
                      _to_hwc(ref, geo["out_c"], geo["out_h"], geo["out_w"]))
     checks.verify(exe, tmp_path)
 
@@ -406,11 +450,21 @@ def test_extreme_accumulators(harnesses, tmp_path, build):
                 act_max=127)
     px = np.full((70, 7, 7), 127, np.int8)
     pmult, pshift = np.full(50, (1 << 31) - 1, np.int32), np.full(50, 36, np.int32)
-    chw = chw_results(exe, tmp_path, [conv_chw_call(geo, x, w, bias, mult, shift),
+    # the Xpulp kernel's SIMD path at its bounds: (x - zp) * w = 255 * -128 (zp -128) and
+    # -128 * -128 (zp 0) over 4608 terms, 4 channels x 2 pixels and the leftover channels
+    fast = []
+    for zp, xv in ((-128, 127), (0, -128)):
+        g2 = dict(geo, in_zp=zp, in_w=5, out_w=5)
+        fast.append((g2, np.full((512, 3, 5), xv, np.int8), w, bias, mult, shift))
+    chw = chw_results(exe, tmp_path, [conv_chw_call(*c) for c in fast] + [conv_chw_call(geo, x, w, bias, mult, shift),
                                       pool_chw_call("avgpool", pgeo, px, pmult, pshift),
                                       pool_chw_call("maxpool", pgeo, px, pmult, pshift)])
+    fast_ref, chw = chw[:len(fast)], chw[len(fast):]
     assert len(set(chw[0].tolist())) > 2          # not everything clamps
     checks = Checks()
+    for (g2, *ops), ref in zip(fast, fast_ref):
+        assert len(set(ref.tolist())) > 2
+        add_conv_hwc(checks, rng, f"extreme xpulp conv zp {g2['in_zp']}", g2, *ops, _to_hwc(ref, 6, 3, 5))
     add_conv_hwc(checks, rng, "extreme conv", geo, x, w, bias, mult, shift, _to_hwc(chw[0], 6, 3, 4))
     for op, ref in (("avgpool", chw[1]), ("maxpool", chw[2])):
         add_pool_hwc(checks, rng, f"extreme {op}", op, pgeo, px, pmult, pshift, _to_hwc(ref, 70, 3, 3))
@@ -534,8 +588,8 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
     needed: stdint.h / stddef.h are freestanding headers)."""
     if shutil.which(RV_CC) is None:
         pytest.skip(f"{RV_CC} not found")
-    for src in HWC_SOURCES:
-        res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS,
+    for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / "nn_xp_conv2d.c", ["-DNN_XPULP_INSN"])]:
+        res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS, *defines,
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr

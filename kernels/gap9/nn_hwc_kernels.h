@@ -35,6 +35,14 @@ void nn_hwc_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8
                       const int32_t *bias, const int32_t *mult, const int32_t *shift,
                       int8_t *out, int pix_begin, int pix_end);
 
+/* nn_xp_conv2d.c: the same contract and results, with Xpulp SIMD dot products (nn_xpulp.h)
+ * where nn_xp_conv2d_fast(cfg) says so, nn_hwc_conv2d_s8 otherwise. Requires the weights
+ * and the input tile 4-byte aligned. */
+int nn_xp_conv2d_fast(const nn_hwc_conv_cfg_t *cfg);
+void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                     int8_t *out, int pix_begin, int pix_end);
+
 typedef struct {
     int in_h, in_w, c, out_h, out_w;
     int k_h, k_w, stride_h, stride_w, pad_top, pad_left;

@@ -1,0 +1,111 @@
+/* 2-D convolution on an HWC tile with Xpulp SIMD dot products (nn_xpulp.h), PULP-NN style:
+ * 4 output channels x 2 output pixels per inner loop, so each loaded input word feeds 4
+ * sdotsp and each weight word 2 (6 loads for 8 dot products of 4 MACs).  Same contract,
+ * arguments and results as nn_hwc_conv2d_s8 (nn_hwc_kernels.h), which it calls for what it
+ * does not cover.
+ *
+ * No im2col copy: with HWC activations and OHWI weights, one kernel row of a pixel's
+ * receptive field (its valid columns x in_c) is one contiguous run in the input tile and in
+ * the weights, so the loop reads the tile in place, and L1 needs no extra buffer.  Taps in
+ * the padding are skipped, which is exact because the activations are centred: zero point
+ * 0 as they are (sdotsp), zero point -128 as x ^ 0x80 = x + 128 (sdotusp).
+ *
+ * Fast path: groups == 1, in_c % 4 == 0 (word-aligned runs), dil_w == 1, in_zp 0 or -128.
+ * Two horizontally adjacent pixels pair up when their valid kernel columns agree (always
+ * away from the left/right border); the others run 4 channels x 1 pixel.
+ */
+#include <stddef.h>
+
+#include "nn_hwc_kernels.h"
+#include "nn_window.h"
+#include "nn_xpulp.h"
+
+int nn_xp_conv2d_fast(const nn_hwc_conv_cfg_t *cfg)
+{
+    return cfg->groups == 1 && cfg->in_c % 4 == 0 && cfg->dil_w == 1 &&
+           (cfg->in_zp == 0 || cfg->in_zp == -128);
+}
+
+void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                     int8_t *out, int pix_begin, int pix_end)
+{
+    const int flip = cfg->in_zp == -128;
+    const int in_c = cfg->in_c, out_c = cfg->out_c;
+    const ptrdiff_t wsize = (ptrdiff_t)cfg->k_h * cfg->k_w * in_c;
+    const ptrdiff_t in_row = (ptrdiff_t)cfg->in_w * in_c;
+    const ptrdiff_t x_row = cfg->dil_h * in_row, w_row = (ptrdiff_t)cfg->k_w * in_c;
+    const ptrdiff_t x_next = (ptrdiff_t)cfg->stride_w * in_c;     /* pixel B's field from A's */
+    const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
+    int p = pix_begin, y, x;
+
+    if (!nn_xp_conv2d_fast(cfg)) {
+        nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
+        return;
+    }
+    if (pix_begin >= pix_end)
+        return;
+    y = pix_begin / cfg->out_w;
+    x = pix_begin - y * cfg->out_w;
+    while (p < pix_end) {
+        const int row0 = y * cfg->stride_h - cfg->pad_top;
+        const int col0 = x * cfg->stride_w - cfg->pad_left;
+        int ki0, ki1, kj0, kj1, bj0, bj1, rows, n, pair, o, r, j;
+        const int8_t *xa;
+        ptrdiff_t w0;
+        int8_t *oa = out + (ptrdiff_t)p * out_c;
+
+        nn_valid_range(row0, cfg->dil_h, cfg->k_h, cfg->in_h, &ki0, &ki1);
+        nn_valid_range(col0, 1, cfg->k_w, cfg->in_w, &kj0, &kj1);
+        pair = 0;
+        if (p + 1 < pix_end && x + 1 < cfg->out_w) {
+            nn_valid_range(col0 + cfg->stride_w, 1, cfg->k_w, cfg->in_w, &bj0, &bj1);
+            pair = bj0 == kj0 && bj1 == kj1;
+        }
+        rows = kj1 > kj0 ? ki1 - ki0 : 0;
+        n = (kj1 - kj0) * in_c / 4;                 /* words per kernel row */
+        if (n == 0)
+            rows = 0;
+        w0 = ((ptrdiff_t)ki0 * cfg->k_w + kj0) * in_c;
+        /* only form the pointer when some tap is inside the tile */
+        xa = rows ? in + (row0 + ki0 * cfg->dil_h) * in_row + (ptrdiff_t)(col0 + kj0) * in_c : in;
+
+        for (o = 0; o + 4 <= out_c; o += 4) {
+            const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
+            if (pair) {
+                int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                for (r = 0; r < rows; ++r)
+                    nn_xp_dot_4x2(flip, acc, xa + r * x_row, xa + r * x_row + x_next, wo + r * w_row,
+                                  wsize, n);
+                for (j = 0; j < 4; ++j) {
+                    const int32_t b = bias ? bias[o + j] : 0;
+                    oa[o + j] = nn_xp_requant(b, acc[2 * j], mult[o + j], shift[o + j], ozp, lo, hi);
+                    oa[out_c + o + j] = nn_xp_requant(b, acc[2 * j + 1], mult[o + j], shift[o + j], ozp,
+                                                      lo, hi);
+                }
+            } else {
+                int32_t acc[4] = {0, 0, 0, 0};
+                for (r = 0; r < rows; ++r)
+                    nn_xp_dot_4x1(flip, acc, xa + r * x_row, wo + r * w_row, wsize, n);
+                for (j = 0; j < 4; ++j)
+                    oa[o + j] = nn_xp_requant(bias ? bias[o + j] : 0, acc[j], mult[o + j], shift[o + j],
+                                              ozp, lo, hi);
+            }
+        }
+        for (; o < out_c; ++o) {                        /* out_c % 4 leftover channels */
+            const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
+            for (j = 0; j <= pair; ++j) {
+                int32_t acc = 0;
+                for (r = 0; r < rows; ++r)
+                    acc = nn_xp_dot_1x1(flip, acc, xa + r * x_row + j * x_next, wo + r * w_row, n);
+                oa[j * out_c + o] = nn_xp_requant(bias ? bias[o] : 0, acc, mult[o], shift[o], ozp, lo, hi);
+            }
+        }
+        p += 1 + pair;
+        x += 1 + pair;
+        if (x == cfg->out_w) {
+            x = 0;
+            ++y;
+        }
+    }
+}
