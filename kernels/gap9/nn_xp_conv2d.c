@@ -50,7 +50,7 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
     while (p < pix_end) {
         const int row0 = y * cfg->stride_h - cfg->pad_top;
         const int col0 = x * cfg->stride_w - cfg->pad_left;
-        int ki0, ki1, kj0, kj1, bj0, bj1, rows, n, pair, o, r, j;
+        int ki0, ki1, kj0, kj1, bj0, bj1, rows, n, pair, o, j;
         const int8_t *xa;
         ptrdiff_t w0;
         int8_t *oa = out + (ptrdiff_t)p * out_c;
@@ -74,9 +74,8 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
             const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
             if (pair) {
                 int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                for (r = 0; r < rows; ++r)
-                    nn_xp_dot_4x2(flip, acc, xa + r * x_row, xa + r * x_row + x_next, wo + r * w_row,
-                                  wsize, n);
+                if (rows)
+                    nn_xp_dot_4x2(flip, acc, xa, xa + x_next, wo, wsize, n, rows, x_row, w_row);
                 for (j = 0; j < 4; ++j) {
                     const int32_t b = bias ? bias[o + j] : 0;
                     oa[o + j] = nn_xp_requant(b, acc[2 * j], mult[o + j], shift[o + j], ozp, lo, hi);
@@ -85,8 +84,8 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
                 }
             } else {
                 int32_t acc[4] = {0, 0, 0, 0};
-                for (r = 0; r < rows; ++r)
-                    nn_xp_dot_4x1(flip, acc, xa + r * x_row, wo + r * w_row, wsize, n);
+                if (rows)
+                    nn_xp_dot_4x1(flip, acc, xa, wo, wsize, n, rows, x_row, w_row);
                 for (j = 0; j < 4; ++j)
                     oa[o + j] = nn_xp_requant(bias ? bias[o + j] : 0, acc[j], mult[o + j], shift[o + j],
                                               ozp, lo, hi);
@@ -95,9 +94,7 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
         for (; o < out_c; ++o) {                        /* out_c % 4 leftover channels */
             const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
             for (j = 0; j <= pair; ++j) {
-                int32_t acc = 0;
-                for (r = 0; r < rows; ++r)
-                    acc = nn_xp_dot_1x1(flip, acc, xa + r * x_row + j * x_next, wo + r * w_row, n);
+                const int32_t acc = nn_xp_dot_1x1(flip, 0, xa + j * x_next, wo, n, rows, x_row, w_row);
                 oa[j * out_c + o] = nn_xp_requant(bias ? bias[o] : 0, acc, mult[o], shift[o], ozp, lo, hi);
             }
         }
