@@ -146,7 +146,7 @@ def _makefile_spec(layers, kernels, opts) -> dict:
             "kernels": sorted(data_relative(k) for k in kernels), "include": ["kernels/common", "kernels/gap9"],
             "bins": ["input.bin"] + sorted(n for lp in layers for n in [f"{lp.cname}_golden.bin"] +
                                        ([f"{lp.cname}_weights.bin"] if lp.param_layout else [])),
-            "defines": platforms.runtime_defines(opts)}
+            "defines": platforms.runtime_defines(opts) + platforms.xpulp_defines("gvsoc")}
 
 
 def network_spec(graph, layers, mem, opts) -> dict:
