@@ -33,14 +33,15 @@ from test_kernels import POOL_CASES  # noqa: E402
 
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
-HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_hwc_pool.c", "nn_hwc_eltwise.c")]
+HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_linear.c", "nn_hwc_pool.c",
+                                  "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
 CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
- GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST) = range(1, 13)
+ GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR) = range(1, 15)
 
 
 # ---------------------------------------------------------------- the harness
@@ -367,6 +368,45 @@ def test_xpulp_conv_fast_path_sweep(harnesses, tmp_path, build):
 
 
 @pytest.mark.parametrize("build", BUILDS)
+def test_xpulp_linear_equals_common_kernel(harnesses, tmp_path, build):
+    """nn_xp_linear_s8 against nn_linear_s8 (kernels/common, checked against the reference
+    elsewhere): SIMD path (in_features % 4 == 0, in_zp 0 or -128) and fallback, random and
+    saturated data, every out_features % 4."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(31)
+    cases = []
+    for i in range(120):
+        fast = i % 3 != 0
+        in_f = 4 * int(rng.integers(1, 200)) if fast else int(rng.integers(1, 300))
+        out_f = int(rng.integers(1, 24))
+        in_zp = int(rng.choice([0, -128])) if fast else _zp(rng)
+        act_min, act_max = _clamp(rng)
+        x = rand_int8(rng, in_f)
+        w = rand_int8(rng, (out_f, in_f))
+        if rng.random() < 0.15:
+            x[:], w[:] = (127 if in_zp == -128 else -128), -128
+        mult, shift = _requant_table(rng, out_f, 70 * 70 * math.sqrt(in_f))
+        bias = None if rng.random() < 0.2 else rng.integers(-20000, 20000, out_f).astype(np.int32)
+        cfg = [in_f, out_f, in_zp, _out_zp(rng), act_min, act_max]
+        cases.append((in_f % 4 == 0 and in_zp in (0, -128), cfg, [x, w, bias, mult, shift]))
+    assert {c[0] for c in cases} == {True, False}
+    assert {c[1][1] % 4 for c in cases if c[0]} == {0, 1, 2, 3}
+    b = Batch()
+    for fast, cfg, arrays in cases:
+        b.add(XP_LINEAR, cfg + [1], arrays, 1)
+        b.add(LINEAR, cfg + [0], arrays, cfg[1], fill=55)
+        b.add(XP_LINEAR, cfg + [0], arrays, cfg[1], fill=-55)
+    outs = b.run(exe, tmp_path)
+    distinct = set()
+    for i, (fast, cfg, _) in enumerate(cases):
+        took, want, got = outs[3 * i:3 * i + 3]
+        assert int(took[0]) == int(fast), (i, cfg)
+        np.testing.assert_array_equal(got, want, err_msg=f"linear case {i}: {cfg}")
+        distinct.update(want.tolist())
+    assert len(distinct) > 50              # the outputs are not all clamped
+
+
+@pytest.mark.parametrize("build", BUILDS)
 def test_pool_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     exe = _exe(harnesses, build)
     rng = np.random.default_rng(77)
@@ -588,7 +628,8 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
     needed: stdint.h / stddef.h are freestanding headers)."""
     if shutil.which(RV_CC) is None:
         pytest.skip(f"{RV_CC} not found")
-    for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / "nn_xp_conv2d.c", ["-DNN_XPULP_INSN"])]:
+    for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / n, ["-DNN_XPULP_INSN"])
+                                                          for n in ("nn_xp_conv2d.c", "nn_xp_linear.c")]:
         res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS, *defines,
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)

@@ -43,6 +43,12 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
                      const int32_t *bias, const int32_t *mult, const int32_t *shift,
                      int8_t *out, int pix_begin, int pix_end);
 
+/* nn_xp_linear.c: nn_linear_s8's contract and results, Xpulp dot products where
+ * nn_xp_linear_fast(cfg) says so. Weights and input 4-byte aligned. */
+int nn_xp_linear_fast(const nn_linear_cfg_t *cfg);
+void nn_xp_linear_s8(const nn_linear_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out);
+
 typedef struct {
     int in_h, in_w, c, out_h, out_w;
     int k_h, k_w, stride_h, stride_w, pad_top, pad_left;

@@ -20,7 +20,8 @@
 #define MAX_ARR 5
 
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
-       GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST };
+       GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
+       LINEAR, XP_LINEAR };
 
 static void die(const char *what)
 {
@@ -72,6 +73,15 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
             out[0] = (int8_t)nn_xp_conv2d_fast(&c);
         else
             nn_xp_conv2d_s8(&c, a[0], a[1], a[2], a[3], a[4], out, k[19], k[20]);
+        break;
+    }
+    case LINEAR:
+    case XP_LINEAR: {   /* k[6]: out[0] = nn_xp_linear_fast(cfg) instead of running */
+        const nn_linear_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5]};
+        if (k[6])
+            out[0] = (int8_t)nn_xp_linear_fast(&c);
+        else
+            (op == LINEAR ? nn_linear_s8 : nn_xp_linear_s8)(&c, a[0], a[1], a[2], a[3], a[4], out);
         break;
     }
     case MAXPOOL_CHW:

@@ -20,7 +20,7 @@ G = data_path("kernels", "gap9") + "/"
 
 OPS = {
     "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c")),
-    "linear": OpImpl("linear.c.j2", (C + "nn_linear.c",)),
+    "linear": OpImpl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c")),
     "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
