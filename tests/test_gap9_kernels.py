@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -634,3 +635,134 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
+
+
+# ---------------------------------------------------------------- the .insn build on GVSoC (pulp-open)
+
+PULP_OPEN = Path(__file__).resolve().parent / "gap9_kernels" / "pulp_open"
+RV_FLAGS = ["-march=rv32imc_zicsr", "-mabi=ilp32", "-O2", "-ffreestanding", "-fno-builtin", "-std=gnu99",
+            "-Wall", "-Wextra", "-Werror", f"-I{COMMON}", f"-I{GAP9}"]
+# the plain-C build of the Xpulp kernels, linked beside the .insn one under other names
+PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=nn_xp_conv2d_fast_plain",
+               "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain"]
+
+
+def _gvsoc():
+    """GVSoC's launcher (GVSOC or gvsoc on PATH) and the rv32 compiler, or skip saying which is missing."""
+    if shutil.which(RV_CC) is None:
+        pytest.skip(f"{RV_CC} not found (apt-get install gcc-riscv64-unknown-elf)")
+    gv = os.environ.get("GVSOC") or shutil.which("gvsoc")
+    if not gv or not os.access(gv, os.X_OK):
+        pytest.skip("GVSoC not found: set GVSOC or put gvsoc on PATH (../shared/gvsoc/install.sh)")
+    return gv
+
+
+def _c_array(name, ctype, a):
+    vals = ", ".join(str(int(v)) for v in np.asarray(a).reshape(-1))
+    return f"static const {ctype} {name}[] __attribute__((aligned(4))) = {{ {vals} }};\n"
+
+
+def _cases_header(cases):
+    """cases.h for xp_check.c from [(kind, cfg, in, w, bias, mult, shift, n_out, out_bytes, macs)]."""
+    text, rows, macs = [], [], []
+    for i, (kind, cfg, x, w, bias, mult, shift, n_out, out_bytes, m) in enumerate(cases):
+        text += [_c_array(f"in{i}", "int8_t", x), _c_array(f"w{i}", "int8_t", w),
+                 _c_array(f"mult{i}", "int32_t", mult), _c_array(f"shift{i}", "int32_t", shift)]
+        if bias is not None:
+            text.append(_c_array(f"bias{i}", "int32_t", bias))
+        cfg19 = list(cfg) + [0] * (19 - len(cfg))
+        rows.append(f"  {{ {int(kind == 'linear')}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
+                    f"{f'bias{i}' if bias is not None else 'NULL'}, mult{i}, shift{i}, {x.size}, {w.size}, "
+                    f"{n_out}, {out_bytes}, {len(mult)} }},")
+        macs.append(str(m))
+    return ("".join(text) + f"#define N_CASES {len(cases)}\nstatic const xp_case_t cases[N_CASES] = {{\n"
+            + "\n".join(rows) + f"\n}};\nstatic const long case_macs[N_CASES] = {{ {', '.join(macs)} }};\n")
+
+
+def run_on_gvsoc(tmp_path, cases):
+    """Build xp_check.c with cases.h and run it on pulp-open; {case: (fast, insn mismatches,
+    plain mismatches, distinct, macs, insn cycles, plain cycles, ref cycles)}."""
+    gv = _gvsoc()
+    (tmp_path / "cases.h").write_text(_cases_header(cases))
+    objs = []
+
+    def cc(src, name, extra=()):
+        obj = tmp_path / name
+        res = subprocess.run([RV_CC, *RV_FLAGS, *extra, "-c", str(src), "-o", str(obj)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        objs.append(str(obj))
+
+    for n in ("nn_xp_conv2d.c", "nn_xp_linear.c"):
+        cc(GAP9 / n, n + ".insn.o", ["-DNN_XPULP_INSN"])
+        cc(GAP9 / n, n + ".plain.o", PLAIN_NAMES)
+    cc(GAP9 / "nn_hwc_conv2d.c", "hwc.o")
+    cc(COMMON / "nn_linear.c", "linear.o")
+    cc(PULP_OPEN / "xp_check.c", "check.o", [f"-I{tmp_path}"])
+    cc(PULP_OPEN / "crt0.S", "crt0.o")
+    elf = tmp_path / "xp_check.elf"
+    res = subprocess.run([RV_CC, "-march=rv32imc_zicsr", "-mabi=ilp32", "-nostdlib", "-nostartfiles",
+                          "-Wl,--no-warn-rwx-segments", "-T", str(PULP_OPEN / "link.ld"), *objs, "-lgcc",
+                          "-o", str(elf)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([gv, "--target=pulp-open", f"--binary={elf.resolve()}",
+                          f"--work-dir={tmp_path / 'gvsoc'}", "run"], capture_output=True, text=True, timeout=600)
+    lines = {int(m[0]): tuple(int(v) for v in m[1:]) for m in re.findall(
+        r"^case (\d+) fast (\d) mism (\d+) (\d+) distinct (\d+) macs (\d+) cycles (\d+) (\d+) (\d+)$",
+        res.stdout, re.M)}
+    assert len(lines) == len(cases), res.stdout[-3000:] + res.stderr[-2000:]
+    return lines
+
+
+def _insn_conv_case(rng, fast=True):
+    while True:
+        geo, x, w, bias, mult, shift = random_xp_conv(rng) if fast else random_conv(rng)
+        n_pix = geo["out_h"] * geo["out_w"]
+        size = x.size + w.size + 3 * (4 * geo["out_c"] + n_pix * geo["out_c"])
+        if size < 40000 and (not fast or n_pix >= 2):
+            break
+    cfg = [geo[f] for f in CONV_HWC_FIELDS]
+    macs = n_pix * geo["out_c"] * geo["k_h"] * geo["k_w"] * geo["in_c"] // geo["groups"]
+    return ("conv", cfg, x.transpose(1, 2, 0), w.transpose(0, 2, 3, 1), bias, mult, shift, n_pix,
+            n_pix * geo["out_c"], macs)
+
+
+def test_xpulp_insn_on_gvsoc_equals_plain(tmp_path):
+    """The .insn build (hardware loops, post-increment loads, pv.sdotsp.b / pv.sdotusp.b) on
+    GVSoC's 8-core pulp-open cluster gives the same bytes as nn_xpulp.h's plain C build and
+    as the plain C kernels, for random convs (SIMD path and fallback) and linears."""
+    _gvsoc()
+    rng = np.random.default_rng(4242)
+    cases = [_insn_conv_case(rng) for _ in range(10)] + [_insn_conv_case(rng, fast=False) for _ in range(3)]
+    for in_zp, in_f in ((-128, 256), (0, 100), (-128, 36), (5, 64)):
+        out_f = int(rng.integers(5, 40))
+        mult, shift = _requant_table(rng, out_f, 70 * 70 * math.sqrt(in_f))
+        cases.append(("linear", [in_f, out_f, in_zp, _out_zp(rng), -128, 127], rand_int8(rng, in_f),
+                      rand_int8(rng, (out_f, in_f)), rng.integers(-20000, 20000, out_f).astype(np.int32),
+                      mult, shift, out_f, out_f, in_f * out_f))
+    got = run_on_gvsoc(tmp_path, cases)
+    for i, (fast, mism, mism_plain, distinct, *_rest) in got.items():
+        assert (mism, mism_plain) == (0, 0), f"case {i} ({cases[i][0]} {cases[i][1]}): {mism} / {mism_plain} bytes differ"
+    assert sum(v[3] > 2 for v in got.values()) >= 12, got      # most outputs do not just clamp
+    assert sum(got[i][0] for i in range(13)) >= 10 and sum(got[i][0] for i in range(13, 17)) == 3
+
+
+@pytest.mark.slow
+def test_xpulp_conv_macs_per_cycle_on_gvsoc(tmp_path):
+    """A ResNet-18 3x3 conv tile (64 -> 64 channels, 4 x 16 output pixels, input zero point
+    -128 as after a ReLU) on the 8 cores: the Xpulp kernel reaches 10 MACs/cycle on pulp-open
+    (a proxy for GAP9), several times the plain C kernel in the same run."""
+    rng = np.random.default_rng(18)
+    geo = dict(in_h=6, in_w=18, in_c=64, out_h=4, out_w=16, out_c=64, k_h=3, k_w=3, stride_h=1, stride_w=1,
+               dil_h=1, dil_w=1, pad_top=0, pad_left=0, groups=1, in_zp=-128, out_zp=-128, act_min=-128,
+               act_max=127)
+    mult, shift = _requant_table(rng, 64, 70 * 70 * 24)
+    case = ("conv", [geo[f] for f in CONV_HWC_FIELDS], rand_int8(rng, (6, 18, 64)), rand_int8(rng, (64, 3, 3, 64)),
+            rng.integers(-20000, 20000, 64).astype(np.int32), mult, shift, 64, 64 * 64, 64 * 64 * 576)
+    fast, mism, mism_plain, distinct, macs, insn, plain, ref = run_on_gvsoc(tmp_path, [case])[0]
+    print(f"\npulp-open 8 cores, 3x3 64->64 tile: {macs} MACs; xpulp .insn {insn} cycles "
+          f"({macs / insn:.2f} MACs/cycle), xpulp plain C {plain} ({macs / plain:.2f}), "
+          f"plain C kernel {ref} ({macs / ref:.2f})")
+    assert fast == 1 and mism == mism_plain == 0 and distinct > 2
+    assert macs / insn >= 10.0
+    assert ref / insn >= 5.0
