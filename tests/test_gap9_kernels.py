@@ -42,7 +42,8 @@ SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
 CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
- GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR) = range(1, 15)
+ GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
+ XP_CONV_IM2COL) = range(1, 16)
 
 
 # ---------------------------------------------------------------- the harness
@@ -256,10 +257,15 @@ def conv_chw_call(geo, x, w, bias, mult, shift):
 
 def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc):
     """Full + 8-range HWC calls on the transposed operands, for the plain HWC kernel and the
-    Xpulp one (nn_xp_conv2d.c, its plain-C build); expected_hwc is [oh][ow][oc]."""
+    Xpulp ones (nn_xp_conv2d.c, its plain-C build: direct, and im2col for the dense convs the
+    direct path does not take); expected_hwc is [oh][ow][oc]."""
     cfg = [geo[f] for f in CONV_HWC_FIELDS]
     arrays = [x.transpose(1, 2, 0), w.transpose(0, 2, 3, 1), bias, mult, shift]
-    for op, name in ((CONV_HWC, "hwc"), (XP_CONV_HWC, "xpulp")):
+    direct = geo["in_c"] % 4 == 0 and geo["dil_w"] == 1 and geo["in_zp"] in (0, -128)
+    ops = [(CONV_HWC, "hwc"), (XP_CONV_HWC, "xpulp")]
+    if geo["groups"] == 1 and not direct:
+        ops.append((XP_CONV_IM2COL, "xpulp im2col"))
+    for op, name in ops:
         checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], arrays, expected_hwc,
                               geo["out_h"] * geo["out_w"], geo["out_c"])
 
@@ -644,6 +650,8 @@ RV_FLAGS = ["-march=rv32imc_zicsr", "-mabi=ilp32", "-O2", "-ffreestanding", "-fn
             "-Wall", "-Wextra", "-Werror", f"-I{COMMON}", f"-I{GAP9}"]
 # the plain-C build of the Xpulp kernels, linked beside the .insn one under other names
 PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=nn_xp_conv2d_fast_plain",
+               "-Dnn_xp_conv2d_im2col_s8=nn_xp_conv2d_im2col_s8_plain",
+               "-Dnn_xp_conv2d_im2col=nn_xp_conv2d_im2col_plain",
                "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain"]
 
 
@@ -714,11 +722,16 @@ def run_on_gvsoc(tmp_path, cases):
     return lines
 
 
-def _insn_conv_case(rng, fast=True):
+def _insn_conv_case(rng, fast=True, dense=False):
+    """fast: a conv the direct SIMD path takes; else any random conv (dense: groups 1, which
+    the im2col path takes when the direct one does not)."""
     while True:
         geo, x, w, bias, mult, shift = random_xp_conv(rng) if fast else random_conv(rng)
+        if dense and geo["groups"] != 1:
+            continue
         n_pix = geo["out_h"] * geo["out_w"]
-        size = x.size + w.size + 3 * (4 * geo["out_c"] + n_pix * geo["out_c"])
+        size = (x.size + w.size + 3 * (4 * geo["out_c"] + n_pix * geo["out_c"])
+                + 16 * (geo["k_h"] * geo["k_w"] * geo["in_c"] + 3))
         if size < 40000 and (not fast or n_pix >= 2):
             break
     cfg = [geo[f] for f in CONV_HWC_FIELDS]
@@ -730,10 +743,12 @@ def _insn_conv_case(rng, fast=True):
 def test_xpulp_insn_on_gvsoc_equals_plain(tmp_path):
     """The .insn build (hardware loops, post-increment loads, pv.sdotsp.b / pv.sdotusp.b) on
     GVSoC's 8-core pulp-open cluster gives the same bytes as nn_xpulp.h's plain C build and
-    as the plain C kernels, for random convs (SIMD path and fallback) and linears."""
+    as the plain C kernels, for random convs (direct and im2col SIMD paths, fallback) and
+    linears."""
     _gvsoc()
     rng = np.random.default_rng(4242)
-    cases = [_insn_conv_case(rng) for _ in range(10)] + [_insn_conv_case(rng, fast=False) for _ in range(3)]
+    cases = ([_insn_conv_case(rng) for _ in range(10)] + [_insn_conv_case(rng, fast=False) for _ in range(2)]
+             + [_insn_conv_case(rng, fast=False, dense=True) for _ in range(2)])
     for in_zp, in_f in ((-128, 256), (0, 100), (-128, 36), (5, 64)):
         out_f = int(rng.integers(5, 40))
         mult, shift = _requant_table(rng, out_f, 70 * 70 * math.sqrt(in_f))
@@ -744,7 +759,8 @@ def test_xpulp_insn_on_gvsoc_equals_plain(tmp_path):
     for i, (fast, mism, mism_plain, distinct, *_rest) in got.items():
         assert (mism, mism_plain) == (0, 0), f"case {i} ({cases[i][0]} {cases[i][1]}): {mism} / {mism_plain} bytes differ"
     assert sum(v[3] > 2 for v in got.values()) >= 12, got      # most outputs do not just clamp
-    assert sum(got[i][0] for i in range(13)) >= 10 and sum(got[i][0] for i in range(13, 17)) == 3
+    paths = [got[i][0] for i in range(14)]
+    assert paths.count(1) >= 10 and paths.count(2) >= 1 and sum(got[i][0] for i in range(14, 18)) == 3
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 /* Kernel check on GVSoC's pulp-open cluster (tests/test_gap9_kernels.py): every case of
  * cases.h runs on the 8 cluster cores three times, over the same L1 data:
- *   insn   nn_xp_*_s8 built with NN_XPULP_INSN (hardware loops, p.lw, pv.sdot[u]sp.b)
+ *   insn   nn_xp_*_s8 (im2col variant for the convs it takes) built with NN_XPULP_INSN (hardware loops, p.lw, pv.sdot[u]sp.b)
  *   plain  nn_xp_*_s8 built without it (symbols renamed *_plain): nn_xpulp.h's plain C
  *   ref    nn_hwc_conv2d_s8 / nn_linear_s8, the plain C kernels
  * Each core takes its share as the generated layers do (conv: an output pixel range,
@@ -23,6 +23,10 @@ int nn_xp_conv2d_fast_plain(const nn_hwc_conv_cfg_t *cfg);
 void nn_xp_conv2d_s8_plain(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                            const int32_t *bias, const int32_t *mult, const int32_t *shift,
                            int8_t *out, int pix_begin, int pix_end);
+int nn_xp_conv2d_im2col_plain(const nn_hwc_conv_cfg_t *cfg);
+void nn_xp_conv2d_im2col_s8_plain(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                                  const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                                  int8_t *out, int pix_begin, int pix_end, int8_t *scratch);
 void nn_xp_linear_s8_plain(const nn_linear_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                            const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out);
 
@@ -109,8 +113,15 @@ static void range(int n, int core, int *b, int *e)
     *e = *b + per < n ? *b + per : n;
 }
 
+/* one pixel's receptive field, in whole words */
+static int im2col_bytes(const xp_case_t *c)
+{
+    return c->linear ? 0 : (c->cfg[6] * c->cfg[7] * c->cfg[2] + 3) & ~3;
+}
+
 static void run(int core, const xp_case_t *c, int which, const int8_t *in, const int8_t *w,
-                const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out)
+                const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                int8_t *scratch)
 {
     int b, e;
     range(c->n_out, core, &b, &e);
@@ -125,8 +136,12 @@ static void run(int core, const xp_case_t *c, int which, const int8_t *in, const
         const int *k = c->cfg;
         const nn_hwc_conv_cfg_t g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
                                      k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
-        (which == 0 ? nn_xp_conv2d_s8 : which == 1 ? nn_xp_conv2d_s8_plain : nn_hwc_conv2d_s8)(
-            &g, in, w, bias, mult, shift, out, b, e);
+        if (which < 2 && nn_xp_conv2d_im2col(&g))     /* this core's own scratch */
+            (which == 0 ? nn_xp_conv2d_im2col_s8 : nn_xp_conv2d_im2col_s8_plain)(
+                &g, in, w, bias, mult, shift, out, b, e, scratch + core * 2 * im2col_bytes(c));
+        else
+            (which == 0 ? nn_xp_conv2d_s8 : which == 1 ? nn_xp_conv2d_s8_plain : nn_hwc_conv2d_s8)(
+                &g, in, w, bias, mult, shift, out, b, e);
     }
     core_cycles[which][core] = cycles();
 }
@@ -151,11 +166,12 @@ void cl_main(int core)
         int8_t *in = (int8_t *)L1_BASE, *w = align4(in + c->in_bytes);
         int32_t *bias = (int32_t *)(void *)align4(w + c->w_bytes), *mult = bias + c->n_par;
         int32_t *shift = mult + c->n_par;
-        int8_t *out[3];
+        int8_t *out[3], *scratch;
         out[0] = (int8_t *)(shift + c->n_par);
         out[1] = align4(out[0] + c->out_bytes);
         out[2] = align4(out[1] + c->out_bytes);
-        if ((uintptr_t)(out[2] + c->out_bytes) > L1_BASE + L1_DATA) {
+        scratch = align4(out[2] + c->out_bytes);
+        if ((uintptr_t)(scratch + NC * 2 * im2col_bytes(c)) > L1_BASE + L1_DATA) {
             if (core == 0)
                 result[i][3] = -1;              /* does not fit: reported, counts as a failure */
             continue;
@@ -172,7 +188,7 @@ void cl_main(int core)
         }
         for (which = 0; which < 3; ++which) {
             barrier(core, ++gen);
-            run(core, c, which, in, w, c->bias ? bias : NULL, mult, shift, out[which]);
+            run(core, c, which, in, w, c->bias ? bias : NULL, mult, shift, out[which], scratch);
         }
         barrier(core, ++gen);
         if (core == 0) {
@@ -191,7 +207,9 @@ void cl_main(int core)
                 const int *q = c->cfg;
                 const nn_hwc_conv_cfg_t g = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9],
                                              q[10], q[11], q[12], q[13], q[14], q[15], q[16], q[17], q[18]};
-                result[i][0] = nn_xp_conv2d_fast(&g) && nn_xp_conv2d_fast_plain(&g);
+                /* 1: direct SIMD path, 2: im2col SIMD path, 0: plain C fallback */
+                result[i][0] = nn_xp_conv2d_fast(&g) && nn_xp_conv2d_fast_plain(&g) ? 1
+                               : nn_xp_conv2d_im2col(&g) && nn_xp_conv2d_im2col_plain(&g) ? 2 : 0;
             }
             result[i][1] = bad;
             result[i][4] = bad_plain;
