@@ -84,7 +84,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         if impl.check and (reason := impl.check(layer, graph)):
             raise UserError(f"layer '{layer.name}': {reason} (target kind 'gap9')")
         budget, at = _budget(layer, opts, overrides, where)
-        til, need = ops.plan_tiling(layer, graph, budget)
+        til, need = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"])
         if til is None and not nnsops.get(layer.op).alias:
             raise ops.budget_error(layer, need, budget, at)
         layout = base.param_layout(layer, graph)
