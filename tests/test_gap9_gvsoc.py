@@ -98,7 +98,7 @@ def test_gvsoc_compile_link_run_commands_and_passing_log(proj):
         assert argv[-1] == f"{OUT}/src/layers/{cname}.c"
         for flag in ARCH + ["-D__riscv__", "-D__GAP9__", "-DCHIP_VERSION=2", "-D__PLATFORM_GVSOC__",
                             "-D__PLATFORM__=ARCHI_PLATFORM_GVSOC", "-DNN_NUM_CORES=8",
-                            f"-I{rel}/rtos/pmsis/api/include", "-Ikernels/gap9", f"-I{OUT}/src"]:
+                            "-DNN_XPULP_BUILTIN", f"-I{rel}/rtos/pmsis/api/include", "-Ikernels/gap9", f"-I{OUT}/src"]:
             assert flag in argv, (flag, argv)
         assert "-Werror" not in argv
     # the SDK runtime from its src.mk lists: conditionals, comments, filter-out, foreach honoured

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,14 +34,16 @@ from test_kernels import POOL_CASES  # noqa: E402
 
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
-HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_hwc_pool.c", "nn_hwc_eltwise.c")]
+HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_linear.c", "nn_hwc_pool.c",
+                                  "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
 CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
- GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC) = range(1, 11)
+ GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
+ XP_CONV_IM2COL) = range(1, 16)
 
 
 # ---------------------------------------------------------------- the harness
@@ -253,11 +256,18 @@ def conv_chw_call(geo, x, w, bias, mult, shift):
 
 
 def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc):
-    """Full + 8-range HWC calls on the transposed operands; expected_hwc is [oh][ow][oc]."""
+    """Full + 8-range HWC calls on the transposed operands, for the plain HWC kernel and the
+    Xpulp ones (nn_xp_conv2d.c, its plain-C build: direct, and im2col for the dense convs the
+    direct path does not take); expected_hwc is [oh][ow][oc]."""
     cfg = [geo[f] for f in CONV_HWC_FIELDS]
     arrays = [x.transpose(1, 2, 0), w.transpose(0, 2, 3, 1), bias, mult, shift]
-    checks.full_and_split(label, rng, CONV_HWC, lambda b, e: cfg + [b, e], arrays, expected_hwc,
-                          geo["out_h"] * geo["out_w"], geo["out_c"])
+    direct = geo["in_c"] % 4 == 0 and geo["dil_w"] == 1 and geo["in_zp"] in (0, -128)
+    ops = [(CONV_HWC, "hwc"), (XP_CONV_HWC, "xpulp")]
+    if geo["groups"] == 1 and not direct:
+        ops.append((XP_CONV_IM2COL, "xpulp im2col"))
+    for op, name in ops:
+        checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], arrays, expected_hwc,
+                              geo["out_h"] * geo["out_w"], geo["out_c"])
 
 
 def random_pool(rng):
@@ -320,6 +330,87 @@ def test_conv_hwc_equals_chw_sweep(harnesses, tmp_path, build):
         add_conv_hwc(checks, rng, f"conv case {i}: {geo}", *case,
                      _to_hwc(ref, geo["out_c"], geo["out_h"], geo["out_w"]))
     checks.verify(exe, tmp_path)
+
+
+def random_xp_conv(rng):
+    """A conv the Xpulp kernel takes its SIMD path on: groups 1, in_c % 4 == 0, dil_w 1,
+    in_zp 0 or -128; random tile geometry, strides, kernels and requantization."""
+    while True:
+        geo, x, w, bias, mult, shift = random_conv(rng)
+        if geo["groups"] == 1:
+            break
+    in_c = 4 * int(rng.integers(1, 20))
+    in_zp = int(rng.choice([0, -128]))
+    geo.update(in_c=in_c, dil_w=1, in_zp=in_zp)
+    (in_w, out_w, pad_left) = _tile_geometry(rng, geo["k_w"], geo["stride_w"], 1)
+    geo.update(in_w=in_w, out_w=out_w, pad_left=pad_left)
+    x = rand_int8(rng, (in_c, geo["in_h"], in_w))
+    if rng.random() < 0.2:      # saturated inputs: x - zp at its extremes
+        x[:] = 127 if in_zp == -128 else int(rng.choice([-128, 127]))
+    w = rand_int8(rng, (geo["out_c"], in_c, geo["k_h"], geo["k_w"]))
+    mult, shift = _requant_table(rng, geo["out_c"], 70 * 70 * math.sqrt(in_c * geo["k_h"] * geo["k_w"]))
+    return geo, x, w, bias, mult, shift
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_xpulp_conv_fast_path_sweep(harnesses, tmp_path, build):
+    """nn_xp_conv2d_s8's SIMD path (plain-C semantics of nn_xpulp.h) against the CHW kernel:
+    every case must take that path, pairs and single pixels, all channel remainders."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(909)
+    cases = [random_xp_conv(rng) for _ in range(N_CONV // 2)]
+    assert {g["out_c"] % 4 for g, *_ in cases} == {0, 1, 2, 3}
+    assert {g["in_zp"] for g, *_ in cases} == {0, -128}
+    b = Batch()
+    for geo, *_ in cases:
+        b.add(XP_CONV_FAST, [geo[f] for f in CONV_HWC_FIELDS] + [0, 0], [], 1)
+    assert all(int(v[0]) == 1 for v in b.run(exe, tmp_path))
+    chw = chw_results(exe, tmp_path, [conv_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        geo = case[0]
+        add_conv_hwc(checks, rng, f"xpulp conv case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["out_c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_xpulp_linear_equals_common_kernel(harnesses, tmp_path, build):
+    """nn_xp_linear_s8 against nn_linear_s8 (kernels/common, checked against the reference
+    elsewhere): SIMD path (in_features % 4 == 0, in_zp 0 or -128) and fallback, random and
+    saturated data, every out_features % 4."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(31)
+    cases = []
+    for i in range(120):
+        fast = i % 3 != 0
+        in_f = 4 * int(rng.integers(1, 200)) if fast else int(rng.integers(1, 300))
+        out_f = int(rng.integers(1, 24))
+        in_zp = int(rng.choice([0, -128])) if fast else _zp(rng)
+        act_min, act_max = _clamp(rng)
+        x = rand_int8(rng, in_f)
+        w = rand_int8(rng, (out_f, in_f))
+        if rng.random() < 0.15:
+            x[:], w[:] = (127 if in_zp == -128 else -128), -128
+        mult, shift = _requant_table(rng, out_f, 70 * 70 * math.sqrt(in_f))
+        bias = None if rng.random() < 0.2 else rng.integers(-20000, 20000, out_f).astype(np.int32)
+        cfg = [in_f, out_f, in_zp, _out_zp(rng), act_min, act_max]
+        cases.append((in_f % 4 == 0 and in_zp in (0, -128), cfg, [x, w, bias, mult, shift]))
+    assert {c[0] for c in cases} == {True, False}
+    assert {c[1][1] % 4 for c in cases if c[0]} == {0, 1, 2, 3}
+    b = Batch()
+    for fast, cfg, arrays in cases:
+        b.add(XP_LINEAR, cfg + [1], arrays, 1)
+        b.add(LINEAR, cfg + [0], arrays, cfg[1], fill=55)
+        b.add(XP_LINEAR, cfg + [0], arrays, cfg[1], fill=-55)
+    outs = b.run(exe, tmp_path)
+    distinct = set()
+    for i, (fast, cfg, _) in enumerate(cases):
+        took, want, got = outs[3 * i:3 * i + 3]
+        assert int(took[0]) == int(fast), (i, cfg)
+        np.testing.assert_array_equal(got, want, err_msg=f"linear case {i}: {cfg}")
+        distinct.update(want.tolist())
+    assert len(distinct) > 50              # the outputs are not all clamped
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -406,11 +497,21 @@ def test_extreme_accumulators(harnesses, tmp_path, build):
                 act_max=127)
     px = np.full((70, 7, 7), 127, np.int8)
     pmult, pshift = np.full(50, (1 << 31) - 1, np.int32), np.full(50, 36, np.int32)
-    chw = chw_results(exe, tmp_path, [conv_chw_call(geo, x, w, bias, mult, shift),
+    # the Xpulp kernel's SIMD path at its bounds: (x - zp) * w = 255 * -128 (zp -128) and
+    # -128 * -128 (zp 0) over 4608 terms, 4 channels x 2 pixels and the leftover channels
+    fast = []
+    for zp, xv in ((-128, 127), (0, -128)):
+        g2 = dict(geo, in_zp=zp, in_w=5, out_w=5)
+        fast.append((g2, np.full((512, 3, 5), xv, np.int8), w, bias, mult, shift))
+    chw = chw_results(exe, tmp_path, [conv_chw_call(*c) for c in fast] + [conv_chw_call(geo, x, w, bias, mult, shift),
                                       pool_chw_call("avgpool", pgeo, px, pmult, pshift),
                                       pool_chw_call("maxpool", pgeo, px, pmult, pshift)])
+    fast_ref, chw = chw[:len(fast)], chw[len(fast):]
     assert len(set(chw[0].tolist())) > 2          # not everything clamps
     checks = Checks()
+    for (g2, *ops), ref in zip(fast, fast_ref):
+        assert len(set(ref.tolist())) > 2
+        add_conv_hwc(checks, rng, f"extreme xpulp conv zp {g2['in_zp']}", g2, *ops, _to_hwc(ref, 6, 3, 5))
     add_conv_hwc(checks, rng, "extreme conv", geo, x, w, bias, mult, shift, _to_hwc(chw[0], 6, 3, 4))
     for op, ref in (("avgpool", chw[1]), ("maxpool", chw[2])):
         add_pool_hwc(checks, rng, f"extreme {op}", op, pgeo, px, pmult, pshift, _to_hwc(ref, 70, 3, 3))
@@ -534,8 +635,150 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
     needed: stdint.h / stddef.h are freestanding headers)."""
     if shutil.which(RV_CC) is None:
         pytest.skip(f"{RV_CC} not found")
-    for src in HWC_SOURCES:
-        res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS,
+    for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / n, ["-DNN_XPULP_INSN"])
+                                                          for n in ("nn_xp_conv2d.c", "nn_xp_linear.c")]:
+        res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS, *defines,
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
+
+
+# ---------------------------------------------------------------- the .insn build on GVSoC (pulp-open)
+
+PULP_OPEN = Path(__file__).resolve().parent / "gap9_kernels" / "pulp_open"
+RV_FLAGS = ["-march=rv32imc_zicsr", "-mabi=ilp32", "-O2", "-ffreestanding", "-fno-builtin", "-std=gnu99",
+            "-Wall", "-Wextra", "-Werror", f"-I{COMMON}", f"-I{GAP9}"]
+# the plain-C build of the Xpulp kernels, linked beside the .insn one under other names
+PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=nn_xp_conv2d_fast_plain",
+               "-Dnn_xp_conv2d_im2col_s8=nn_xp_conv2d_im2col_s8_plain",
+               "-Dnn_xp_conv2d_im2col=nn_xp_conv2d_im2col_plain",
+               "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain"]
+
+
+def _gvsoc():
+    """GVSoC's launcher (GVSOC or gvsoc on PATH) and the rv32 compiler, or skip saying which is missing."""
+    if shutil.which(RV_CC) is None:
+        pytest.skip(f"{RV_CC} not found (apt-get install gcc-riscv64-unknown-elf)")
+    gv = os.environ.get("GVSOC") or shutil.which("gvsoc")
+    if not gv or not os.access(gv, os.X_OK):
+        pytest.skip("GVSoC not found: set GVSOC or put gvsoc on PATH (../shared/gvsoc/install.sh)")
+    return gv
+
+
+def _c_array(name, ctype, a):
+    vals = ", ".join(str(int(v)) for v in np.asarray(a).reshape(-1))
+    return f"static const {ctype} {name}[] __attribute__((aligned(4))) = {{ {vals} }};\n"
+
+
+def _cases_header(cases):
+    """cases.h for xp_check.c from [(kind, cfg, in, w, bias, mult, shift, n_out, out_bytes, macs)]."""
+    text, rows, macs = [], [], []
+    for i, (kind, cfg, x, w, bias, mult, shift, n_out, out_bytes, m) in enumerate(cases):
+        text += [_c_array(f"in{i}", "int8_t", x), _c_array(f"w{i}", "int8_t", w),
+                 _c_array(f"mult{i}", "int32_t", mult), _c_array(f"shift{i}", "int32_t", shift)]
+        if bias is not None:
+            text.append(_c_array(f"bias{i}", "int32_t", bias))
+        cfg19 = list(cfg) + [0] * (19 - len(cfg))
+        rows.append(f"  {{ {int(kind == 'linear')}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
+                    f"{f'bias{i}' if bias is not None else 'NULL'}, mult{i}, shift{i}, {x.size}, {w.size}, "
+                    f"{n_out}, {out_bytes}, {len(mult)} }},")
+        macs.append(str(m))
+    return ("".join(text) + f"#define N_CASES {len(cases)}\nstatic const xp_case_t cases[N_CASES] = {{\n"
+            + "\n".join(rows) + f"\n}};\nstatic const long case_macs[N_CASES] = {{ {', '.join(macs)} }};\n")
+
+
+def run_on_gvsoc(tmp_path, cases):
+    """Build xp_check.c with cases.h and run it on pulp-open; {case: (fast, insn mismatches,
+    plain mismatches, distinct, macs, insn cycles, plain cycles, ref cycles)}."""
+    gv = _gvsoc()
+    (tmp_path / "cases.h").write_text(_cases_header(cases))
+    objs = []
+
+    def cc(src, name, extra=()):
+        obj = tmp_path / name
+        res = subprocess.run([RV_CC, *RV_FLAGS, *extra, "-c", str(src), "-o", str(obj)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        objs.append(str(obj))
+
+    for n in ("nn_xp_conv2d.c", "nn_xp_linear.c"):
+        cc(GAP9 / n, n + ".insn.o", ["-DNN_XPULP_INSN"])
+        cc(GAP9 / n, n + ".plain.o", PLAIN_NAMES)
+    cc(GAP9 / "nn_hwc_conv2d.c", "hwc.o")
+    cc(COMMON / "nn_linear.c", "linear.o")
+    cc(PULP_OPEN / "xp_check.c", "check.o", [f"-I{tmp_path}"])
+    cc(PULP_OPEN / "crt0.S", "crt0.o")
+    elf = tmp_path / "xp_check.elf"
+    res = subprocess.run([RV_CC, "-march=rv32imc_zicsr", "-mabi=ilp32", "-nostdlib", "-nostartfiles",
+                          "-Wl,--no-warn-rwx-segments", "-T", str(PULP_OPEN / "link.ld"), *objs, "-lgcc",
+                          "-o", str(elf)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([gv, "--target=pulp-open", f"--binary={elf.resolve()}",
+                          f"--work-dir={tmp_path / 'gvsoc'}", "run"], capture_output=True, text=True, timeout=600)
+    lines = {int(m[0]): tuple(int(v) for v in m[1:]) for m in re.findall(
+        r"^case (\d+) fast (\d) mism (\d+) (\d+) distinct (\d+) macs (\d+) cycles (\d+) (\d+) (\d+)$",
+        res.stdout, re.M)}
+    assert len(lines) == len(cases), res.stdout[-3000:] + res.stderr[-2000:]
+    return lines
+
+
+def _insn_conv_case(rng, fast=True, dense=False):
+    """fast: a conv the direct SIMD path takes; else any random conv (dense: groups 1, which
+    the im2col path takes when the direct one does not)."""
+    while True:
+        geo, x, w, bias, mult, shift = random_xp_conv(rng) if fast else random_conv(rng)
+        if dense and geo["groups"] != 1:
+            continue
+        n_pix = geo["out_h"] * geo["out_w"]
+        size = (x.size + w.size + 3 * (4 * geo["out_c"] + n_pix * geo["out_c"])
+                + 16 * (geo["k_h"] * geo["k_w"] * geo["in_c"] + 3))
+        if size < 40000 and (not fast or n_pix >= 2):
+            break
+    cfg = [geo[f] for f in CONV_HWC_FIELDS]
+    macs = n_pix * geo["out_c"] * geo["k_h"] * geo["k_w"] * geo["in_c"] // geo["groups"]
+    return ("conv", cfg, x.transpose(1, 2, 0), w.transpose(0, 2, 3, 1), bias, mult, shift, n_pix,
+            n_pix * geo["out_c"], macs)
+
+
+def test_xpulp_insn_on_gvsoc_equals_plain(tmp_path):
+    """The .insn build (hardware loops, post-increment loads, pv.sdotsp.b / pv.sdotusp.b) on
+    GVSoC's 8-core pulp-open cluster gives the same bytes as nn_xpulp.h's plain C build and
+    as the plain C kernels, for random convs (direct and im2col SIMD paths, fallback) and
+    linears."""
+    _gvsoc()
+    rng = np.random.default_rng(4242)
+    cases = ([_insn_conv_case(rng) for _ in range(10)] + [_insn_conv_case(rng, fast=False) for _ in range(2)]
+             + [_insn_conv_case(rng, fast=False, dense=True) for _ in range(2)])
+    for in_zp, in_f in ((-128, 256), (0, 100), (-128, 36), (5, 64)):
+        out_f = int(rng.integers(5, 40))
+        mult, shift = _requant_table(rng, out_f, 70 * 70 * math.sqrt(in_f))
+        cases.append(("linear", [in_f, out_f, in_zp, _out_zp(rng), -128, 127], rand_int8(rng, in_f),
+                      rand_int8(rng, (out_f, in_f)), rng.integers(-20000, 20000, out_f).astype(np.int32),
+                      mult, shift, out_f, out_f, in_f * out_f))
+    got = run_on_gvsoc(tmp_path, cases)
+    for i, (fast, mism, mism_plain, distinct, *_rest) in got.items():
+        assert (mism, mism_plain) == (0, 0), f"case {i} ({cases[i][0]} {cases[i][1]}): {mism} / {mism_plain} bytes differ"
+    assert sum(v[3] > 2 for v in got.values()) >= 12, got      # most outputs do not just clamp
+    paths = [got[i][0] for i in range(14)]
+    assert paths.count(1) >= 10 and paths.count(2) >= 1 and sum(got[i][0] for i in range(14, 18)) == 3
+
+
+@pytest.mark.slow
+def test_xpulp_conv_macs_per_cycle_on_gvsoc(tmp_path):
+    """A ResNet-18 3x3 conv tile (64 -> 64 channels, 4 x 16 output pixels, input zero point
+    -128 as after a ReLU) on the 8 cores: the Xpulp kernel reaches 10 MACs/cycle on pulp-open
+    (a proxy for GAP9), several times the plain C kernel in the same run."""
+    rng = np.random.default_rng(18)
+    geo = dict(in_h=6, in_w=18, in_c=64, out_h=4, out_w=16, out_c=64, k_h=3, k_w=3, stride_h=1, stride_w=1,
+               dil_h=1, dil_w=1, pad_top=0, pad_left=0, groups=1, in_zp=-128, out_zp=-128, act_min=-128,
+               act_max=127)
+    mult, shift = _requant_table(rng, 64, 70 * 70 * 24)
+    case = ("conv", [geo[f] for f in CONV_HWC_FIELDS], rand_int8(rng, (6, 18, 64)), rand_int8(rng, (64, 3, 3, 64)),
+            rng.integers(-20000, 20000, 64).astype(np.int32), mult, shift, 64, 64 * 64, 64 * 64 * 576)
+    fast, mism, mism_plain, distinct, macs, insn, plain, ref = run_on_gvsoc(tmp_path, [case])[0]
+    print(f"\npulp-open 8 cores, 3x3 64->64 tile: {macs} MACs; xpulp .insn {insn} cycles "
+          f"({macs / insn:.2f} MACs/cycle), xpulp plain C {plain} ({macs / plain:.2f}), "
+          f"plain C kernel {ref} ({macs / ref:.2f})")
+    assert fast == 1 and mism == mism_plain == 0 and distinct > 2
+    assert macs / insn >= 10.0
+    assert ref / insn >= 5.0

@@ -35,6 +35,28 @@ void nn_hwc_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8
                       const int32_t *bias, const int32_t *mult, const int32_t *shift,
                       int8_t *out, int pix_begin, int pix_end);
 
+/* nn_xp_conv2d.c: the same contract and results, with Xpulp SIMD dot products (nn_xpulp.h)
+ * where nn_xp_conv2d_fast(cfg) says so, nn_hwc_conv2d_s8 otherwise. Requires the weights
+ * and the input tile 4-byte aligned. */
+int nn_xp_conv2d_fast(const nn_hwc_conv_cfg_t *cfg);
+void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                     int8_t *out, int pix_begin, int pix_end);
+
+/* The im2col variant for the groups == 1 convs nn_xp_conv2d_fast rejects
+ * (nn_xp_conv2d_im2col(cfg)); scratch: 2 * align4(k_h*k_w*in_c) bytes of this core's own,
+ * 4-byte aligned. Other convs go to nn_hwc_conv2d_s8. */
+int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg);
+void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                            const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                            int8_t *out, int pix_begin, int pix_end, int8_t *scratch);
+
+/* nn_xp_linear.c: nn_linear_s8's contract and results, Xpulp dot products where
+ * nn_xp_linear_fast(cfg) says so. Weights and input 4-byte aligned. */
+int nn_xp_linear_fast(const nn_linear_cfg_t *cfg);
+void nn_xp_linear_s8(const nn_linear_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out);
+
 typedef struct {
     int in_h, in_w, c, out_h, out_w;
     int k_h, k_w, stride_h, stride_w, pad_top, pad_left;

@@ -92,7 +92,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             raise UserError(f"layer '{layer.name}': {reason} (target kind 'gap9')")
         budget, at = _budget(layer, opts, overrides, where)
         budgets[cnames[layer.name]] = (budget, at)
-        til, need = ops.plan_tiling(layer, graph, budget)
+        til, need = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"])
         if til is None and not nnsops.get(layer.op).alias:
             raise ops.budget_error(layer, need, budget, at)
         layout = base.param_layout(layer, graph)
@@ -198,7 +198,7 @@ def _makefile_spec(layers, kernels, opts) -> dict:
             "kernels": sorted(data_relative(k) for k in kernels), "include": ["kernels/common", "kernels/gap9"],
             "bins": [binfiles.INPUT] + sorted(binfiles.bin_name(k, lp.cname, "flat") for lp in layers
                                               for k in (["golden"] + (["weights"] if lp.param_layout else []))),
-            "defines": platforms.runtime_defines(opts)}
+            "defines": platforms.runtime_defines(opts) + platforms.xpulp_defines("gvsoc")}
 
 
 def network_spec(graph, layers, mem, opts) -> dict:

@@ -19,8 +19,8 @@ G = data_path("kernels", "gap9") + "/"
 
 
 OPS = {
-    "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",)),
-    "linear": OpImpl("linear.c.j2", (C + "nn_linear.c",)),
+    "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c")),
+    "linear": OpImpl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c")),
     "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
@@ -72,7 +72,27 @@ def _p_per_oc(layer):
     return 4 * (2 + (layer.bias is not None))
 
 
-def window(layer, graph) -> tiling.Window:
+def xp_conv_path(layer, graph) -> str:
+    """Which Xpulp kernel path a conv takes (kernels/gap9/nn_xp_conv2d.c, the same tests as
+    nn_xp_conv2d_fast / nn_xp_conv2d_im2col): "direct" (in_c % 4 == 0, no column
+    dilation, input zero point 0 or -128), "im2col" (the other dense convs), or "plain"
+    (grouped and depthwise convs: nn_hwc_conv2d_s8)."""
+    a = layer.attrs
+    c = hwc(graph.tensor(layer.inputs[0]).shape)["c"]
+    if a.get("groups", 1) != 1:
+        return "plain"
+    zp = graph.tensor(layer.inputs[0]).q.zero_point
+    if c % 4 == 0 and a.get("dilation", (1, 1))[1] == 1 and zp in (0, -128):
+        return "direct"
+    return "im2col"
+
+
+def im2col_bytes(layer, graph) -> int:
+    """One core's im2col buffer: two receptive fields, each in whole words."""
+    return 2 * tiling._align4(int(np.prod(layer.weight.shape[1:])))
+
+
+def window(layer, graph, cores=8) -> tiling.Window:
     i = hwc(graph.tensor(layer.inputs[0]).shape)
     o = hwc(graph.tensor(layer.output).shape)
     a = layer.attrs
@@ -85,14 +105,21 @@ def window(layer, graph) -> tiling.Window:
                          pt=a["pads"][0], pl=a["pads"][1],
                          groups=a.get("groups", 1) if conv else i["c"],
                          w_per_oc=int(np.prod(layer.weight.shape[1:])) if conv else 0,
-                         p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed)
+                         p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
+                         scratch=cores * im2col_bytes(layer, graph)
+                         if conv and xp_conv_path(layer, graph) == "im2col" else 0)
 
 
-def plan_tiling(layer, graph, budget):
-    """(Tiling or None, smallest budget that works)."""
+def plan_tiling(layer, graph, budget, cores=8):
+    """(Tiling or None, smallest budget that works); cores: the cluster's, for per-core scratch.
+    A conv whose im2col buffers fit beside no tiling is planned without them (plain kernel)."""
     op = layer.op
     if op in ("conv2d", "maxpool", "avgpool"):
-        return tiling.plan_window(window(layer, graph), budget)
+        til, need = tiling.plan_window(window(layer, graph, cores), budget)
+        if til is None and op == "conv2d" and xp_conv_path(layer, graph) == "im2col":
+            # the im2col buffers do not fit beside any tiling: the plain kernel needs none
+            til, need = tiling.plan_window(window(layer, graph, 0), budget)
+        return til, need
     if op == "linear":
         out_f, in_f = layer.weight.shape
         return tiling.plan_linear(int(in_f), int(out_f), _p_per_oc(layer), budget)
@@ -148,6 +175,10 @@ def layer_spec(layer, graph, cname, layout, tier, til) -> dict:
                     count_include_pad=a.get("count_include_pad", 0))
         if layer.op == "conv2d":
             spec["w_per_oc"] = int(np.prod(layer.weight.shape[1:]))
+            path = xp_conv_path(layer, graph)
+            # a budget too small for the im2col buffers planned the layer without them
+            spec["xp_path"] = "plain" if path == "im2col" and til is not None and not til.l1_scratch else path
+            spec["im2col_bytes"] = im2col_bytes(layer, graph)
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
     if til is not None:
@@ -171,6 +202,8 @@ def l1_parts(t) -> list:
                  ("out0", t.l1_out), ("out1", t.l1_out)]
     else:
         parts = [("in0", t.l1_in), ("par0", t.l1_params), ("out0", t.l1_out)]
+    if t.l1_scratch:
+        parts.append(("scratch", t.l1_scratch))
     assert sum(n for _, n in parts) == t.l1_bytes, (parts, t)
     return [[name, n] for name, n in parts]
 

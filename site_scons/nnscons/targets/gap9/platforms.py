@@ -71,6 +71,15 @@ def runtime_defines(opts) -> list:
             f"NN_NUM_CORES={opts['cluster']['cores']}"] + flash
 
 
+# How kernels/gap9/nn_xpulp.h implements the Xpulp operations on each platform: the GAP SDK
+# compiler's builtins on gvsoc; plain C with the same semantics on emul and qemu.
+XPULP = {"gvsoc": ["NN_XPULP_BUILTIN"]}
+
+
+def xpulp_defines(platform) -> list:
+    return list(XPULP.get(platform, []))
+
+
 def emul_sources(platform) -> list:
     """The emulation's C files for a platform: threads natively, one hart on qemu."""
     files = sorted(glob.glob(os.path.join(EMUL_DIR, "*.c")))
@@ -83,7 +92,7 @@ def environment(env, session, platform):
     returns (env, extra C sources to compile and link)."""
     opts = session.options
     cpp = [data_path("kernels", "common"), data_path("kernels", "gap9"), os.path.join(session.build_dir, "src")]
-    defines = runtime_defines(opts)
+    defines = runtime_defines(opts) + xpulp_defines(platform)
     if platform == "gvsoc":
         sdk = gvsoc.require_sdk(session.target_cfg.name)
         s = sdk.build_settings(opts)

@@ -58,6 +58,7 @@ class Tiling:
     l1_bytes: int        # total L1 the layer allocates
     l2_l1_bytes: int     # bytes moved between L2 and L1
     lower_bound: int     # every tensor moved once
+    l1_scratch: int = 0  # per-layer kernel scratch (the cores' im2col buffers), in l1_bytes
 
     @property
     def n_tiles(self):
@@ -88,6 +89,7 @@ class Window:
     w_per_oc: int          # weight bytes per output channel (0 for pools)
     p_per_oc: int          # int32 parameter bytes per output channel (bias, mult, shift)
     p_fixed: int           # parameter bytes that do not scale with channels (pool tables)
+    scratch: int = 0       # L1 scratch the kernel needs whatever the tile (im2col buffers)
 
 
 def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
@@ -142,7 +144,7 @@ def plan_window(g: Window, budget: int):
     # channel pipeline (one spatial tile): params and out double-buffered when n_c > 1
     dbl = np.where(n_c[C] > 1, 2, 1)
     l1_ch = l1_in + dbl * (params_tile[C] + l1_out)
-    l1 = np.where(single, l1_ch, l1_sp)
+    l1 = np.where(single, l1_ch, l1_sp) + _align4(g.scratch)
     # one spatial tile reads its input box once (every channel tile its own channels when
     # grouped); several re-read the boxes per channel tile when groups == 1
     traffic = np.where(single, rows_sum[H] * cols_sum[W] * g.c,
@@ -160,7 +162,8 @@ def plan_window(g: Window, budget: int):
                   in_rows=int(rows_max[h]), in_cols=int(cols_max[w]), in_chans=int(in_chans[c]),
                   l1_in=int(l1_in[h, w, c]), l1_out=int(l1_out[h, w, c]),
                   l1_params=int(params_tile[c]), l1_bytes=int(l1[h, w, c]),
-                  l2_l1_bytes=int(traffic[h, w, c]), lower_bound=int(lower)), smallest
+                  l2_l1_bytes=int(traffic[h, w, c]), lower_bound=int(lower),
+                  l1_scratch=_align4(g.scratch)), smallest
 
 
 def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):

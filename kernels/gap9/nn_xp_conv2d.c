@@ -1,0 +1,222 @@
+/* 2-D convolution on an HWC tile with Xpulp SIMD dot products (nn_xpulp.h), PULP-NN style:
+ * 4 output channels x 2 output pixels per inner loop, so each loaded input word feeds 4
+ * sdotsp and each weight word 2 (6 loads for 8 dot products of 4 MACs).  Same contract,
+ * arguments and results as nn_hwc_conv2d_s8 (nn_hwc_kernels.h), which it calls for what it
+ * does not cover.
+ *
+ * No im2col copy: with HWC activations and OHWI weights, one kernel row of a pixel's
+ * receptive field (its valid columns x in_c) is one contiguous run in the input tile and in
+ * the weights, so the loop reads the tile in place, and L1 needs no extra buffer.  Taps in
+ * the padding are skipped, which is exact because the activations are centred: zero point
+ * 0 as they are (sdotsp), zero point -128 as x ^ 0x80 = x + 128 (sdotusp).
+ *
+ * Fast path: groups == 1, in_c % 4 == 0 (word-aligned runs), dil_w == 1, in_zp 0 or -128.
+ * Two horizontally adjacent pixels pair up when their valid kernel columns agree (always
+ * away from the left/right border); the others run 4 channels x 1 pixel.
+ */
+#include <stddef.h>
+
+#include "nn_hwc_kernels.h"
+#include "nn_window.h"
+#include "nn_xpulp.h"
+
+int nn_xp_conv2d_fast(const nn_hwc_conv_cfg_t *cfg)
+{
+    return cfg->groups == 1 && cfg->in_c % 4 == 0 && cfg->dil_w == 1 &&
+           (cfg->in_zp == 0 || cfg->in_zp == -128);
+}
+
+void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                     int8_t *out, int pix_begin, int pix_end)
+{
+    const int flip = cfg->in_zp == -128;
+    const int in_c = cfg->in_c, out_c = cfg->out_c;
+    const ptrdiff_t wsize = (ptrdiff_t)cfg->k_h * cfg->k_w * in_c;
+    const ptrdiff_t in_row = (ptrdiff_t)cfg->in_w * in_c;
+    const ptrdiff_t x_row = cfg->dil_h * in_row, w_row = (ptrdiff_t)cfg->k_w * in_c;
+    const ptrdiff_t x_next = (ptrdiff_t)cfg->stride_w * in_c;     /* pixel B's field from A's */
+    const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
+    int p = pix_begin, y, x;
+
+    if (!nn_xp_conv2d_fast(cfg)) {
+        nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
+        return;
+    }
+    if (pix_begin >= pix_end)
+        return;
+    y = pix_begin / cfg->out_w;
+    x = pix_begin - y * cfg->out_w;
+    while (p < pix_end) {
+        const int row0 = y * cfg->stride_h - cfg->pad_top;
+        const int col0 = x * cfg->stride_w - cfg->pad_left;
+        int ki0, ki1, kj0, kj1, bj0, bj1, rows, n, pair, o, j;
+        const int8_t *xa;
+        ptrdiff_t w0;
+        int8_t *oa = out + (ptrdiff_t)p * out_c;
+
+        nn_valid_range(row0, cfg->dil_h, cfg->k_h, cfg->in_h, &ki0, &ki1);
+        nn_valid_range(col0, 1, cfg->k_w, cfg->in_w, &kj0, &kj1);
+        pair = 0;
+        if (p + 1 < pix_end && x + 1 < cfg->out_w) {
+            nn_valid_range(col0 + cfg->stride_w, 1, cfg->k_w, cfg->in_w, &bj0, &bj1);
+            pair = bj0 == kj0 && bj1 == kj1;
+        }
+        rows = kj1 > kj0 ? ki1 - ki0 : 0;
+        n = (kj1 - kj0) * in_c / 4;                 /* words per kernel row */
+        if (n == 0)
+            rows = 0;
+        w0 = ((ptrdiff_t)ki0 * cfg->k_w + kj0) * in_c;
+        /* only form the pointer when some tap is inside the tile */
+        xa = rows ? in + (row0 + ki0 * cfg->dil_h) * in_row + (ptrdiff_t)(col0 + kj0) * in_c : in;
+
+        for (o = 0; o + 4 <= out_c; o += 4) {
+            const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
+            if (pair) {
+                int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                if (rows)
+                    nn_xp_dot_4x2(flip, acc, xa, xa + x_next, wo, wsize, n, rows, x_row, w_row);
+                for (j = 0; j < 4; ++j) {
+                    const int32_t b = bias ? bias[o + j] : 0;
+                    oa[o + j] = nn_xp_requant(b, acc[2 * j], mult[o + j], shift[o + j], ozp, lo, hi);
+                    oa[out_c + o + j] = nn_xp_requant(b, acc[2 * j + 1], mult[o + j], shift[o + j], ozp,
+                                                      lo, hi);
+                }
+            } else {
+                int32_t acc[4] = {0, 0, 0, 0};
+                if (rows)
+                    nn_xp_dot_4x1(flip, acc, xa, wo, wsize, n, rows, x_row, w_row);
+                for (j = 0; j < 4; ++j)
+                    oa[o + j] = nn_xp_requant(bias ? bias[o + j] : 0, acc[j], mult[o + j], shift[o + j],
+                                              ozp, lo, hi);
+            }
+        }
+        for (; o < out_c; ++o) {                        /* out_c % 4 leftover channels */
+            const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
+            for (j = 0; j <= pair; ++j) {
+                const int32_t acc = nn_xp_dot_1x1(flip, 0, xa + j * x_next, wo, n, rows, x_row, w_row);
+                oa[j * out_c + o] = nn_xp_requant(bias ? bias[o] : 0, acc, mult[o], shift[o], ozp, lo, hi);
+            }
+        }
+        p += 1 + pair;
+        x += 1 + pair;
+        if (x == cfg->out_w) {
+            x = 0;
+            ++y;
+        }
+    }
+}
+
+/* ---- im2col path: every other groups == 1 conv (in_c % 4 != 0, dilated columns, any input
+ * zero point; the network's first conv on an image). Each pixel's receptive field is copied
+ * to a contiguous run of K = k_h*k_w*in_c bytes, padding as the zero point itself; the dot
+ * loops' x ^ 0x80 = x + 128 form (0..255) then gives sum (x + 128) * w, from which the
+ * kernel subtracts (zp + 128) * sum(w) per channel: sum (x - zp) * w over the whole field.
+ * Two pixels (any two consecutive ones) share each weight load as on the direct path.
+ * Weight rows are K bytes apart, so their word loads may be misaligned (RI5CY splits
+ * those; plain C is byte wise); the K % 4 tail bytes are added in C. */
+
+#define NN_XP_CHUNK 32          /* output channels whose weight sums live on the stack */
+
+int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg)
+{
+    return cfg->groups == 1 && !nn_xp_conv2d_fast(cfg);
+}
+
+/* pixel p's receptive field into buf (K bytes), positions outside the tile as pad */
+static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t pad, int8_t *buf)
+{
+    const int y = p / cfg->out_w, x = p - y * cfg->out_w;
+    const int row0 = y * cfg->stride_h - cfg->pad_top, col0 = x * cfg->stride_w - cfg->pad_left;
+    int i, j, c, k = 0;
+    for (i = 0; i < cfg->k_h; ++i) {
+        const int r = row0 + i * cfg->dil_h;
+        for (j = 0; j < cfg->k_w; ++j) {
+            const int q = col0 + j * cfg->dil_w;
+            if (r < 0 || r >= cfg->in_h || q < 0 || q >= cfg->in_w) {
+                for (c = 0; c < cfg->in_c; ++c)
+                    buf[k++] = pad;
+            } else {
+                const int8_t *px = in + ((ptrdiff_t)r * cfg->in_w + q) * cfg->in_c;
+                for (c = 0; c < cfg->in_c; ++c)
+                    buf[k++] = px[c];
+            }
+        }
+    }
+}
+
+void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                            const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                            int8_t *out, int pix_begin, int pix_end, int8_t *scratch)
+{
+    const int out_c = cfg->out_c;
+    const int k = cfg->k_h * cfg->k_w * cfg->in_c, nw = k / 4, tail = k % 4;
+    const int kw = (k + 3) & ~3;
+    const int8_t pad = (int8_t)cfg->in_zp;
+    const uint32_t zu = (uint32_t)(cfg->in_zp + 128);
+    const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
+    int8_t *buf_a = scratch, *buf_b = buf_a + kw;
+    int32_t wsum[NN_XP_CHUNK];
+    int c0, p, o, j, t;
+
+    if (cfg->groups != 1) {
+        nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
+        return;
+    }
+    for (c0 = 0; c0 < out_c; c0 += NN_XP_CHUNK) {
+        const int c1 = c0 + NN_XP_CHUNK < out_c ? c0 + NN_XP_CHUNK : out_c;
+        for (o = c0; o < c1; ++o) {         /* sum(w) of each channel, K <= NN_MAX_ACC_TERMS */
+            const int8_t *w = weight + (ptrdiff_t)o * k;
+            int32_t s = 0;
+            for (j = 0; j < nw; ++j)
+                s = nn_xp_sdotsp(s, 0x01010101u, nn_xp_load(w + 4 * j));
+            for (j = 4 * nw; j < k; ++j)
+                s += w[j];
+            wsum[o - c0] = s;
+        }
+        for (p = pix_begin; p < pix_end; p += 2) {
+            const int pair = p + 1 < pix_end;
+            int8_t *oa = out + (ptrdiff_t)p * out_c;
+            im2col(cfg, in, p, pad, buf_a);
+            if (pair)
+                im2col(cfg, in, p + 1, pad, buf_b);
+            for (o = c0; o < c1; o += 4) {
+                const int nb = c1 - o < 4 ? c1 - o : 4;
+                const int8_t *w = weight + (ptrdiff_t)o * k;
+                int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                if (nb == 4 && nw) {
+                    if (pair)
+                        nn_xp_dot_4x2(1, acc, buf_a, buf_b, w, k, nw, 1, 0, 0);
+                    else {
+                        int32_t a4[4] = {0, 0, 0, 0};
+                        nn_xp_dot_4x1(1, a4, buf_a, w, k, nw, 1, 0, 0);
+                        for (j = 0; j < 4; ++j)
+                            acc[2 * j] = a4[j];
+                    }
+                } else if (nw) {
+                    for (j = 0; j < nb; ++j) {
+                        acc[2 * j] = nn_xp_dot_1x1(1, 0, buf_a, w + (ptrdiff_t)j * k, nw, 1, 0, 0);
+                        if (pair)
+                            acc[2 * j + 1] = nn_xp_dot_1x1(1, 0, buf_b, w + (ptrdiff_t)j * k,
+                                                           nw, 1, 0, 0);
+                    }
+                }
+                for (j = 0; j < nb; ++j) {
+                    const int8_t *wt = w + (ptrdiff_t)j * k + 4 * nw;
+                    const int32_t b = bias ? bias[o + j] : 0;
+                    /* modular arithmetic: the centred sum fits in 32 bits, its parts may not */
+                    uint32_t ua = (uint32_t)acc[2 * j] - zu * (uint32_t)wsum[o + j - c0];
+                    uint32_t ub = (uint32_t)acc[2 * j + 1] - zu * (uint32_t)wsum[o + j - c0];
+                    for (t = 0; t < tail; ++t)
+                        ua += (uint32_t)(((int32_t)buf_a[4 * nw + t] + 128) * wt[t]);
+                    oa[o + j] = nn_xp_requant(b, (int32_t)ua, mult[o + j], shift[o + j], ozp, lo, hi);
+                    if (pair) {
+                        for (t = 0; t < tail; ++t)
+                            ub += (uint32_t)(((int32_t)buf_b[4 * nw + t] + 128) * wt[t]);
+                        oa[out_c + o + j] = nn_xp_requant(b, (int32_t)ub, mult[o + j], shift[o + j], ozp, lo, hi);
+                    }
+                }
+            }
+        }
+    }
+}
