@@ -12,10 +12,10 @@ on those k channels and its cycles are scaled by oc / k, which the report says.
 from __future__ import annotations
 
 import copy
-import os
 
 import numpy as np
 
+from ...builders import simrun
 from ...errors import UserError
 from ...fileio import write_if_changed
 from ... import binfiles
@@ -166,17 +166,8 @@ def run_layer(target, source, env):
     session = env["NNS_SESSION"]
     platform, tname = env["NNS_PLATFORM"], session.target_cfg.name
     status, log = platforms.run(platform, session, str(source[0]), env["NNS_BIN_DIR"], show=env["NNS_VERBOSE"])
-    tail = "\n".join(log.splitlines()[-15:])
-    what = f"RUN FAILED [{tname}] layer {env['NNS_LABEL']} on {platform}"
-    if status is None:
-        print(f"{what}: no result after {session.options['run']['timeout']} s (targets.{tname}.run.timeout)\n{tail}")
-        return 1
-    fatal = runstep.fatal_in(log)
-    if fatal:
-        print(f"{what}: {fatal[0]}: {fatal[1]}\n{tail}")
-        return 1
-    if status not in (0, 1):
-        print(f"{what}: exit status {status}:\n{tail}")
+    if not simrun.vetted(f"RUN FAILED [{tname}] layer {env['NNS_LABEL']} on {platform}", session, status, log,
+                         runstep.FATAL):
         return 1
     write_if_changed(str(target[0]), log)
     return 0
@@ -185,8 +176,6 @@ def run_layer(target, source, env):
 def merge_logs(target, source, env):
     """target [run.log, output.npy]; source: the layers' logs in model order. run.log holds every
     layer's lines, `Test PASSED` when every run passed, and the network output of the last run."""
-    from ...builders import runlog
-    from . import runstep
     session = env["NNS_SESSION"]
     texts = []
     for node in source:
@@ -201,16 +190,11 @@ def merge_logs(target, source, env):
     passed = all("Test PASSED" in t.splitlines() for t in texts)
     lines.append("Test PASSED" if passed else "Test FAILED: see the layer lines above")
     log = "\n".join(lines) + "\n"
-    size = int(np.prod(session.graph.tensor(session.graph.output).shape))
-    data = runstep.output_bytes("\n".join(out_lines), size)
+    data = simrun.output_bytes("\n".join(out_lines), simrun.network_output_size(session))
     if data is None:
         sliced = "slice" in session.plan.layers[out_run].report
         print(f"RUN FAILED [{session.target_cfg.name}]: the run of the output layer holds no complete network "
               f"output{' (it ran on a slice of its channels)' if sliced else ''}")
         return 1
-    log_path, npy_path = str(target[0]), str(target[1])
-    output_bin = binfiles.output_path(os.path.dirname(log_path))
-    write_if_changed(output_bin, data)
-    runlog.write_output(session, output_bin, npy_path)
-    write_if_changed(log_path, log)
+    simrun.write_results(session, data, log, str(target[0]), str(target[1]))
     return 0
