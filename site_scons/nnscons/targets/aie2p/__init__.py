@@ -141,12 +141,12 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             lp.report["runs_on"] = lp.report["aie"]["runs_on"] = "npu"
     network = network_spec(graph, layers, buffers)
     lib = dict(library.spec(graph, "hwc", model), notes=NOTES, errors=ERRORS)
-    files = [("src/network.json", "network.json.j2", network)]
-    if emul:
-        files += library_files(graph, layers, buffers, lib)
-    else:       # the NPU's library is not built yet: the header says what to ship
-        files += [f for f in library.generated_files(lib, TEMPLATES, buffers["arena_size"], layers, "", {},
-                                                     lib_dirs=()) if f[0].endswith(".h")]
+    if emul:    # the library and its harness
+        files = library_files(graph, layers, buffers, lib)
+    else:       # the runner's network.json; no C library for the NPU yet: the header says what to ship
+        files = [("src/network.json", "network.json.j2", network)] + [
+            f for f in library.generated_files(lib, TEMPLATES, buffers["arena_size"], layers, "", {}, lib_dirs=())
+            if f[0].endswith(".h")]
     kernels = [data_path("kernels", "aie2p", "nn_aie_emul.c")] if emul else []
     if emul and any(layer_kind(lp) == "host" for lp in layers):
         from .nodes import HOST_KERNELS

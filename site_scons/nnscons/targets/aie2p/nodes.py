@@ -110,7 +110,9 @@ def declare_nodes(env, session, common) -> dict:
     env.Depends(run, run_deps)
     env.SideEffect(binfiles.output_path(b), run)
     env.Clean(run, [binfiles.output_path(b)])
-    return {"firmware": firmware, "run": run}
+    # no C library for the NPU yet: the library alias is the header (what to ship)
+    return {"firmware": firmware, "run": run,
+            "library": [n for p, n in common.network_files.items() if p.endswith(".h")]}
 
 
 def _emul_nodes(env, session, common, mapped, src) -> dict:
