@@ -158,11 +158,14 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
             blob[o:o + raw.nbytes] = raw.tobytes()
         return bytes(blob)
 
-    spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants}
+    # the vector epilogue in double where it is exact for every input (kernelgen.f64_safe)
+    epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "i64"
+    spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
+            "epilogue": epilogue}
     report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
-                       "origin": origin,
+                       "origin": origin, "epilogue": epilogue,
                        "isa": isa, "variants": variants, "threads": threads}}
     return {"spec": spec, "layout": layout, "pack": pack, "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"]},
             "report": report}
