@@ -149,7 +149,7 @@ static NN_AVX2 void dw_avx2(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, cons
  * hold channels {0-3, 8-11} and {4-7, 12-15}, put in order by one lane permute each. */
 static NN_AVX2 void dw_band_avx2(const nn_hwc_conv_cfg_t *cfg, const int16_t *buf, int wp, int rows,
                                  const long *off, int pairs, const int16_t *wq, const nn_epi_t *epi,
-                                 int8_t *out, int c16)
+                                 int8_t *out, int c16, int f64)
 {
     const int c = cfg->in_c;
     int y, x, c0, p;
@@ -171,8 +171,13 @@ static NN_AVX2 void dw_band_avx2(const nn_hwc_conv_cfg_t *cfg, const int16_t *bu
                     hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1),
                                                                 _mm256_loadu_si256((const __m256i *)(const void *)(wv + 16))));
                 }
-                r0 = nn_avx2_requant8(_mm256_permute2x128_si256(lo, hi, 0x20), e, v);
-                r1 = nn_avx2_requant8(_mm256_permute2x128_si256(lo, hi, 0x31), e, v + 1);
+                if (f64) {
+                    r0 = nn_avx2_requant8_f64(_mm256_permute2x128_si256(lo, hi, 0x20), e, v);
+                    r1 = nn_avx2_requant8_f64(_mm256_permute2x128_si256(lo, hi, 0x31), e, v + 1);
+                } else {
+                    r0 = nn_avx2_requant8(_mm256_permute2x128_si256(lo, hi, 0x20), e, v);
+                    r1 = nn_avx2_requant8(_mm256_permute2x128_si256(lo, hi, 0x31), e, v + 1);
+                }
                 memcpy(o + c0, &r0, 8);
                 memcpy(o + c0 + 8, &r1, 8);
             }
@@ -332,7 +337,7 @@ void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in
         const int pairs = (taps + 1) / 2, c16 = c / 16 * 16;
         long off[NN_DW_MAX_TAPS + 1];
         int32_t b64[64];
-        int t, ch, k, oh0;
+        int t, ch, k, oh0, f64 = 1;
         for (t = 0; t < taps; ++t)
             off[t] = ((long)(t / cfg->k_w) * cfg->dil_h * wp + (long)(t % cfg->k_w) * cfg->dil_w) * c;
         off[taps] = off[0];                /* an odd tap count: the last pair's second tap has weight 0 */
@@ -344,6 +349,14 @@ void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in
                     d[0] = weight[(long)(2 * t) * c + j];
                     d[1] = 2 * t + 1 < taps ? weight[(long)(2 * t + 1) * c + j] : 0;
                 }
+        /* the double-precision epilogue when |acc + bias| * mult < 2**53 for every channel
+         * and input (|x - zp| <= 255): exact, about half the operations */
+        for (ch = 0; ch < c16 && f64; ++ch) {
+            uint64_t bound = (uint64_t)(bias ? (bias[ch] < 0 ? -(int64_t)bias[ch] : bias[ch]) : 0);
+            for (t = 0; t < taps; ++t)
+                bound += 255u * (uint64_t)(weight[(long)t * c + ch] < 0 ? -weight[(long)t * c + ch] : weight[(long)t * c + ch]);
+            f64 = bound < ((uint64_t)1 << 31) && bound * (uint64_t)mult[ch] < ((uint64_t)1 << 53);
+        }
         for (ch = 0; ch < c16; ch += 64) {
             const int nc = c16 - ch < 64 ? c16 - ch : 64;
             for (k = 0; k < nc; ++k)
@@ -354,7 +367,7 @@ void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in
             const int rows = cfg->out_h - oh0 < band_rows ? cfg->out_h - oh0 : band_rows;
             dw_fill_avx2(cfg, in, buf, wp, oh0 * cfg->stride_h - cfg->pad_top,
                          (rows - 1) * cfg->stride_h + (cfg->k_h - 1) * cfg->dil_h + 1);
-            dw_band_avx2(cfg, buf, wp, rows, off, pairs, wq, epi, out + (long)oh0 * cfg->out_w * c, c16);
+            dw_band_avx2(cfg, buf, wp, rows, off, pairs, wq, epi, out + (long)oh0 * cfg->out_w * c, c16, f64);
         }
         if (c16 < c)
             dw_portable(cfg, in, weight, bias, mult, shift, out, 0, cfg->out_h * cfg->out_w, c16, c);
