@@ -119,6 +119,12 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
     threads = int(own.get("threads", opts["kernel"]["threads"]))
     if not 1 <= threads <= 64:
         raise UserError(f"{at('threads')}: threads = {threads}: must be between 1 and 64")
+    # a small layer gains less from a second thread than the hand-over costs: at most one
+    # thread per min_macs_per_thread MACs (unset: every layer gets `threads`)
+    requested = threads
+    floor = int(own.get("min_macs_per_thread", opts["kernel"].get("min_macs_per_thread", 0)))
+    if floor:
+        threads = max(1, min(threads, (g["oh"] * g["ow"] * g["oc"] * g["kh"] * g["kw"] * g["ic"]) // floor))
     wm = kernelgen.weight_matrix(layer, graph)
     fb = kernelgen.folded_bias(wm, layer.bias, graph.tensor(layer.inputs[0]).q.zero_point)
     if np.abs(fb).max(initial=0) >= 2 ** 31:
@@ -166,7 +172,8 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
                        "origin": origin, "epilogue": epilogue,
-                       "isa": isa, "variants": variants, "threads": threads}}
+                       "isa": isa, "variants": variants, "threads": threads,
+                       "threads_requested": requested}}
     return {"spec": spec, "layout": layout, "pack": pack, "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"]},
             "report": report}
 
