@@ -164,3 +164,29 @@ def test_depthwise_vector_kernel_is_bit_exact(project, channels):
         proc = project.scons(f"target={target}", f"model={path}")
         assert f"Test PASSED [{target}] dw{channels}" in proc.stdout
     assert "nn_dwconv_band_fast(0," in project.read(f"{adhoc(project, 'host', f'dw{channels}')}/src/layers/dw5.c")
+
+
+def test_residual_add_fuses_into_the_conv_epilogue(project):
+    """ResNet-8: each Add goes into the generated conv that produces one operand (the later
+    one: the 1x1 shortcut in a downsampling block), checked against the Add's golden; the
+    plan has no add layer; editing a fused layer's blocking rebuilds that layer only."""
+    proc = project.scons("target=host", "model=ic_resnet8")
+    assert "Test PASSED [host] ic_resnet8: all 12 layers match" in proc.stdout
+    layers = json.loads(project.read("build/host/ic_resnet8/report.json"))["layers"]
+    assert not any(l["op"] == "add" for l in layers)
+    fused = {l["name"]: l["gemm"]["residual"] for l in layers if l.get("gemm", {}).get("residual")}
+    assert fused == {"stack0.conv2": "stack0.add", "stack1.shortcut": "stack1.add",
+                     "stack2.shortcut": "stack2.add"}
+    assert all(fused[l["name"]] in l["fused"] for l in layers if l["name"] in fused)
+    src = project.read("build/host/ic_resnet8/src/layers/stack1_shortcut.c")
+    assert "nn_res_init(&res_stack1_shortcut" in src and "nn_avx2_res_add8(" in src
+    text = project.read("targets.yaml")
+    entry = "  ic_resnet8:\n    zoo: resnet8           # MLPerf Tiny image classification\n"
+    assert entry in text
+    project.write("targets.yaml", text.replace(entry, entry + "    targets:\n      host:\n        layers:\n"
+                                               "          stack1.shortcut: {mr: 3}\n"))
+    assert steps(project.scons("target=host", "model=ic_resnet8").stdout) == [
+        "CODEGEN stack1.shortcut", "CC stack1.shortcut", "AR libnns_ic_resnet8.a", "LINK firmware",
+        "RUN ic_resnet8", "REPORT ic_resnet8", "CHECK ic_resnet8"]
+    proc = project.scons("target=host-asan", "model=ic_resnet8")
+    assert "Test PASSED [host-asan] ic_resnet8: all 12 layers match" in proc.stdout

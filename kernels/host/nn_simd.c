@@ -331,8 +331,8 @@ void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in
                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                          int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi)
 {
-    const int c = cfg->in_c, taps = cfg->k_h * cfg->k_w;
 #if NN_HAVE_X86
+    const int c = cfg->in_c, taps = cfg->k_h * cfg->k_w;
     if (use_avx2(isa) && c >= 16 && taps <= NN_DW_MAX_TAPS) {
         const int pairs = (taps + 1) / 2, c16 = c / 16 * 16;
         long off[NN_DW_MAX_TAPS + 1];
