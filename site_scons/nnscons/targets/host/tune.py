@@ -55,10 +55,10 @@ int main(int argc, char **argv)
         r = r * 1664525u + 1013904223u;
         in[i] = (int8_t)(r >> 24);
     }
-    layer_%(cname)s(ins, out, params);
+    %(symbol)s(ins, out, params);
     for (i = 0; i < %(reps)d; ++i) {
         const double t0 = now_ms();
-        layer_%(cname)s(ins, out, params);
+        %(symbol)s(ins, out, params);
         t[i] = now_ms() - t0;
     }
     qsort(t, %(reps)d, sizeof t[0], cmp);
@@ -163,7 +163,7 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
     gm = spec["gemm"]["geom"]
     src = "#define _POSIX_C_SOURCE 200809L\n" + kernelgen.layer_source(spec) + _MAIN % {
         "in_size": gm["ih"] * gm["iw"] * gm["ic"], "out_size": gm["oh"] * gm["ow"] * gm["oc"],
-        "params": len(blob), "reps": reps, "cname": lp.cname}
+        "params": len(blob), "reps": reps, "symbol": spec.get("symbol", f"layer_{lp.cname}")}
     path = os.path.join(work, tag + ".c")
     with open(path, "w") as f:
         f.write(src)
