@@ -57,7 +57,7 @@ def recorded(path):
 
 
 def layer_order(p: Project) -> list:
-    return re.findall(r'\{ "(\w+)", layer_', p.read(f"{OUT}/src/network.c"))
+    return re.findall(r'\{ "(\w+)", "[^"]*", \d+, layer_', p.read(f"{OUT}/src/network.c"))
 
 
 def canned_log(p: Project, wrong=None) -> str:

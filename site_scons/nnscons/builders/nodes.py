@@ -121,6 +121,7 @@ def declare(env, session) -> dict:
                          weights=weights, goldens=goldens, input=inp, label=labels)
     target_nodes = session.kind.declare_nodes(env, session, common)
     run = target_nodes.pop("run")
+    extra_bins = target_nodes.pop("bins", [])      # more files a target writes under bin/
     out_dir = os.path.dirname(str(run[0]))
     # run -> report.json (the run's verdict) -> check.txt (only when it passed) -> verdict
     # (printed by every build that includes the check).  A new run first removes the old
@@ -168,5 +169,5 @@ def declare(env, session) -> dict:
     if not (GetOption("no_exec") or GetOption("clean") or GetOption("help")):
         # bin/ is flashed as a whole on gvsoc: files of layers that are gone must not stay
         workspace.prune(b, ["bin", os.path.join("src", "layers"), os.path.join("src", "weights")],
-                        [str(n) for n in weights + goldens + inp + sources])
+                        [str(n) for n in weights + goldens + inp + sources + list(extra_bins)])
     return aliases

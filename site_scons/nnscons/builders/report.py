@@ -79,11 +79,41 @@ def write(session, summary: dict, log_text: str, path: str, extra=()) -> dict:
         layer["mismatches"] = 0 if entry is None else entry["mismatches"]
         if i in result["measured"]:
             layer["measured"] = result["measured"][i]
+    _cycles(report)
     report["passed"] = passed
     report["verdict"] = verdict
     report["first_wrong_layer"] = first_wrong
     write_if_changed(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report
+
+
+def _cycles(report: dict) -> None:
+    """Per layer `cycles` and `macs_per_cycle` from a measured `cycles` count (a platform that
+    counts cycles prints it in its measure lines), times the layer's `cycles_scale` when only a
+    part of it ran (a slice of its output channels); for the network `total_cycles` and
+    `macs_per_cycle` when every layer was measured. What the figures are is the plan's
+    `cycles_source`, printed under the table."""
+    total = 0
+    for layer in report["layers"]:
+        measured = (layer.get("measured") or {}).get("cycles")
+        if measured is None:
+            continue
+        cycles = int(round(measured * layer.get("cycles_scale", 1)))
+        layer["cycles"] = cycles
+        layer["macs_per_cycle"] = round(layer["macs"] / cycles, 3) if cycles else None
+        total += cycles
+    if any("cycles" in layer for layer in report["layers"]):
+        missing = [layer["name"] for layer in report["layers"] if "cycles" not in layer]
+        report["total_cycles"] = total if not missing else None
+        report["macs_per_cycle"] = round(report["total_macs"] / total, 3) if total and not missing else None
+        scaled = [layer["name"] for layer in report["layers"] if layer.get("cycles_scale", 1) != 1]
+        line = (f"cycles: {total:,} in total, {report['total_macs'] / total:.3f} MACs/cycle" if total and not missing
+                else f"cycles: {len(missing)} layer(s) not measured ({', '.join(missing[:4])})")
+        if scaled:
+            line += f"; {len(scaled)} layer(s) measured on a slice of their output channels and scaled"
+        if report.get("cycles_source"):
+            line += f" [{report['cycles_source']}]"
+        report["summary_lines"] = list(report.get("summary_lines", [])) + [line]
 
 
 def _shape(s):
@@ -103,7 +133,9 @@ def _cell(v) -> str:
 
 
 def table(report: dict) -> str:
-    columns = report.get("columns") or [("tiles", "n_tiles")]
+    columns = list(report.get("columns") or [("tiles", "n_tiles")])
+    if any("cycles" in layer for layer in report["layers"]):
+        columns += [("cycles", "cycles"), ("MAC/cyc", "macs_per_cycle")]
     rows = [("#", "layer", "op", "in", "out", "MACs", "params B")
             + tuple(h for h, _ in columns) + ("fused", "status")]
     for i, l in enumerate(report["layers"]):

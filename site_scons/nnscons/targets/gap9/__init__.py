@@ -8,6 +8,8 @@ generated sources build for three platforms:
   emul   natively against the PMSIS emulation in kernels/gap9/emul (threads, capped L1,
          DMA that lands at wait)
   qemu   rv32 cross-compiled with Debian's riscv64-unknown-elf-gcc, on qemu-system-riscv32
+  gvsoc-open  the same cross compiler and a bare-metal runtime on GVSoC's pulp-open (the open
+         proxy for GAP9: 8 RI5CY cores, 64 KiB L1), with per-layer cycle counts
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from ...errors import UserError
 from ...resources import data_path, data_relative
 from ... import ops as nnsops
 from .. import base
-from . import memory, ops, platforms
+from . import gvsoc_open, layerwise, memory, ops, platforms
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
@@ -30,7 +32,8 @@ SCHEMA = {
     "cluster": {"cores": "count", "stack_size": "size", "slave_stack_size": "size"},
     "dma": {"max_inflight": "count", "max_transfer": "size"},
     "tiling": {"l1_budget": "size"},
-    "run": {"platform": ["auto", "gvsoc", "emul", "qemu"], "timeout": "count"},
+    "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-open"], "timeout": "count",
+            "layer_by_layer": ["auto", "always"]},
     "layer": {"l1_budget": "size"},
 }
 
@@ -44,7 +47,8 @@ DEFAULTS = {
     "cluster": {"cores": 8, "stack_size": 2048, "slave_stack_size": 1024},
     "dma": {"max_inflight": 8, "max_transfer": 64 * 1024},
     "tiling": {"l1_budget": None},          # None: L1 minus memory.l1_reserved
-    "run": {"platform": "auto", "timeout": 900},
+    # layer_by_layer (gvsoc-open): auto = when the model's parameters do not fit L2
+    "run": {"platform": "auto", "timeout": 900, "layer_by_layer": "auto"},
 }
 
 
@@ -75,7 +79,9 @@ def _budget(layer, opts, overrides, where):
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
-    layers, kernels = [], set()
+    if opts["run"]["platform"] == "gvsoc-open":
+        gvsoc_open.check_memory(opts, where)
+    layers, kernels, budgets = [], set(), {}
     threshold = opts["memory"]["l3_threshold"]
     for layer in graph.layers:
         impl = ops.OPS.get(layer.op)
@@ -84,6 +90,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         if impl.check and (reason := impl.check(layer, graph)):
             raise UserError(f"layer '{layer.name}': {reason} (target kind 'gap9')")
         budget, at = _budget(layer, opts, overrides, where)
+        budgets[cnames[layer.name]] = (budget, at)
         til, need = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"])
         if til is None and not nnsops.get(layer.op).alias:
             raise ops.budget_error(layer, need, budget, at)
@@ -97,18 +104,32 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                             report={"l1_budget": budget})
         layers.append(lp)
         kernels.update(impl.kernels)
-    mem = memory.plan_memory(graph, layers, opts, where)
+    kernels.add(data_path("kernels", "gap9", "nn_gap9.c"))
+    gvsoc_open_only = opts["run"]["platform"] == "gvsoc-open"
+    if gvsoc_open_only and opts["run"]["layer_by_layer"] == "always":
+        return _layerwise_plan(graph, layers, kernels, opts, budgets, "run.layer_by_layer is 'always'")
+    try:
+        mem = memory.plan_memory(graph, layers, opts, where)
+    except UserError as e:
+        if not gvsoc_open_only:
+            raise
+        del e       # the whole network's L2 plan does not fit: say it in pulp-open's terms
+        l2 = opts["memory"]["l2"] - opts["memory"]["l2_reserved"]
+        params = sum(lp.param_bytes for lp in layers)
+        return _layerwise_plan(graph, layers, kernels, opts, budgets,
+                               f"the network needs more than the {l2:,} B of L2 it may use ({params:,} B of "
+                               f"parameters) and pulp-open has no L3 here")
     for lp in layers:
         lp.report.update(_layer_report(lp, mem))
     network = network_spec(graph, layers, mem, opts)
-    kernels.add(data_path("kernels", "gap9", "nn_gap9.c"))
     return base.TargetPlan(
         layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
         network_files=[("src/network.c", "network.c.j2", network), ("src/network.h", "network.h.j2", {}),
                        ("src/main.c", "main.c.j2", {}),
                        ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts))],
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
-        report={"peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
+        report={**({"cycles_source": gvsoc_open.CYCLES_SOURCE} if opts["run"]["platform"] == "gvsoc-open" else {}),
+                "peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
                 "l3_device": opts["memory"]["l3_device"],
                 "summary_lines": [f"L2 peak {mem['peak_l2']:,} of {mem['l2_avail']:,} B (activations "
                                   f"{mem['buffers']['arena_size']:,}, resident params "
@@ -117,6 +138,36 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("L3->L2 B", "l3_l2"), ("tier", "tier")],
         extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "memory": mem})
+
+
+def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPlan:
+    """Every layer its own program and run (layerwise.py): on gvsoc-open, when the model does
+    not fit L2 (pulp-open has no L3 here) or when run.layer_by_layer says so."""
+    lw = layerwise.plan(graph, layers, opts, budgets)
+    sliced = []
+    for lp in layers:
+        s = lp.report.get("slice")
+        lp.report.update(_layer_report(lp, {"staged": {}}))
+        if s:
+            lp.report["tile_shape"] += f" ({s['channels']}/{s['of']} ch)"
+            sliced.append(f"{lp.layer.name} {s['channels']}/{s['of']}")
+    files = [(f"src/runs/{lp.cname}/network.c", "network.c.j2", run) for lp, run in zip(layers, lw["runs"])]
+    lines = [f"layer by layer ({why}): {len(layers)} runs, each layer's inputs are its producers' goldens; "
+             f"L2 peak {lw['peak_l2']:,} of {lw['l2_avail']:,} B"]
+    if sliced:
+        lines.append(f"{len(sliced)} layer(s) too large for L2 even alone ran on their first output channels "
+                     f"(checked on those, cycles scaled by all/run): {', '.join(sliced)}")
+    return base.TargetPlan(
+        layers=layers, network={"layerwise": True, "arena_size": max(r["arena_size"] for r in lw["runs"]),
+                                "runs": [lp.cname for lp in layers]},
+        kernels=sorted(kernels), templates_dir=TEMPLATES,
+        network_files=[("src/network.h", "network.h.j2", {}), ("src/main.c", "main.c.j2", {})] + files,
+        layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
+        report={"cycles_source": gvsoc_open.CYCLES_SOURCE, "layer_by_layer": True, "peak_l2_bytes": lw["peak_l2"],
+                "l2_bytes": lw["l2_avail"], "l3_bytes": 0, "summary_lines": lines},
+        columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
+                 ("L2<->L1 B/min", "l2_l1"), ("tier", "tier")],
+        extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "layerwise": lw})
 
 
 def _layer_report(lp, mem) -> dict:
@@ -155,8 +206,10 @@ def network_spec(graph, layers, mem, opts) -> dict:
     return {
         "arena_size": mem["buffers"]["arena_size"],
         "input": t[graph.input],
+        "loads": [{"stem": "input", **t[graph.input]}],
+        "print_output": True,
         "output": t[graph.output],
-        "layers": [{"cname": lp.cname,
+        "layers": [{"cname": lp.cname, "bin": lp.cname, "index": i,
                     "inputs": [t[i]["offset"] for i in lp.layer.inputs],
                     "output": t[lp.layer.output],
                     "params_bytes": lp.param_bytes,
@@ -165,7 +218,7 @@ def network_spec(graph, layers, mem, opts) -> dict:
                     "l3_offset": mem["staged"].get(lp.cname, {}).get("l3_offset"),
                     "first_slab": mem["staged"].get(lp.cname, {}).get("first_slab", 0),
                     "file": mem["staged"].get(lp.cname, {}).get("file", -1)}
-                   for lp in layers],
+                   for i, lp in enumerate(layers)],
         "params_l2_bytes": mem["params_l2_bytes"],
         "slabs": mem["slabs"],
         "slab_bytes": mem["slab_bytes"],

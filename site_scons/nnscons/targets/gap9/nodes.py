@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from ...builders.nodes import compile_generated, compile_object
-from . import platforms
+from . import gvsoc_open, platforms
 
 
 def declare_nodes(env, session, common) -> dict:
@@ -13,6 +13,7 @@ def declare_nodes(env, session, common) -> dict:
     pdir = os.path.join(b, platform)
     t = session.target_cfg.name
     penv, extra_sources = platforms.environment(env, session, platform)
+    penv["NNS_PLATFORM_NAME"] = platform
     verbose = env["NNS_VERBOSE"]
     objects = compile_generated(penv, session, common, os.path.join(pdir, "obj"))
     root = penv.get("NNS_SOURCE_ROOT")
@@ -24,6 +25,8 @@ def declare_nodes(env, session, common) -> dict:
         objects += compile_object(penv, os.path.join(pdir, "obj", "runtime", os.path.splitext(rel)[0] + ".o"),
                                   src, stem)
 
+    if session.plan.network.get("layerwise"):
+        return _layerwise_nodes(env, penv, session, common, objects, pdir)
     firmware = penv.Program(os.path.join(pdir, "firmware"), sorted(objects, key=str),
                             LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
     run = penv.NnsGap9Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")],
@@ -31,8 +34,53 @@ def declare_nodes(env, session, common) -> dict:
                           NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on {platform}",
                           NNS_PLATFORM=platform)
     penv.SideEffect(os.path.join(pdir, "output.bin"), run)
-    env.Clean(firmware, [os.path.join(pdir, "output.bin")])
+    env.Clean(firmware, [os.path.join(pdir, "output.bin")] +
+              ([os.path.join(pdir, gvsoc_open.WORK_DIR)] if platform == "gvsoc-open" else []))
     aliases = {"firmware": firmware, "run": run}
-    if platform != "qemu":
+    if platform not in ("qemu", "gvsoc-open"):
         aliases["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
     return aliases
+
+
+def _layerwise_nodes(env, penv, session, common, objects, pdir) -> dict:
+    """One program per layer (layerwise.py): main + its network + its layer + the shared
+    kernel and runtime objects; one run per program; the logs merged into run.log."""
+    t = session.target_cfg.name
+    verbose = env["NNS_VERBOSE"]
+    obj_dir = os.path.normpath(os.path.join(pdir, "obj"))
+    by_path = {os.path.normpath(str(o)): o for o in objects}
+    generated = {os.path.join(obj_dir, "main.o")} | {os.path.join(obj_dir, "layers", lp.cname + ".o")
+                                                      for lp in session.plan.layers} | \
+        {os.path.join(obj_dir, "runs", lp.cname, "network.o") for lp in session.plan.layers}
+    shared = [o for p, o in sorted(by_path.items()) if p not in generated]
+    bins = {os.path.normpath(str(n)): n for n in common.weights + common.goldens + common.input}
+    bin_dir = os.path.join(session.build_dir, "bin")
+    programs, logs, slices = [], [], []
+    for lp in session.plan.layers:
+        run = next(f for f in session.plan.network_files if f[0] == f"src/runs/{lp.cname}/network.c")[2]
+        label = common.label[lp.cname]
+        if run["sliced"]:
+            full = [bins[os.path.normpath(os.path.join(bin_dir, f"{lp.cname}_{k}.bin"))] for k in ("weights", "golden")]
+            sl = penv.NnsGap9Slice([os.path.join(bin_dir, f"{lp.cname}_slice_{k}.bin") for k in ("weights", "golden")],
+                                   full, NNS_VERB="SLICE", NNS_LABEL=label, NNS_CNAME=lp.cname)
+            penv.Depends(sl, penv.Value(repr(lp.report["slice"])))
+            slices += sl
+            own = list(sl)
+        else:
+            own = [bins[os.path.normpath(os.path.join(bin_dir, f"{lp.cname}_golden.bin"))]]
+            if run["layers"][0]["params_bytes"]:
+                own.append(bins[os.path.normpath(os.path.join(bin_dir, f"{lp.cname}_weights.bin"))])
+        loads = [bins[os.path.normpath(os.path.join(bin_dir, f"{f['stem']}.bin"))] for f in run["loads"]]
+        objs = [by_path[os.path.join(obj_dir, "main.o")], by_path[os.path.join(obj_dir, "layers", lp.cname + ".o")],
+                by_path[os.path.join(obj_dir, "runs", lp.cname, "network.o")]] + shared
+        prog = penv.Program(os.path.join(pdir, "runs", lp.cname), objs,
+                            LINKCOMSTR=None if verbose else f"LINK {label} [{t}]")
+        log = penv.NnsGap9LayerRun(os.path.join(pdir, "runs", lp.cname + ".log"), prog + own + loads,
+                                   NNS_VERB="RUN", NNS_LABEL=label, NNS_PLATFORM=penv["NNS_PLATFORM_NAME"])
+        programs += prog
+        logs += log
+    run = penv.NnsGap9Merge([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")], logs,
+                            NNS_VERB="MERGE", NNS_LABEL=f"{session.model_cfg.name}: {len(logs)} layer runs")
+    penv.SideEffect(os.path.join(pdir, "output.bin"), run)
+    env.Clean(programs, [os.path.join(pdir, "output.bin"), os.path.join(pdir, gvsoc_open.WORK_DIR)])
+    return {"firmware": programs, "run": run, "bins": slices}

@@ -3,6 +3,8 @@
   emul   the machine's C compiler + the PMSIS emulation (kernels/gap9/emul), threads
   qemu   riscv64-unknown-elf-gcc for rv32 + the emulation on one hart, qemu-system-riscv32
   gvsoc  the GAP SDK's compiler and gvsoc (see gvsoc.py)
+  gvsoc-open  riscv64-unknown-elf-gcc + the bare-metal runtime of kernels/gap9/open on GVSoC's
+         pulp-open, with per-layer cycles (see gvsoc_open.py)
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import shutil
 from ...builders.hostrun import run_program
 from ...errors import UserError
 from ...resources import data_path
-from . import gvsoc
+from . import gvsoc, gvsoc_open
 
 EMUL_DIR = data_path("kernels", "gap9", "emul")
 _announced = set()
@@ -39,6 +41,8 @@ def check_tools(env, session) -> None:
     name = session.target_cfg.name
     if platform == "gvsoc":
         gvsoc.require_sdk(name)
+    elif platform == "gvsoc-open":
+        gvsoc_open.check_tools(name)
     elif platform == "qemu":
         from . import qemu
         for tool, package in ((qemu.cross_flags()["CC"], "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"),
@@ -68,7 +72,8 @@ def runtime_defines(opts) -> list:
 
 
 # How kernels/gap9/nn_xpulp.h implements the Xpulp operations on each platform: the GAP SDK
-# compiler's builtins on gvsoc; plain C with the same semantics on emul and qemu.
+# compiler's builtins on gvsoc; `.insn` encodings on gvsoc-open (NN_XPULP_INSN, set with its
+# flags in gvsoc_open.py); plain C with the same semantics on emul and qemu.
 XPULP = {"gvsoc": ["NN_XPULP_BUILTIN"]}
 
 
@@ -97,6 +102,14 @@ def environment(env, session, platform):
                       CPPDEFINES=defines + s["CPPDEFINES"], LIBS=s["LIBS"], PROGSUFFIX="",
                       NNS_SOURCE_ROOT=s["SOURCE_ROOT"])
         return e, s["SOURCES"]
+    if platform == "gvsoc-open":
+        # every run's work dir is <platform dir>/gvsoc-work/<program>: the same way up to bin/
+        work = os.path.join(session.build_dir, platform, gvsoc_open.WORK_DIR, "program")
+        fs_dir = os.path.relpath(os.path.join(session.build_dir, "bin"), work)
+        x = gvsoc_open.cross_flags(fs_dir.replace(os.sep, "/"), opts)
+        e = env.Clone(CC=x["CC"], LINK=x["CC"], CFLAGS=x["CFLAGS"], LINKFLAGS=x["LINKFLAGS"],
+                      CPPPATH=cpp + x["CPPPATH"], CPPDEFINES=defines + x["CPPDEFINES"], PROGSUFFIX=".elf")
+        return e, x["SOURCES"]
     if platform == "qemu":
         from . import qemu
         x = qemu.cross_flags()
@@ -116,6 +129,10 @@ def run(platform, session, firmware, bin_dir, show=False) -> tuple:
     timeout = session.options["run"]["timeout"]
     if platform == "gvsoc":
         return gvsoc.require_sdk(session.target_cfg.name).run(firmware, bin_dir, timeout, show)
+    if platform == "gvsoc-open":
+        work = os.path.join(session.build_dir, platform, gvsoc_open.WORK_DIR,
+                            os.path.splitext(os.path.basename(firmware))[0])
+        return gvsoc_open.run(session.target_cfg.name, firmware, work, timeout, show)
     if platform == "qemu":
         from . import qemu
         return qemu.run_qemu(firmware, bin_dir, timeout, show)

@@ -22,6 +22,7 @@ FATAL = [
     (re.compile(r"invalid (access|fetch)", re.I), "invalid memory access"),
     (re.compile(r"illegal instruction", re.I), "illegal instruction"),
     (re.compile(r"PMSIS-EMUL ERROR"), "PMSIS emulation error"),
+    (re.compile(r"PULP-OPEN ERROR"), "pulp-open runtime error"),
     (re.compile(r"\b(segmentation fault|bus error|abort)", re.I), "crash"),
 ]
 _OUTPUT = re.compile(r"^output (\d+) ([0-9a-f]*)$")

@@ -8,7 +8,7 @@ import SCons.Action
 import SCons.Builder
 
 from nnscons.builders import actions
-from nnscons.targets.gap9 import runstep
+from nnscons.targets.gap9 import layerwise, runstep
 
 
 
@@ -19,6 +19,13 @@ def generate(env):
     env.Tool("gnulink")
     env["BUILDERS"]["NnsGap9Run"] = SCons.Builder.Builder(
         action=SCons.Action.Action(runstep.run_firmware, actions.label))
+    # layer by layer (layerwise.py): sliced .bin files, one run per layer, the merged run.log
+    env["BUILDERS"]["NnsGap9Slice"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(layerwise.write_slice, actions.label))
+    env["BUILDERS"]["NnsGap9LayerRun"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(layerwise.run_layer, actions.label))
+    env["BUILDERS"]["NnsGap9Merge"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(layerwise.merge_logs, actions.label))
 
 
 def exists(env):

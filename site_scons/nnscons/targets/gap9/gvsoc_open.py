@@ -1,0 +1,128 @@
+"""GAP9 code on GVSoC's pulp-open (platform=gvsoc-open): compiler flags, finding gvsoc, the run.
+
+pulp-open is the open PULP model closest to GAP9 (8 RI5CY cores with Xpulpv2, 64 KiB L1, mchan
+cluster DMA; ../shared/gvsoc/NOTES.md). The generated sources are compiled with Debian's
+riscv64-unknown-elf-gcc against the bare-metal runtime of kernels/gap9/open (PMSIS subset,
+semihosting) and picolibc, and the ELF runs on `gvsoc --target=pulp-open`.
+
+-march: the code is rv32imc + Zicsr (binutils 2.40 wants `_zicsr` for the performance-counter
+CSRs; Xpulp goes through `.insn`, NN_XPULP_INSN); the link names plain rv32imc so that gcc picks
+picolibc's rv32im/ilp32 multilib (with `_zicsr` it falls back to the rv64 default).
+
+Memory (L2, 1.5 MiB free from 0x1C010000): picolibc's linker script places code and read-only
+data in the first CODE_SIZE bytes ("flash" to picolibc; GVSoC's loader writes every segment),
+then data, bss, the heap behind pi_l2_malloc and the FC stack. The target's memory.l2_reserved
+must cover CODE_SIZE + data + FC stack; the rest is what the memory plan may use.
+
+Files: the program reads bin/*.bin through semihosting, relative to gvsoc's --work-dir
+(<platform dir>/gvsoc-work), so the path it is compiled with (NN_OPEN_FS_DIR) is relative too.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+from ...builders.hostrun import run_program
+from ...errors import UserError
+from ...resources import data_path
+
+CC = "riscv64-unknown-elf-gcc"
+GVSOC_TARGET = "pulp-open"
+RUNTIME_DIR = data_path("kernels", "gap9", "open")
+WORK_DIR = "gvsoc-work"
+
+L2_BASE = 0x1C010000
+L2_SIZE = 0x180000
+CODE_SIZE = 256 * 1024
+FC_STACK_SIZE = 16 * 1024
+
+# What the cycle figures are (report.json `cycles_source`, under the table)
+CYCLES_SOURCE = ("pulp-open proxy figures for GAP9 (GVSoC pulp-open: 8 RI5CY cores, Xpulpv2, 64 KiB L1; "
+                 "not GAP9's 9 cores, 128 KiB L1, Xpulpv3); cycles = cluster core 0 from the layer's task "
+                 "start to its end, DMA waits and forks included, parameters already in L2")
+
+_CC_TARGET = ["-march=rv32imc_zicsr", "-mabi=ilp32", "--specs=picolibc.specs"]
+_LINK_TARGET = ["-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"]
+
+INSTALL_HINT = ("install GVSoC with its pulp-open target: `bash ../shared/gvsoc/install.sh DIR` (beside "
+                "this repository) or from https://github.com/gvsoc/gvsoc (build it with "
+                "GVSOC_TARGETS=pulp-open), then put DIR/gvsoc on PATH or set GVSOC=DIR/gvsoc")
+
+
+def find_gvsoc() -> str | None:
+    """The gvsoc launcher: $GVSOC (the launcher or the folder holding it), else `gvsoc` on PATH."""
+    env = os.environ.get("GVSOC")
+    if env:
+        path = os.path.join(env, "gvsoc") if os.path.isdir(env) else env
+        return os.path.abspath(path) if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    return shutil.which("gvsoc")
+
+
+def require_gvsoc(target_name: str) -> str:
+    path = find_gvsoc()
+    if path:
+        return path
+    env = os.environ.get("GVSOC")
+    why = (f"GVSOC={env} is not an executable gvsoc launcher (nor a folder holding one)" if env
+           else "GVSOC is unset and no gvsoc on PATH")
+    raise UserError(f"target '{target_name}' platform=gvsoc-open: GVSoC not found ({why}); {INSTALL_HINT}; "
+                    f"or use platform=emul")
+
+
+def check_tools(target_name: str) -> None:
+    if not shutil.which(CC):
+        raise UserError(f"target '{target_name}' platform=gvsoc-open: '{CC}' not found on PATH; install it "
+                        f"(Debian: apt-get install gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf) "
+                        f"or use platform=emul")
+    require_gvsoc(target_name)
+
+
+def check_memory(opts, where) -> None:
+    """The target's L2 must match the runtime's layout (what the memory plan may use is
+    l2 - l2_reserved; the code, data and FC stack live in the reserved part)."""
+    m = opts["memory"]
+    if m["l2"] > L2_SIZE:
+        raise UserError(f"{where(None, 'memory', 'l2')}: pulp-open has {L2_SIZE} B of free L2 from "
+                        f"{L2_BASE:#x}; memory.l2 = {m['l2']} B is more")
+    if m["l2_reserved"] < CODE_SIZE + 2 * FC_STACK_SIZE:
+        raise UserError(f"{where(None, 'memory', 'l2_reserved')}: platform=gvsoc-open keeps {CODE_SIZE} B "
+                        f"of L2 for code and {FC_STACK_SIZE} B for the FC stack, plus data: "
+                        f"memory.l2_reserved must be at least {CODE_SIZE + 2 * FC_STACK_SIZE} B")
+
+
+def cross_flags(fs_dir: str, opts) -> dict:
+    """CC, CFLAGS, LINKFLAGS, defines and runtime sources for a gvsoc-open build.
+    fs_dir: where bin/ is, relative to the simulator's work dir."""
+    ram = L2_BASE + CODE_SIZE
+    return dict(
+        CC=CC,
+        CFLAGS=_CC_TARGET + ["-O2", "-ffunction-sections", "-fdata-sections", "-Wall", "-Wextra", "-Werror"],
+        LINKFLAGS=_LINK_TARGET + [
+            "--oslib=semihost", "-Wl,--gc-sections",
+            f"-Wl,--defsym=__flash={L2_BASE:#x}",
+            f"-Wl,--defsym=__flash_size={CODE_SIZE:#x}",
+            f"-Wl,--defsym=__ram={ram:#x}",
+            f"-Wl,--defsym=__ram_size={L2_BASE + L2_SIZE - ram:#x}",
+            f"-Wl,--defsym=__stack_size={FC_STACK_SIZE:#x}",
+        ],
+        CPPDEFINES=["NN_XPULP_INSN", f"NN_OPEN_SLAVE_STACK_SIZE={opts['cluster']['slave_stack_size']}u",
+                    ("NN_OPEN_FS_DIR", '\\"%s\\"' % fs_dir)],
+        CPPPATH=[RUNTIME_DIR],
+        SOURCES=[os.path.join(RUNTIME_DIR, "open_fc.c"), os.path.join(RUNTIME_DIR, "open_cluster.c")],
+    )
+
+
+def run_command(gvsoc: str, elf_path: str, work_dir: str) -> list:
+    return [gvsoc, f"--target={GVSOC_TARGET}", "--binary", os.path.abspath(elf_path),
+            f"--work-dir={os.path.abspath(work_dir)}", "run"]
+
+
+def run(target_name: str, elf_path: str, work_dir: str, timeout: float, show: bool = False) -> tuple:
+    """(exit status or None on timeout, log). gvsoc's status is the program's semihosting exit
+    (0, or 1 for any failure): the run step trusts the log, as on the other platforms."""
+    gvsoc = require_gvsoc(target_name)
+    os.makedirs(work_dir, exist_ok=True)
+    status, log = run_program(run_command(gvsoc, elf_path, work_dir), timeout, show=show)
+    if status is None:
+        log += f"\ngvsoc: timed out after {timeout} s\n"
+    return status, log

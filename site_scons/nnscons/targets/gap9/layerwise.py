@@ -1,0 +1,214 @@
+"""Layer by layer: a model whose parameters do not fit L2 on a target without L3 (pulp-open).
+
+pulp-open has no external RAM here, so when the whole network does not fit its L2 and the
+platform is gvsoc-open (whose point is counting cycles), every layer becomes its own program
+and run: its inputs are the goldens of the layers that produce them (bit-exact by the check of
+those layers), its parameters are loaded into L2, its output is checked against its golden and
+its cycles are counted. A layer too large even alone (activations + parameters above L2) runs on
+the first k output channels only (conv2d and linear: the parameters of channel o are a prefix of
+each .bin section, the output channels the last axis of the HWC golden): its output is checked
+on those k channels and its cycles are scaled by oc / k, which the report says.
+"""
+from __future__ import annotations
+
+import copy
+import os
+
+import numpy as np
+
+from ...errors import UserError
+from ...fileio import write_if_changed
+from ... import ops as nnsops
+from . import memory, ops
+
+SLICE_STEP = 8           # output channels of a slice: a multiple of this (PULP-NN blocks 4)
+
+
+def _align(n, a=16):
+    return -(-n // a) * a
+
+
+def _numel(graph, t):
+    return int(np.prod(graph.tensor(t).shape))
+
+
+class _SliceView:
+    """The graph as a sliced layer sees it: its output tensor has k channels."""
+
+    def __init__(self, graph, name, tensor):
+        self._graph, self._name, self._tensor = graph, name, tensor
+
+    def tensor(self, name):
+        return self._tensor if name == self._name else self._graph.tensor(name)
+
+    def __getattr__(self, attr):
+        return getattr(self._graph, attr)
+
+
+def slice_layout(layout, oc, k) -> list:
+    """The .bin layout of the first k of oc output channels: per-channel sections shrink."""
+    out, off = [], 0
+    for section, dtype, count, _ in layout:
+        n = count // oc * k if count >= oc and count % oc == 0 else count
+        out.append((section, dtype, n, off))
+        off += -(-n * np.dtype(dtype).itemsize // 4) * 4
+    return out
+
+
+def slice_bytes(full: bytes, layout, sliced) -> bytes:
+    """The sliced .bin from the full one: each section's prefix (channel-major sections)."""
+    from ..base import layout_bytes
+    blob = bytearray(layout_bytes(sliced))
+    for (_, dtype, _, off), (_, _, n, soff) in zip(layout, sliced):
+        size = n * np.dtype(dtype).itemsize
+        blob[soff:soff + size] = full[off:off + size]
+    return bytes(blob)
+
+
+def _slice(lp, graph, k, budget, at, cores):
+    """Re-plan a conv2d/linear LayerPlan for its first k output channels (spec and tiling)."""
+    layer = lp.layer
+    out = graph.tensor(layer.output)
+    view_t = copy.copy(out)
+    view_t.shape = (out.shape[0], k) + tuple(out.shape[2:])
+    sl = copy.copy(layer)
+    sl.weight = layer.weight[:k]
+    sl.bias = None if layer.bias is None else layer.bias[:k]
+    view = _SliceView(graph, layer.output, view_t)
+    til, need = ops.plan_tiling(sl, view, budget, cores)
+    if til is None:
+        raise ops.budget_error(layer, need, budget, at)
+    layout = slice_layout(lp.param_layout, int(out.shape[1]), k)
+    return ops.layer_spec(sl, view, lp.cname, layout, "L2", til), layout
+
+
+def plan(graph, layers, opts, budgets) -> dict:
+    """Per layer its run: arena (its inputs, then its output), parameters, the files it loads;
+    slices the layers that do not fit alone. budgets: cname -> (l1_budget, where)."""
+    l2_avail = opts["memory"]["l2"] - opts["memory"]["l2_reserved"]
+    producer = {lp.layer.output: lp for lp in layers}
+    runs, peak = [], 0
+    for index, lp in enumerate(layers):
+        layer = lp.layer
+        offsets, off = {}, 0
+        for t in layer.inputs:
+            if t not in offsets:
+                offsets[t] = off
+                off += _align(_numel(graph, t))
+        loads = [{"stem": "input" if t == graph.input else f"{producer[t].cname}_golden",
+                  "offset": o, "size": _numel(graph, t)} for t, o in offsets.items()]
+        alias = nnsops.get(layer.op).alias
+        oc = int(graph.tensor(layer.output).shape[1])
+        out_size, params, stem, k = _numel(graph, layer.output), lp.param_bytes, lp.cname, oc
+        need = off + (0 if alias else _align(out_size)) + _align(params) + memory.COMPARE_CHUNK
+        if need > l2_avail:
+            if layer.op not in ("conv2d", "linear") or (layer.op == "conv2d" and layer.attrs.get("groups", 1) != 1):
+                raise UserError(f"layer '{layer.name}' ({layer.op}) does not fit pulp-open's L2 even alone: "
+                                f"{need} B > memory.l2 - memory.l2_reserved = {l2_avail} B, and only conv2d and "
+                                f"linear layers can run on a slice of their output channels")
+            per_oc = params / oc + out_size / oc
+            fixed = off + memory.COMPARE_CHUNK + 64
+            k = int((l2_avail - fixed) // per_oc) // SLICE_STEP * SLICE_STEP
+            while k >= SLICE_STEP and (fixed + _align(out_size // oc * k) +
+                                       _align(sum(-(-n * np.dtype(d).itemsize // 4) * 4 for _, d, n, _ in
+                                                  slice_layout(lp.param_layout, oc, k)))) > l2_avail:
+                k -= SLICE_STEP
+            if k < SLICE_STEP:
+                raise UserError(f"layer '{layer.name}': not even {SLICE_STEP} of its output channels fit "
+                                f"pulp-open's L2 ({l2_avail} B)")
+            budget, at = budgets[lp.cname]
+            lp.spec, layout = _slice(lp, graph, k, budget, at, opts["cluster"]["cores"])
+            from ..base import layout_bytes
+            params, out_size, stem = layout_bytes(layout), out_size // oc * k, f"{lp.cname}_slice"
+            lp.report.update(slice={"channels": k, "of": oc, "layout": [list(x) for x in layout]},
+                             cycles_scale=oc / k)
+            t = lp.spec["tile"]
+            lp.report.update(tile_shape=f"{t['th']}x{t['tw']}x{t['tc']} ({k}/{oc} ch)", n_tiles=t["n_tiles"])
+        out_off = offsets[layer.inputs[0]] if alias else off
+        arena = off if alias else off + _align(out_size)
+        peak = max(peak, arena + _align(params) + memory.COMPARE_CHUNK)
+        runs.append({
+            "arena_size": max(arena, 4), "loads": loads, "output": {"offset": out_off, "size": out_size},
+            # only the run of the network's output prints its bytes (semihosting is slow)
+            "print_output": layer.output == graph.output,
+            "layers": [{"cname": lp.cname, "bin": stem, "index": index,
+                        "inputs": [offsets[t] for t in layer.inputs],
+                        "output": {"offset": out_off, "size": out_size}, "params_bytes": params,
+                        "tier": "L2" if params else None, "params_l2": 0 if params else None,
+                        "l3_offset": None, "first_slab": 0, "file": -1}],
+            "params_l2_bytes": _align(params), "slabs": [], "slab_bytes": 0, "l3_bytes": 0,
+            "l3_device": opts["memory"]["l3_device"], "compare_chunk": memory.COMPARE_CHUNK,
+            "cluster": opts["cluster"], "l2_avail": l2_avail, "sliced": stem != lp.cname,
+        })
+    return {"runs": runs, "peak_l2": peak, "l2_avail": l2_avail}
+
+
+# ---- actions ------------------------------------------------------------------------------------
+
+def write_slice(target, source, env):
+    """target: [<cname>_slice_weights.bin, <cname>_slice_golden.bin]; source: the full ones."""
+    session = env["NNS_SESSION"]
+    lp = session.plan_by_cname[env["NNS_CNAME"]]
+    s = lp.report["slice"]
+    layout = [tuple(x) for x in s["layout"]]
+    with open(str(source[0]), "rb") as f:
+        write_if_changed(str(target[0]), slice_bytes(f.read(), lp.param_layout, layout))
+    golden = np.fromfile(str(source[1]), dtype=np.int8).reshape(-1, s["of"])[:, :s["channels"]]
+    write_if_changed(str(target[1]), np.ascontiguousarray(golden).tobytes())
+    return 0
+
+
+def run_layer(target, source, env):
+    """One layer's program: target [its log]; the log is vetted as a whole network's would be."""
+    from . import platforms, runstep
+    session = env["NNS_SESSION"]
+    platform, tname = env["NNS_PLATFORM"], session.target_cfg.name
+    status, log = platforms.run(platform, session, str(source[0]), env["NNS_BIN_DIR"], show=env["NNS_VERBOSE"])
+    tail = "\n".join(log.splitlines()[-15:])
+    what = f"RUN FAILED [{tname}] layer {env['NNS_LABEL']} on {platform}"
+    if status is None:
+        print(f"{what}: no result after {session.options['run']['timeout']} s (targets.{tname}.run.timeout)\n{tail}")
+        return 1
+    fatal = runstep.fatal_in(log)
+    if fatal:
+        print(f"{what}: {fatal[0]}: {fatal[1]}\n{tail}")
+        return 1
+    if status not in (0, 1):
+        print(f"{what}: exit status {status}:\n{tail}")
+        return 1
+    write_if_changed(str(target[0]), log)
+    return 0
+
+
+def merge_logs(target, source, env):
+    """target [run.log, output.npy]; source: the layers' logs in model order. run.log holds every
+    layer's lines, `Test PASSED` when every run passed, and the network output of the last run."""
+    from ...builders import runlog
+    from . import runstep
+    session = env["NNS_SESSION"]
+    texts = []
+    for node in source:
+        with open(str(node), encoding="utf-8") as f:
+            texts.append(f.read())
+    lines = [f"nnscons run: layer by layer, {len(texts)} runs"]
+    for text in texts:
+        lines += [ln for ln in text.splitlines() if ln.startswith(("layer ", "measure ", "ERROR", "PULP-OPEN"))]
+    out_run = next(i for i, lp in enumerate(session.plan.layers) if lp.layer.output == session.graph.output)
+    out_lines = [ln for ln in texts[out_run].splitlines() if ln.startswith("output ")]
+    lines += out_lines
+    passed = all("Test PASSED" in t.splitlines() for t in texts)
+    lines.append("Test PASSED" if passed else "Test FAILED: see the layer lines above")
+    log = "\n".join(lines) + "\n"
+    size = int(np.prod(session.graph.tensor(session.graph.output).shape))
+    data = runstep.output_bytes("\n".join(out_lines), size)
+    if data is None:
+        sliced = "slice" in session.plan.layers[out_run].report
+        print(f"RUN FAILED [{session.target_cfg.name}]: the run of the output layer holds no complete network "
+              f"output{' (it ran on a slice of its channels)' if sliced else ''}")
+        return 1
+    log_path, npy_path = str(target[0]), str(target[1])
+    output_bin = os.path.join(os.path.dirname(log_path), "output.bin")
+    write_if_changed(output_bin, data)
+    runlog.write_output(session, output_bin, npy_path)
+    write_if_changed(log_path, log)
+    return 0

@@ -1,0 +1,154 @@
+"""target=pulp-open on platform=gvsoc-open: GVSoC's pulp-open runs the generated gap9 code on the
+bare-metal runtime of kernels/gap9/open; per-layer cycles from the RI5CY counters.
+
+The runs need GVSoC (GVSOC=... or gvsoc on PATH; `bash ../shared/gvsoc/install.sh DIR`) and
+Debian's riscv64-unknown-elf-gcc with picolibc; without them those tests skip, saying which is
+missing. The missing-gvsoc message and the slicing arithmetic need neither.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import SCONS, Project
+
+from nnscons.targets.gap9 import gvsoc_open, layerwise
+
+CC = gvsoc_open.CC
+HAVE_CC = bool(shutil.which(CC)) and os.path.isdir("/usr/lib/picolibc/riscv64-unknown-elf")
+GVSOC = gvsoc_open.find_gvsoc()
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason=f"{CC} + picolibc not installed "
+                              "(apt-get install gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)")
+needs_gvsoc = pytest.mark.skipif(GVSOC is None, reason="GVSoC not found (GVSOC unset, no gvsoc on PATH): "
+                                 "bash ../shared/gvsoc/install.sh DIR, then GVSOC=DIR/gvsoc")
+
+OUT = "build/pulp-open/simplecnn/gvsoc-open"
+
+
+def scons(p: Project, *args, gvsoc=GVSOC, timeout=900):
+    env = {k: v for k, v in os.environ.items() if k != "GVSOC"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if gvsoc is not None:
+        env["GVSOC"] = gvsoc
+    else:       # no gvsoc reachable at all: PATH without any folder holding one
+        env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
+                                      if not os.path.exists(os.path.join(d, "gvsoc")))
+    return subprocess.run([SCONS, "-Q", *args], cwd=p.path, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+
+
+def add_target(p: Project, name: str, body: str):
+    """A gap9 target like pulp-open with other keys (inserted before aie2p)."""
+    y = p.read("targets.yaml")
+    y = y.replace("  aie2p:\n    kind: aie2p", f"  {name}:\n    kind: gap9\n{body}\n  aie2p:\n    kind: aie2p", 1)
+    p.write("targets.yaml", y)
+
+
+@needs_cc
+def test_a_missing_gvsoc_is_one_clear_error(project):
+    proc = scons(project, "target=pulp-open", "model=simplecnn", "platform=gvsoc-open", gvsoc=None)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stdout
+    assert "platform=gvsoc-open: GVSoC not found" in proc.stdout
+    assert "bash ../shared/gvsoc/install.sh DIR" in proc.stdout and "github.com/gvsoc/gvsoc" in proc.stdout
+    assert not os.path.exists(project.file(OUT))
+
+    env_bad = scons(project, "target=pulp-open", "model=simplecnn", gvsoc=project.file("no/such/gvsoc"))
+    assert env_bad.returncode != 0 and "Traceback" not in env_bad.stdout
+    assert "is not an executable gvsoc launcher" in env_bad.stdout
+
+
+def test_the_slice_of_a_bin_is_each_sections_first_channels():
+    oc, k, per = 6, 4, 5
+    layout = [("weight", "int8", oc * per, 0), ("bias", "int32", oc, 32), ("mult", "int32", oc, 56),
+              ("shift", "int32", 1, 80)]
+    w = np.arange(oc * per, dtype=np.int8)
+    b, m, s = (np.arange(oc, dtype=np.int32) + 100 * i for i in (1, 2, 3))
+    full = bytearray(84)
+    full[0:30], full[32:56], full[56:80], full[80:84] = w.tobytes(), b.tobytes(), m.tobytes(), s[:1].tobytes()
+    sliced = layerwise.slice_layout(layout, oc, k)
+    assert sliced == [("weight", "int8", 20, 0), ("bias", "int32", 4, 20), ("mult", "int32", 4, 36),
+                      ("shift", "int32", 1, 52)]
+    got = layerwise.slice_bytes(bytes(full), layout, sliced)
+    assert got == w[:k * per].tobytes() + b[:k].tobytes() + m[:k].tobytes() + s[:1].tobytes()
+
+
+def _check_cycles(rep: dict):
+    assert rep["passed"] and "pulp-open proxy" in rep["cycles_source"]
+    for layer in rep["layers"]:
+        m = layer["measured"]
+        assert layer["cycles"] == m["cycles"] > 0
+        assert m["instructions"] > 0
+        if layer["macs"]:
+            # 8 RI5CY cores: at most 8 x 4 int8 MACs (pv.sdotsp.b) per cycle
+            assert 0 < layer["macs_per_cycle"] < 32, layer
+            assert m["instructions"] >= layer["macs"] / 4 / 4, layer    # far below is impossible
+    assert rep["total_cycles"] == sum(l["cycles"] for l in rep["layers"])
+    assert rep["macs_per_cycle"] == round(rep["total_macs"] / rep["total_cycles"], 3)
+
+
+@pytest.mark.slow
+@needs_cc
+@needs_gvsoc
+def test_simplecnn_is_bit_exact_on_pulp_open_with_cycles(project):
+    proc = scons(project, "target=pulp-open", "model=simplecnn")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "Test PASSED [pulp-open] simplecnn: all 6 layers match" in proc.stdout
+    assert "MAC/cyc" in proc.stdout and "pulp-open proxy figures for GAP9" in proc.stdout
+    rep = json.loads(project.read(f"{OUT}/report.json"))
+    _check_cycles(rep)
+    log = project.read(f"{OUT}/run.log")
+    assert log.count("measure ") == 6 and "Test PASSED" in log
+    # nothing else changes: a second call is a no-op (no RUN)
+    again = scons(project, "target=pulp-open", "model=simplecnn")
+    assert again.returncode == 0 and "RUN " not in again.stdout and "LINK " not in again.stdout
+
+
+@pytest.mark.slow
+@needs_cc
+@needs_gvsoc
+def test_layer_by_layer_runs_each_layer_from_its_producers_goldens(project):
+    add_target(project, "pulp-open-lbl",
+               "    memory: {l1: 64KiB, l1_reserved: 12KiB, l2: 1.5MiB, l2_reserved: 320KiB, l3_device: flash,\n"
+               "             l3_size: 0, l3_threshold: 1GiB}\n"
+               "    tiling: {l1_budget: 52KiB}\n"
+               "    run: {platform: gvsoc-open, layer_by_layer: always}")
+    proc = scons(project, "target=pulp-open-lbl", "model=simplecnn")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "Test PASSED [pulp-open-lbl] simplecnn: all 6 layers match" in proc.stdout
+    assert proc.stdout.count("RUN ") == 6 and "layer by layer" in proc.stdout
+    out = "build/pulp-open-lbl/simplecnn/gvsoc-open"
+    rep = json.loads(project.read(f"{out}/report.json"))
+    _check_cycles(rep)
+    net = project.read("build/pulp-open-lbl/simplecnn/src/runs/conv2/network.c")
+    assert 'open_bin("pool1_golden", ""' in net          # its input is its producer's golden
+    # a wrong golden of one layer fails that layer only, named
+    g = project.file("build/pulp-open-lbl/simplecnn/bin/conv2_golden.bin")
+    data = bytearray(open(g, "rb").read())
+    data[0] ^= 1
+    with open(g, "wb") as f:
+        f.write(data)
+    bad = scons(project, "target=pulp-open-lbl", "model=simplecnn")
+    assert bad.returncode != 0
+    assert "first wrong layer #2 'conv2'" in bad.stdout
+    assert "layer 1 pool1: OK" in project.read(f"{out}/run.log")
+
+
+@pytest.mark.slow
+@needs_cc
+@needs_gvsoc
+def test_an_over_budget_dma_or_misuse_is_a_failed_run_not_a_pass(project):
+    """The runtime's own errors (here: an L1 free out of order) end the run with its message."""
+    tpl = project.read("templates/gap9/_gap9.j2")
+    free = "    pi_cl_l1_free(io->cluster, l1, {{ spec.tile.l1_bytes }});"
+    assert free in tpl
+    project.write("templates/gap9/_gap9.j2", tpl.replace(free, free.replace("l1, ", "l1 + 8, ")))
+    proc = scons(project, "target=pulp-open", "model=simplecnn")
+    assert proc.returncode != 0
+    assert "PULP-OPEN ERROR: pi_cl_l1_free" in proc.stdout
+    assert not os.path.exists(project.file(f"{OUT}/check.txt"))
