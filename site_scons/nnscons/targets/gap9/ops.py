@@ -72,14 +72,15 @@ def _p_per_oc(layer):
     return 4 * (2 + (layer.bias is not None))
 
 
-def xp_conv_path(layer, graph) -> str:
+def xp_conv_path(layer, graph, xpulp=True) -> str:
     """Which Xpulp kernel path a conv takes (kernels/gap9/nn_xp_conv2d.c, the same tests as
     nn_xp_conv2d_fast / nn_xp_conv2d_im2col): "direct" (in_c % 4 == 0, no column
     dilation, input zero point 0 or -128), "im2col" (the other dense convs), or "plain"
-    (grouped and depthwise convs: nn_hwc_conv2d_s8)."""
+    (grouped and depthwise convs, or every conv with the target's kernels.xpulp off:
+    nn_hwc_conv2d_s8)."""
     a = layer.attrs
     c = hwc(graph.tensor(layer.inputs[0]).shape)["c"]
-    if a.get("groups", 1) != 1:
+    if a.get("groups", 1) != 1 or not xpulp:
         return "plain"
     zp = graph.tensor(layer.inputs[0]).q.zero_point
     if c % 4 == 0 and a.get("dilation", (1, 1))[1] == 1 and zp in (0, -128):
@@ -92,7 +93,7 @@ def im2col_bytes(layer, graph) -> int:
     return 2 * tiling._align4(int(np.prod(layer.weight.shape[1:])))
 
 
-def window(layer, graph, cores=8) -> tiling.Window:
+def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
     i = hwc(graph.tensor(layer.inputs[0]).shape)
     o = hwc(graph.tensor(layer.output).shape)
     a = layer.attrs
@@ -107,16 +108,17 @@ def window(layer, graph, cores=8) -> tiling.Window:
                          w_per_oc=int(np.prod(layer.weight.shape[1:])) if conv else 0,
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
                          scratch=cores * im2col_bytes(layer, graph)
-                         if conv and xp_conv_path(layer, graph) == "im2col" else 0)
+                         if conv and xp_conv_path(layer, graph, xpulp) == "im2col" else 0)
 
 
-def plan_tiling(layer, graph, budget, cores=8):
-    """(Tiling or None, smallest budget that works); cores: the cluster's, for per-core scratch.
-    A conv whose im2col buffers fit beside no tiling is planned without them (plain kernel)."""
+def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
+    """(Tiling or None, smallest budget that works); cores: the cluster's, for per-core scratch;
+    xpulp: the target's kernels.xpulp. A conv whose im2col buffers fit beside no tiling is
+    planned without them (plain kernel)."""
     op = layer.op
     if op in ("conv2d", "maxpool", "avgpool"):
-        til, need = tiling.plan_window(window(layer, graph, cores), budget)
-        if til is None and op == "conv2d" and xp_conv_path(layer, graph) == "im2col":
+        til, need = tiling.plan_window(window(layer, graph, cores, xpulp), budget)
+        if til is None and op == "conv2d" and xp_conv_path(layer, graph, xpulp) == "im2col":
             # the im2col buffers do not fit beside any tiling: the plain kernel needs none
             til, need = tiling.plan_window(window(layer, graph, 0), budget)
         return til, need
@@ -149,7 +151,7 @@ def plan_tiling(layer, graph, budget, cores=8):
     return None, 0                        # reshape: an alias, no L1
 
 
-def layer_spec(layer, graph, cname, layout, tier, til) -> dict:
+def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
     ins = [graph.tensor(t) for t in layer.inputs]
     out = graph.tensor(layer.output)
     spec = {
@@ -175,12 +177,13 @@ def layer_spec(layer, graph, cname, layout, tier, til) -> dict:
                     count_include_pad=a.get("count_include_pad", 0))
         if layer.op == "conv2d":
             spec["w_per_oc"] = int(np.prod(layer.weight.shape[1:]))
-            path = xp_conv_path(layer, graph)
+            path = xp_conv_path(layer, graph, xpulp)
             # a budget too small for the im2col buffers planned the layer without them
             spec["xp_path"] = "plain" if path == "im2col" and til is not None and not til.l1_scratch else path
             spec["im2col_bytes"] = im2col_bytes(layer, graph)
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
+        spec["xpulp"] = xpulp
     if til is not None:
         spec["l1_parts"] = l1_parts(til)
     if til is not None and layer.op in ("conv2d", "linear"):
