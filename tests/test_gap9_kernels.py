@@ -266,8 +266,18 @@ def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc)
     if geo["groups"] == 1 and not direct:
         ops.append((XP_CONV_IM2COL, "xpulp im2col"))
     for op, name in ops:
-        checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], arrays, expected_hwc,
+        args = arrays if op != XP_CONV_IM2COL else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
+        checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], args, expected_hwc,
                               geo["out_h"] * geo["out_w"], geo["out_c"])
+
+
+def pad_rows(w_ohwi):
+    """OHWI weights with each output channel's row zero-padded to whole words (the im2col
+    kernel's layout, base.pack_hwc's padded rows)."""
+    rows = np.ascontiguousarray(w_ohwi).reshape(w_ohwi.shape[0], -1)
+    out = np.zeros((rows.shape[0], -(-rows.shape[1] // 4) * 4), np.int8)
+    out[:, :rows.shape[1]] = rows
+    return out
 
 
 def random_pool(rng):

@@ -44,8 +44,8 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
                      int8_t *out, int pix_begin, int pix_end);
 
 /* The im2col variant for the groups == 1 convs nn_xp_conv2d_fast rejects
- * (nn_xp_conv2d_im2col(cfg)); scratch: 2 * align4(k_h*k_w*in_c) bytes of this core's own,
- * 4-byte aligned. Other convs go to nn_hwc_conv2d_s8. */
+ * (nn_xp_conv2d_im2col(cfg)): weight rows padded with zeros to KW = align4(k_h*k_w*in_c)
+ * bytes (OHWI, then the padding); scratch: 2 * KW bytes of this core's own, 4-byte aligned. */
 int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg);
 void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                             const int32_t *bias, const int32_t *mult, const int32_t *shift,

@@ -112,9 +112,9 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
  * to a contiguous run of K = k_h*k_w*in_c bytes, padding as the zero point itself; the dot
  * loops' x ^ 0x80 = x + 128 form (0..255) then gives sum (x + 128) * w, from which the
  * kernel subtracts (zp + 128) * sum(w) per channel: sum (x - zp) * w over the whole field.
- * Two pixels (any two consecutive ones) share each weight load as on the direct path.
- * Weight rows are K bytes apart, so their word loads may be misaligned (RI5CY splits
- * those; plain C is byte wise); the K % 4 tail bytes are added in C. */
+ * Weight rows are padded with zeros to KW = K rounded up to a word (the layer's .bin is
+ * packed so), so every load is aligned and the buffers' last word needs no special case.
+ * Two pixels (any two consecutive ones) share each weight load as on the direct path. */
 
 #define NN_XP_CHUNK 32          /* output channels whose weight sums live on the stack */
 
@@ -123,7 +123,8 @@ int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg)
     return cfg->groups == 1 && !nn_xp_conv2d_fast(cfg);
 }
 
-/* pixel p's receptive field into buf (K bytes), positions outside the tile as pad */
+/* pixel p's receptive field into buf (KW bytes), positions outside the tile (and the bytes
+ * after K, which meet zero weights) as pad */
 static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t pad, int8_t *buf)
 {
     const int y = p / cfg->out_w, x = p - y * cfg->out_w;
@@ -143,6 +144,8 @@ static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t
             }
         }
     }
+    while (k & 3)
+        buf[k++] = pad;
 }
 
 void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
@@ -150,28 +153,21 @@ void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, cons
                             int8_t *out, int pix_begin, int pix_end, int8_t *scratch)
 {
     const int out_c = cfg->out_c;
-    const int k = cfg->k_h * cfg->k_w * cfg->in_c, nw = k / 4, tail = k % 4;
-    const int kw = (k + 3) & ~3;
+    const int kw = (cfg->k_h * cfg->k_w * cfg->in_c + 3) & ~3, nw = kw / 4;
     const int8_t pad = (int8_t)cfg->in_zp;
     const uint32_t zu = (uint32_t)(cfg->in_zp + 128);
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
     int8_t *buf_a = scratch, *buf_b = buf_a + kw;
     int32_t wsum[NN_XP_CHUNK];
-    int c0, p, o, j, t;
+    int c0, p, o, j;
 
-    if (cfg->groups != 1) {
-        nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
-        return;
-    }
     for (c0 = 0; c0 < out_c; c0 += NN_XP_CHUNK) {
         const int c1 = c0 + NN_XP_CHUNK < out_c ? c0 + NN_XP_CHUNK : out_c;
         for (o = c0; o < c1; ++o) {         /* sum(w) of each channel, K <= NN_MAX_ACC_TERMS */
-            const int8_t *w = weight + (ptrdiff_t)o * k;
+            const int8_t *w = weight + (ptrdiff_t)o * kw;
             int32_t s = 0;
             for (j = 0; j < nw; ++j)
                 s = nn_xp_sdotsp(s, 0x01010101u, nn_xp_load(w + 4 * j));
-            for (j = 4 * nw; j < k; ++j)
-                s += w[j];
             wsum[o - c0] = s;
         }
         for (p = pix_begin; p < pix_end; p += 2) {
@@ -182,39 +178,31 @@ void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, cons
                 im2col(cfg, in, p + 1, pad, buf_b);
             for (o = c0; o < c1; o += 4) {
                 const int nb = c1 - o < 4 ? c1 - o : 4;
-                const int8_t *w = weight + (ptrdiff_t)o * k;
+                const int8_t *w = weight + (ptrdiff_t)o * kw;
                 int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                if (nb == 4 && nw) {
-                    if (pair)
-                        nn_xp_dot_4x2(1, acc, buf_a, buf_b, w, k, nw, 1, 0, 0);
-                    else {
-                        int32_t a4[4] = {0, 0, 0, 0};
-                        nn_xp_dot_4x1(1, a4, buf_a, w, k, nw, 1, 0, 0);
-                        for (j = 0; j < 4; ++j)
-                            acc[2 * j] = a4[j];
-                    }
-                } else if (nw) {
+                if (nb == 4 && pair)
+                    nn_xp_dot_4x2(1, acc, buf_a, buf_b, w, kw, nw, 1, 0, 0);
+                else if (nb == 4) {
+                    int32_t a4[4] = {0, 0, 0, 0};
+                    nn_xp_dot_4x1(1, a4, buf_a, w, kw, nw, 1, 0, 0);
+                    for (j = 0; j < 4; ++j)
+                        acc[2 * j] = a4[j];
+                } else {
                     for (j = 0; j < nb; ++j) {
-                        acc[2 * j] = nn_xp_dot_1x1(1, 0, buf_a, w + (ptrdiff_t)j * k, nw, 1, 0, 0);
+                        acc[2 * j] = nn_xp_dot_1x1(1, 0, buf_a, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
                         if (pair)
-                            acc[2 * j + 1] = nn_xp_dot_1x1(1, 0, buf_b, w + (ptrdiff_t)j * k,
-                                                           nw, 1, 0, 0);
+                            acc[2 * j + 1] = nn_xp_dot_1x1(1, 0, buf_b, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
                     }
                 }
                 for (j = 0; j < nb; ++j) {
-                    const int8_t *wt = w + (ptrdiff_t)j * k + 4 * nw;
                     const int32_t b = bias ? bias[o + j] : 0;
                     /* modular arithmetic: the centred sum fits in 32 bits, its parts may not */
-                    uint32_t ua = (uint32_t)acc[2 * j] - zu * (uint32_t)wsum[o + j - c0];
-                    uint32_t ub = (uint32_t)acc[2 * j + 1] - zu * (uint32_t)wsum[o + j - c0];
-                    for (t = 0; t < tail; ++t)
-                        ua += (uint32_t)(((int32_t)buf_a[4 * nw + t] + 128) * wt[t]);
-                    oa[o + j] = nn_xp_requant(b, (int32_t)ua, mult[o + j], shift[o + j], ozp, lo, hi);
-                    if (pair) {
-                        for (t = 0; t < tail; ++t)
-                            ub += (uint32_t)(((int32_t)buf_b[4 * nw + t] + 128) * wt[t]);
-                        oa[out_c + o + j] = nn_xp_requant(b, (int32_t)ub, mult[o + j], shift[o + j], ozp, lo, hi);
-                    }
+                    const uint32_t corr = zu * (uint32_t)wsum[o + j - c0];
+                    oa[o + j] = nn_xp_requant(b, (int32_t)((uint32_t)acc[2 * j] - corr), mult[o + j],
+                                              shift[o + j], ozp, lo, hi);
+                    if (pair)
+                        oa[out_c + o + j] = nn_xp_requant(b, (int32_t)((uint32_t)acc[2 * j + 1] - corr),
+                                                          mult[o + j], shift[o + j], ozp, lo, hi);
                 }
             }
         }

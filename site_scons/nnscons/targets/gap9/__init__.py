@@ -97,7 +97,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         til, need = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"], opts["kernels"]["xpulp"])
         if til is None and not nnsops.get(layer.op).alias:
             raise ops.budget_error(layer, need, budget, at)
-        layout = base.param_layout(layer, graph)
+        layout = base.param_layout(layer, graph, ops.weight_row(layer, graph, til, opts["kernels"]["xpulp"]))
         tier = "L3" if layer.weight is not None and layer.weight.size > threshold else "L2"
         cname = cnames[layer.name]
         spec = ops.layer_spec(layer, graph, cname, layout, tier, til, opts["kernels"]["xpulp"])

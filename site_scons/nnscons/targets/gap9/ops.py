@@ -93,6 +93,14 @@ def im2col_bytes(layer, graph) -> int:
     return 2 * tiling._align4(int(np.prod(layer.weight.shape[1:])))
 
 
+def weight_row(layer, graph, til, xpulp=True):
+    """Bytes per output channel of a conv's packed weights when the kernel wants them padded
+    (the im2col path: rows of whole words), else None (k_h*k_w*in_c/groups)."""
+    if layer.op != "conv2d" or xp_conv_path(layer, graph, xpulp) != "im2col" or not til or not til.l1_scratch:
+        return None
+    return tiling._align4(int(np.prod(layer.weight.shape[1:])))
+
+
 def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
     i = hwc(graph.tensor(layer.inputs[0]).shape)
     o = hwc(graph.tensor(layer.output).shape)
@@ -100,15 +108,17 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
     kh, kw = a["kernel"]
     conv = layer.op == "conv2d"
     fixed = 0 if conv else 8
+    # the im2col path: its buffers, and weight rows padded to whole words (weight_row)
+    im2col = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "im2col"
     return tiling.Window(c=i["c"], h=i["h"], w=i["w"], oc=o["c"], oh=o["h"], ow=o["w"], kh=kh, kw=kw,
                          sh=a["stride"][0], sw=a["stride"][1],
                          dh=a.get("dilation", (1, 1))[0], dw=a.get("dilation", (1, 1))[1],
                          pt=a["pads"][0], pl=a["pads"][1],
                          groups=a.get("groups", 1) if conv else i["c"],
-                         w_per_oc=int(np.prod(layer.weight.shape[1:])) if conv else 0,
+                         w_per_oc=(tiling._align4 if im2col else int)(int(np.prod(layer.weight.shape[1:])))
+                         if conv else 0,
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
-                         scratch=cores * im2col_bytes(layer, graph)
-                         if conv and xp_conv_path(layer, graph, xpulp) == "im2col" else 0)
+                         scratch=cores * im2col_bytes(layer, graph) if im2col else 0)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
@@ -176,7 +186,7 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
                     pads=list(a["pads"]), groups=a.get("groups", 1),
                     count_include_pad=a.get("count_include_pad", 0))
         if layer.op == "conv2d":
-            spec["w_per_oc"] = int(np.prod(layer.weight.shape[1:]))
+            spec["w_per_oc"] = weight_row(layer, graph, til, xpulp) or int(np.prod(layer.weight.shape[1:]))
             path = xp_conv_path(layer, graph, xpulp)
             # a budget too small for the im2col buffers planned the layer without them
             spec["xp_path"] = "plain" if path == "im2col" and til is not None and not til.l1_scratch else path
