@@ -35,7 +35,7 @@ from test_kernels import POOL_CASES  # noqa: E402
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
 HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_linear.c", "nn_hwc_pool.c",
-                                  "nn_hwc_eltwise.c")]
+                                  "nn_xp_pool.c", "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
@@ -43,7 +43,7 @@ CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
- XP_CONV_IM2COL) = range(1, 16)
+ XP_CONV_IM2COL, XP_MAXPOOL) = range(1, 17)
 
 
 # ---------------------------------------------------------------- the harness
@@ -309,10 +309,13 @@ def pool_chw_call(op, geo, x, mult, shift):
 
 
 def add_pool_hwc(checks, rng, label, op, geo, x, mult, shift, expected_hwc):
+    """Full + 8-range HWC calls; maxpool also through the Xpulp kernel (nn_xp_pool.c)."""
     cfg = [geo[f] for f in POOL_HWC_FIELDS]
-    checks.full_and_split(label, rng, MAXPOOL_HWC if op == "maxpool" else AVGPOOL_HWC,
-                          lambda b, e: cfg + [b, e], [x.transpose(1, 2, 0), mult, shift],
-                          expected_hwc, geo["out_h"] * geo["out_w"], geo["c"])
+    ops = [(MAXPOOL_HWC, "hwc"), (XP_MAXPOOL, "xpulp")] if op == "maxpool" else [(AVGPOOL_HWC, "hwc")]
+    for code, name in ops:
+        checks.full_and_split(f"{label} [{name}]", rng, code, lambda b, e: cfg + [b, e],
+                              [x.transpose(1, 2, 0), mult, shift], expected_hwc, geo["out_h"] * geo["out_w"],
+                              geo["c"])
 
 
 def _to_hwc(out_chw, c, h, w):
@@ -435,6 +438,31 @@ def test_pool_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     for i, (case, ref) in enumerate(zip(cases, chw)):
         op, geo = case[0], case[1]
         add_pool_hwc(checks, rng, f"{op} case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_xpulp_maxpool_sweep(harnesses, tmp_path, build):
+    """nn_xp_maxpool_s8 on its SIMD path (c % 4 == 0) against the CHW kernel: calls small
+    enough to requantize each output and large enough (>= 1024 outputs) for the table."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(808)
+    cases = []
+    while len(cases) < 80:
+        op, geo, x, mult, shift = random_pool(rng)
+        if op != "maxpool":
+            continue
+        c = 4 * int(rng.integers(1, 40))
+        geo["c"] = c
+        cases.append((op, geo, rand_int8(rng, (c, geo["in_h"], geo["in_w"])), mult, shift))
+    assert any(g["c"] * g["out_h"] * g["out_w"] >= 1024 for _, g, *_ in cases)
+    assert any(g["c"] * g["out_h"] * g["out_w"] < 1024 for _, g, *_ in cases)
+    chw = chw_results(exe, tmp_path, [pool_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        geo = case[1]
+        add_pool_hwc(checks, rng, f"xpulp maxpool case {i}: {geo}", *case,
                      _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
     checks.verify(exe, tmp_path)
 
@@ -646,7 +674,8 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
     if shutil.which(RV_CC) is None:
         pytest.skip(f"{RV_CC} not found")
     for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / n, ["-DNN_XPULP_INSN"])
-                                                          for n in ("nn_xp_conv2d.c", "nn_xp_linear.c")]:
+                                                          for n in ("nn_xp_conv2d.c", "nn_xp_linear.c",
+                                                                    "nn_xp_pool.c")]:
         res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS, *defines,
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)

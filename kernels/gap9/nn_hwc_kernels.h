@@ -71,6 +71,12 @@ void nn_hwc_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int
 void nn_hwc_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                        const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
 
+/* nn_xp_pool.c: nn_hwc_maxpool_s8's contract and results, Xpulp SIMD maxima where
+ * nn_xp_maxpool_fast(cfg) says so (c % 4 == 0; input tile 4-byte aligned). */
+int nn_xp_maxpool_fast(const nn_hwc_pool_cfg_t *cfg);
+void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
+                      const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
+
 /* Global average pool over hw pixels of an HWC tile [hw][c]; computes channels [c_begin, c_end);
  * same arithmetic as nn_global_avgpool_s8 (mult[0]/shift[0] for every channel; hw < 8421504).
  * out has c entries. */

@@ -13,6 +13,7 @@
  * Words are 4 packed int8 lanes, lane 0 at the lowest address (little-endian loads).
  *   nn_xp_sdotsp(acc, a, b)   acc + sum a[i] * b[i], a and b signed
  *   nn_xp_sdotusp(acc, a, b)  acc + sum a[i] * b[i], a unsigned, b signed
+ *   nn_xp_max4(a, b)          max(a[i], b[i]) per lane, signed
  * Activations with zero point -128 are fed as x ^ 0x80 (= x - zp, 0..255) to sdotusp, those
  * with zero point 0 as they are to sdotsp: either way padding is 0 and contributes nothing.
  *
@@ -85,6 +86,32 @@ static inline int32_t nn_xp_sdotusp(int32_t acc, uint32_t a, uint32_t b)
     for (i = 0; i < 4; ++i)
         acc += (int32_t)(uint8_t)(a >> 8 * i) * (int32_t)(int8_t)(uint8_t)(b >> 8 * i);
     return acc;
+}
+#endif
+
+/* Lane-wise signed maximum of 4 int8 lanes: pv.max.b (funct7 0x18, funct3 1, opcode 0x57). */
+#if defined(NN_XPULP_BUILTIN)
+static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
+{
+    return (uint32_t)__builtin_pulp_max4((nn_v4s)a, (nn_v4s)b);
+}
+#elif defined(NN_XPULP_INSN)
+static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__(".insn r 0x57, 1, 0x18, %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#else
+static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
+{
+    uint32_t r = 0;
+    int i;
+    for (i = 0; i < 4; ++i) {
+        const int8_t x = (int8_t)(uint8_t)(a >> 8 * i), y = (int8_t)(uint8_t)(b >> 8 * i);
+        r |= (uint32_t)(uint8_t)(x > y ? x : y) << 8 * i;
+    }
+    return r;
 }
 #endif
 

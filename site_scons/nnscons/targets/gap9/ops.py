@@ -21,7 +21,7 @@ G = data_path("kernels", "gap9") + "/"
 OPS = {
     "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c")),
     "linear": OpImpl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c")),
-    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
+    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
     "add": OpImpl("add.c.j2", (C + "nn_eltwise.c",)),
@@ -185,6 +185,8 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
         spec.update(kernel=[kh, kw], stride=list(a["stride"]), dilation=list(a.get("dilation", (1, 1))),
                     pads=list(a["pads"]), groups=a.get("groups", 1),
                     count_include_pad=a.get("count_include_pad", 0))
+        if layer.op == "maxpool":
+            spec["xpulp"] = xpulp
         if layer.op == "conv2d":
             spec["w_per_oc"] = weight_row(layer, graph, til, xpulp) or int(np.prod(layer.weight.shape[1:]))
             path = xp_conv_path(layer, graph, xpulp)
