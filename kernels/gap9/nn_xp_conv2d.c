@@ -93,10 +93,13 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
         }
         for (; o < out_c; ++o) {                        /* out_c % 4 leftover channels */
             const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
-            for (j = 0; j <= pair; ++j) {
-                const int32_t acc = nn_xp_dot_1x1(flip, 0, xa + j * x_next, wo, n, rows, x_row, w_row);
-                oa[j * out_c + o] = nn_xp_requant(bias ? bias[o] : 0, acc, mult[o], shift[o], ozp, lo, hi);
-            }
+            int32_t acc[2] = {0, 0};
+            if (pair && rows)
+                nn_xp_dot_1x2(flip, acc, xa, xa + x_next, wo, n, rows, x_row, w_row);
+            else
+                acc[0] = nn_xp_dot_1x1(flip, 0, xa, wo, n, rows, x_row, w_row);
+            for (j = 0; j <= pair; ++j)
+                oa[j * out_c + o] = nn_xp_requant(bias ? bias[o] : 0, acc[j], mult[o], shift[o], ozp, lo, hi);
         }
         p += 1 + pair;
         x += 1 + pair;

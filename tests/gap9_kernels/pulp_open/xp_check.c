@@ -113,10 +113,13 @@ static void range(int n, int core, int *b, int *e)
     *e = *b + per < n ? *b + per : n;
 }
 
-/* one pixel's receptive field, in whole words */
+/* one pixel's receptive field in whole words, for a conv on the im2col path; else 0 */
 static int im2col_bytes(const xp_case_t *c)
 {
-    return c->linear ? 0 : (c->cfg[6] * c->cfg[7] * c->cfg[2] + 3) & ~3;
+    const int *k = c->cfg;
+    const nn_hwc_conv_cfg_t g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                 k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+    return c->linear || !nn_xp_conv2d_im2col(&g) ? 0 : (k[6] * k[7] * k[2] + 3) & ~3;
 }
 
 static void run(int core, const xp_case_t *c, int which, const int8_t *in, const int8_t *w,
@@ -187,7 +190,7 @@ void cl_main(int core)
                 memcpy(bias, c->bias, 4 * (size_t)c->n_par);
             for (which = 0; which < 3; ++which)
                 memset(out[which], 0x55 + which, (size_t)c->out_bytes);
-            if (!c->linear) {
+            if (im2col_bytes(c)) {
                 const int kb = c->cfg[6] * c->cfg[7] * c->cfg[2], kp = im2col_bytes(c);
                 int8_t *wp = scratch + NC * 2 * kp;
                 int o;
