@@ -118,7 +118,8 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          w_per_oc=(tiling._align4 if im2col else int)(int(np.prod(layer.weight.shape[1:])))
                          if conv else 0,
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
-                         scratch=cores * im2col_bytes(layer, graph) if im2col else 0)
+                         scratch=cores * im2col_bytes(layer, graph) if im2col else 0,
+                         tc_multiple=4 if conv and xp_conv_path(layer, graph, xpulp) != "plain" else 1)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
