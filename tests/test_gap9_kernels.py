@@ -35,7 +35,7 @@ from test_kernels import POOL_CASES  # noqa: E402
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
 HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_linear.c", "nn_hwc_pool.c",
-                                  "nn_xp_pool.c", "nn_hwc_eltwise.c")]
+                                  "nn_xp_pool.c", "nn_xp_add.c", "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
@@ -43,7 +43,7 @@ CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
- XP_CONV_IM2COL, XP_MAXPOOL) = range(1, 17)
+ XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD) = range(1, 19)
 
 
 # ---------------------------------------------------------------- the harness
@@ -427,6 +427,36 @@ def test_xpulp_linear_equals_common_kernel(harnesses, tmp_path, build):
 
 
 @pytest.mark.parametrize("build", BUILDS)
+def test_xpulp_add_equals_common_kernel(harnesses, tmp_path, build):
+    """nn_xp_add_s8 against nn_add_s8: shifts on both sides of 32, multipliers and operands
+    at their extremes, every clamp."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(77)
+    b, cases = Batch(), []
+    for i in range(200):
+        n = int(rng.integers(1, 300))
+        mult = rng.integers(0, 1 << 31, 2).astype(np.int32)
+        if i % 10 == 0:
+            mult[:] = (1 << 31) - 1
+        shift = np.array([int(rng.integers(20, 45)) if i % 4 else int(rng.integers(1, 63))], np.int32)
+        x, y = rand_int8(rng, n), rand_int8(rng, n)
+        if i % 7 == 0:
+            x[:], y[:] = 127, -128
+        lo, hi = _clamp(rng)
+        cfg = [n, _zp(rng), _zp(rng), _out_zp(rng), lo, hi]
+        cases.append((cfg, shift[0]))
+        b.add(ADD, cfg, [x, y, mult, shift], n, fill=3)
+        b.add(XP_ADD, cfg, [x, y, mult, shift], n, fill=-3)
+    outs = b.run(exe, tmp_path)
+    assert {s >= 32 for _, s in cases} == {True, False}
+    distinct = set()
+    for i, (cfg, _) in enumerate(cases):
+        np.testing.assert_array_equal(outs[2 * i + 1], outs[2 * i], err_msg=f"add case {i}: {cfg}")
+        distinct.update(outs[2 * i].tolist())
+    assert len(distinct) > 100
+
+
+@pytest.mark.parametrize("build", BUILDS)
 def test_pool_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     exe = _exe(harnesses, build)
     rng = np.random.default_rng(77)
@@ -675,7 +705,7 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
         pytest.skip(f"{RV_CC} not found")
     for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / n, ["-DNN_XPULP_INSN"])
                                                           for n in ("nn_xp_conv2d.c", "nn_xp_linear.c",
-                                                                    "nn_xp_pool.c")]:
+                                                                    "nn_xp_pool.c", "nn_xp_add.c")]:
         res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS, *defines,
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)

@@ -21,7 +21,7 @@
 
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
        GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
-       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL };
+       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD };
 
 static void die(const char *what)
 {
@@ -94,6 +94,10 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
             (op == LINEAR ? nn_linear_s8 : nn_xp_linear_s8)(&c, a[0], a[1], a[2], a[3], a[4], out);
         break;
     }
+    case ADD:
+    case XP_ADD:
+        (op == ADD ? nn_add_s8 : nn_xp_add_s8)(k[0], a[0], k[1], a[1], k[2], a[2], a[3], k[3], k[4], k[5], out);
+        break;
     case MAXPOOL_CHW:
     case AVGPOOL_CHW: {
         const nn_pool_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],

@@ -24,7 +24,7 @@ OPS = {
     "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
-    "add": OpImpl("add.c.j2", (C + "nn_eltwise.c",)),
+    "add": OpImpl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c")),
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
@@ -119,7 +119,8 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          if conv else 0,
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
                          scratch=cores * im2col_bytes(layer, graph) if im2col else 0,
-                         tc_multiple=4 if conv and xp_conv_path(layer, graph, xpulp) != "plain" else 1)
+                         tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) != "plain")
+                         or (layer.op == "maxpool" and xpulp) else 1)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
@@ -196,6 +197,7 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
             spec["im2col_bytes"] = im2col_bytes(layer, graph)
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
+    if layer.op in ("linear", "add"):
         spec["xpulp"] = xpulp
     if til is not None:
         spec["l1_parts"] = l1_parts(til)
