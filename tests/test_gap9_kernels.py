@@ -43,7 +43,7 @@ CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
- XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD) = range(1, 19)
+ XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS) = range(1, 20)
 
 
 # ---------------------------------------------------------------- the harness
@@ -138,6 +138,12 @@ class Checks:
             self.items.append((f"{label} range [{b},{e})", "range",
                                (idx, expected, b * unit, e * unit, fill)))
 
+    def channels(self, label, rng, op, cfg, arrays, expected, n_chans, c_begin, c_end):
+        """One call that writes channels [c_begin, c_end) of every pixel, nothing else."""
+        fill = int(rng.integers(-128, 128))
+        idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
+        self.items.append((label, "chans", (idx, expected, n_chans, c_begin, c_end, fill)))
+
     def exact(self, label, op, cfg, arrays, expected, fill=0):
         idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
         self.items.append((label, "full", (idx, expected)))
@@ -148,6 +154,12 @@ class Checks:
             if kind == "full":
                 idx, expected = payload
                 np.testing.assert_array_equal(outs[idx], expected.reshape(-1), err_msg=label)
+            elif kind == "chans":
+                idx, expected, n, b, e, fill = payload
+                got, want = outs[idx].reshape(-1, n), expected.reshape(-1, n)
+                np.testing.assert_array_equal(got[:, b:e], want[:, b:e], err_msg=label)
+                outside = np.concatenate([got[:, :b], got[:, e:]], axis=1)
+                assert (outside == fill).all(), f"{label}: wrote outside its channels"
             else:
                 idx, expected, b, e, fill = payload
                 got, want = outs[idx], expected.reshape(-1)
@@ -269,6 +281,13 @@ def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc)
         args = arrays if op != XP_CONV_IM2COL else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
         checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], args, expected_hwc,
                               geo["out_h"] * geo["out_w"], geo["out_c"])
+    if geo["groups"] == 1:      # the cores' channel blocks of a tile with few pixels
+        args = arrays if direct else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
+        oc, blocks = geo["out_c"], -(-geo["out_c"] // 4)
+        for cb, ce in core_ranges(rng, blocks) + [(0, blocks)]:
+            cb, ce = 4 * cb, min(4 * ce, oc)
+            checks.channels(f"{label} [xpulp channels {cb}..{ce}]", rng, XP_CONV_CHANS, cfg + [cb, ce], args,
+                            expected_hwc, oc, cb, ce)
 
 
 def pad_rows(w_ohwi):

@@ -51,6 +51,13 @@ void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, cons
                             const int32_t *bias, const int32_t *mult, const int32_t *shift,
                             int8_t *out, int pix_begin, int pix_end, int8_t *scratch);
 
+/* Every output pixel of the tile, output channels [c_begin, c_end) (written at their place in
+ * the full out_c-channel output): the cores' share of a tile with fewer pixels than cores.
+ * Takes the direct, im2col (scratch as above; NULL: plain C) or plain C path as above. */
+void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                           const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                           int8_t *out, int c_begin, int c_end, int8_t *scratch);
+
 /* nn_xp_linear.c: nn_linear_s8's contract and results, Xpulp dot products where
  * nn_xp_linear_fast(cfg) says so. Weights and input 4-byte aligned. */
 int nn_xp_linear_fast(const nn_linear_cfg_t *cfg);

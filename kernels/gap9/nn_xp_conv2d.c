@@ -26,9 +26,10 @@ int nn_xp_conv2d_fast(const nn_hwc_conv_cfg_t *cfg)
            (cfg->in_zp == 0 || cfg->in_zp == -128);
 }
 
-void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
-                     const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                     int8_t *out, int pix_begin, int pix_end)
+/* output pixels [pix_begin, pix_end), channels [c_begin, c_end) */
+static void direct(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                   const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                   int pix_begin, int pix_end, int c_begin, int c_end)
 {
     const int flip = cfg->in_zp == -128;
     const int in_c = cfg->in_c, out_c = cfg->out_c;
@@ -39,10 +40,6 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
     int p = pix_begin, y, x;
 
-    if (!nn_xp_conv2d_fast(cfg)) {
-        nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
-        return;
-    }
     if (pix_begin >= pix_end)
         return;
     y = pix_begin / cfg->out_w;
@@ -70,7 +67,7 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
         /* only form the pointer when some tap is inside the tile */
         xa = rows ? in + (row0 + ki0 * cfg->dil_h) * in_row + (ptrdiff_t)(col0 + kj0) * in_c : in;
 
-        for (o = 0; o + 4 <= out_c; o += 4) {
+        for (o = c_begin; o + 4 <= c_end; o += 4) {
             const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
             if (pair) {
                 int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -91,7 +88,7 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
                                               ozp, lo, hi);
             }
         }
-        for (; o < out_c; ++o) {                        /* out_c % 4 leftover channels */
+        for (; o < c_end; ++o) {                        /* leftover channels: fewer than 4 */
             const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
             int32_t acc[2] = {0, 0};
             if (pair && rows)
@@ -108,6 +105,16 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
             ++y;
         }
     }
+}
+
+void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                     int8_t *out, int pix_begin, int pix_end)
+{
+    if (nn_xp_conv2d_fast(cfg))
+        direct(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, 0, cfg->out_c);
+    else
+        nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
 }
 
 /* ---- im2col path: every other groups == 1 conv (in_c % 4 != 0, dilated columns, any input
@@ -151,9 +158,9 @@ static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t
         buf[k++] = pad;
 }
 
-void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
-                            const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                            int8_t *out, int pix_begin, int pix_end, int8_t *scratch)
+static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                        const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                        int pix_begin, int pix_end, int c_begin, int c_end, int8_t *scratch)
 {
     const int out_c = cfg->out_c;
     const int kw = (cfg->k_h * cfg->k_w * cfg->in_c + 3) & ~3, nw = kw / 4;
@@ -164,8 +171,8 @@ void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, cons
     int32_t wsum[NN_XP_CHUNK];
     int c0, p, o, j;
 
-    for (c0 = 0; c0 < out_c; c0 += NN_XP_CHUNK) {
-        const int c1 = c0 + NN_XP_CHUNK < out_c ? c0 + NN_XP_CHUNK : out_c;
+    for (c0 = c_begin; c0 < c_end; c0 += NN_XP_CHUNK) {
+        const int c1 = c0 + NN_XP_CHUNK < c_end ? c0 + NN_XP_CHUNK : c_end;
         for (o = c0; o < c1; ++o) {         /* sum(w) of each channel, K <= NN_MAX_ACC_TERMS */
             const int8_t *w = weight + (ptrdiff_t)o * kw;
             int32_t s = 0;
@@ -209,5 +216,38 @@ void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, cons
                 }
             }
         }
+    }
+}
+
+void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                            const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                            int8_t *out, int pix_begin, int pix_end, int8_t *scratch)
+{
+    im2col_conv(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, 0, cfg->out_c, scratch);
+}
+
+/* Every output pixel, channels [c_begin, c_end): the cores' share when a tile has fewer
+ * pixels than cores. Weights as the path wants them (padded rows on the im2col path, whose
+ * scratch is then this core's; scratch may be NULL otherwise). */
+void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                           const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                           int8_t *out, int c_begin, int c_end, int8_t *scratch)
+{
+    const int n_pix = cfg->out_h * cfg->out_w;
+    if (c_begin >= c_end)
+        return;
+    if (nn_xp_conv2d_fast(cfg)) {
+        direct(cfg, in, weight, bias, mult, shift, out, 0, n_pix, c_begin, c_end);
+    } else if (nn_xp_conv2d_im2col(cfg) && scratch) {
+        im2col_conv(cfg, in, weight, bias, mult, shift, out, 0, n_pix, c_begin, c_end, scratch);
+    } else {    /* plain C, one pixel at a time: its channels c_begin.. sit at out[p*out_c + c_begin] */
+        nn_hwc_conv_cfg_t sub = *cfg;
+        const ptrdiff_t per_oc = (ptrdiff_t)cfg->k_h * cfg->k_w * (cfg->in_c / cfg->groups);
+        int p;
+        sub.out_c = c_end - c_begin;
+        for (p = 0; p < n_pix; ++p)
+            nn_hwc_conv2d_s8(&sub, in, weight + c_begin * per_oc, bias ? bias + c_begin : NULL,
+                             mult + c_begin, shift + c_begin,
+                             out + (ptrdiff_t)p * (cfg->out_c - sub.out_c) + c_begin, p, p + 1);
     }
 }
