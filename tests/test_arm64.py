@@ -5,6 +5,7 @@ time, the run log says which), the variants really in the firmware, and platform
 command lines with fake ssh/scp.  Needs Debian's gcc-aarch64-linux-gnu and qemu-user."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -95,6 +96,15 @@ def _run(proj, cpu, model):
 @pytest.mark.parametrize("cpu", sorted(CPU_VARIANT))
 def test_simplecnn_bit_exact_on_every_core(proj, cpu):
     _run(proj, cpu, "simplecnn")
+
+
+@pytest.mark.parametrize("cpu", sorted(CPU_VARIANT))
+def test_fused_residual_add_on_every_core(proj, cpu):
+    """ResNet-8: the residual adds run in the NEON variants' epilogue (nn_epi_scalar)."""
+    _run(proj, cpu, "ic_resnet8")
+    layers = json.loads(proj.read(f"build/{TARGET[cpu]}/ic_resnet8/report.json"))["layers"]
+    assert sum(1 for l in layers if l.get("gemm", {}).get("residual")) == 3
+    assert not any(l["op"] == "add" for l in layers)
 
 
 @pytest.mark.slow

@@ -61,8 +61,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
          kind: str = "host", fuse_residual: bool | None = None) -> base.TargetPlan:
     """overrides: {layer name: {key: value}}; where(layer, *keys) -> 'targets.yaml:N: key.path'
     (layer None: keys under targets.<t>; else under the model's overrides of that layer).
-    fuse_residual (default: kind host): residual adds fused into the generated conv before
-    them (gemm.fuse_residual_adds); the plan's layers and buffers follow the fused graph."""
+    fuse_residual (default: kinds host and arm64): residual adds fused into the generated
+    conv before them (gemm.fuse_residual_adds); the plan's layers and buffers follow the
+    fused graph."""
     l1_size = opts["memory"]["l1"]
     default_budget = opts["tiling"]["l1_budget"]
     if default_budget > l1_size:
@@ -76,7 +77,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     layers, kernels = [], set()
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
     source = graph
-    if fuse_residual if fuse_residual is not None else kind == "host":
+    if fuse_residual if fuse_residual is not None else kind in ("host", "arm64"):
         graph, fusions = gemm.fuse_residual_adds(source)
     else:
         fusions = {}
