@@ -145,7 +145,8 @@ def test_simplecnn_on_emul_then_incremental_edits(project):
     gap9_override(project, "simplecnn", "conv2", "3KiB")
     got = steps(project.scons("target=gap9", "model=simplecnn", "platform=emul").stdout)
     assert got[:2] == ["CODEGEN conv2", "CC conv2"]
-    assert got[2:] == ["LINK firmware", "RUN simplecnn on emul", "REPORT simplecnn", "CHECK simplecnn"]
+    assert got[2:] == ["AR libnns_simplecnn.a", "LINK firmware", "RUN simplecnn on emul", "REPORT simplecnn",
+                       "CHECK simplecnn"]
     assert json.loads(project.read(f"{B}/emul/report.json"))["layers"][2]["n_tiles"] > 1
 
     # the global budget: exactly the layers whose resolved tiling changes

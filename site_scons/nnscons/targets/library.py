@@ -44,10 +44,11 @@ def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, sour
     dict {folder: {"link_libs": [...], "cflags": [...]}}: what an application of that
     archive links and compiles with besides the header's folder (one archive per platform)."""
     f = files(lib["model"])
+    header_lib, lib = lib, core(lib)
     rel = os.path.relpath(TEMPLATES, templates_dir)
     t = lambda name: name if rel == "." else os.path.join(rel, name)  # noqa: E731
     out = [(f["source"], source_template, source_spec),
-           (f["header"], t("nns.h.j2"), {"lib": lib, "arena_size": arena_size, "num_layers": len(layers)}),
+           (f["header"], t("nns.h.j2"), {"lib": header_lib, "arena_size": arena_size, "num_layers": len(layers)}),
            (f["api"], t("api.c.j2"), {"lib": lib, "layers": [{"name": lp.layer.name, "cname": lp.cname}
                                                               for lp in layers]})]
     per_dir = lib_dirs if isinstance(lib_dirs, dict) else {d: {} for d in lib_dirs}
@@ -57,6 +58,16 @@ def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, sour
         out += [(files(lib["model"], d)["cmake"], t("lib.cmake.j2"), lib_spec),
                 (files(lib["model"], d)["mk"], t("lib.mk.j2"), lib_spec)]
     return out
+
+
+# what only the header says (a target's notes, declarations, error codes): the other files
+# do not depend on them, so that e.g. gap9's memory sizes regenerate the header alone
+HEADER_ONLY = ("notes", "declarations", "errors")
+
+
+def core(lib: dict) -> dict:
+    """lib without HEADER_ONLY: the spec of the files that are not the header (e.g. a harness)."""
+    return {k: v for k, v in lib.items() if k not in HEADER_ONLY}
 
 
 def weights_files(lib: dict, templates_dir: str, layers, align: int = 16) -> list:

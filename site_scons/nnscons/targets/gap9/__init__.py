@@ -124,13 +124,13 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         lp.report.update(_layer_report(lp, mem))
     model = library.c_model_name(graph.name)
     lib = _lib(library.spec(graph, "hwc", model), layers, mem, opts)
-    network = dict(network_spec(graph, layers, mem, opts), lib=lib)
+    network = dict(network_spec(graph, layers, mem, opts), lib=library.core(lib))
     files = library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
                                     lib_dirs={_lib_dir(p): platforms.library_flags(opts, p) for p in LIB_PLATFORMS})
     return base.TargetPlan(
         layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
         network_files=files + [
-            ("src/main.c", "main.c.j2", {"lib": lib, "bins": library.harness_bins("flat"), "chunk": memory.COMPARE_CHUNK}),
+            ("src/main.c", "main.c.j2", {"lib": library.core(lib), "bins": library.harness_bins("flat"), "chunk": memory.COMPARE_CHUNK}),
             ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts, library.files(model)))],
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
         report={**({"cycles_source": gvsoc_open.CYCLES_SOURCE} if opts["run"]["platform"] == "gvsoc-open" else {}),
