@@ -113,6 +113,12 @@ def _library(project, target, platform, lib_dir):
     return b
 
 
+def _members(project, archive):
+    """The object names in an archive (ar t)."""
+    return set(subprocess.run(["ar", "t", project.file(archive)], stdout=subprocess.PIPE, text=True,
+                              check=True).stdout.split())
+
+
 def _app(project, tmp_path, b, lib_dir, run_dir, cc="gcc", cflags="-O2", ldflags="", source=APP):
     """app.c built by make through the library's .mk, beside the harness's input.bin and the
     same input dequantized to float32 in the model's layout (x.f32)."""
@@ -144,8 +150,7 @@ def _same_as_harness(project, tmp_path, b, run_dir, stdout):
 
 def test_k210_library_emul_and_qemu(project, tmp_path):
     b = _library(project, "k210", "emul", "emul/lib")
-    assert "kpu_emul.o" in subprocess.run(["ar", "t", project.file(f"{b}/emul/lib/libnns_simplecnn.a")],
-                                          stdout=subprocess.PIPE, text=True, check=True).stdout
+    assert "kpu_emul.o" in _members(project, f"{b}/emul/lib/libnns_simplecnn.a")
     assert "Test PASSED [k210] simplecnn" in project.scons("target=k210", "model=simplecnn").stdout
     emul = tmp_path / "emul"
     emul.mkdir()
@@ -175,9 +180,8 @@ def test_aie2p_library_emul(project, tmp_path):
     """aie2p-hybrid: the convs and the fc on the emulated NPU, the pools on the host CPU, all
     in one host-compiled library."""
     b = _library(project, "aie2p-hybrid", "emul", "lib")
-    names = subprocess.run(["ar", "t", project.file(f"{b}/lib/libnns_simplecnn.a")], stdout=subprocess.PIPE,
-                           text=True, check=True).stdout.split()
-    assert {"conv1_aie.o", "conv1.o", "pool1.o", "nn_aie_emul.o", "conv1.o"} <= set(names), names
+    names = _members(project, f"{b}/lib/libnns_simplecnn.a")
+    assert {"conv1_aie.o", "conv1.o", "pool1.o", "nn_aie_emul.o", "conv1.o"} <= names, names
     header = project.read(f"{b}/include/nns_simplecnn.h")
     assert "aie/L/final.xclbin" in header and '"NHWC"' in header
     assert "Test PASSED [aie2p-hybrid] simplecnn" in project.scons("target=aie2p-hybrid", "model=simplecnn",
@@ -192,9 +196,8 @@ def test_gap9_library_emul_and_qemu(project, tmp_path):
     """The archive holds the PMSIS emulation of its platform; the application flashes the
     weights (here: the readfs is a folder) and opens the library on its mounted readfs."""
     b = _library(project, "gap9", "emul", "emul/lib")
-    names = subprocess.run(["ar", "t", project.file(f"{b}/emul/lib/libnns_simplecnn.a")], stdout=subprocess.PIPE,
-                           text=True, check=True).stdout.split()
-    assert {"conv1.o", "nns_simplecnn.o", "nns_simplecnn_api.o", "nn_gap9.o", "emul_fs.o"} <= set(names), names
+    names = _members(project, f"{b}/emul/lib/libnns_simplecnn.a")
+    assert {"conv1.o", "nns_simplecnn.o", "nns_simplecnn_api.o", "nn_gap9.o", "emul_fs.o"} <= names, names
     header = project.read(f"{b}/include/nns_simplecnn.h")
     assert "int nns_simplecnn_open(struct pi_device *fs);" in header and '"NHWC"' in header
     assert '#define NNS_SIMPLECNN_READFS_FILES { "conv1_weights.bin",' in header

@@ -130,7 +130,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     return base.TargetPlan(
         layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
         network_files=files + [
-            ("src/main.c", "main.c.j2", {"lib": library.core(lib), "bins": library.harness_bins("flat"), "chunk": memory.COMPARE_CHUNK}),
+            ("src/main.c", "main.c.j2", {"lib": library.core(lib), "bins": library.harness_bins("flat"),
+                                         "chunk": memory.COMPARE_CHUNK}),
             ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts, library.files(model)))],
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
         report={**({"cycles_source": gvsoc_open.CYCLES_SOURCE} if opts["run"]["platform"] == "gvsoc-open" else {}),

@@ -36,7 +36,9 @@ def declare_nodes(env, session, common) -> dict:
 
     if layerwise:
         return _layerwise_nodes(env, penv, session, common, objects, pdir)
-    firmware = penv.Program(os.path.join(pdir, "firmware"), objects[:1] + lib_nodes[:1] + sorted(objects[1:], key=str),
+    # the harness, the library, the platform's runtime (gvsoc, gvsoc-open)
+    firmware = penv.Program(os.path.join(pdir, "firmware"),
+                            objects[:1] + lib_nodes[:1] + sorted(objects[1:], key=str),
                             LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
     run = penv.NnsGap9Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")],
                           firmware + common.input + common.weights + common.goldens,

@@ -133,7 +133,8 @@ def environment(env, session, platform):
     if platform == "qemu":
         from . import qemu
         x = qemu.cross_flags()
-        e = env.Clone(CC=x["CC"], LINK=x["CC"], AR=cross_ar(x["CC"]), CFLAGS=list(x["CFLAGS"]) + ["-Wall", "-Wextra", "-Werror"],
+        e = env.Clone(CC=x["CC"], LINK=x["CC"], AR=cross_ar(x["CC"]),
+                      CFLAGS=list(x["CFLAGS"]) + ["-Wall", "-Wextra", "-Werror"],
                       LINKFLAGS=list(x["LINKFLAGS"]), CPPPATH=cpp + [EMUL_DIR],
                       CPPDEFINES=defines + _emul_defines(opts) + ["NN_EMUL_SEQUENTIAL"], PROGSUFFIX=".elf")
         return e, emul_sources("qemu")
