@@ -213,13 +213,24 @@ def test_gap9_library_emul_and_qemu(project, tmp_path):
                 shutil.copy(project.file(f"{b}/bin/{f}"), d / f)
         return d
 
-    emul = readfs(tmp_path / "emul")
-    app = _app(project, emul, b, "emul/lib", "emul/", source=GAP9_APP)
-    r = subprocess.run([app], cwd=emul, stdout=subprocess.PIPE, text=True, timeout=120,
-                       env=dict(os.environ, NN_EMUL_FS_DIR=str(emul)))
-    assert r.returncode == 0, r.stdout
-    assert "app: 5 readfs files, first conv1_weights.bin" in r.stdout, r.stdout
-    _same_as_harness(project, emul, b, "emul/", r.stdout)
+    def on_emul(d):
+        app = _app(project, d, b, "emul/lib", "emul/", source=GAP9_APP)
+        r = subprocess.run([app], cwd=d, stdout=subprocess.PIPE, text=True, timeout=120,
+                           env=dict(os.environ, NN_EMUL_FS_DIR=str(d)))
+        assert r.returncode == 0, r.stdout
+        assert "app: 5 readfs files, first conv1_weights.bin" in r.stdout, r.stdout
+        _same_as_harness(project, d, b, "emul/", r.stdout)
+        return r.stdout
+
+    assert ", L3 0 B" in on_emul(readfs(tmp_path / "emul"))
+    # conv2 and fc staged from L3 RAM slab by slab: the open copies them there, and two runs
+    # (run_float, run_with_callback) each stage every slab again
+    y = project.read("targets.yaml").replace("      l3_threshold: 36KiB", "      l3_threshold: 1KiB")
+    project.write("targets.yaml", y.replace("      l1_budget: 112KiB    # per-layer default",
+                                            "      l1_budget: 4KiB    # per-layer default"))
+    assert "Test PASSED [gap9] simplecnn" in project.scons("target=gap9", "model=simplecnn",
+                                                           "platform=emul").stdout
+    assert "L3 0 B" not in on_emul(readfs(tmp_path / "emul-l3"))
 
     from nnscons.targets.gap9 import qemu
     if qemu.missing_tools():
