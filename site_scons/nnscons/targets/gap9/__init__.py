@@ -123,7 +123,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     for lp in layers:
         lp.report.update(_layer_report(lp, mem))
     model = library.c_model_name(graph.name)
-    lib = _lib(library.spec(graph, "hwc", model), layers, mem, opts)
+    t = mem["buffers"]["tensors"]
+    lib = _lib(library.spec(graph, "hwc", model), layers, mem, opts, (t[graph.input], t[graph.output]))
     network = dict(network_spec(graph, layers, mem, opts), lib=library.core(lib))
     files = library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
                                     lib_dirs={_lib_dir(p): platforms.library_flags(opts, p) for p in LIB_PLATFORMS})
@@ -155,7 +156,7 @@ def _lib_dir(platform: str) -> str:
     return f"{platform}/lib"
 
 
-def _lib(lib, layers, mem, opts) -> dict:
+def _lib(lib, layers, mem, opts, io) -> dict:
     """The header's GAP9 part: what the application flashes (the readfs files) and the memory
     it gives the library (L1, L2, L3 from the plan), nns_<model>_open/close, the error codes."""
     P, M = lib["prefix"], lib["macro"]
@@ -179,8 +180,9 @@ def _lib(lib, layers, mem, opts) -> dict:
         "takes at most its l1_budget <= NNS_..._L1_SIZE bytes of L1 (pi_cl_l1_malloc) besides",
         f"the cluster's stacks ({c['stack_size']} B for the master core, {c['slave_stack_size']} B per other core).",
         "L3: NNS_..._L3_SIZE bytes of external RAM.  Input and output: anywhere the fabric",
-        "controller reads and writes (memcpy).  Runs happen on the fabric controller, one",
-        "inference at a time.",
+        "controller reads and writes (memcpy), or in place, at arena + NNS_..._INPUT_OFFSET and",
+        "arena + NNS_..._OUTPUT_OFFSET (no copy, no more L2; a run may overwrite the input there).",
+        "Runs happen on the fabric controller, one inference at a time.",
     ]
     decls = [
         "/* GAP9: the readfs files the application flashes (weights), and the memory it gives */",
@@ -191,6 +193,8 @@ def _lib(lib, layers, mem, opts) -> dict:
         f"#define {M}_L2_SIZE {mem['peak_l2']}        /* arena + L2_LIB_SIZE */",
         f"#define {M}_L3_SIZE {mem['l3_bytes'] if opts['memory']['l3_device'] == 'ram' else 0}"
         "        /* external RAM allocated by the open */",
+        f"#define {M}_INPUT_OFFSET {io[0]['offset']}      /* in the arena: the input may be given in place */",
+        f"#define {M}_OUTPUT_OFFSET {io[1]['offset']}     /* and the output */",
         "",
         "struct pi_device;",
         f"/* Loads the weights from the mounted readfs fs, opens the cluster (and the RAM when",
