@@ -269,13 +269,12 @@ def _makefile_spec(layers, kernels, opts, lib_files) -> dict:
 
 
 def network_spec(graph, layers, mem, opts) -> dict:
-    """Everything network.c depends on: order, buffer offsets, tiers, slabs, memory sizes."""
+    """Everything the library's network source (network.c.j2) depends on: order, buffer offsets,
+    tiers, slabs, memory sizes."""
     t = mem["buffers"]["tensors"]
     return {
         "arena_size": mem["buffers"]["arena_size"],
         "input": t[graph.input],
-        "loads": [{"stem": "input", **t[graph.input]}],
-        "print_output": True,
         "output": t[graph.output],
         "layers": [{"cname": lp.cname, "bin": lp.cname, "index": i,
                     "inputs": [t[i]["offset"] for i in lp.layer.inputs],
