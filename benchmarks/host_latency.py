@@ -1,12 +1,15 @@
 """nnscons on the host target against onnxruntime, same quantized.onnx, same input, one run.
 
-    .venv/bin/python benchmarks/host_latency.py [model] [iterations]
+    .venv/bin/python benchmarks/host_latency.py [model] [iterations] [rounds]
 
-Builds `model` (default resnet18) for target=host (1 thread) and host-2t (2 threads),
-runs the firmware's benchmark mode (`bench iterations=N`: N inferences after a warm-up,
-median), then times onnxruntime on build/host/<model>/quantized.onnx with 1 and 2 intra-op
-threads on the same float input (N runs after a warm-up, median), and prints the medians
-and the ratios nnscons / onnxruntime.
+Builds `model` (default resnet18) for target=host (1 thread) and host-2t (2 threads)
+with the firmware's benchmark mode (`bench iterations=N`: N inferences after a warm-up,
+median), and times onnxruntime on build/host/<model>/quantized.onnx with 1 and 2 intra-op
+threads on the same float input (N runs after a warm-up, median).  Then, per thread count,
+`rounds` (default 5) paired rounds: the firmware's benchmark mode (N inferences, median),
+then onnxruntime (N runs, median), so that a machine whose speed drifts (other work on
+shared cores) slows both sides of a pair alike.  Prints, per thread count, the median over
+the rounds of each side's medians and the median of the rounds' ratios nnscons / onnxruntime.
 """
 from __future__ import annotations
 
@@ -32,13 +35,26 @@ def nnscons_bench(target, model, iterations, x_path):
         return json.load(f)["median_ms"]
 
 
-def ort_median(onnx_path, x, threads, iterations):
+def firmware_median(target, model, iterations):
+    """One more run of the built firmware's benchmark mode: its whole-inference median."""
+    b = os.path.join(ROOT, "build", target, model)
+    proc = subprocess.run([os.path.join(b, "firmware"), os.path.join(b, "bin"),
+                           os.path.join(b, "bench_output.bin"), str(iterations)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=True)
+    return float(next(l for l in proc.stdout.splitlines() if l.startswith("bench total")).split()[-1])
+
+
+def ort_session(onnx_path, threads):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_median(onnx_path, x, threads, iterations, sess=None):
+    sess = sess or ort_session(onnx_path, threads)
     name = sess.get_inputs()[0].name
     sess.run(None, {name: x})                       # warm-up
     times = []
@@ -52,6 +68,7 @@ def ort_median(onnx_path, x, threads, iterations):
 def main():
     model = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
     iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
     # the model's input shape comes from the first build's quantized.onnx
     subprocess.run([os.path.join(ROOT, "nnscons"), "-j2", "target=host", f"model={model}", "quantized"],
@@ -64,13 +81,19 @@ def main():
     np.save(x_path, x)
     rows = []
     for threads, target in ((1, "host"), (2, "host-2t")):
-        nn = nnscons_bench(target, model, iterations, x_path)
-        ort_ms = ort_median(onnx_path, x, threads, iterations)
-        rows.append((threads, nn, ort_ms))
-    print(f"{model}, {iterations} iterations after a warm-up, medians (same quantized.onnx and input):")
+        nnscons_bench(target, model, iterations, x_path)      # build, check, bench.json
+        sess = ort_session(onnx_path, threads)
+        pairs = []
+        for _ in range(rounds):
+            nn = firmware_median(target, model, iterations)
+            pairs.append((nn, ort_median(onnx_path, x, threads, iterations, sess)))
+        rows.append((threads, statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs),
+                     statistics.median(p[0] / p[1] for p in pairs)))
+    print(f"{model}, {rounds} paired rounds of {iterations} iterations after a warm-up (same quantized.onnx "
+          f"and input); medians over the rounds:")
     print(f"{'threads':>7}  {'nnscons ms':>10}  {'onnxruntime ms':>14}  {'nnscons/ort':>11}")
-    for threads, nn, ort_ms in rows:
-        print(f"{threads:>7}  {nn:>10.2f}  {ort_ms:>14.2f}  {nn / ort_ms:>11.2f}")
+    for threads, nn, ort_ms, ratio in rows:
+        print(f"{threads:>7}  {nn:>10.2f}  {ort_ms:>14.2f}  {ratio:>11.2f}")
 
 
 if __name__ == "__main__":

@@ -300,3 +300,22 @@ def test_a_missing_dma_wait_in_the_generated_code_is_caught_on_emul(project):
     proc = project.scons("target=gap9", "model=simplecnn", "platform=emul", check=False)
     assert proc.returncode != 0
     assert "CHECK FAILED [gap9] simplecnn: first wrong layer" in proc.stdout or "RUN FAILED" in proc.stdout
+
+
+@pytest.mark.slow
+def test_kernels_xpulp_off_builds_on_the_plain_c_kernels(project):
+    """kernels.xpulp picks the layer kernels: the Xpulp ones by default (conv on its direct
+    and im2col paths, linear, maxpool), the plain C ones when false; both bit-exact on emul."""
+    def layer(name):
+        return project.read(f"{B}/src/layers/{name}.c")
+    assert "Test PASSED" in project.scons("target=gap9", "model=simplecnn", "platform=emul").stdout
+    assert "nn_xp_conv2d_im2col_s8" in layer("conv1")       # one input channel: im2col path
+    assert "#define CONV nn_xp_conv2d_s8" in layer("conv2")   # 8 channels after a ReLU: direct
+    assert "nn_xp_linear_s8(" in layer("fc") and "nn_xp_maxpool_s8(" in layer("pool1")
+    y = project.read("targets.yaml").replace("  gap9:\n    kind: gap9\n", "  gap9:\n    kind: gap9\n"
+                                                                           "    kernels: {xpulp: false}\n")
+    project.write("targets.yaml", y)
+    assert "Test PASSED" in project.scons("target=gap9", "model=simplecnn", "platform=emul").stdout
+    for name in ("conv1", "conv2"):
+        assert "#define CONV nn_hwc_conv2d_s8" in layer(name) and "nn_xp_" not in layer(name)
+    assert "nn_linear_s8(" in layer("fc") and "nn_hwc_maxpool_s8(" in layer("pool1")

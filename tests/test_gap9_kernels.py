@@ -35,7 +35,7 @@ from test_kernels import POOL_CASES  # noqa: E402
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
 HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_linear.c", "nn_hwc_pool.c",
-                                  "nn_hwc_eltwise.c")]
+                                  "nn_xp_pool.c", "nn_xp_add.c", "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
@@ -43,7 +43,7 @@ CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
- XP_CONV_IM2COL) = range(1, 16)
+ XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS) = range(1, 20)
 
 
 # ---------------------------------------------------------------- the harness
@@ -138,6 +138,12 @@ class Checks:
             self.items.append((f"{label} range [{b},{e})", "range",
                                (idx, expected, b * unit, e * unit, fill)))
 
+    def channels(self, label, rng, op, cfg, arrays, expected, n_chans, c_begin, c_end):
+        """One call that writes channels [c_begin, c_end) of every pixel, nothing else."""
+        fill = int(rng.integers(-128, 128))
+        idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
+        self.items.append((label, "chans", (idx, expected, n_chans, c_begin, c_end, fill)))
+
     def exact(self, label, op, cfg, arrays, expected, fill=0):
         idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
         self.items.append((label, "full", (idx, expected)))
@@ -148,6 +154,12 @@ class Checks:
             if kind == "full":
                 idx, expected = payload
                 np.testing.assert_array_equal(outs[idx], expected.reshape(-1), err_msg=label)
+            elif kind == "chans":
+                idx, expected, n, b, e, fill = payload
+                got, want = outs[idx].reshape(-1, n), expected.reshape(-1, n)
+                np.testing.assert_array_equal(got[:, b:e], want[:, b:e], err_msg=label)
+                outside = np.concatenate([got[:, :b], got[:, e:]], axis=1)
+                assert (outside == fill).all(), f"{label}: wrote outside its channels"
             else:
                 idx, expected, b, e, fill = payload
                 got, want = outs[idx], expected.reshape(-1)
@@ -266,8 +278,25 @@ def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc)
     if geo["groups"] == 1 and not direct:
         ops.append((XP_CONV_IM2COL, "xpulp im2col"))
     for op, name in ops:
-        checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], arrays, expected_hwc,
+        args = arrays if op != XP_CONV_IM2COL else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
+        checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], args, expected_hwc,
                               geo["out_h"] * geo["out_w"], geo["out_c"])
+    if geo["groups"] == 1:      # the cores' channel blocks of a tile with few pixels
+        args = arrays if direct else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
+        oc, blocks = geo["out_c"], -(-geo["out_c"] // 4)
+        for cb, ce in core_ranges(rng, blocks) + [(0, blocks)]:
+            cb, ce = 4 * cb, min(4 * ce, oc)
+            checks.channels(f"{label} [xpulp channels {cb}..{ce}]", rng, XP_CONV_CHANS, cfg + [cb, ce], args,
+                            expected_hwc, oc, cb, ce)
+
+
+def pad_rows(w_ohwi):
+    """OHWI weights with each output channel's row zero-padded to whole words (the im2col
+    kernel's layout, base.pack_hwc's padded rows)."""
+    rows = np.ascontiguousarray(w_ohwi).reshape(w_ohwi.shape[0], -1)
+    out = np.zeros((rows.shape[0], -(-rows.shape[1] // 4) * 4), np.int8)
+    out[:, :rows.shape[1]] = rows
+    return out
 
 
 def random_pool(rng):
@@ -299,10 +328,13 @@ def pool_chw_call(op, geo, x, mult, shift):
 
 
 def add_pool_hwc(checks, rng, label, op, geo, x, mult, shift, expected_hwc):
+    """Full + 8-range HWC calls; maxpool also through the Xpulp kernel (nn_xp_pool.c)."""
     cfg = [geo[f] for f in POOL_HWC_FIELDS]
-    checks.full_and_split(label, rng, MAXPOOL_HWC if op == "maxpool" else AVGPOOL_HWC,
-                          lambda b, e: cfg + [b, e], [x.transpose(1, 2, 0), mult, shift],
-                          expected_hwc, geo["out_h"] * geo["out_w"], geo["c"])
+    ops = [(MAXPOOL_HWC, "hwc"), (XP_MAXPOOL, "xpulp")] if op == "maxpool" else [(AVGPOOL_HWC, "hwc")]
+    for code, name in ops:
+        checks.full_and_split(f"{label} [{name}]", rng, code, lambda b, e: cfg + [b, e],
+                              [x.transpose(1, 2, 0), mult, shift], expected_hwc, geo["out_h"] * geo["out_w"],
+                              geo["c"])
 
 
 def _to_hwc(out_chw, c, h, w):
@@ -414,6 +446,36 @@ def test_xpulp_linear_equals_common_kernel(harnesses, tmp_path, build):
 
 
 @pytest.mark.parametrize("build", BUILDS)
+def test_xpulp_add_equals_common_kernel(harnesses, tmp_path, build):
+    """nn_xp_add_s8 against nn_add_s8: shifts below 9 (fallback), 9..31 and from 32 on,
+    multipliers and operands at their extremes, every clamp."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(77)
+    b, cases = Batch(), []
+    for i in range(200):
+        n = int(rng.integers(1, 300))
+        mult = rng.integers(0, 1 << 31, 2).astype(np.int32)
+        if i % 10 == 0:
+            mult[:] = (1 << 31) - 1
+        shift = np.array([int(rng.integers(25, 40)) if i % 4 else int(rng.integers(1, 63))], np.int32)
+        x, y = rand_int8(rng, n), rand_int8(rng, n)
+        if i % 7 == 0:
+            x[:], y[:] = 127, -128
+        lo, hi = _clamp(rng)
+        cfg = [n, _zp(rng), _zp(rng), _out_zp(rng), lo, hi]
+        cases.append((cfg, shift[0]))
+        b.add(ADD, cfg, [x, y, mult, shift], n, fill=3)
+        b.add(XP_ADD, cfg, [x, y, mult, shift], n, fill=-3)
+    outs = b.run(exe, tmp_path)
+    assert {int(s >= 9) + int(s >= 32) for _, s in cases} == {0, 1, 2}   # fallback, both fast rules
+    distinct = set()
+    for i, (cfg, _) in enumerate(cases):
+        np.testing.assert_array_equal(outs[2 * i + 1], outs[2 * i], err_msg=f"add case {i}: {cfg}")
+        distinct.update(outs[2 * i].tolist())
+    assert len(distinct) > 100
+
+
+@pytest.mark.parametrize("build", BUILDS)
 def test_pool_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     exe = _exe(harnesses, build)
     rng = np.random.default_rng(77)
@@ -425,6 +487,31 @@ def test_pool_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     for i, (case, ref) in enumerate(zip(cases, chw)):
         op, geo = case[0], case[1]
         add_pool_hwc(checks, rng, f"{op} case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_xpulp_maxpool_sweep(harnesses, tmp_path, build):
+    """nn_xp_maxpool_s8 on its SIMD path (c % 4 == 0) against the CHW kernel: calls small
+    enough to requantize each output and large enough (>= 1024 outputs) for the table."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(808)
+    cases = []
+    while len(cases) < 80:
+        op, geo, x, mult, shift = random_pool(rng)
+        if op != "maxpool":
+            continue
+        c = 4 * int(rng.integers(1, 40))
+        geo["c"] = c
+        cases.append((op, geo, rand_int8(rng, (c, geo["in_h"], geo["in_w"])), mult, shift))
+    assert any(g["c"] * g["out_h"] * g["out_w"] >= 1024 for _, g, *_ in cases)
+    assert any(g["c"] * g["out_h"] * g["out_w"] < 1024 for _, g, *_ in cases)
+    chw = chw_results(exe, tmp_path, [pool_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        geo = case[1]
+        add_pool_hwc(checks, rng, f"xpulp maxpool case {i}: {geo}", *case,
                      _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
     checks.verify(exe, tmp_path)
 
@@ -636,7 +723,8 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
     if shutil.which(RV_CC) is None:
         pytest.skip(f"{RV_CC} not found")
     for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / n, ["-DNN_XPULP_INSN"])
-                                                          for n in ("nn_xp_conv2d.c", "nn_xp_linear.c")]:
+                                                          for n in ("nn_xp_conv2d.c", "nn_xp_linear.c",
+                                                                    "nn_xp_pool.c", "nn_xp_add.c")]:
         res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS, *defines,
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)

@@ -18,6 +18,8 @@ KS = (1, 3, 8, 16, 27, 64, 128, 576)
 # the full sweep with the default blocking; other register blockings on two K values
 CASES = [(k, 6, 16, 2) for k in KS] + [(k, mr, nr, ku) for k in (3, 64)
                                        for mr, nr, ku in ((4, 24, 1), (3, 32, 4), (12, 8, 3), (1, 8, 1))]
+# the double-precision epilogue where the driver's data keep |acc + bias| * mult < 2**53
+CASES += [(k, 6, 16, 2, "f64") for k in KS if k <= 128] + [(64, 3, 32, 4, "f64"), (3, 1, 8, 1, "f64")]
 B = "build/host/simplecnn"
 
 
@@ -161,4 +163,68 @@ def test_depthwise_vector_kernel_is_bit_exact(project, channels):
     for target in ("host", "host-portable", "host-asan"):
         proc = project.scons(f"target={target}", f"model={path}")
         assert f"Test PASSED [{target}] dw{channels}" in proc.stdout
-    assert "nn_dwconv_hwc_fast(0," in project.read(f"{adhoc(project, 'host', f'dw{channels}')}/src/layers/dw5.c")
+    assert "nn_dwconv_band_fast(0," in project.read(f"{adhoc(project, 'host', f'dw{channels}')}/src/layers/dw5.c")
+
+
+def test_residual_add_fuses_into_the_conv_epilogue(project):
+    """ResNet-8: each Add goes into the generated conv that produces one operand (the later
+    one: the 1x1 shortcut in a downsampling block), checked against the Add's golden; the
+    plan has no add layer; editing a fused layer's blocking rebuilds that layer only."""
+    proc = project.scons("target=host", "model=ic_resnet8")
+    assert "Test PASSED [host] ic_resnet8: all 12 layers match" in proc.stdout
+    layers = json.loads(project.read("build/host/ic_resnet8/report.json"))["layers"]
+    assert not any(l["op"] == "add" for l in layers)
+    fused = {l["name"]: l["gemm"]["residual"] for l in layers if l.get("gemm", {}).get("residual")}
+    assert fused == {"stack0.conv2": "stack0.add", "stack1.shortcut": "stack1.add",
+                     "stack2.shortcut": "stack2.add"}
+    assert all(fused[l["name"]] in l["fused"] for l in layers if l["name"] in fused)
+    src = project.read("build/host/ic_resnet8/src/layers/stack1_shortcut.c")
+    assert "nn_res_init(&res_stack1_shortcut" in src and "nn_avx2_res_add8(" in src
+    text = project.read("targets.yaml")
+    entry = "  ic_resnet8:\n    zoo: resnet8           # MLPerf Tiny image classification\n"
+    assert entry in text
+    project.write("targets.yaml", text.replace(entry, entry + "    targets:\n      host:\n        layers:\n"
+                                               "          stack1.shortcut: {mr: 3}\n"))
+    assert steps(project.scons("target=host", "model=ic_resnet8").stdout) == [
+        "CODEGEN stack1.shortcut", "CC stack1.shortcut", "AR libnns_ic_resnet8.a", "LINK firmware",
+        "RUN ic_resnet8", "REPORT ic_resnet8", "CHECK ic_resnet8"]
+    proc = project.scons("target=host-asan", "model=ic_resnet8")
+    assert "Test PASSED [host-asan] ic_resnet8: all 12 layers match" in proc.stdout
+
+
+def _residual_model(path, channels=12):
+    """conv -> relu -> conv -> add(the relu's output) -> relu: channel counts that are not a
+    multiple of 8 (the epilogue's partial vectors), the add's operands in both orders."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(5)
+
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+    c = channels
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["a"], "conv_a", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["ra"], "relu_a"),
+             helper.make_node("Conv", ["ra", "w1", "b1"], ["b"], "conv_b", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["ra", "b"], ["s"], "add_b"),
+             helper.make_node("Relu", ["s"], ["rs"], "relu_s"),
+             helper.make_node("Conv", ["rs", "w2"], ["d"], "conv_d", pads=[0, 0, 0, 0]),
+             helper.make_node("Add", ["d", "rs"], ["y"], "add_d")]
+    graph = helper.make_graph(nodes, "res", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 9, 11])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 9, 11])],
+                              [w("w0", c, 5, 3, 3), w("b0", c), w("w1", c, c, 3, 3), w("b1", c), w("w2", c, c, 1, 1)])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+def test_fused_residual_add_with_partial_vectors_on_every_variant(project):
+    path = _residual_model(project.file("m/res12.onnx"))
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("  host-asan:\n", "  host-portable:\n    kind: host\n"
+                                               "    kernel: {isa: portable}\n\n  host-asan:\n"))
+    for target in ("host", "host-portable", "host-asan"):
+        proc = project.scons(f"target={target}", f"model={path}")
+        assert f"Test PASSED [{target}] res12: all 3 layers match" in proc.stdout
+    layers = json.loads(project.read(f"{adhoc(project, 'host', 'res12')}/report.json"))["layers"]
+    assert {l["name"]: l["gemm"].get("residual") for l in layers} == {
+        "conv_a": None, "conv_b": "add_b", "conv_d": "add_d"}

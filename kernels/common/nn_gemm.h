@@ -27,6 +27,8 @@ typedef struct {
     /* per 8-channel vector v, parity p (channel v*8 + 2*j + p): index [p][v*4 + j] */
     int64_t sh[2][NN_GEMM_NR_MAX / 2], hm1[2][NN_GEMM_NR_MAX / 2], off[2][NN_GEMM_NR_MAX / 2];
     int64_t lo, hi;             /* clamp bounds minus zp */
+    double mf[NN_GEMM_NR_MAX];  /* mult / 2**shift, exact in double (the f64 epilogue) */
+    double dlo, dhi;            /* clamp bounds minus zp */
     int32_t zp, act_min, act_max;
     const struct nn_res *res;   /* a residual add fused into the epilogue, or NULL */
 } nn_epi_t;
@@ -55,9 +57,12 @@ static inline void nn_epi_init(nn_epi_t *e, const int32_t *bias, const int32_t *
         e->sh[p][j] = s;
         e->hm1[p][j] = ((int64_t)1 << (s - 1)) - 1;
         e->off[p][j] = (int64_t)((uint64_t)1 << (63 - s));
+        e->mf[n] = (double)mult[n] / (double)((uint64_t)1 << s);
     }
     e->lo = (int64_t)lo - zp;
     e->hi = (int64_t)hi - zp;
+    e->dlo = (double)lo - zp;
+    e->dhi = (double)hi - zp;
     e->zp = zp;
     e->act_min = lo;
     e->act_max = hi;
@@ -134,6 +139,25 @@ static inline NN_AVX2 __m256i nn_avx2_requant8_i32(__m256i acc, const nn_epi_t *
     return _mm256_add_epi32(r, _mm256_set1_epi32(e->zp));
 }
 
+/* The same in double, for a layer whose every |acc + bias| * mult < 2**53 (the generator
+ * checks it from the layer's weights, bias and multipliers: kernelgen.f64_safe): then
+ * (acc + bias) * (mult / 2**shift) is exact in double, and rounding it to an integer with
+ * ties to even (vroundpd, mode 0) is exactly rne(v * mult / 2**shift); clamped in double,
+ * so the conversion to int32 is exact too.  About half the operations of the 64-bit path. */
+static inline NN_AVX2 __m256i nn_avx2_requant8_f64_i32(__m256i acc, const nn_epi_t *e, int v)
+{
+    const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
+    const __m256d lo = _mm256_set1_pd(e->dlo), hi = _mm256_set1_pd(e->dhi);
+    __m256d a = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(&e->mf[v * 8]));
+    __m256d b = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(&e->mf[v * 8 + 4]));
+    a = _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    b = _mm256_round_pd(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    a = _mm256_min_pd(_mm256_max_pd(a, lo), hi);
+    b = _mm256_min_pd(_mm256_max_pd(b, lo), hi);
+    return _mm256_add_epi32(_mm256_set_m128i(_mm256_cvtpd_epi32(b), _mm256_cvtpd_epi32(a)),
+                            _mm256_set1_epi32(e->zp));
+}
+
 /* 8 int32 lanes already in [-128, 127] -> 8 int8 in a 64-bit word. */
 static inline NN_AVX2 long long nn_avx2_pack8(__m256i r)
 {
@@ -147,6 +171,11 @@ static inline NN_AVX2 long long nn_avx2_pack8(__m256i r)
 static inline NN_AVX2 long long nn_avx2_requant8(__m256i acc, const nn_epi_t *e, int v)
 {
     return nn_avx2_pack8(nn_avx2_requant8_i32(acc, e, v));
+}
+
+static inline NN_AVX2 long long nn_avx2_requant8_f64(__m256i acc, const nn_epi_t *e, int v)
+{
+    return nn_avx2_pack8(nn_avx2_requant8_f64_i32(acc, e, v));
 }
 
 /* The fused residual add on 8 lanes: q the conv's requantized values (int32 lanes), r the

@@ -44,12 +44,19 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
                      int8_t *out, int pix_begin, int pix_end);
 
 /* The im2col variant for the groups == 1 convs nn_xp_conv2d_fast rejects
- * (nn_xp_conv2d_im2col(cfg)); scratch: 2 * align4(k_h*k_w*in_c) bytes of this core's own,
- * 4-byte aligned. Other convs go to nn_hwc_conv2d_s8. */
+ * (nn_xp_conv2d_im2col(cfg)): weight rows padded with zeros to KW = align4(k_h*k_w*in_c)
+ * bytes (OHWI, then the padding); scratch: 2 * KW bytes of this core's own, 4-byte aligned. */
 int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg);
 void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                             const int32_t *bias, const int32_t *mult, const int32_t *shift,
                             int8_t *out, int pix_begin, int pix_end, int8_t *scratch);
+
+/* Every output pixel of the tile, output channels [c_begin, c_end) (written at their place in
+ * the full out_c-channel output): the cores' share of a tile with fewer pixels than cores.
+ * Takes the direct, im2col (scratch as above; NULL: plain C) or plain C path as above. */
+void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                           const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                           int8_t *out, int c_begin, int c_end, int8_t *scratch);
 
 /* nn_xp_linear.c: nn_linear_s8's contract and results, Xpulp dot products where
  * nn_xp_linear_fast(cfg) says so. Weights and input 4-byte aligned. */
@@ -70,6 +77,17 @@ void nn_hwc_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int
                        const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
 void nn_hwc_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                        const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
+
+/* nn_xp_pool.c: nn_hwc_maxpool_s8's contract and results, Xpulp SIMD maxima where
+ * nn_xp_maxpool_fast(cfg) says so (c % 4 == 0; input tile 4-byte aligned). */
+int nn_xp_maxpool_fast(const nn_hwc_pool_cfg_t *cfg);
+void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
+                      const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
+
+/* nn_xp_add.c: nn_add_s8's contract and results (32-bit requantization when shift >= 9). */
+void nn_xp_add_s8(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t b_zp,
+                  const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,
+                  int32_t act_max, int8_t *out);
 
 /* Global average pool over hw pixels of an HWC tile [hw][c]; computes channels [c_begin, c_end);
  * same arithmetic as nn_global_avgpool_s8 (mult[0]/shift[0] for every channel; hw < 8421504).

@@ -26,9 +26,10 @@ int nn_xp_conv2d_fast(const nn_hwc_conv_cfg_t *cfg)
            (cfg->in_zp == 0 || cfg->in_zp == -128);
 }
 
-void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
-                     const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                     int8_t *out, int pix_begin, int pix_end)
+/* output pixels [pix_begin, pix_end), channels [c_begin, c_end) */
+static void direct(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                   const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                   int pix_begin, int pix_end, int c_begin, int c_end)
 {
     const int flip = cfg->in_zp == -128;
     const int in_c = cfg->in_c, out_c = cfg->out_c;
@@ -39,10 +40,6 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
     int p = pix_begin, y, x;
 
-    if (!nn_xp_conv2d_fast(cfg)) {
-        nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
-        return;
-    }
     if (pix_begin >= pix_end)
         return;
     y = pix_begin / cfg->out_w;
@@ -70,7 +67,7 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
         /* only form the pointer when some tap is inside the tile */
         xa = rows ? in + (row0 + ki0 * cfg->dil_h) * in_row + (ptrdiff_t)(col0 + kj0) * in_c : in;
 
-        for (o = 0; o + 4 <= out_c; o += 4) {
+        for (o = c_begin; o + 4 <= c_end; o += 4) {
             const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
             if (pair) {
                 int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -91,12 +88,15 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
                                               ozp, lo, hi);
             }
         }
-        for (; o < out_c; ++o) {                        /* out_c % 4 leftover channels */
+        for (; o < c_end; ++o) {                        /* leftover channels: fewer than 4 */
             const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
-            for (j = 0; j <= pair; ++j) {
-                const int32_t acc = nn_xp_dot_1x1(flip, 0, xa + j * x_next, wo, n, rows, x_row, w_row);
-                oa[j * out_c + o] = nn_xp_requant(bias ? bias[o] : 0, acc, mult[o], shift[o], ozp, lo, hi);
-            }
+            int32_t acc[2] = {0, 0};
+            if (pair && rows)
+                nn_xp_dot_1x2(flip, acc, xa, xa + x_next, wo, n, rows, x_row, w_row);
+            else
+                acc[0] = nn_xp_dot_1x1(flip, 0, xa, wo, n, rows, x_row, w_row);
+            for (j = 0; j <= pair; ++j)
+                oa[j * out_c + o] = nn_xp_requant(bias ? bias[o] : 0, acc[j], mult[o], shift[o], ozp, lo, hi);
         }
         p += 1 + pair;
         x += 1 + pair;
@@ -107,14 +107,24 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
     }
 }
 
+void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                     int8_t *out, int pix_begin, int pix_end)
+{
+    if (nn_xp_conv2d_fast(cfg))
+        direct(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, 0, cfg->out_c);
+    else
+        nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
+}
+
 /* ---- im2col path: every other groups == 1 conv (in_c % 4 != 0, dilated columns, any input
  * zero point; the network's first conv on an image). Each pixel's receptive field is copied
  * to a contiguous run of K = k_h*k_w*in_c bytes, padding as the zero point itself; the dot
  * loops' x ^ 0x80 = x + 128 form (0..255) then gives sum (x + 128) * w, from which the
  * kernel subtracts (zp + 128) * sum(w) per channel: sum (x - zp) * w over the whole field.
- * Two pixels (any two consecutive ones) share each weight load as on the direct path.
- * Weight rows are K bytes apart, so their word loads may be misaligned (RI5CY splits
- * those; plain C is byte wise); the K % 4 tail bytes are added in C. */
+ * Weight rows are padded with zeros to KW = K rounded up to a word (the layer's .bin is
+ * packed so), so every load is aligned and the buffers' last word needs no special case.
+ * Two pixels (any two consecutive ones) share each weight load as on the direct path. */
 
 #define NN_XP_CHUNK 32          /* output channels whose weight sums live on the stack */
 
@@ -123,7 +133,8 @@ int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg)
     return cfg->groups == 1 && !nn_xp_conv2d_fast(cfg);
 }
 
-/* pixel p's receptive field into buf (K bytes), positions outside the tile as pad */
+/* pixel p's receptive field into buf (KW bytes), positions outside the tile (and the bytes
+ * after K, which meet zero weights) as pad */
 static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t pad, int8_t *buf)
 {
     const int y = p / cfg->out_w, x = p - y * cfg->out_w;
@@ -143,35 +154,30 @@ static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t
             }
         }
     }
+    while (k & 3)
+        buf[k++] = pad;
 }
 
-void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
-                            const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                            int8_t *out, int pix_begin, int pix_end, int8_t *scratch)
+static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                        const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                        int pix_begin, int pix_end, int c_begin, int c_end, int8_t *scratch)
 {
     const int out_c = cfg->out_c;
-    const int k = cfg->k_h * cfg->k_w * cfg->in_c, nw = k / 4, tail = k % 4;
-    const int kw = (k + 3) & ~3;
+    const int kw = (cfg->k_h * cfg->k_w * cfg->in_c + 3) & ~3, nw = kw / 4;
     const int8_t pad = (int8_t)cfg->in_zp;
     const uint32_t zu = (uint32_t)(cfg->in_zp + 128);
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
     int8_t *buf_a = scratch, *buf_b = buf_a + kw;
     int32_t wsum[NN_XP_CHUNK];
-    int c0, p, o, j, t;
+    int c0, p, o, j;
 
-    if (cfg->groups != 1) {
-        nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
-        return;
-    }
-    for (c0 = 0; c0 < out_c; c0 += NN_XP_CHUNK) {
-        const int c1 = c0 + NN_XP_CHUNK < out_c ? c0 + NN_XP_CHUNK : out_c;
+    for (c0 = c_begin; c0 < c_end; c0 += NN_XP_CHUNK) {
+        const int c1 = c0 + NN_XP_CHUNK < c_end ? c0 + NN_XP_CHUNK : c_end;
         for (o = c0; o < c1; ++o) {         /* sum(w) of each channel, K <= NN_MAX_ACC_TERMS */
-            const int8_t *w = weight + (ptrdiff_t)o * k;
+            const int8_t *w = weight + (ptrdiff_t)o * kw;
             int32_t s = 0;
             for (j = 0; j < nw; ++j)
                 s = nn_xp_sdotsp(s, 0x01010101u, nn_xp_load(w + 4 * j));
-            for (j = 4 * nw; j < k; ++j)
-                s += w[j];
             wsum[o - c0] = s;
         }
         for (p = pix_begin; p < pix_end; p += 2) {
@@ -182,41 +188,66 @@ void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, cons
                 im2col(cfg, in, p + 1, pad, buf_b);
             for (o = c0; o < c1; o += 4) {
                 const int nb = c1 - o < 4 ? c1 - o : 4;
-                const int8_t *w = weight + (ptrdiff_t)o * k;
+                const int8_t *w = weight + (ptrdiff_t)o * kw;
                 int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                if (nb == 4 && nw) {
-                    if (pair)
-                        nn_xp_dot_4x2(1, acc, buf_a, buf_b, w, k, nw, 1, 0, 0);
-                    else {
-                        int32_t a4[4] = {0, 0, 0, 0};
-                        nn_xp_dot_4x1(1, a4, buf_a, w, k, nw, 1, 0, 0);
-                        for (j = 0; j < 4; ++j)
-                            acc[2 * j] = a4[j];
-                    }
-                } else if (nw) {
+                if (nb == 4 && pair)
+                    nn_xp_dot_4x2(1, acc, buf_a, buf_b, w, kw, nw, 1, 0, 0);
+                else if (nb == 4) {
+                    int32_t a4[4] = {0, 0, 0, 0};
+                    nn_xp_dot_4x1(1, a4, buf_a, w, kw, nw, 1, 0, 0);
+                    for (j = 0; j < 4; ++j)
+                        acc[2 * j] = a4[j];
+                } else {
                     for (j = 0; j < nb; ++j) {
-                        acc[2 * j] = nn_xp_dot_1x1(1, 0, buf_a, w + (ptrdiff_t)j * k, nw, 1, 0, 0);
+                        acc[2 * j] = nn_xp_dot_1x1(1, 0, buf_a, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
                         if (pair)
-                            acc[2 * j + 1] = nn_xp_dot_1x1(1, 0, buf_b, w + (ptrdiff_t)j * k,
-                                                           nw, 1, 0, 0);
+                            acc[2 * j + 1] = nn_xp_dot_1x1(1, 0, buf_b, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
                     }
                 }
                 for (j = 0; j < nb; ++j) {
-                    const int8_t *wt = w + (ptrdiff_t)j * k + 4 * nw;
                     const int32_t b = bias ? bias[o + j] : 0;
                     /* modular arithmetic: the centred sum fits in 32 bits, its parts may not */
-                    uint32_t ua = (uint32_t)acc[2 * j] - zu * (uint32_t)wsum[o + j - c0];
-                    uint32_t ub = (uint32_t)acc[2 * j + 1] - zu * (uint32_t)wsum[o + j - c0];
-                    for (t = 0; t < tail; ++t)
-                        ua += (uint32_t)(((int32_t)buf_a[4 * nw + t] + 128) * wt[t]);
-                    oa[o + j] = nn_xp_requant(b, (int32_t)ua, mult[o + j], shift[o + j], ozp, lo, hi);
-                    if (pair) {
-                        for (t = 0; t < tail; ++t)
-                            ub += (uint32_t)(((int32_t)buf_b[4 * nw + t] + 128) * wt[t]);
-                        oa[out_c + o + j] = nn_xp_requant(b, (int32_t)ub, mult[o + j], shift[o + j], ozp, lo, hi);
-                    }
+                    const uint32_t corr = zu * (uint32_t)wsum[o + j - c0];
+                    oa[o + j] = nn_xp_requant(b, (int32_t)((uint32_t)acc[2 * j] - corr), mult[o + j],
+                                              shift[o + j], ozp, lo, hi);
+                    if (pair)
+                        oa[out_c + o + j] = nn_xp_requant(b, (int32_t)((uint32_t)acc[2 * j + 1] - corr),
+                                                          mult[o + j], shift[o + j], ozp, lo, hi);
                 }
             }
         }
+    }
+}
+
+void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                            const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                            int8_t *out, int pix_begin, int pix_end, int8_t *scratch)
+{
+    im2col_conv(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, 0, cfg->out_c, scratch);
+}
+
+/* Every output pixel, channels [c_begin, c_end): the cores' share when a tile has fewer
+ * pixels than cores. Weights as the path wants them (padded rows on the im2col path, whose
+ * scratch is then this core's; scratch may be NULL otherwise). */
+void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                           const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                           int8_t *out, int c_begin, int c_end, int8_t *scratch)
+{
+    const int n_pix = cfg->out_h * cfg->out_w;
+    if (c_begin >= c_end)
+        return;
+    if (nn_xp_conv2d_fast(cfg)) {
+        direct(cfg, in, weight, bias, mult, shift, out, 0, n_pix, c_begin, c_end);
+    } else if (nn_xp_conv2d_im2col(cfg) && scratch) {
+        im2col_conv(cfg, in, weight, bias, mult, shift, out, 0, n_pix, c_begin, c_end, scratch);
+    } else {    /* plain C, one pixel at a time: its channels c_begin.. sit at out[p*out_c + c_begin] */
+        nn_hwc_conv_cfg_t sub = *cfg;
+        const ptrdiff_t per_oc = (ptrdiff_t)cfg->k_h * cfg->k_w * (cfg->in_c / cfg->groups);
+        int p;
+        sub.out_c = c_end - c_begin;
+        for (p = 0; p < n_pix; ++p)
+            nn_hwc_conv2d_s8(&sub, in, weight + c_begin * per_oc, bias ? bias + c_begin : NULL,
+                             mult + c_begin, shift + c_begin,
+                             out + (ptrdiff_t)p * (cfg->out_c - sub.out_c) + c_begin, p, p + 1);
     }
 }

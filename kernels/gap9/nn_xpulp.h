@@ -13,6 +13,7 @@
  * Words are 4 packed int8 lanes, lane 0 at the lowest address (little-endian loads).
  *   nn_xp_sdotsp(acc, a, b)   acc + sum a[i] * b[i], a and b signed
  *   nn_xp_sdotusp(acc, a, b)  acc + sum a[i] * b[i], a unsigned, b signed
+ *   nn_xp_max4(a, b)          max(a[i], b[i]) per lane, signed
  * Activations with zero point -128 are fed as x ^ 0x80 (= x - zp, 0..255) to sdotusp, those
  * with zero point 0 as they are to sdotsp: either way padding is 0 and contributes nothing.
  *
@@ -88,6 +89,32 @@ static inline int32_t nn_xp_sdotusp(int32_t acc, uint32_t a, uint32_t b)
 }
 #endif
 
+/* Lane-wise signed maximum of 4 int8 lanes: pv.max.b (funct7 0x18, funct3 1, opcode 0x57). */
+#if defined(NN_XPULP_BUILTIN)
+static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
+{
+    return (uint32_t)__builtin_pulp_max4((nn_v4s)a, (nn_v4s)b);
+}
+#elif defined(NN_XPULP_INSN)
+static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__(".insn r 0x57, 1, 0x18, %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#else
+static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
+{
+    uint32_t r = 0;
+    int i;
+    for (i = 0; i < 4; ++i) {
+        const int8_t x = (int8_t)(uint8_t)(a >> 8 * i), y = (int8_t)(uint8_t)(b >> 8 * i);
+        r |= (uint32_t)(uint8_t)(x > y ? x : y) << 8 * i;
+    }
+    return r;
+}
+#endif
+
 /* One step of the activation form FLIP: acc + dot(x, w). */
 #define NN_XP_DOT(flip, acc, x, w) \
     ((flip) ? nn_xp_sdotusp((acc), (x) ^ NN_XP_FLIP_MASK, (w)) : nn_xp_sdotsp((acc), (x), (w)))
@@ -156,7 +183,48 @@ static inline int32_t nn_xp_sdotusp(int32_t acc, uint32_t a, uint32_t b)
                        [pa] "+r"(x), [p0] "+r"(w0)                                                \
                      : [ws] "r"(ws), [n] "r"(n), [rows] "r"(rows), [xs] "r"(xs), [wst] "r"(wst)    \
                      : "t0", "t2", "t3", "t4", "t5", "t6", "a7", "memory")
+#define NN_XP_1X2_BODY(op, flip)                                                                   \
+    NN_XP_PLW("t2", "%[p0]") NN_XP_PLW("t0", "%[pa]") NN_XP_PLW("t1", "%[pb]") flip                \
+    NN_XP_SDOT(op, "%[c0]", "t0", "t2") NN_XP_SDOT(op, "%[c1]", "t1", "t2")
+#define NN_XP_DOT_1X2_ASM(op, flip, inner, outer)                                                 \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                          \
+                     "li a7, 0x80808080\n\t"                                                      \
+                     NN_XP_LOOP("x1", "%[rows]", outer)                                           \
+                     NN_XP_LOOP("x0", "%[n]", inner)                                              \
+                     NN_XP_1X2_BODY(op, flip)                                                     \
+                     "add %[pa], %[pa], %[xs]\n\tadd %[pb], %[pb], %[xs]\n\t"                     \
+                     "add %[p0], %[p0], %[wst]\n\t"                                              \
+                     ".option pop"                                                                \
+                     : [c0] "+r"(c0), [c1] "+r"(c1), [pa] "+r"(xa), [pb] "+r"(xb), [p0] "+r"(w0)  \
+                     : [n] "r"(n), [rows] "r"(rows), [xs] "r"(xs), [wst] "r"(wst)                  \
+                     : "t0", "t1", "t2", "a7", "memory")
 #endif
+
+/* acc[p] += dot(field of pixel p, weights of one channel), p = 0..1: the channels after the
+ * last whole block of 4 */
+static inline void nn_xp_dot_1x2(int flip, int32_t acc[2], const int8_t *xa, const int8_t *xb,
+                                 const int8_t *w0, int n, int rows, ptrdiff_t x_row, ptrdiff_t w_row)
+{
+    int32_t c0 = acc[0], c1 = acc[1];
+#if defined(NN_XPULP_INSN)
+    const ptrdiff_t xs = x_row - 4 * n, wst = w_row - 4 * n;
+    /* inner body 5 instructions (7 with the xors); outer 1 + inner + 3 */
+    if (flip)
+        NN_XP_DOT_1X2_ASM(NN_XP_SDOT_U, NN_XP_FLIP2, 14, 22);
+    else
+        NN_XP_DOT_1X2_ASM(NN_XP_SDOT_S, "", 10, 18);
+#else
+    int r, i;
+    for (r = 0; r < rows; ++r)
+        for (i = 0; i < 4 * n; i += 4) {
+            const uint32_t v = nn_xp_load(w0 + r * w_row + i);
+            c0 = NN_XP_DOT(flip, c0, nn_xp_load(xa + r * x_row + i), v);
+            c1 = NN_XP_DOT(flip, c1, nn_xp_load(xb + r * x_row + i), v);
+        }
+#endif
+    acc[0] = c0;
+    acc[1] = c1;
+}
 
 /* acc[2c + p] += dot(field of pixel p, weights of channel c), c = 0..3, p = 0..1 */
 static inline void nn_xp_dot_4x2(int flip, int32_t acc[8], const int8_t *xa, const int8_t *xb,

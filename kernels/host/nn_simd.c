@@ -141,6 +141,79 @@ static NN_AVX2 void dw_avx2(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, cons
         }
     }
 }
+/* Depthwise on a zero-point-free int16 band: buf holds x - zp_in of the band's input rows
+ * (wp columns, c channels, 0 in the padding), so every window is whole.  Per output pixel
+ * and 16 channels, taps in pairs: the two taps' values interleaved (unpacklo/hi_epi16) and
+ * multiplied with the pair-interleaved int16 weights wq by vpmaddwd, exact (|x - zp| <=
+ * 255, |w| <= 128: a pair sum is far from int16 x int16 saturation); the two int32 halves
+ * hold channels {0-3, 8-11} and {4-7, 12-15}, put in order by one lane permute each. */
+static NN_AVX2 void dw_band_avx2(const nn_hwc_conv_cfg_t *cfg, const int16_t *buf, int wp, int rows,
+                                 const long *off, int pairs, const int16_t *wq, const nn_epi_t *epi,
+                                 int8_t *out, int c16, int f64)
+{
+    const int c = cfg->in_c;
+    int y, x, c0, p;
+    for (y = 0; y < rows; ++y)
+        for (x = 0; x < cfg->out_w; ++x) {
+            const int16_t *base = buf + ((long)y * cfg->stride_h * wp + (long)x * cfg->stride_w) * c;
+            int8_t *o = out + ((long)y * cfg->out_w + x) * c;
+            for (c0 = 0; c0 < c16; c0 += 16) {
+                const int16_t *wv = wq + (long)(c0 / 16) * pairs * 32;
+                const nn_epi_t *e = &epi[c0 / 64];
+                const int v = (c0 % 64) / 8;
+                __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+                long long r0, r1;
+                for (p = 0; p < pairs; ++p, wv += 32) {
+                    const __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(base + off[2 * p] + c0));
+                    const __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(base + off[2 * p + 1] + c0));
+                    lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1),
+                                                                _mm256_loadu_si256((const __m256i *)(const void *)wv)));
+                    hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1),
+                                                                _mm256_loadu_si256((const __m256i *)(const void *)(wv + 16))));
+                }
+                if (f64) {
+                    r0 = nn_avx2_requant8_f64(_mm256_permute2x128_si256(lo, hi, 0x20), e, v);
+                    r1 = nn_avx2_requant8_f64(_mm256_permute2x128_si256(lo, hi, 0x31), e, v + 1);
+                } else {
+                    r0 = nn_avx2_requant8(_mm256_permute2x128_si256(lo, hi, 0x20), e, v);
+                    r1 = nn_avx2_requant8(_mm256_permute2x128_si256(lo, hi, 0x31), e, v + 1);
+                }
+                memcpy(o + c0, &r0, 8);
+                memcpy(o + c0 + 8, &r1, 8);
+            }
+        }
+}
+
+/* x - zp of input rows [r_first, r_first + n) into buf (wp columns from -pad_left), 0 outside. */
+static NN_AVX2 void dw_fill_avx2(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int16_t *buf, int wp,
+                                 int r_first, int n)
+{
+    const int c = cfg->in_c;
+    const __m256i zp = _mm256_set1_epi16((int16_t)cfg->in_zp);
+    int y;
+    for (y = 0; y < n; ++y) {
+        const int iy = r_first + y;
+        int16_t *d = buf + (long)y * wp * c;
+        if (iy < 0 || iy >= cfg->in_h) {
+            memset(d, 0, sizeof *d * (size_t)wp * c);
+            continue;
+        }
+        {
+            const long left = (long)cfg->pad_left * c, run = (long)cfg->in_w * c;
+            const long right = (long)wp * c - left - run;
+            const int8_t *s = in + (long)iy * run;
+            long i;
+            memset(d, 0, sizeof *d * (size_t)left);
+            for (i = 0; i + 16 <= run; i += 16)
+                _mm256_storeu_si256((__m256i *)(void *)(d + left + i),
+                                    _mm256_sub_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(s + i))), zp));
+            for (; i < run; ++i)
+                d[left + i] = (int16_t)(s[i] - cfg->in_zp);
+            if (right > 0)
+                memset(d + left + run, 0, sizeof *d * (size_t)right);
+        }
+    }
+}
 #endif
 
 /* The portable depthwise kernel, channels [c_begin, c_end). */
@@ -251,4 +324,56 @@ void nn_maxpool_hwc_fast(int isa, const nn_hwc_pool_cfg_t *cfg, const int8_t *in
     }
 #endif
     nn_hwc_maxpool_s8(cfg, in, mult, shift, out, pix_begin, pix_end);
+}
+
+/* Depthwise conv of a whole layer in row bands of band_rows output rows (see nn_simd.h). */
+void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                         const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                         int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi)
+{
+#if NN_HAVE_X86
+    const int c = cfg->in_c, taps = cfg->k_h * cfg->k_w;
+    if (use_avx2(isa) && c >= 16 && taps <= NN_DW_MAX_TAPS) {
+        const int pairs = (taps + 1) / 2, c16 = c / 16 * 16;
+        long off[NN_DW_MAX_TAPS + 1];
+        int32_t b64[64];
+        int t, ch, k, oh0, f64 = 1;
+        for (t = 0; t < taps; ++t)
+            off[t] = ((long)(t / cfg->k_w) * cfg->dil_h * wp + (long)(t % cfg->k_w) * cfg->dil_w) * c;
+        off[taps] = off[0];                /* an odd tap count: the last pair's second tap has weight 0 */
+        for (ch = 0; ch < c16; ch += 16)   /* [c/16][pairs][32]: the lane order of unpacklo/hi_epi16 */
+            for (t = 0; t < pairs; ++t)
+                for (k = 0; k < 16; ++k) {
+                    const int j = ch + (k & 3) + (k & 4 ? 8 : 0) + (k & 8 ? 4 : 0);
+                    int16_t *d = wq + ((long)(ch / 16) * pairs + t) * 32 + (k & 8 ? 16 : 0) + (k & 4 ? 8 : 0) + (k & 3) * 2;
+                    d[0] = weight[(long)(2 * t) * c + j];
+                    d[1] = 2 * t + 1 < taps ? weight[(long)(2 * t + 1) * c + j] : 0;
+                }
+        /* the double-precision epilogue when |acc + bias| * mult < 2**53 for every channel
+         * and input (|x - zp| <= 255): exact, about half the operations */
+        for (ch = 0; ch < c16 && f64; ++ch) {
+            uint64_t bound = (uint64_t)(bias ? (bias[ch] < 0 ? -(int64_t)bias[ch] : bias[ch]) : 0);
+            for (t = 0; t < taps; ++t)
+                bound += 255u * (uint64_t)(weight[(long)t * c + ch] < 0 ? -weight[(long)t * c + ch] : weight[(long)t * c + ch]);
+            f64 = bound < ((uint64_t)1 << 31) && bound * (uint64_t)mult[ch] < ((uint64_t)1 << 53);
+        }
+        for (ch = 0; ch < c16; ch += 64) {
+            const int nc = c16 - ch < 64 ? c16 - ch : 64;
+            for (k = 0; k < nc; ++k)
+                b64[k] = bias ? bias[ch + k] : 0;
+            nn_epi_init(&epi[ch / 64], b64, mult + ch, shift + ch, nc, cfg->out_zp, cfg->act_min, cfg->act_max);
+        }
+        for (oh0 = 0; oh0 < cfg->out_h; oh0 += band_rows) {
+            const int rows = cfg->out_h - oh0 < band_rows ? cfg->out_h - oh0 : band_rows;
+            dw_fill_avx2(cfg, in, buf, wp, oh0 * cfg->stride_h - cfg->pad_top,
+                         (rows - 1) * cfg->stride_h + (cfg->k_h - 1) * cfg->dil_h + 1);
+            dw_band_avx2(cfg, buf, wp, rows, off, pairs, wq, epi, out + (long)oh0 * cfg->out_w * c, c16, f64);
+        }
+        if (c16 < c)
+            dw_portable(cfg, in, weight, bias, mult, shift, out, 0, cfg->out_h * cfg->out_w, c16, c);
+        return;
+    }
+#endif
+    (void)band_rows; (void)buf; (void)wp; (void)wq; (void)epi;
+    nn_dwconv_hwc_fast(isa, cfg, in, weight, bias, mult, shift, out, 0, cfg->out_h * cfg->out_w);
 }

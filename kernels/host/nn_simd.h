@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "nn_hwc_kernels.h"
+#include "nn_gemm.h"
 
 /* isa: 0 auto, 1 portable, 2 avx2 (forced) */
 void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t b_zp,
@@ -21,5 +22,17 @@ void nn_maxpool_hwc_fast(int isa, const nn_hwc_pool_cfg_t *cfg, const int8_t *in
 void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                         const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                         int pix_begin, int pix_end);
+
+/* The same on a whole layer: with AVX2, 16 channels at a time, in row bands of band_rows
+ * output rows, each band's input converted once into buf (int16 x - zp_in, zero padding,
+ * wp columns: every window whole) and the taps in pairs by vpmaddwd with the weights
+ * widened and pair-interleaved into wq; channels past the last multiple of 16 by the
+ * portable kernel.  Otherwise (no AVX2, fewer than 16 channels, more than NN_DW_MAX_TAPS
+ * taps) nn_dwconv_hwc_fast.  Scratch from the caller: buf (rows of the band's input x wp x
+ * in_c int16), wq (in_c/16 * (taps+1)/2 * 32 int16), epi (in_c/64 + 1). */
+#define NN_DW_MAX_TAPS 64
+void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                         const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                         int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi);
 
 #endif /* NN_SIMD_H */

@@ -21,7 +21,7 @@
 
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
        GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
-       LINEAR, XP_LINEAR, XP_CONV_IM2COL };
+       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS };
 
 static void die(const char *what)
 {
@@ -75,6 +75,14 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
             nn_xp_conv2d_s8(&c, a[0], a[1], a[2], a[3], a[4], out, k[19], k[20]);
         break;
     }
+    case XP_CONV_CHANS: {       /* k[19], k[20]: channel range; scratch (and padded weights) on im2col convs */
+        const nn_hwc_conv_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                     k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+        int8_t *scratch = nn_xp_conv2d_im2col(&c) ? malloc((size_t)(2 * ((c.k_h * c.k_w * c.in_c + 3) & ~3))) : NULL;
+        nn_xp_conv2d_chans_s8(&c, a[0], a[1], a[2], a[3], a[4], out, k[19], k[20], scratch);
+        free(scratch);
+        break;
+    }
     case XP_CONV_IM2COL: {      /* scratch of exactly the documented size */
         const nn_hwc_conv_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
                                      k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
@@ -94,6 +102,10 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
             (op == LINEAR ? nn_linear_s8 : nn_xp_linear_s8)(&c, a[0], a[1], a[2], a[3], a[4], out);
         break;
     }
+    case ADD:
+    case XP_ADD:
+        (op == ADD ? nn_add_s8 : nn_xp_add_s8)(k[0], a[0], k[1], a[1], k[2], a[2], a[3], k[3], k[4], k[5], out);
+        break;
     case MAXPOOL_CHW:
     case AVGPOOL_CHW: {
         const nn_pool_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
@@ -101,12 +113,13 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
         (op == MAXPOOL_CHW ? nn_maxpool_s8 : nn_avgpool_s8)(&c, a[0], a[1], a[2], out);
         break;
     }
+    case XP_MAXPOOL:
     case MAXPOOL_HWC:
     case AVGPOOL_HWC: {
         const nn_hwc_pool_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
                                      k[10], k[11], k[12], k[13], k[14], k[15]};
-        (op == MAXPOOL_HWC ? nn_hwc_maxpool_s8 : nn_hwc_avgpool_s8)(&c, a[0], a[1], a[2], out,
-                                                                    k[16], k[17]);
+        (op == XP_MAXPOOL ? nn_xp_maxpool_s8 : op == MAXPOOL_HWC ? nn_hwc_maxpool_s8 : nn_hwc_avgpool_s8)(
+            &c, a[0], a[1], a[2], out, k[16], k[17]);
         break;
     }
     case GAP_CHW:

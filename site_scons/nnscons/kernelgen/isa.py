@@ -32,6 +32,7 @@ class Micro:
     ku: int
     ostride: int
     res: bool = False       # the epilogue adds a residual (e->res, the `res` argument)
+    f64: bool = False       # the layer's requantization is exact in double (kernelgen.f64_safe)
 
     def name(self, isa: str, prefix: str) -> str:
         return f"{prefix}_{isa}_m{self.mr}n{self.nv}"
@@ -151,8 +152,9 @@ class Avx2(Isa):
             for v in range(mk.nv):
                 cnt = "last" if v == mk.nv - 1 else "8"
                 off = m * mk.ostride + v * 8
-                q = (f"nn_avx2_res_add8(nn_avx2_requant8_i32(c{m}_{v}, e, {v}), res + {off}, {cnt}, e->res)"
-                     if mk.res else f"nn_avx2_requant8(c{m}_{v}, e, {v})")
+                rq = "nn_avx2_requant8_f64" if mk.f64 else "nn_avx2_requant8"
+                q = (f"nn_avx2_res_add8({rq}_i32(c{m}_{v}, e, {v}), res + {off}, {cnt}, e->res)"
+                     if mk.res else f"{rq}(c{m}_{v}, e, {v})")
                 out.append(f"    nn_avx2_store8(out + {off}, {q}, {cnt});")
         out.append("}")
         return "\n".join(out) + "\n"

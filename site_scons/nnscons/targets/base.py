@@ -117,10 +117,13 @@ def param_arrays(layer, graph) -> dict:
     return arrays
 
 
-def param_layout(layer, graph) -> list:
-    """Section offsets from shapes only, so changing weight values never moves them."""
+def param_layout(layer, graph, weight_row=None) -> list:
+    """Section offsets from shapes only, so changing weight values never moves them.
+    weight_row: bytes per output channel when a kernel wants its weight rows padded (zeros
+    after the row's own values; pack_hwc fills them)."""
     layout, offset = [], 0
-    counts = {"weight": None if layer.weight is None else int(layer.weight.size),
+    counts = {"weight": None if layer.weight is None else
+              int(layer.weight.size if weight_row is None else layer.weight.shape[0] * weight_row),
               "bias": None if layer.bias is None else int(layer.bias.size)}
     counts.update(_requant_counts(layer, graph))
     for section in ("weight", "bias", "mult", "shift", "index"):
@@ -230,11 +233,17 @@ def unsupported(layer, target: str, ops: dict) -> UserError:
 
 def pack_hwc(layer, graph, layout) -> bytes:
     """The weights .bin of a target whose activations are HWC (gap9, host): conv weights
-    OHWI; Linear columns in HWC order when the Linear reads a flattened 4-D tensor; a
+    OHWI (each output channel's row zero-padded when the layout says so); Linear columns in HWC order when the Linear reads a flattened 4-D tensor; a
     move's gather index in HWC slots."""
     arrays = dict(param_arrays(layer, graph))
     if layer.op == "conv2d":
         arrays["weight"] = np.ascontiguousarray(layer.weight.transpose(0, 2, 3, 1))
+        count = next(c for name, _, c, _ in layout if name == "weight")
+        if count != layer.weight.size:          # rows padded to count / out_c bytes (param_layout)
+            rows = arrays["weight"].reshape(layer.weight.shape[0], -1)
+            padded = np.zeros((rows.shape[0], count // rows.shape[0]), rows.dtype)
+            padded[:, :rows.shape[1]] = rows
+            arrays["weight"] = padded
     elif layer.op == "move":   # the gather index in HWC slots
         arrays["index"] = layout_index(layer, graph, "hwc")
     elif layer.op == "linear":

@@ -113,10 +113,13 @@ static void range(int n, int core, int *b, int *e)
     *e = *b + per < n ? *b + per : n;
 }
 
-/* one pixel's receptive field, in whole words */
+/* one pixel's receptive field in whole words, for a conv on the im2col path; else 0 */
 static int im2col_bytes(const xp_case_t *c)
 {
-    return c->linear ? 0 : (c->cfg[6] * c->cfg[7] * c->cfg[2] + 3) & ~3;
+    const int *k = c->cfg;
+    const nn_hwc_conv_cfg_t g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                 k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+    return c->linear || !nn_xp_conv2d_im2col(&g) ? 0 : (k[6] * k[7] * k[2] + 3) & ~3;
 }
 
 static void run(int core, const xp_case_t *c, int which, const int8_t *in, const int8_t *w,
@@ -136,9 +139,10 @@ static void run(int core, const xp_case_t *c, int which, const int8_t *in, const
         const int *k = c->cfg;
         const nn_hwc_conv_cfg_t g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
                                      k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
-        if (which < 2 && nn_xp_conv2d_im2col(&g))     /* this core's own scratch */
+        if (which < 2 && nn_xp_conv2d_im2col(&g))     /* padded weights, this core's own scratch */
             (which == 0 ? nn_xp_conv2d_im2col_s8 : nn_xp_conv2d_im2col_s8_plain)(
-                &g, in, w, bias, mult, shift, out, b, e, scratch + core * 2 * im2col_bytes(c));
+                &g, in, scratch + NC * 2 * im2col_bytes(c), bias, mult, shift, out, b, e,
+                scratch + core * 2 * im2col_bytes(c));
         else
             (which == 0 ? nn_xp_conv2d_s8 : which == 1 ? nn_xp_conv2d_s8_plain : nn_hwc_conv2d_s8)(
                 &g, in, w, bias, mult, shift, out, b, e);
@@ -171,7 +175,8 @@ void cl_main(int core)
         out[1] = align4(out[0] + c->out_bytes);
         out[2] = align4(out[1] + c->out_bytes);
         scratch = align4(out[2] + c->out_bytes);
-        if ((uintptr_t)(scratch + NC * 2 * im2col_bytes(c)) > L1_BASE + L1_DATA) {
+        /* after the scratch: the weights with rows padded to im2col_bytes (im2col path) */
+        if ((uintptr_t)(scratch + (NC * 2 + c->cfg[5]) * im2col_bytes(c)) > L1_BASE + L1_DATA) {
             if (core == 0)
                 result[i][3] = -1;              /* does not fit: reported, counts as a failure */
             continue;
@@ -185,6 +190,14 @@ void cl_main(int core)
                 memcpy(bias, c->bias, 4 * (size_t)c->n_par);
             for (which = 0; which < 3; ++which)
                 memset(out[which], 0x55 + which, (size_t)c->out_bytes);
+            if (im2col_bytes(c)) {
+                const int kb = c->cfg[6] * c->cfg[7] * c->cfg[2], kp = im2col_bytes(c);
+                int8_t *wp = scratch + NC * 2 * kp;
+                int o;
+                memset(wp, 0, (size_t)(c->cfg[5] * kp));
+                for (o = 0; o < c->cfg[5]; ++o)
+                    memcpy(wp + o * kp, c->w + o * kb, (size_t)kb);
+            }
         }
         for (which = 0; which < 3; ++which) {
             barrier(core, ++gen);

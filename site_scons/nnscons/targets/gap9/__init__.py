@@ -33,6 +33,7 @@ SCHEMA = {
     "cluster": {"cores": "count", "stack_size": "size", "slave_stack_size": "size"},
     "dma": {"max_inflight": "count", "max_transfer": "size"},
     "tiling": {"l1_budget": "size"},
+    "kernels": {"xpulp": "bool"},
     "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-open"], "timeout": "count",
             "layer_by_layer": ["auto", "always"]},
     "layer": {"l1_budget": "size"},
@@ -48,6 +49,8 @@ DEFAULTS = {
     "cluster": {"cores": 8, "stack_size": 2048, "slave_stack_size": 1024},
     "dma": {"max_inflight": 8, "max_transfer": 64 * 1024},
     "tiling": {"l1_budget": None},          # None: L1 minus memory.l1_reserved
+    # conv and linear layers on the Xpulp SIMD kernels (nn_xp_*.c); false: the plain C ones
+    "kernels": {"xpulp": True},
     # layer_by_layer (gvsoc-open): auto = when the model's parameters do not fit L2
     "run": {"platform": "auto", "timeout": 900, "layer_by_layer": "auto"},
 }
@@ -92,13 +95,13 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             raise UserError(f"layer '{layer.name}': {reason} (target kind 'gap9')")
         budget, at = _budget(layer, opts, overrides, where)
         budgets[cnames[layer.name]] = (budget, at)
-        til, need = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"])
+        til, need = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"], opts["kernels"]["xpulp"])
         if til is None and not nnsops.get(layer.op).alias:
             raise ops.budget_error(layer, need, budget, at)
-        layout = base.param_layout(layer, graph)
+        layout = base.param_layout(layer, graph, ops.weight_row(layer, graph, til, opts["kernels"]["xpulp"]))
         tier = "L3" if layer.weight is not None and layer.weight.size > threshold else "L2"
         cname = cnames[layer.name]
-        spec = ops.layer_spec(layer, graph, cname, layout, tier, til)
+        spec = ops.layer_spec(layer, graph, cname, layout, tier, til, opts["kernels"]["xpulp"])
         lp = base.LayerPlan(layer=layer, cname=cname, template=impl.template, kernels=impl.kernels,
                             spec=spec, param_layout=layout, macs=base.macs(layer, graph),
                             param_bytes=base.layout_bytes(layout), pack=ops.pack_params,

@@ -66,7 +66,7 @@ def slice_bytes(full: bytes, layout, sliced) -> bytes:
     return bytes(blob)
 
 
-def _slice(lp, graph, k, budget, at):
+def _slice(lp, graph, k, budget, at, opts):
     """Re-plan a conv2d/linear LayerPlan for its first k output channels (spec and tiling)."""
     layer = lp.layer
     out = graph.tensor(layer.output)
@@ -76,11 +76,11 @@ def _slice(lp, graph, k, budget, at):
     sl.weight = layer.weight[:k]
     sl.bias = None if layer.bias is None else layer.bias[:k]
     view = _SliceView(graph, layer.output, view_t)
-    til, need = ops.plan_tiling(sl, view, budget)
+    til, need = ops.plan_tiling(sl, view, budget, opts["cluster"]["cores"], opts["kernels"]["xpulp"])
     if til is None:
         raise ops.budget_error(layer, need, budget, at)
     layout = slice_layout(lp.param_layout, int(out.shape[1]), k)
-    return ops.layer_spec(sl, view, lp.cname, layout, "L2", til), layout
+    return ops.layer_spec(sl, view, lp.cname, layout, "L2", til, opts["kernels"]["xpulp"]), layout
 
 
 def plan(graph, layers, opts, budgets) -> dict:
@@ -119,13 +119,11 @@ def plan(graph, layers, opts, budgets) -> dict:
                 raise UserError(f"layer '{layer.name}': not even {SLICE_STEP} of its output channels fit "
                                 f"pulp-open's L2 ({l2_avail} B)")
             budget, at = budgets[lp.cname]
-            lp.spec, layout = _slice(lp, graph, k, budget, at)
+            lp.spec, layout = _slice(lp, graph, k, budget, at, opts)
             from ..base import layout_bytes
             params, out_size, stem = layout_bytes(layout), out_size // oc * k, f"{lp.cname}_slice"
             lp.report.update(slice={"channels": k, "of": oc, "layout": [list(x) for x in layout]},
                              cycles_scale=oc / k)
-            t = lp.spec["tile"]
-            lp.report.update(tile_shape=f"{t['th']}x{t['tw']}x{t['tc']} ({k}/{oc} ch)", n_tiles=t["n_tiles"])
         out_off = offsets[layer.inputs[0]] if alias else off
         arena = off if alias else off + _align(out_size)
         peak = max(peak, arena + _align(params) + memory.COMPARE_CHUNK)

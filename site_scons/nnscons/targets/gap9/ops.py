@@ -21,10 +21,10 @@ G = data_path("kernels", "gap9") + "/"
 OPS = {
     "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c")),
     "linear": OpImpl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c")),
-    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
+    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
-    "add": OpImpl("add.c.j2", (C + "nn_eltwise.c",)),
+    "add": OpImpl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c")),
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
@@ -72,14 +72,15 @@ def _p_per_oc(layer):
     return 4 * (2 + (layer.bias is not None))
 
 
-def xp_conv_path(layer, graph) -> str:
+def xp_conv_path(layer, graph, xpulp=True) -> str:
     """Which Xpulp kernel path a conv takes (kernels/gap9/nn_xp_conv2d.c, the same tests as
     nn_xp_conv2d_fast / nn_xp_conv2d_im2col): "direct" (in_c % 4 == 0, no column
     dilation, input zero point 0 or -128), "im2col" (the other dense convs), or "plain"
-    (grouped and depthwise convs: nn_hwc_conv2d_s8)."""
+    (grouped and depthwise convs, or every conv with the target's kernels.xpulp off:
+    nn_hwc_conv2d_s8)."""
     a = layer.attrs
     c = hwc(graph.tensor(layer.inputs[0]).shape)["c"]
-    if a.get("groups", 1) != 1:
+    if a.get("groups", 1) != 1 or not xpulp:
         return "plain"
     zp = graph.tensor(layer.inputs[0]).q.zero_point
     if c % 4 == 0 and a.get("dilation", (1, 1))[1] == 1 and zp in (0, -128):
@@ -92,31 +93,44 @@ def im2col_bytes(layer, graph) -> int:
     return 2 * tiling._align4(int(np.prod(layer.weight.shape[1:])))
 
 
-def window(layer, graph, cores=8) -> tiling.Window:
+def weight_row(layer, graph, til, xpulp=True):
+    """Bytes per output channel of a conv's packed weights when the kernel wants them padded
+    (the im2col path: rows of whole words), else None (k_h*k_w*in_c/groups)."""
+    if layer.op != "conv2d" or xp_conv_path(layer, graph, xpulp) != "im2col" or not til or not til.l1_scratch:
+        return None
+    return tiling._align4(int(np.prod(layer.weight.shape[1:])))
+
+
+def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
     i = hwc(graph.tensor(layer.inputs[0]).shape)
     o = hwc(graph.tensor(layer.output).shape)
     a = layer.attrs
     kh, kw = a["kernel"]
     conv = layer.op == "conv2d"
     fixed = 0 if conv else 8
+    # the im2col path: its buffers, and weight rows padded to whole words (weight_row)
+    im2col = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "im2col"
     return tiling.Window(c=i["c"], h=i["h"], w=i["w"], oc=o["c"], oh=o["h"], ow=o["w"], kh=kh, kw=kw,
                          sh=a["stride"][0], sw=a["stride"][1],
                          dh=a.get("dilation", (1, 1))[0], dw=a.get("dilation", (1, 1))[1],
                          pt=a["pads"][0], pl=a["pads"][1],
                          groups=a.get("groups", 1) if conv else i["c"],
-                         w_per_oc=int(np.prod(layer.weight.shape[1:])) if conv else 0,
+                         w_per_oc=(tiling._align4 if im2col else int)(int(np.prod(layer.weight.shape[1:])))
+                         if conv else 0,
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
-                         scratch=cores * im2col_bytes(layer, graph)
-                         if conv and xp_conv_path(layer, graph) == "im2col" else 0)
+                         scratch=cores * im2col_bytes(layer, graph) if im2col else 0,
+                         tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) != "plain")
+                         or (layer.op == "maxpool" and xpulp) else 1)
 
 
-def plan_tiling(layer, graph, budget, cores=8):
-    """(Tiling or None, smallest budget that works); cores: the cluster's, for per-core scratch.
-    A conv whose im2col buffers fit beside no tiling is planned without them (plain kernel)."""
+def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
+    """(Tiling or None, smallest budget that works); cores: the cluster's, for per-core scratch;
+    xpulp: the target's kernels.xpulp. A conv whose im2col buffers fit beside no tiling is
+    planned without them (plain kernel)."""
     op = layer.op
     if op in ("conv2d", "maxpool", "avgpool"):
-        til, need = tiling.plan_window(window(layer, graph, cores), budget)
-        if til is None and op == "conv2d" and xp_conv_path(layer, graph) == "im2col":
+        til, need = tiling.plan_window(window(layer, graph, cores, xpulp), budget)
+        if til is None and op == "conv2d" and xp_conv_path(layer, graph, xpulp) == "im2col":
             # the im2col buffers do not fit beside any tiling: the plain kernel needs none
             til, need = tiling.plan_window(window(layer, graph, 0), budget)
         return til, need
@@ -149,7 +163,7 @@ def plan_tiling(layer, graph, budget, cores=8):
     return None, 0                        # reshape: an alias, no L1
 
 
-def layer_spec(layer, graph, cname, layout, tier, til) -> dict:
+def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
     ins = [graph.tensor(t) for t in layer.inputs]
     out = graph.tensor(layer.output)
     spec = {
@@ -173,14 +187,18 @@ def layer_spec(layer, graph, cname, layout, tier, til) -> dict:
         spec.update(kernel=[kh, kw], stride=list(a["stride"]), dilation=list(a.get("dilation", (1, 1))),
                     pads=list(a["pads"]), groups=a.get("groups", 1),
                     count_include_pad=a.get("count_include_pad", 0))
+        if layer.op == "maxpool":
+            spec["xpulp"] = xpulp
         if layer.op == "conv2d":
-            spec["w_per_oc"] = int(np.prod(layer.weight.shape[1:]))
-            path = xp_conv_path(layer, graph)
+            spec["w_per_oc"] = weight_row(layer, graph, til, xpulp) or int(np.prod(layer.weight.shape[1:]))
+            path = xp_conv_path(layer, graph, xpulp)
             # a budget too small for the im2col buffers planned the layer without them
             spec["xp_path"] = "plain" if path == "im2col" and til is not None and not til.l1_scratch else path
             spec["im2col_bytes"] = im2col_bytes(layer, graph)
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
+    if layer.op in ("linear", "add"):
+        spec["xpulp"] = xpulp
     if til is not None:
         spec["l1_parts"] = l1_parts(til)
     if til is not None and layer.op in ("conv2d", "linear"):

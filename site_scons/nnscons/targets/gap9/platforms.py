@@ -73,7 +73,8 @@ def runtime_defines(opts) -> list:
 
 
 # How kernels/gap9/nn_xpulp.h implements the Xpulp operations on each platform: the GAP SDK
-# compiler's builtins on gvsoc; plain C with the same semantics on emul and qemu.
+# compiler's builtins on gvsoc; `.insn` encodings on gvsoc-open (NN_XPULP_INSN, set with its
+# flags in gvsoc_open.py); plain C with the same semantics on emul and qemu.
 XPULP = {"gvsoc": ["NN_XPULP_BUILTIN"]}
 
 

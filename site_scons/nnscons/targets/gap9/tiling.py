@@ -90,6 +90,7 @@ class Window:
     p_per_oc: int          # int32 parameter bytes per output channel (bias, mult, shift)
     p_fixed: int           # parameter bytes that do not scale with channels (pool tables)
     scratch: int = 0       # L1 scratch the kernel needs whatever the tile (im2col buffers)
+    tc_multiple: int = 1   # channel tiles the kernel prefers (a multiple, or all channels)
 
 
 def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
@@ -153,6 +154,11 @@ def plan_window(g: Window, budget: int):
     ok = l1 <= budget
     if not ok.any():
         return None, smallest
+    # a kernel blocked over tc_multiple channels (the Xpulp conv: 4) runs a partial block
+    # several times slower: keep whole blocks whenever some tiling with them fits
+    whole = ok & ((tc[C] % g.tc_multiple == 0) | (tc[C] == g.oc))
+    if whole.any():
+        ok = whole
     cost = traffic + TILE_OVERHEAD * n_tiles
     idx = np.lexsort((l1[ok], -tw[W][ok], cost[ok]))[0]
     h, w, c = H[ok][idx], W[ok][idx], C[ok][idx]

@@ -27,10 +27,11 @@ SCHEMA = {
     "memory": {"l1": "size", "l2": "size"},
     "tiling": {"l1_budget": "size"},
     "kernel": {"isa": ["auto", "portable", "avx2"], "threads": "count", "mr": "count", "nr": "count",
-               "k_unroll": "count", "order": ["panel", "block"], "tuning": "path"},
+               "k_unroll": "count", "order": ["panel", "block"], "tuning": "path",
+               "min_macs_per_thread": "count"},
     "run": {"platform": ["native"], "timeout": "count", "iterations": "count"},
     "layer": {"l1_budget": "size", "isa": ["auto", "portable", "avx2"], "threads": "count", "mr": "count",
-              "nr": "count", "k_unroll": "count", "order": ["panel", "block"]},
+              "nr": "count", "k_unroll": "count", "order": ["panel", "block"], "min_macs_per_thread": "count"},
 }
 
 DEFAULTS = {

@@ -119,6 +119,12 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
     threads = int(own.get("threads", opts["kernel"]["threads"]))
     if not 1 <= threads <= 64:
         raise UserError(f"{at('threads')}: threads = {threads}: must be between 1 and 64")
+    # a small layer gains less from a second thread than the hand-over costs: at most one
+    # thread per min_macs_per_thread MACs (unset: every layer gets `threads`)
+    requested = threads
+    floor = int(own.get("min_macs_per_thread", opts["kernel"].get("min_macs_per_thread", 0)))
+    if floor:
+        threads = max(1, min(threads, (g["oh"] * g["ow"] * g["oc"] * g["kh"] * g["kw"] * g["ic"]) // floor))
     wm = kernelgen.weight_matrix(layer, graph)
     fb = kernelgen.folded_bias(wm, layer.bias, graph.tensor(layer.inputs[0]).q.zero_point)
     if np.abs(fb).max(initial=0) >= 2 ** 31:
@@ -158,12 +164,16 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
             blob[o:o + raw.nbytes] = raw.tobytes()
         return bytes(blob)
 
-    spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants}
+    # the vector epilogue in double where it is exact for every input (kernelgen.f64_safe)
+    epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "i64"
+    spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
+            "epilogue": epilogue}
     report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
-                       "origin": origin,
-                       "isa": isa, "variants": variants, "threads": threads}}
+                       "origin": origin, "epilogue": epilogue,
+                       "isa": isa, "variants": variants, "threads": threads,
+                       "threads_requested": requested}}
     return {"spec": spec, "layout": layout, "pack": pack, "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"]},
             "report": report}
 

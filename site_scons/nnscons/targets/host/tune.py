@@ -55,10 +55,10 @@ int main(int argc, char **argv)
         r = r * 1664525u + 1013904223u;
         in[i] = (int8_t)(r >> 24);
     }
-    layer_%(cname)s(ins, out, params);
+    %(symbol)s(ins, out, params);
     for (i = 0; i < %(reps)d; ++i) {
         const double t0 = now_ms();
-        layer_%(cname)s(ins, out, params);
+        %(symbol)s(ins, out, params);
         t[i] = now_ms() - t0;
     }
     qsort(t, %(reps)d, sizeof t[0], cmp);
@@ -75,16 +75,24 @@ _PEAK = r"""
 #if NN_HAVE_X86
 static NN_AVX2 double peak_avx2(long n)
 {
-    __m256i b = _mm256_set1_epi32(0x00010001), w = _mm256_set1_epi16(1);
-    __m256i c0 = b, c1 = b, c2 = b, c3 = b, c4 = b, c5 = b, c6 = b, c7 = b, c8 = b, c9 = b, c10 = b, c11 = b;
+    /* 12 independent chains with distinct, opaque starting values: identical chains would be
+     * merged by the compiler into one (gcc does), which counted 12 multiply-adds for one */
+    __m256i w = _mm256_set1_epi16(1);
+    __m256i c0 = _mm256_set1_epi32(1), c1 = _mm256_set1_epi32(2), c2 = _mm256_set1_epi32(3);
+    __m256i c3 = _mm256_set1_epi32(4), c4 = _mm256_set1_epi32(5), c5 = _mm256_set1_epi32(6);
+    __m256i c6 = _mm256_set1_epi32(7), c7 = _mm256_set1_epi32(8), c8 = _mm256_set1_epi32(9);
+    __m256i c9 = _mm256_set1_epi32(10), c10 = _mm256_set1_epi32(11), c11 = _mm256_set1_epi32(12);
     struct timespec t0, t1;
     long i;
+#define OPAQUE __asm__ volatile("" : "+x"(w), "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5), \
+                                "+x"(c6), "+x"(c7), "+x"(c8), "+x"(c9), "+x"(c10), "+x"(c11))
+    OPAQUE;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (i = 0; i < n; ++i) {
 #define STEP(c) c = _mm256_add_epi32(c, _mm256_madd_epi16(c, w))
         STEP(c0); STEP(c1); STEP(c2); STEP(c3); STEP(c4); STEP(c5);
         STEP(c6); STEP(c7); STEP(c8); STEP(c9); STEP(c10); STEP(c11);
-        __asm__ volatile("" : "+x"(b), "+x"(w));
+        OPAQUE;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     c0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)),
@@ -98,7 +106,15 @@ int main(void)
 {
 #if NN_HAVE_X86
     if (nn_cpu_has_avx2()) {
-        printf("peak avx2 %.3f\n", peak_avx2(50000000L));
+        /* the best of many short runs: on a shared machine a long run mostly measures the
+         * time the other work takes */
+        double best = 0;
+        int r;
+        for (r = 0; r < 200; ++r) {
+            const double v = peak_avx2(250000L);
+            best = v > best ? v : best;
+        }
+        printf("peak avx2 %.3f\n", best);
         return 0;
     }
 #endif
@@ -147,7 +163,7 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
     gm = spec["gemm"]["geom"]
     src = "#define _POSIX_C_SOURCE 200809L\n" + kernelgen.layer_source(spec) + _MAIN % {
         "in_size": gm["ih"] * gm["iw"] * gm["ic"], "out_size": gm["oh"] * gm["ow"] * gm["oc"],
-        "params": len(blob), "reps": reps, "cname": lp.cname}
+        "params": len(blob), "reps": reps, "symbol": spec.get("symbol", f"layer_{lp.cname}")}
     path = os.path.join(work, tag + ".c")
     with open(path, "w") as f:
         f.write(src)

@@ -1,0 +1,43 @@
+/* Residual add with a 32-bit requantization: same contract, arguments and results as
+ * nn_add_s8 (nn_kernels.h), which it calls when shift < 9.
+ *
+ * nn_add_s8 rounds acc = (a - a_zp) * mult[0] + (b - b_zp) * mult[1] (|acc| < 2^40) once,
+ * ties to even, by 2^shift: round(v) = (v + 2^(shift-1) - 1 + bit_shift(v)) >> shift. Here
+ * acc is two 32-bit words (two 32x32->64 products and a 64-bit add) and the rounding works
+ * on them instead of on nn_rshift_round's general 64-bit arithmetic:
+ *   shift >= 32 (k = shift - 32): the carry out of the low word is (low != 0 || bit), the
+ *     result (high + 2^(k-1) - 1 + carry) >> k (the rule of nn_xp_requant in nn_xpulp.h);
+ *   9 <= shift <= 31: low + 2^(shift-1) - 1 + bit with its carry into high; the result,
+ *     |acc| / 2^shift < 2^31, is (high << (32 - shift)) | (low >> shift).
+ */
+#include "nn_hwc_kernels.h"
+#include "nn_xpulp.h"
+
+void nn_xp_add_s8(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t b_zp,
+                  const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,
+                  int32_t act_max, int8_t *out)
+{
+    const int32_t m0 = mult[0], m1 = mult[1], s = shift[0];
+    int i;
+    if (s < 9) {
+        nn_add_s8(n, a, a_zp, b, b_zp, mult, shift, out_zp, act_min, act_max, out);
+        return;
+    }
+    for (i = 0; i < n; ++i) {
+        const int64_t v = (int64_t)(a[i] - a_zp) * m0 + (int64_t)(b[i] - b_zp) * m1;
+        const int32_t vh = (int32_t)(v >> 32);
+        const uint32_t vl = (uint32_t)v;
+        int32_t q;
+        if (s >= 32) {
+            const int32_t k = s - 32, bit = (vh >> k) & 1;
+            q = k == 0 ? vh + (vl > 0x80000000u - (uint32_t)bit)
+                       : (vh + ((int32_t)1 << (k - 1)) - 1 + (vl != 0 || bit)) >> k;
+        } else {
+            const uint32_t t = vl + (((uint32_t)1 << (s - 1)) - 1) + ((vl >> s) & 1);
+            const uint32_t hi = (uint32_t)vh + (t < vl);
+            q = (int32_t)((hi << (32 - s)) | (t >> s));
+        }
+        q += out_zp;
+        out[i] = (int8_t)(q < act_min ? act_min : (q > act_max ? act_max : q));
+    }
+}

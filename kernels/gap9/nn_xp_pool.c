@@ -1,0 +1,73 @@
+/* Max pooling on an HWC tile with Xpulp SIMD (nn_xpulp.h): same contract, arguments and
+ * results as nn_hwc_maxpool_s8 (nn_hwc_kernels.h), which it calls when c % 4 != 0.
+ *
+ * The window maximum runs on words: pv.max.b takes 4 channels per instruction. The
+ * requantization of a maximum depends on that one int8 value only, so a call with many
+ * outputs first tabulates it for the 256 possible values (nn_xp_requant, the same rule
+ * as nn_requantize) and then looks each output up.
+ */
+#include <stddef.h>
+
+#include "nn_hwc_kernels.h"
+#include "nn_window.h"
+#include "nn_xpulp.h"
+
+/* outputs per call from which the 256-entry table pays for itself */
+#define NN_XP_POOL_LUT_MIN 1024
+
+int nn_xp_maxpool_fast(const nn_hwc_pool_cfg_t *cfg)
+{
+    return cfg->c % 4 == 0;
+}
+
+void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
+                      const int32_t *shift, int8_t *out, int pix_begin, int pix_end)
+{
+    const int c = cfg->c, words = c / 4;
+    const ptrdiff_t row = (ptrdiff_t)cfg->in_w * c;
+    const int lut = (pix_end - pix_begin) * c >= NN_XP_POOL_LUT_MIN;
+    const int32_t m0 = mult[0], s0 = shift[0], ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
+    int8_t table[256];
+    int p, y, x, i, j, r, q;
+
+    if (!nn_xp_maxpool_fast(cfg)) {
+        nn_hwc_maxpool_s8(cfg, in, mult, shift, out, pix_begin, pix_end);
+        return;
+    }
+    if (pix_begin >= pix_end)
+        return;
+    if (lut)
+        for (i = 0; i < 256; ++i)
+            table[i] = nn_xp_requant(0, i - 128 - cfg->in_zp, m0, s0, ozp, lo, hi);
+    y = pix_begin / cfg->out_w;
+    x = pix_begin - y * cfg->out_w;
+    for (p = pix_begin; p < pix_end; ++p) {
+        int8_t *o = out + (ptrdiff_t)p * c;
+        const int top = y * cfg->stride_h - cfg->pad_top, left = x * cfg->stride_w - cfg->pad_left;
+        int r0, r1, c0, c1;
+        nn_valid_range(top, 1, cfg->k_h, cfg->in_h, &r0, &r1);
+        nn_valid_range(left, 1, cfg->k_w, cfg->in_w, &c0, &c1);
+        if (r0 < r1 && c0 < c1) {
+            const int8_t *first = in + (top + r0) * row + (ptrdiff_t)(left + c0) * c;
+            for (i = 0; i < words; ++i) {
+                const int8_t *base = first + 4 * i;
+                uint32_t m = nn_xp_load(base);
+                for (r = 0; r < r1 - r0; ++r)
+                    for (q = 0; q < c1 - c0; ++q)
+                        m = nn_xp_max4(m, nn_xp_load(base + r * row + (ptrdiff_t)q * c));
+                for (j = 0; j < 4; ++j) {
+                    const int8_t v = (int8_t)(uint8_t)(m >> 8 * j);
+                    o[4 * i + j] = lut ? table[v + 128] : nn_xp_requant(0, v - cfg->in_zp, m0, s0, ozp, lo, hi);
+                }
+            }
+        } else {            /* no in-tile pixel: acc 0, as nn_maxpool_s8 */
+            const int8_t v = nn_xp_requant(0, 0, m0, s0, ozp, lo, hi);
+            for (i = 0; i < c; ++i)
+                o[i] = v;
+        }
+        if (++x == cfg->out_w) {
+            x = 0;
+            ++y;
+        }
+    }
+}
