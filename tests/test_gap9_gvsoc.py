@@ -57,7 +57,7 @@ def recorded(path):
 
 
 def layer_order(p: Project) -> list:
-    return re.findall(r'\{ "(\w+)", "[^"]*", \d+, layer_', p.read(f"{OUT}/src/network.c"))
+    return re.findall(r'\{ "(\w+)", "[^"]*", \d+, layer_', p.read(f"{OUT}/src/nns_{MODEL}.c"))
 
 
 def canned_log(p: Project, wrong=None) -> str:
@@ -118,7 +118,11 @@ def test_gvsoc_compile_link_run_commands_and_passing_log(proj):
     ga = f"{sdk}/rtos/freeRTOS/vendors/gwt"
     for flag in ARCH + [f"-T{ga}/gap9/src/device/ld/GAP9.ld", "-nostartfiles", "-nostdlib", "-lgcc"]:
         assert flag in link, flag
-    assert set(compiles) <= set(link)
+    # every object in the link, directly or through the library's archive (the SDK's ar)
+    ars = [c["argv"] for c in rec if c["tool"] == "ar"]
+    assert len(ars) == 1 and ars[0][1] == f"{OUT}/gvsoc/lib/lib{'nns_' + MODEL}.a" and ars[0][1] in link
+    assert f"{OUT}/gvsoc/obj/main.o" in link and f"{OUT}/gvsoc/obj/nns_{MODEL}.o" in ars[0]
+    assert set(compiles) <= set(link) | set(ars[0][2:])
     # the runtime's assembly: compile nodes of their own, preprocessed with the SDK's flags
     for asm in (f"{g}/gap9/src/device/crt0_gap9.S",
                 f"{rel}/rtos/freeRTOS/freertos_kernel/portable/GCC/RI5CY-GAP9/port_asm.S"):
@@ -206,7 +210,7 @@ def test_generated_makefile_builds_and_runs_with_the_sdk_rules(proj):
     mk = proj.read(f"{OUT}/Makefile")
     assert "include $(RULES_DIR)/pmsis_rules.mk" in mk
     srcs = re.findall(r"^APP_SRCS \+= (\S+)$", mk, re.M)
-    expect = (["$(CURDIR)/src/main.c", "$(CURDIR)/src/network.c"]
+    expect = (["$(CURDIR)/src/main.c", f"$(CURDIR)/src/nns_{MODEL}.c", f"$(CURDIR)/src/nns_{MODEL}_api.c"]
               + [f"$(CURDIR)/src/layers/{c}.c" for c in layer_order(proj)])
     assert srcs[:len(expect)] == expect
     assert "$(NNSCONS_ROOT)/kernels/gap9/nn_gap9.c" in srcs

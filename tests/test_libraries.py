@@ -1,5 +1,5 @@
-"""The network as a library on the targets that are not host: k210 (emul, qemu) and aie2p
-(emul).  The `library` alias builds the archive and the header (and the .cmake/.mk); a tiny
+"""The network as a library on the targets that are not host: k210 (emul, qemu), aie2p
+(emul) and gap9 (emul, qemu: a PMSIS program that mounts the readfs and opens the library).  The `library` alias builds the archive and the header (and the .cmake/.mk); a tiny
 C program linked against the archive through the .mk (the machine's gcc where the library
 is host-compiled, the cross compiler + qemu for k210 qemu) gives the harness's output bit
 for bit: run() on the harness's input.bin equals its output.bin, run_float() on that input
@@ -59,6 +59,34 @@ int main(void)
 }
 """
 
+# gap9: a GAP9 application: the weights come from the readfs (the files the header names),
+# the arena is in L2
+GAP9_APP = APP.replace('#include "nns_simplecnn.h"', '''#include "pmsis.h"
+#include "nn_gap9.h"
+#include "nns_simplecnn.h"
+
+static const char *const files[] = NNS_SIMPLECNN_READFS_FILES;''').replace("int main(void)", "static int app(void)").replace(
+    "    void *arena = malloc(NNS_SIMPLECNN_ARENA_SIZE);", '''    static struct pi_device flash, fs;
+    void *arena = pi_l2_malloc(NNS_SIMPLECNN_ARENA_SIZE);
+    if (nns_simplecnn_run(x, y, arena) != NNS_SIMPLECNN_ERR_NOT_OPEN)
+        return 6;
+    if (nn_readfs_mount(&flash, &fs) || nns_simplecnn_open(&fs) != NNS_SIMPLECNN_OK)
+        return 5;
+    printf("app: %d readfs files, first %s, L2 %d B, L3 %d B\\n", NNS_SIMPLECNN_NUM_READFS_FILES, files[0],
+           NNS_SIMPLECNN_L2_SIZE, NNS_SIMPLECNN_L3_SIZE);''') + '''
+static void app_main(void)
+{
+    const int r = app();
+    nns_simplecnn_close();
+    pmsis_exit(r);
+}
+
+int main(void)
+{
+    return pmsis_kickoff((void *)app_main);
+}
+'''
+
 MAKEFILE = """include {mk}
 app: app.c
 \t$(CC) $(APPFLAGS) $(NNS_SIMPLECNN_CFLAGS) -o $@ app.c $(NNS_SIMPLECNN_LIBS) $(APPLDFLAGS)
@@ -85,7 +113,13 @@ def _library(project, target, platform, lib_dir):
     return b
 
 
-def _app(project, tmp_path, b, lib_dir, run_dir, cc="gcc", cflags="-O2", ldflags=""):
+def _members(project, archive):
+    """The object names in an archive (ar t)."""
+    return set(subprocess.run(["ar", "t", project.file(archive)], stdout=subprocess.PIPE, text=True,
+                              check=True).stdout.split())
+
+
+def _app(project, tmp_path, b, lib_dir, run_dir, cc="gcc", cflags="-O2", ldflags="", source=APP):
     """app.c built by make through the library's .mk, beside the harness's input.bin and the
     same input dequantized to float32 in the model's layout (x.f32)."""
     header = project.read(f"{b}/include/nns_simplecnn.h")
@@ -99,7 +133,7 @@ def _app(project, tmp_path, b, lib_dir, run_dir, cc="gcc", cflags="-O2", ldflags
     x = (q.reshape(shape).astype(np.float32) - np.float32(zp)) * scale
     shutil.copy(project.file(f"{b}/bin/input.bin"), tmp_path / "input.bin")
     x.astype(np.float32).tofile(tmp_path / "x.f32")
-    (tmp_path / "app.c").write_text(APP)
+    (tmp_path / "app.c").write_text(source)
     (tmp_path / "Makefile").write_text(MAKEFILE.format(mk=project.file(f"{b}/{lib_dir}/nns_simplecnn.mk")))
     subprocess.run(["make", "-s", f"CC={cc}", f"APPFLAGS={cflags}", f"APPLDFLAGS={ldflags}", "app"], cwd=tmp_path,
                    check=True)
@@ -116,8 +150,7 @@ def _same_as_harness(project, tmp_path, b, run_dir, stdout):
 
 def test_k210_library_emul_and_qemu(project, tmp_path):
     b = _library(project, "k210", "emul", "emul/lib")
-    assert "kpu_emul.o" in subprocess.run(["ar", "t", project.file(f"{b}/emul/lib/libnns_simplecnn.a")],
-                                          stdout=subprocess.PIPE, text=True, check=True).stdout
+    assert "kpu_emul.o" in _members(project, f"{b}/emul/lib/libnns_simplecnn.a")
     assert "Test PASSED [k210] simplecnn" in project.scons("target=k210", "model=simplecnn").stdout
     emul = tmp_path / "emul"
     emul.mkdir()
@@ -147,9 +180,8 @@ def test_aie2p_library_emul(project, tmp_path):
     """aie2p-hybrid: the convs and the fc on the emulated NPU, the pools on the host CPU, all
     in one host-compiled library."""
     b = _library(project, "aie2p-hybrid", "emul", "lib")
-    names = subprocess.run(["ar", "t", project.file(f"{b}/lib/libnns_simplecnn.a")], stdout=subprocess.PIPE,
-                           text=True, check=True).stdout.split()
-    assert {"conv1_aie.o", "conv1.o", "pool1.o", "nn_aie_emul.o", "conv1.o"} <= set(names), names
+    names = _members(project, f"{b}/lib/libnns_simplecnn.a")
+    assert {"conv1_aie.o", "conv1.o", "pool1.o", "nn_aie_emul.o", "conv1.o"} <= names, names
     header = project.read(f"{b}/include/nns_simplecnn.h")
     assert "aie/L/final.xclbin" in header and '"NHWC"' in header
     assert "Test PASSED [aie2p-hybrid] simplecnn" in project.scons("target=aie2p-hybrid", "model=simplecnn",
@@ -158,3 +190,59 @@ def test_aie2p_library_emul(project, tmp_path):
     r = subprocess.run([app], cwd=tmp_path, stdout=subprocess.PIPE, text=True, timeout=120)
     assert r.returncode == 0, r.stdout
     _same_as_harness(project, tmp_path, b, "", r.stdout)
+
+
+def test_gap9_library_emul_and_qemu(project, tmp_path):
+    """The archive holds the PMSIS emulation of its platform; the application flashes the
+    weights (here: the readfs is a folder) and opens the library on its mounted readfs."""
+    b = _library(project, "gap9", "emul", "emul/lib")
+    names = _members(project, f"{b}/emul/lib/libnns_simplecnn.a")
+    assert {"conv1.o", "nns_simplecnn.o", "nns_simplecnn_api.o", "nn_gap9.o", "emul_fs.o"} <= names, names
+    header = project.read(f"{b}/include/nns_simplecnn.h")
+    assert "int nns_simplecnn_open(struct pi_device *fs);" in header and '"NHWC"' in header
+    assert '#define NNS_SIMPLECNN_READFS_FILES { "conv1_weights.bin",' in header
+    for macro in ("L1_SIZE", "L2_SIZE", "L2_LIB_SIZE", "L3_SIZE"):
+        assert int(_macro(header, macro).split()[0]) >= 0, macro
+    assert "Test PASSED [gap9] simplecnn" in project.scons("target=gap9", "model=simplecnn",
+                                                           "platform=emul").stdout
+
+    def readfs(d):
+        d.mkdir()
+        for f in os.listdir(project.file(f"{b}/bin")):
+            if f.endswith("_weights.bin"):
+                shutil.copy(project.file(f"{b}/bin/{f}"), d / f)
+        return d
+
+    def on_emul(d):
+        app = _app(project, d, b, "emul/lib", "emul/", source=GAP9_APP)
+        r = subprocess.run([app], cwd=d, stdout=subprocess.PIPE, text=True, timeout=120,
+                           env=dict(os.environ, NN_EMUL_FS_DIR=str(d)))
+        assert r.returncode == 0, r.stdout
+        assert "app: 5 readfs files, first conv1_weights.bin" in r.stdout, r.stdout
+        _same_as_harness(project, d, b, "emul/", r.stdout)
+        return r.stdout
+
+    assert ", L3 0 B" in on_emul(readfs(tmp_path / "emul"))
+    # conv2 and fc staged from L3 RAM slab by slab: the open copies them there, and two runs
+    # (run_float, run_with_callback) each stage every slab again
+    y = project.read("targets.yaml").replace("      l3_threshold: 36KiB", "      l3_threshold: 1KiB")
+    project.write("targets.yaml", y.replace("      l1_budget: 112KiB    # per-layer default",
+                                            "      l1_budget: 4KiB    # per-layer default"))
+    assert "Test PASSED [gap9] simplecnn" in project.scons("target=gap9", "model=simplecnn",
+                                                           "platform=emul").stdout
+    assert "L3 0 B" not in on_emul(readfs(tmp_path / "emul-l3"))
+
+    from nnscons.targets.gap9 import qemu
+    if qemu.missing_tools():
+        pytest.skip(f"{', '.join(qemu.missing_tools())} not installed")
+    _library(project, "gap9", "qemu", "qemu/lib")
+    assert "Test PASSED [gap9] simplecnn" in project.scons("target=gap9", "model=simplecnn", "platform=qemu").stdout
+    q = readfs(tmp_path / "qemu")
+    x = qemu.cross_flags()
+    link = [f for f in x["LINKFLAGS"] if f not in x["CFLAGS"]]
+    app = _app(project, q, b, "qemu/lib", "qemu/", cc=qemu.CC, cflags=" ".join(x["CFLAGS"] + ["-O2"]),
+               ldflags=" ".join(link), source=GAP9_APP)
+    r = subprocess.run(qemu.qemu_command(app), cwd=q, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout
+    _same_as_harness(project, q, b, "qemu/", r.stdout)

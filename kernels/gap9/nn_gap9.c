@@ -1,4 +1,6 @@
-/* nnscons GAP9 runtime (see nn_gap9.h). Runs on the cluster's master core. */
+/* nnscons GAP9 runtime (see nn_gap9.h). Runs on the cluster's master core, but for the readfs
+ * helpers at the end (the fabric controller). */
+#include <stdio.h>
 #include "nn_gap9.h"
 
 void nn_dma_init(nn_dma_queue_t *q, int cap)
@@ -109,4 +111,77 @@ const uint8_t *nn_stage_acquire(nn_stage_t *s, int slab)
     if (slab + 1 < s->n_slabs && s->issued == slab + 1)
         stage_issue(s, slab + 1);
     return s->buf[slab & 1];
+}
+
+/* ---- the fabric controller's readfs files ------------------------------------------------------ */
+
+int nn_readfs_mount(struct pi_device *flash, struct pi_device *fs)
+{
+    struct pi_default_flash_conf flash_conf;
+    struct pi_readfs_conf fs_conf;
+    pi_default_flash_conf_init(&flash_conf);
+    pi_open_from_conf(flash, &flash_conf);
+    if (pi_flash_open(flash))
+        return -1;
+    pi_readfs_conf_init(&fs_conf);
+    fs_conf.fs.flash = flash;
+    pi_open_from_conf(fs, &fs_conf);
+    return pi_fs_mount(fs) ? -1 : 0;
+}
+
+pi_fs_file_t *nn_fs_open_exact(struct pi_device *fs, const char *name, long size)
+{
+    pi_fs_file_t *f = pi_fs_open(fs, name, 0);
+    if (f == NULL)
+        printf("ERROR cannot open %s\n", name);
+    else if ((long)f->size != size) {
+        printf("ERROR %s: expected exactly %ld bytes, found %u\n", name, size, (unsigned)f->size);
+        pi_fs_close(f);
+        f = NULL;
+    }
+    return f;
+}
+
+int nn_fs_read_exact(pi_fs_file_t *f, void *dst, uint32_t size)
+{
+    return pi_fs_read(f, dst, size) == (int32_t)size ? 0 : -1;
+}
+
+int nn_check_golden(struct pi_device *fs, const char *name, int index, const char *id, const int8_t *got,
+                    long size, int8_t *chunk, long chunk_size)
+{
+    pi_fs_file_t *f = nn_fs_open_exact(fs, name, size);
+    long bad = 0, first = -1;
+    int max_diff = 0, got_first = 0, want_first = 0;
+    if (f == NULL)
+        return -1;
+    for (long done = 0; done < size; done += chunk_size) {
+        const uint32_t n = (uint32_t)(size - done < chunk_size ? size - done : chunk_size);
+        if (nn_fs_read_exact(f, chunk, n)) {
+            pi_fs_close(f);
+            return -1;
+        }
+        for (uint32_t k = 0; k < n; ++k) {
+            const int want = chunk[k], have = got[done + k];
+            const int d = have > want ? have - want : want - have;
+            if (d) {
+                if (first < 0) {
+                    first = done + k;
+                    got_first = have;
+                    want_first = want;
+                }
+                ++bad;
+                if (d > max_diff)
+                    max_diff = d;
+            }
+        }
+    }
+    pi_fs_close(f);
+    if (bad) {
+        printf("layer %d %s: MISMATCH %ld/%ld elements, max |diff| %d, first at %ld (got %d, want %d)\n",
+               index, id, bad, size, max_diff, first, got_first, want_first);
+        return 1;
+    }
+    printf("layer %d %s: OK\n", index, id);
+    return 0;
 }

@@ -9,6 +9,8 @@
  * - nn_layer_io_t: a layer's L2 buffers, passed by network.c so layer code holds no
  *   global addresses.
  * - nn_split: the range of a work item count a core takes in pi_cl_team_fork.
+ * - nn_readfs_mount, nn_fs_open_exact, nn_fs_read_exact, nn_check_golden: the fabric
+ *   controller's readfs files (the library's weights, the harness's input and goldens).
  */
 #ifndef NN_GAP9_H
 #define NN_GAP9_H
@@ -89,5 +91,17 @@ static inline void nn_split(int n, int *begin, int *end)
     *begin = core * per < n ? core * per : n;
     *end = *begin + per < n ? *begin + per : n;
 }
+
+/* Opens the default flash and mounts its readfs partition on fs: 0, or -1. */
+int nn_readfs_mount(struct pi_device *flash, struct pi_device *fs);
+/* The readfs file `name`, open, when it holds exactly `size` bytes; else NULL (said on stdout). */
+pi_fs_file_t *nn_fs_open_exact(struct pi_device *fs, const char *name, long size);
+/* Reads `size` bytes of f into dst: 0, or -1. */
+int nn_fs_read_exact(pi_fs_file_t *f, void *dst, uint32_t size);
+/* Compares got[0..size) with the readfs file `name`, read through chunk (chunk_size bytes, L2),
+ * and prints the layer's line ("layer <index> <id>: OK" or "... MISMATCH ...").
+ * 0: match, 1: mismatch, -1: I/O error. */
+int nn_check_golden(struct pi_device *fs, const char *name, int index, const char *id, const int8_t *got,
+                    long size, int8_t *chunk, long chunk_size);
 
 #endif /* NN_GAP9_H */

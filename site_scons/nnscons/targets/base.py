@@ -5,6 +5,7 @@ emits the layer's code, the kernel sources it needs, and a constraint check.
 """
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -257,3 +258,12 @@ def pack_hwc(layer, graph, layout) -> bytes:
         raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()
         blob[offset:offset + len(raw)] = raw
     return bytes(blob)
+
+
+def cross_ar(cc: str) -> str:
+    """The archiver beside a cross compiler (riscv64-unknown-elf-gcc -> riscv64-unknown-elf-ar)."""
+    if cc.endswith("gcc"):
+        ar = cc[:-3] + "ar"
+        if shutil.which(ar):
+            return ar
+    return "ar"

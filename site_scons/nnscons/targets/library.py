@@ -40,19 +40,34 @@ def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, sour
     target's network source (source_template: its run_with_callback), and from the host's
     templates the header, the API source (names, run, run_float), and per archive folder in
     lib_dirs the .cmake and .mk.  layers: LayerPlans in execution order.  The header depends
-    on sizes and I/O only, so a layer's edit never regenerates it."""
+    on sizes and I/O only, so a layer's edit never regenerates it.  lib_dirs may also be a
+    dict {folder: {"link_libs": [...], "cflags": [...]}}: what an application of that
+    archive links and compiles with besides the header's folder (one archive per platform)."""
     f = files(lib["model"])
+    header_lib, lib = lib, core(lib)
     rel = os.path.relpath(TEMPLATES, templates_dir)
     t = lambda name: name if rel == "." else os.path.join(rel, name)  # noqa: E731
     out = [(f["source"], source_template, source_spec),
-           (f["header"], t("nns.h.j2"), {"lib": lib, "arena_size": arena_size, "num_layers": len(layers)}),
+           (f["header"], t("nns.h.j2"), {"lib": header_lib, "arena_size": arena_size, "num_layers": len(layers)}),
            (f["api"], t("api.c.j2"), {"lib": lib, "layers": [{"name": lp.layer.name, "cname": lp.cname}
                                                               for lp in layers]})]
-    for d in lib_dirs:
-        lib_spec = {"lib": dict(lib, link_libs=list(link_libs), include_rel=os.path.relpath("include", d))}
+    per_dir = lib_dirs if isinstance(lib_dirs, dict) else {d: {} for d in lib_dirs}
+    for d, flags in per_dir.items():
+        lib_spec = {"lib": dict(lib, link_libs=list(flags.get("link_libs", link_libs)),
+                                cflags=list(flags.get("cflags", ())), include_rel=os.path.relpath("include", d))}
         out += [(files(lib["model"], d)["cmake"], t("lib.cmake.j2"), lib_spec),
                 (files(lib["model"], d)["mk"], t("lib.mk.j2"), lib_spec)]
     return out
+
+
+# what only the header says (a target's notes, declarations, error codes): the other files
+# do not depend on them, so that e.g. gap9's memory sizes regenerate the header alone
+HEADER_ONLY = ("notes", "declarations", "errors")
+
+
+def core(lib: dict) -> dict:
+    """lib without HEADER_ONLY: the spec of the files that are not the header (e.g. a harness)."""
+    return {k: v for k, v in lib.items() if k not in HEADER_ONLY}
 
 
 def weights_files(lib: dict, templates_dir: str, layers, align: int = 16) -> list:
@@ -72,9 +87,10 @@ def weights_include(build_dir: str) -> str:
     return "-Wa,-I" + os.path.dirname(binfiles.bin_path(build_dir, "weights", "x"))
 
 
-def harness_bins() -> dict:
-    """The .bin names the harnesses read, as C format strings (binfiles' rule)."""
-    return {"input": binfiles.INPUT, "golden": binfiles.bin_name("golden", "%s")}
+def harness_bins(style: str = "tree") -> dict:
+    """The .bin names the harnesses read, as C format strings (binfiles' rule; style "flat"
+    on a device's file system, gap9's readfs)."""
+    return {"input": binfiles.INPUT, "golden": binfiles.bin_name("golden", "%s", style)}
 
 
 def _io(graph, tensor_name: str, layout: str) -> dict:

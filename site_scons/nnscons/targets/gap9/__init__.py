@@ -18,7 +18,7 @@ import os
 from ...errors import UserError
 from ...resources import data_path, data_relative
 from ... import ops as nnsops
-from .. import base
+from .. import base, library
 from ... import binfiles
 from . import gvsoc_open, layerwise, memory, ops, platforms
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
@@ -125,12 +125,18 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                                f"parameters) and pulp-open has no L3 here")
     for lp in layers:
         lp.report.update(_layer_report(lp, mem))
-    network = network_spec(graph, layers, mem, opts)
+    model = library.c_model_name(graph.name)
+    t = mem["buffers"]["tensors"]
+    lib = _lib(library.spec(graph, "hwc", model), layers, mem, opts, (t[graph.input], t[graph.output]))
+    network = dict(network_spec(graph, layers, mem, opts), lib=library.core(lib))
+    files = library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
+                                    lib_dirs={_lib_dir(p): platforms.library_flags(opts, p) for p in LIB_PLATFORMS})
     return base.TargetPlan(
         layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
-        network_files=[("src/network.c", "network.c.j2", network), ("src/network.h", "network.h.j2", {}),
-                       ("src/main.c", "main.c.j2", {}),
-                       ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts))],
+        network_files=files + [
+            ("src/main.c", "main.c.j2", {"lib": library.core(lib), "bins": library.harness_bins("flat"),
+                                         "chunk": memory.COMPARE_CHUNK}),
+            ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts, library.files(model)))],
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
         report={**({"cycles_source": gvsoc_open.CYCLES_SOURCE} if opts["run"]["platform"] == "gvsoc-open" else {}),
                 "peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
@@ -141,7 +147,68 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                                   f"L3 {opts['memory']['l3_device']} {mem['l3_bytes']:,} B"]},
         columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("L3->L2 B", "l3_l2"), ("tier", "tier")],
-        extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "memory": mem})
+        extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "memory": mem,
+               "library": library.files(model, _lib_dir(opts["run"]["platform"]))})
+
+
+# one archive per platform (each its own compiler and PMSIS runtime): <platform>/lib
+LIB_PLATFORMS = ("emul", "qemu", "gvsoc", "gvsoc-open")
+
+
+def _lib_dir(platform: str) -> str:
+    return f"{platform}/lib"
+
+
+def _lib(lib, layers, mem, opts, io) -> dict:
+    """The header's GAP9 part: what the application flashes (the readfs files) and the memory
+    it gives the library (L1, L2, L3 from the plan), nns_<model>_open/close, the error codes."""
+    P, M = lib["prefix"], lib["macro"]
+    files = [binfiles.bin_name("weights", lp.cname, "flat") for lp in layers if lp.param_layout]
+    l1 = opts["memory"]["l1"] - opts["memory"]["l1_reserved"]     # every l1_budget's bound: no tiling in it
+    own_l2 = mem["params_l2_bytes"] + mem["staging_bytes"] + memory.COMPARE_CHUNK
+    c = opts["cluster"]
+    staged = "flash: read by the cluster from their readfs files" if opts["memory"]["l3_device"] == "flash" \
+        else "ram: copied into the external RAM by the open"
+    notes = [
+        "Target gap9 (PMSIS): the weights are not linked in.  They are readfs files the",
+        "application flashes (NNS_..._READFS_FILES, the GAP SDK's READFS_FILES; the names",
+        "are fixed), and " + P + "_open(fs) loads them from the application's mounted readfs",
+        "(pi_fs_mount): L2-resident parameters into L2, the others (L3) per memory.l3_device,",
+        staged + ".",
+        "Call " + P + "_open once before any run (it opens the cluster and, when the network",
+        "has L3 parameters in RAM, the default RAM), " + P + "_close at the end.",
+        "Memory: arena NNS_..._ARENA_SIZE bytes in L2 (pi_l2_malloc: the cluster DMA moves it",
+        "to L1), the caller's; the open allocates NNS_..._L2_LIB_SIZE more bytes of L2;",
+        "NNS_..._L2_SIZE is the plan's L2 peak (both, checked against memory.l2).  A layer",
+        "takes at most its l1_budget <= NNS_..._L1_SIZE bytes of L1 (pi_cl_l1_malloc) besides",
+        f"the cluster's stacks ({c['stack_size']} B for the master core, {c['slave_stack_size']} B per other core).",
+        "L3: NNS_..._L3_SIZE bytes of external RAM.  Input and output: anywhere the fabric",
+        "controller reads and writes (memcpy), or in place, at arena + NNS_..._INPUT_OFFSET and",
+        "arena + NNS_..._OUTPUT_OFFSET (no copy, no more L2; a run may overwrite the input there).",
+        "Runs happen on the fabric controller, one inference at a time.",
+    ]
+    decls = [
+        "/* GAP9: the readfs files the application flashes (weights), and the memory it gives */",
+        f"#define {M}_NUM_READFS_FILES {len(files)}",
+        f"#define {M}_READFS_FILES {{ " + ", ".join(f'"{f}"' for f in files) + " }",
+        f"#define {M}_L1_SIZE {l1}            /* L1 a layer may take (memory.l1 - l1_reserved) */",
+        f"#define {M}_L2_LIB_SIZE {own_l2}     /* allocated in L2 by {P}_open */",
+        f"#define {M}_L2_SIZE {mem['peak_l2']}        /* arena + L2_LIB_SIZE */",
+        f"#define {M}_L3_SIZE {mem['l3_bytes'] if opts['memory']['l3_device'] == 'ram' else 0}"
+        "        /* external RAM allocated by the open */",
+        f"#define {M}_INPUT_OFFSET {io[0]['offset']}      /* in the arena: the input may be given in place */",
+        f"#define {M}_OUTPUT_OFFSET {io[1]['offset']}     /* and the output */",
+        "",
+        "struct pi_device;",
+        f"/* Loads the weights from the mounted readfs fs, opens the cluster (and the RAM when",
+        f" * L3_SIZE > 0): {M}_OK, {M}_ERR_FILE or {M}_ERR_DEVICE.  Once before any run. */",
+        f"int {P}_open(struct pi_device *fs);",
+        f"void {P}_close(void);",
+    ]
+    errors = [{"name": "ERR_NOT_OPEN", "code": -3, "what": f"run before {P}_open"},
+              {"name": "ERR_FILE", "code": -4, "what": "a weights file missing from the readfs, or of the wrong size"},
+              {"name": "ERR_DEVICE", "code": -5, "what": "the cluster, the RAM or an L2 allocation failed"}]
+    return dict(lib, notes=notes, declarations=decls, errors=errors)
 
 
 def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPlan:
@@ -193,11 +260,11 @@ def _layer_report(lp, mem) -> dict:
     return r
 
 
-def _makefile_spec(layers, kernels, opts) -> dict:
+def _makefile_spec(layers, kernels, opts, lib_files) -> dict:
     """What the GAP SDK Makefile of the output folder needs (gvsoc.py, Makefile.j2): sources, kernels,
     bin files, defines; nothing from the tiling, so a tiling edit does not regenerate it."""
-    return {"sources": ["src/main.c", "src/network.c"] + [p for lp in layers for p, _, _ in lp.sources()
-                                                          if p.endswith(".c")],
+    return {"sources": ["src/main.c", lib_files["source"], lib_files["api"]]
+            + [p for lp in layers for p, _, _ in lp.sources() if p.endswith(".c")],
             "kernels": sorted(data_relative(k) for k in kernels), "include": ["kernels/common", "kernels/gap9"],
             "bins": [binfiles.INPUT] + sorted(binfiles.bin_name(k, lp.cname, "flat") for lp in layers
                                               for k in (["golden"] + (["weights"] if lp.param_layout else []))),
@@ -205,13 +272,12 @@ def _makefile_spec(layers, kernels, opts) -> dict:
 
 
 def network_spec(graph, layers, mem, opts) -> dict:
-    """Everything network.c depends on: order, buffer offsets, tiers, slabs, memory sizes."""
+    """Everything the library's network source (network.c.j2) depends on: order, buffer offsets,
+    tiers, slabs, memory sizes."""
     t = mem["buffers"]["tensors"]
     return {
         "arena_size": mem["buffers"]["arena_size"],
         "input": t[graph.input],
-        "loads": [{"stem": "input", **t[graph.input]}],
-        "print_output": True,
         "output": t[graph.output],
         "layers": [{"cname": lp.cname, "bin": lp.cname, "index": i,
                     "inputs": [t[i]["offset"] for i in lp.layer.inputs],

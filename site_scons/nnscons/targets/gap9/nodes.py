@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ...builders.nodes import compile_generated, compile_object
+from ...builders.nodes import compile_generated, compile_object, declare_library
 from ... import binfiles
 from . import gvsoc_open, platforms
 
@@ -16,9 +16,17 @@ def declare_nodes(env, session, common) -> dict:
     penv, extra_sources = platforms.environment(env, session, platform)
     penv["NNS_PLATFORM_NAME"] = platform
     verbose = env["NNS_VERBOSE"]
-    objects = compile_generated(penv, session, common, os.path.join(pdir, "obj"))
+    layerwise = session.plan.network.get("layerwise")
+    # the library: layers, network, API, kernels and, on emul and qemu, the PMSIS emulation;
+    # the harness (main.c) is linked against it and, elsewhere, the platform's runtime
+    in_lib = () if layerwise else list(extra_sources) if platforms.library_runtime(platform) else []
+    runtime = [s for s in extra_sources if s not in in_lib]
+    if not layerwise:
+        lib_nodes, objects = declare_library(penv, session, common, os.path.join(pdir, "obj"), in_lib)
+    else:
+        objects = compile_generated(penv, session, common, os.path.join(pdir, "obj"))
     root = penv.get("NNS_SOURCE_ROOT")
-    for src in list(session.plan.kernels) + list(extra_sources):
+    for src in (list(session.plan.kernels) if layerwise else []) + runtime:
         # objects mirror their source's path (repo-relative, or under the SDK) so that two
         # runtime files of the same name never share an object
         rel = os.path.relpath(src, root) if os.path.isabs(src) and root else src
@@ -26,9 +34,11 @@ def declare_nodes(env, session, common) -> dict:
         objects += compile_object(penv, os.path.join(pdir, "obj", "runtime", os.path.splitext(rel)[0] + ".o"),
                                   src, stem)
 
-    if session.plan.network.get("layerwise"):
+    if layerwise:
         return _layerwise_nodes(env, penv, session, common, objects, pdir)
-    firmware = penv.Program(os.path.join(pdir, "firmware"), sorted(objects, key=str),
+    # the harness, the library, the platform's runtime (gvsoc, gvsoc-open)
+    firmware = penv.Program(os.path.join(pdir, "firmware"),
+                            objects[:1] + lib_nodes[:1] + sorted(objects[1:], key=str),
                             LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
     run = penv.NnsGap9Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")],
                           firmware + common.input + common.weights + common.goldens,
@@ -37,7 +47,7 @@ def declare_nodes(env, session, common) -> dict:
     penv.SideEffect(binfiles.output_path(pdir), run)
     env.Clean(firmware, [binfiles.output_path(pdir)] +
               ([os.path.join(pdir, gvsoc_open.WORK_DIR)] if platform == "gvsoc-open" else []))
-    aliases = {"firmware": firmware, "run": run}
+    aliases = {"firmware": firmware, "run": run, "library": lib_nodes}
     if platform not in ("qemu", "gvsoc-open"):
         aliases["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
     return aliases

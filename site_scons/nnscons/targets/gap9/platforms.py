@@ -15,6 +15,7 @@ import shutil
 from ...builders.hostrun import run_program
 from ...errors import UserError
 from ...resources import data_path
+from ..base import cross_ar
 from . import gvsoc, gvsoc_open
 
 EMUL_DIR = data_path("kernels", "gap9", "emul")
@@ -88,16 +89,36 @@ def emul_sources(platform) -> list:
     return [f for f in files if drop not in os.path.basename(f)]
 
 
+def library_flags(opts, platform) -> dict:
+    """What an application of <platform>/lib/libnns_<model>.a compiles and links with besides
+    the header (its .mk and .cmake): nn_gap9.h's folder and the runtime defines; on emul and
+    qemu the emulation's pmsis.h (the archive holds the emulation; natively it needs
+    threads).  On gvsoc and gvsoc-open the application brings its PMSIS runtime."""
+    inc = [os.path.abspath(data_path("kernels", "common")), os.path.abspath(data_path("kernels", "gap9"))]
+    defines = runtime_defines(opts) + xpulp_defines(platform)
+    if platform in ("emul", "qemu"):
+        inc.append(os.path.abspath(EMUL_DIR))
+        defines += _emul_defines(opts) + (["NN_EMUL_SEQUENTIAL"] if platform == "qemu" else [])
+    return {"cflags": [f"-I{d}" for d in inc] + [f"-D{d}" for d in defines],
+            "link_libs": ["pthread"] if platform == "emul" else []}
+
+
+def library_runtime(platform) -> bool:
+    """Whether the platform's archive holds the PMSIS runtime (the emulation)."""
+    return platform in ("emul", "qemu")
+
+
 def environment(env, session, platform):
     """A clone of env with this platform's compiler, flags and include paths;
     returns (env, extra C sources to compile and link)."""
     opts = session.options
-    cpp = [data_path("kernels", "common"), data_path("kernels", "gap9"), os.path.join(session.build_dir, "src")]
+    cpp = [data_path("kernels", "common"), data_path("kernels", "gap9"), os.path.join(session.build_dir, "src"),
+           os.path.join(session.build_dir, "include")]
     defines = runtime_defines(opts) + xpulp_defines(platform)
     if platform == "gvsoc":
         sdk = gvsoc.require_sdk(session.target_cfg.name)
         s = sdk.build_settings(opts)
-        e = env.Clone(CC=s["CC"], LINK=s["CC"], CFLAGS=s["CFLAGS"], ASPPFLAGS=s["ASPPFLAGS"],
+        e = env.Clone(CC=s["CC"], LINK=s["CC"], AR=cross_ar(s["CC"]), CFLAGS=s["CFLAGS"], ASPPFLAGS=s["ASPPFLAGS"],
                       LINKFLAGS=s["LINKFLAGS"], CPPPATH=cpp + s["CPPPATH"],
                       CPPDEFINES=defines + s["CPPDEFINES"], LIBS=s["LIBS"], PROGSUFFIX="",
                       NNS_SOURCE_ROOT=s["SOURCE_ROOT"])
@@ -107,13 +128,14 @@ def environment(env, session, platform):
         work = os.path.join(session.build_dir, platform, gvsoc_open.WORK_DIR, "program")
         fs_dir = os.path.relpath(os.path.join(session.build_dir, "bin"), work)
         x = gvsoc_open.cross_flags(fs_dir.replace(os.sep, "/"), opts)
-        e = env.Clone(CC=x["CC"], LINK=x["CC"], CFLAGS=x["CFLAGS"], LINKFLAGS=x["LINKFLAGS"],
+        e = env.Clone(CC=x["CC"], LINK=x["CC"], AR=cross_ar(x["CC"]), CFLAGS=x["CFLAGS"], LINKFLAGS=x["LINKFLAGS"],
                       CPPPATH=cpp + x["CPPPATH"], CPPDEFINES=defines + x["CPPDEFINES"], PROGSUFFIX=".elf")
         return e, x["SOURCES"]
     if platform == "qemu":
         from . import qemu
         x = qemu.cross_flags()
-        e = env.Clone(CC=x["CC"], LINK=x["CC"], CFLAGS=list(x["CFLAGS"]) + ["-Wall", "-Wextra", "-Werror"],
+        e = env.Clone(CC=x["CC"], LINK=x["CC"], AR=cross_ar(x["CC"]),
+                      CFLAGS=list(x["CFLAGS"]) + ["-Wall", "-Wextra", "-Werror"],
                       LINKFLAGS=list(x["LINKFLAGS"]), CPPPATH=cpp + [EMUL_DIR],
                       CPPDEFINES=defines + _emul_defines(opts) + ["NN_EMUL_SEQUENTIAL"], PROGSUFFIX=".elf")
         return e, emul_sources("qemu")

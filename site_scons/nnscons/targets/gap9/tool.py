@@ -17,6 +17,7 @@ def generate(env):
     env.Tool("gcc")
     env.Tool("as")       # .S runtime files of the GAP SDK, preprocessed by $CC
     env.Tool("gnulink")
+    env.Tool("ar")       # lib/libnns_<model>.a
     env["BUILDERS"]["NnsGap9Run"] = SCons.Builder.Builder(
         action=SCons.Action.Action(runstep.run_firmware, actions.label))
     # layer by layer (layerwise.py): sliced .bin files, one run per layer, the merged run.log

@@ -19,6 +19,7 @@ import shutil
 from ...builders.hostrun import run_program
 from ...errors import UserError
 from ...resources import data_path
+from ..base import cross_ar
 
 QEMU = "qemu-system-riscv64"
 RAM_MB = 256
@@ -74,15 +75,6 @@ def check_tools(env, session) -> None:
     if not env.Detect(cc):
         raise UserError(f"target '{name}' platform=emul: C compiler '{cc}' not found on PATH; install it "
                         f"(Debian: apt-get install gcc) or set targets.{name}.toolchain.cc")
-
-
-def cross_ar(cc: str) -> str:
-    """The archiver beside a cross compiler (riscv64-unknown-elf-gcc -> riscv64-unknown-elf-ar)."""
-    if cc.endswith("gcc"):
-        ar = cc[:-3] + "ar"
-        if shutil.which(ar):
-            return ar
-    return "ar"
 
 
 def environment(env, session, platform):
