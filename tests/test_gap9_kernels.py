@@ -740,6 +740,7 @@ RV_FLAGS = ["-march=rv32imc_zicsr", "-mabi=ilp32", "-O2", "-ffreestanding", "-fn
 PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=nn_xp_conv2d_fast_plain",
                "-Dnn_xp_conv2d_im2col_s8=nn_xp_conv2d_im2col_s8_plain",
                "-Dnn_xp_conv2d_im2col=nn_xp_conv2d_im2col_plain",
+               "-Dnn_xp_conv2d_chans_s8=nn_xp_conv2d_chans_s8_plain",
                "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain"]
 
 
