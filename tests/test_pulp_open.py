@@ -152,3 +152,31 @@ def test_an_over_budget_dma_or_misuse_is_a_failed_run_not_a_pass(project):
     assert proc.returncode != 0
     assert "PULP-OPEN ERROR: pi_cl_l1_free" in proc.stdout
     assert not os.path.exists(project.file(f"{OUT}/check.txt"))
+
+
+@pytest.mark.slow
+@needs_cc
+@needs_gvsoc
+def test_resnet18_runs_layer_by_layer_with_sliced_layers(project):
+    """resnet18's 11.7 MB of parameters do not fit pulp-open's L2: one run per layer; its
+    layer4 3x3 convs (2.4 MB each) do not fit even alone and run on a slice of their output
+    channels. 32x32 input to keep the simulation short; 224x224 is the same plan."""
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("models:\n", "models:\n  resnet18s:\n    zoo: resnet18\n    seed: 0\n"
+                                            "    input_shape: [1, 3, 32, 32]\n"
+                                            "    quantization:\n      calibration: {count: 2, seed: 0}\n", 1))
+    proc = scons(project, "target=pulp-open", "model=resnet18s", timeout=3600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert ("Test PASSED [pulp-open] resnet18s: all 32 layers match (3 of them on a slice of their output "
+            "channels)") in proc.stdout
+    rep = json.loads(project.read("build/pulp-open/resnet18s/gvsoc-open/report.json"))
+    assert rep["layer_by_layer"] and rep["passed"]
+    sliced = {l["name"]: l for l in rep["layers"] if l.get("slice")}
+    assert set(sliced) == {"layer4.0.conv2", "layer4.1.conv1", "layer4.1.conv2"}
+    for layer in sliced.values():
+        k, oc = layer["slice"]["channels"], layer["slice"]["of"]
+        assert k % 8 == 0 and 0 < k < oc and layer["cycles_scale"] == oc / k
+        assert layer["cycles"] == round(layer["measured"]["cycles"] * oc / k)
+        assert os.path.getsize(project.file(f"build/pulp-open/resnet18s/bin/{layer['cname']}_slice_golden.bin")) == k
+    assert rep["total_cycles"] == sum(l["cycles"] for l in rep["layers"])
+    assert "measured on a slice of their output channels and scaled" in proc.stdout

@@ -122,8 +122,6 @@ def plan(graph, layers, opts, budgets) -> dict:
             params, out_size, stem = layout_bytes(layout), out_size // oc * k, f"{lp.cname}_slice"
             lp.report.update(slice={"channels": k, "of": oc, "layout": [list(x) for x in layout]},
                              cycles_scale=oc / k)
-            t = lp.spec["tile"]
-            lp.report.update(tile_shape=f"{t['th']}x{t['tw']}x{t['tc']} ({k}/{oc} ch)", n_tiles=t["n_tiles"])
         out_off = offsets[layer.inputs[0]] if alias else off
         arena = off if alias else off + _align(out_size)
         peak = max(peak, arena + _align(params) + memory.COMPARE_CHUNK)
