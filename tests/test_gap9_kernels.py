@@ -86,10 +86,15 @@ def _build(workdir: Path, extra=()):
 
 @pytest.fixture(scope="module")
 def harnesses(tmp_path_factory):
-    """{'plain': exe, 'sanitized': exe or None when the sanitizer runtime is missing}."""
+    """{'plain': exe, 'builtin': exe, 'sanitized': exe or None when the sanitizer runtime is
+    missing}."""
     if shutil.which("gcc") is None:
         pytest.skip("gcc not found")
-    exes = {"plain": _build(tmp_path_factory.mktemp("plain"))}
+    exes = {"plain": _build(tmp_path_factory.mktemp("plain")),
+            # nn_xpulp.h's GAP SDK builtin variant over host stand-ins for the builtins
+            "builtin": _build(tmp_path_factory.mktemp("builtin"),
+                              ["-std=gnu99", "-Wno-pedantic", "-DNN_XPULP_BUILTIN", "-include",
+                               str(Path(__file__).resolve().parent / "gap9_kernels" / "gap_builtins_host.h")])}
     try:
         exe = _build(tmp_path_factory.mktemp("sanitized"), SANITIZE)
         b = Batch()
@@ -344,10 +349,11 @@ def _to_hwc(out_chw, c, h, w):
 # ---------------------------------------------------------------- sweeps against the CHW kernels
 
 BUILDS = ["plain", "sanitized"]
+XP_BUILDS = BUILDS + ["builtin"]        # the Xpulp kernels' tests run on the builtin variant too
 N_CONV, N_POOL, N_SMALL = 400, 300, 60
 
 
-@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("build", XP_BUILDS)
 def test_conv_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     exe = _exe(harnesses, build)
     rng = np.random.default_rng(2024)
@@ -384,7 +390,7 @@ def random_xp_conv(rng):
     return geo, x, w, bias, mult, shift
 
 
-@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("build", XP_BUILDS)
 def test_xpulp_conv_fast_path_sweep(harnesses, tmp_path, build):
     """nn_xp_conv2d_s8's SIMD path (plain-C semantics of nn_xpulp.h) against the CHW kernel:
     every case must take that path, pairs and single pixels, all channel remainders."""
@@ -406,7 +412,7 @@ def test_xpulp_conv_fast_path_sweep(harnesses, tmp_path, build):
     checks.verify(exe, tmp_path)
 
 
-@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("build", XP_BUILDS)
 def test_xpulp_linear_equals_common_kernel(harnesses, tmp_path, build):
     """nn_xp_linear_s8 against nn_linear_s8 (kernels/common, checked against the reference
     elsewhere): SIMD path (in_features % 4 == 0, in_zp 0 or -128) and fallback, random and
@@ -445,7 +451,7 @@ def test_xpulp_linear_equals_common_kernel(harnesses, tmp_path, build):
     assert len(distinct) > 50              # the outputs are not all clamped
 
 
-@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("build", XP_BUILDS)
 def test_xpulp_add_equals_common_kernel(harnesses, tmp_path, build):
     """nn_xp_add_s8 against nn_add_s8: shifts below 9 (fallback), 9..31 and from 32 on,
     multipliers and operands at their extremes, every clamp."""
@@ -491,7 +497,7 @@ def test_pool_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     checks.verify(exe, tmp_path)
 
 
-@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("build", XP_BUILDS)
 def test_xpulp_maxpool_sweep(harnesses, tmp_path, build):
     """nn_xp_maxpool_s8 on its SIMD path (c % 4 == 0) against the CHW kernel: calls small
     enough to requantize each output and large enough (>= 1024 outputs) for the table."""
@@ -564,7 +570,7 @@ def test_global_avgpool_and_requant_hwc_equal_chw_sweep(harnesses, tmp_path, bui
     checks.verify(exe, tmp_path)
 
 
-@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("build", XP_BUILDS)
 def test_extreme_accumulators(harnesses, tmp_path, build):
     """Accumulators at the documented bounds: K = 4608 terms of 255 * -128, int32 bias
     extremes; avgpool windows of 7x7 at |x - zp| = 255."""
@@ -667,7 +673,7 @@ def _layer_tiles(checks, rng, label, layer, g, x, kind):
                     add_pool_hwc(checks, rng, where, layer.op, geo, tile, p["mult"], p["shift"], want)
 
 
-@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("build", XP_BUILDS)
 def test_layers_match_reference(harnesses, tmp_path, build):
     exe = _exe(harnesses, build)
     rng = np.random.default_rng(11)
@@ -740,6 +746,7 @@ RV_FLAGS = ["-march=rv32imc_zicsr", "-mabi=ilp32", "-O2", "-ffreestanding", "-fn
 PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=nn_xp_conv2d_fast_plain",
                "-Dnn_xp_conv2d_im2col_s8=nn_xp_conv2d_im2col_s8_plain",
                "-Dnn_xp_conv2d_im2col=nn_xp_conv2d_im2col_plain",
+               "-Dnn_xp_conv2d_chans_s8=nn_xp_conv2d_chans_s8_plain",
                "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain"]
 
 

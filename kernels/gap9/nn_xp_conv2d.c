@@ -4,15 +4,17 @@
  * arguments and results as nn_hwc_conv2d_s8 (nn_hwc_kernels.h), which it calls for what it
  * does not cover.
  *
- * No im2col copy: with HWC activations and OHWI weights, one kernel row of a pixel's
+ * Direct path, no im2col copy: with HWC activations and OHWI weights, one kernel row of a pixel's
  * receptive field (its valid columns x in_c) is one contiguous run in the input tile and in
  * the weights, so the loop reads the tile in place, and L1 needs no extra buffer.  Taps in
  * the padding are skipped, which is exact because the activations are centred: zero point
  * 0 as they are (sdotsp), zero point -128 as x ^ 0x80 = x + 128 (sdotusp).
  *
- * Fast path: groups == 1, in_c % 4 == 0 (word-aligned runs), dil_w == 1, in_zp 0 or -128.
+ * Direct path: groups == 1, in_c % 4 == 0 (word-aligned runs), dil_w == 1, in_zp 0 or -128.
  * Two horizontally adjacent pixels pair up when their valid kernel columns agree (always
- * away from the left/right border); the others run 4 channels x 1 pixel.
+ * away from the left/right border); the others run 4 channels x 1 pixel; channels after the
+ * last block of 4 run 1 channel x 2 pixels. The other dense convs take the im2col path
+ * (below), grouped and depthwise ones nn_hwc_conv2d_s8.
  */
 #include <stddef.h>
 

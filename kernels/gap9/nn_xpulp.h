@@ -17,9 +17,10 @@
  * Activations with zero point -128 are fed as x ^ 0x80 (= x - zp, 0..255) to sdotusp, those
  * with zero point 0 as they are to sdotsp: either way padding is 0 and contributes nothing.
  *
- * The dot-product loops (nn_xp_dot_4x2, nn_xp_dot_4x1, nn_xp_dot_1x1) run over a receptive
- * field of rows x n words (both >= 1); the pointers must be 4-byte aligned. FLIP selects the activation form:
- * 0 = signed (zero point 0), 1 = x ^ 0x80 unsigned (zero point -128).
+ * The dot-product loops (nn_xp_dot_4x2, _4x1, _1x2, _1x1: output channels x pixels) run
+ * over a receptive field of rows x n words (both >= 1; _1x1 takes 0 too); the pointers must
+ * be 4-byte aligned on Xpulp. FLIP selects the activation form: 0 = signed (zero point 0),
+ * 1 = x ^ 0x80 unsigned (zero point -128).
  */
 #ifndef NN_XPULP_H
 #define NN_XPULP_H
