@@ -39,6 +39,9 @@ class Session:
         self.build_dir = build_dir or os.path.join("build", path_component(target_cfg.name),
                                                    path_component(model_cfg.folder or model_cfg.name))
         os.makedirs(self.build_dir, exist_ok=True)
+        # where the build goes, for files that name paths relative to themselves (a library's
+        # .mk/.cmake): relative, so that no signature depends on the checkout's absolute path
+        self.options["build"] = {"dir": self.build_dir}
         self.graph = load_graph(model_cfg, root, self.build_dir,
                                 os.path.join(self.build_dir, "cache", "model.pkl"))
         self.cnames = names.c_names([layer.name for layer in self.graph.layers])

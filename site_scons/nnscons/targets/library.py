@@ -41,8 +41,9 @@ def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, sour
     templates the header, the API source (names, run, run_float), and per archive folder in
     lib_dirs the .cmake and .mk.  layers: LayerPlans in execution order.  The header depends
     on sizes and I/O only, so a layer's edit never regenerates it.  lib_dirs may also be a
-    dict {folder: {"link_libs": [...], "cflags": [...]}}: what an application of that
-    archive links and compiles with besides the header's folder (one archive per platform)."""
+    dict {folder: {"link_libs": [...], "cflags": [...], "include_dirs": [...]}}: what an
+    application of that archive links and compiles with besides the header's folder (one
+    archive per platform; include_dirs relative to the folder)."""
     f = files(lib["model"])
     header_lib, lib = lib, core(lib)
     rel = os.path.relpath(TEMPLATES, templates_dir)
@@ -54,7 +55,8 @@ def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, sour
     per_dir = lib_dirs if isinstance(lib_dirs, dict) else {d: {} for d in lib_dirs}
     for d, flags in per_dir.items():
         lib_spec = {"lib": dict(lib, link_libs=list(flags.get("link_libs", link_libs)),
-                                cflags=list(flags.get("cflags", ())), include_rel=os.path.relpath("include", d))}
+                                cflags=list(flags.get("cflags", ())), include_rel=os.path.relpath("include", d),
+                                include_dirs=list(flags.get("include_dirs", ())))}
         out += [(files(lib["model"], d)["cmake"], t("lib.cmake.j2"), lib_spec),
                 (files(lib["model"], d)["mk"], t("lib.mk.j2"), lib_spec)]
     return out

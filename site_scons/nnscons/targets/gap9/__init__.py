@@ -130,7 +130,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     lib = _lib(library.spec(graph, "hwc", model), layers, mem, opts, (t[graph.input], t[graph.output]))
     network = dict(network_spec(graph, layers, mem, opts), lib=library.core(lib))
     files = library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
-                                    lib_dirs={_lib_dir(p): platforms.library_flags(opts, p) for p in LIB_PLATFORMS})
+                                    lib_dirs={_lib_dir(p): platforms.library_flags(
+                                        opts, p, os.path.join(opts["build"]["dir"], _lib_dir(p)))
+                                        for p in LIB_PLATFORMS})
     return base.TargetPlan(
         layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
         network_files=files + [

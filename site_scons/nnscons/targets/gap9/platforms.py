@@ -89,17 +89,21 @@ def emul_sources(platform) -> list:
     return [f for f in files if drop not in os.path.basename(f)]
 
 
-def library_flags(opts, platform) -> dict:
+def library_flags(opts, platform, lib_dir) -> dict:
     """What an application of <platform>/lib/libnns_<model>.a compiles and links with besides
-    the header (its .mk and .cmake): nn_gap9.h's folder and the runtime defines; on emul and
-    qemu the emulation's pmsis.h (the archive holds the emulation; natively it needs
-    threads).  On gvsoc and gvsoc-open the application brings its PMSIS runtime."""
-    inc = [os.path.abspath(data_path("kernels", "common")), os.path.abspath(data_path("kernels", "gap9"))]
+    the header (its .mk and .cmake in lib_dir): nn_gap9.h's folder and the runtime defines; on
+    emul and qemu the emulation's pmsis.h (the archive holds the emulation; natively it needs
+    threads).  On gvsoc and gvsoc-open the application brings its PMSIS runtime.  Include
+    folders are relative to lib_dir (the files find them from where they are), so that two
+    checkouts generate the same files and share a cache."""
+    inc = [data_path("kernels", "common"), data_path("kernels", "gap9")]
     defines = runtime_defines(opts) + xpulp_defines(platform)
     if platform in ("emul", "qemu"):
-        inc.append(os.path.abspath(EMUL_DIR))
+        inc.append(EMUL_DIR)
         defines += _emul_defines(opts) + (["NN_EMUL_SEQUENTIAL"] if platform == "qemu" else [])
-    return {"cflags": [f"-I{d}" for d in inc] + [f"-D{d}" for d in defines],
+    here = os.path.abspath(lib_dir)
+    return {"include_dirs": [os.path.relpath(os.path.abspath(d), here).replace(os.sep, "/") for d in inc],
+            "cflags": [f"-D{d}" for d in defines],
             "link_libs": ["pthread"] if platform == "emul" else []}
 
 
