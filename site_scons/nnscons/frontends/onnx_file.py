@@ -120,8 +120,8 @@ def read_onnx(path: str, input_shape=None) -> OnnxFile:
     proto = _load(path)
     graph = proto.graph
     _check_defined(path, graph)
-    try:
-        onnx.checker.check_model(proto)
+    try:   # from the file: the checker reads it in C++ (a proto would be serialized again first)
+        onnx.checker.check_model(path)
     except Exception as e:
         raise ModelError(f"{path}: invalid ONNX model: {e}") from None
     inits = {i.name for i in graph.initializer}
