@@ -301,15 +301,20 @@ void nn_xp_conv2d_flip(int8_t *buf, int w_begin, int w_end)
 }
 
 /* Core `core` of n_cores: n_pix pixels x n_blk blocks of 4 channels cut into a grid of pixel
- * groups x channel groups (channel groups dividing n_cores), the one whose largest share is
- * smallest, fewer channel groups on a tie: a tile of few pixels and many channels keeps
- * every core busy, as does one of many pixels. */
-void nn_xp_conv2d_split(int n_pix, int out_c, int core, int n_cores, int *pb, int *pe, int *cb, int *ce)
+ * groups x channel groups (channel groups dividing n_cores), the one whose busiest core is
+ * done first: a tile of few pixels and many channels keeps every core busy, as does one of
+ * many pixels. A core's cycles: per pixel about 7 per word of its field (words) and 100 (the
+ * requantizations) per block, and 250 to find its field and partner, which favours fewer
+ * channel groups when the shares are close. */
+void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, int *pb, int *pe, int *cb,
+                        int *ce)
 {
     const int n_blk = (out_c + 3) / 4;
-    int cc, best = 1, best_cost = -1, cp, per_p, per_c, g;
+    int cc, best = 1, cp, per_p, per_c, g;
+    long best_cost = -1;
     for (cc = 1; cc <= n_cores && cc <= n_blk; ++cc) {
-        const int share = ((n_blk + cc - 1) / cc) * ((n_pix + n_cores / cc - 1) / (n_cores / cc));
+        const long share = (long)((n_pix + n_cores / cc - 1) / (n_cores / cc)) *
+                           ((long)((n_blk + cc - 1) / cc) * (7L * words + 100) + 250);
         if (n_cores % cc == 0 && (best_cost < 0 || share < best_cost)) {
             best = cc;
             best_cost = share;
@@ -333,7 +338,8 @@ void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const 
     const int n_pix = cfg->out_h * cfg->out_w;
     int pb, pe, cb, ce;
     if (nn_xp_conv2d_fast(cfg)) {
-        nn_xp_conv2d_split(n_pix, cfg->out_c, core, n_cores, &pb, &pe, &cb, &ce);
+        nn_xp_conv2d_split(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb, &pe,
+                           &cb, &ce);
         if (pb < pe && cb < ce)
             direct(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce,
                    cfg->in_zp == -128 ? (flipped ? 2 : 1) : 0);

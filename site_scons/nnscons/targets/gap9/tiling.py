@@ -30,14 +30,16 @@ TILE_OVERHEAD = 1024
 # The cycle model of the Xpulp conv kernels (kernels/gap9/nn_xp_conv2d.c), fitted on
 # pulp-open (a GAP9 proxy): one core's cycles per output pixel x 4 output channels are
 # WORD_CYCLES per word of the receptive field (a 4 x 2 loop body of 14-16 instructions for 2
-# pixels) + ROW_CYCLES per kernel row + PIXEL_CYCLES (4 requantizations, set-up); the im2col
-# path adds IM2COL_CYCLES per byte of a pixel's field. Per tile: TILE_CYCLES (forks, DMA
-# programming and waits); the DMA moves DMA_BYTES_PER_CYCLE.
+# pixels) + ROW_CYCLES per kernel row + PIXEL_CYCLES (4 requantizations, set-up), and
+# PAIR_CYCLES per pixel (its field, its partner); the im2col path adds IM2COL_CYCLES per byte
+# of a pixel's field. Per tile: TILE_CYCLES (forks, DMA programming and waits); the DMA moves
+# DMA_BYTES_PER_CYCLE.
 WORD_CYCLES = 7.5
 ROW_CYCLES = 5
 PIXEL_CYCLES = 110
+PAIR_CYCLES = 250
 IM2COL_CYCLES = 3
-TILE_CYCLES = 600
+TILE_CYCLES = 3000
 DMA_BYTES_PER_CYCLE = 7.6
 
 
@@ -134,17 +136,18 @@ def _classes(n, t):
     return [(t, full), (rem, (rem > 0).astype(np.int64))]
 
 
-def _core_share(g: Window, P, tcs):
-    """Pixel x 4-channel blocks of a P-pixel, tcs-channel tile on its busiest core, as the
-    kernel splits it (nn_xp_conv2d_split: pixel groups x channel groups dividing the cores;
-    im2col: pixels, or channels when fewer pixels than cores)."""
+def _core_cycles(g: Window, P, tcs, px):
+    """Compute cycles of a P-pixel, tcs-channel tile on its busiest core, split as the kernel
+    splits it (nn_xp_conv2d_split: pixel groups x channel groups dividing the cores; im2col:
+    pixels, or channels when fewer pixels than cores); px: cycles per pixel x 4 channels."""
     blocks = -(-tcs // 4)
     if g.kernel == "im2col":
-        return np.where(P >= g.cores, -(-P // g.cores) * blocks, -(-blocks // g.cores) * P)
-    best = blocks * -(-P // g.cores)
+        return np.where(P >= g.cores, -(-P // g.cores) * blocks, -(-blocks // g.cores) * P) * px
+    best = -(-P // g.cores) * (blocks * px + PAIR_CYCLES)
     for cc in range(2, g.cores + 1):
         if g.cores % cc == 0:
-            best = np.where(cc <= blocks, np.minimum(best, -(-blocks // cc) * -(-P // (g.cores // cc))), best)
+            share = -(-P // (g.cores // cc)) * (-(-blocks // cc) * px + PAIR_CYCLES)
+            best = np.where(cc <= blocks, np.minimum(best, share), best)
     return best
 
 
@@ -160,7 +163,7 @@ def _xp_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, single):
             for sc, nc in _classes(g.oc, tc):
                 P, tcs = sh[H] * sw[W], sc[C]
                 count = nh[H] * nw[W] * nc[C]
-                comp = _core_share(g, P, tcs) * px
+                comp = _core_cycles(g, P, tcs, px)
                 if g.kernel == "im2col":
                     comp = comp + -(-P // g.cores) * g.kh * g.kw * g.c * IM2COL_CYCLES
                 # spatial: the next input and this output move meanwhile; channel: parameters
