@@ -43,7 +43,7 @@ CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
- XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS) = range(1, 20)
+ XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_CONV_CORES, XP_CONV_SPLIT) = range(1, 22)
 
 
 # ---------------------------------------------------------------- the harness
@@ -286,6 +286,11 @@ def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc)
         args = arrays if op != XP_CONV_IM2COL else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
         checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], args, expected_hwc,
                               geo["out_h"] * geo["out_w"], geo["out_c"])
+    if geo["groups"] == 1:      # a whole tile shared by 1..9 cores (2-D split), input pre-flipped or not
+        args = arrays if direct else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
+        cores, flip = int(rng.integers(1, 10)), int(rng.integers(0, 2))
+        checks.exact(f"{label} [xpulp {cores} cores, flip {flip}]", XP_CONV_CORES, cfg + [cores, flip], args,
+                     expected_hwc, fill=int(rng.integers(-128, 128)))
     if geo["groups"] == 1:      # the cores' channel blocks of a tile with few pixels
         args = arrays if direct else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
         oc, blocks = geo["out_c"], -(-geo["out_c"] // 4)
@@ -410,6 +415,31 @@ def test_xpulp_conv_fast_path_sweep(harnesses, tmp_path, build):
         add_conv_hwc(checks, rng, f"xpulp conv case {i}: {geo}", *case,
                      _to_hwc(ref, geo["out_c"], geo["out_h"], geo["out_w"]))
     checks.verify(exe, tmp_path)
+
+
+def test_xpulp_conv_core_split_partitions_the_tile(harnesses, tmp_path):
+    """nn_xp_conv2d_split: the cores' pixel x channel rectangles cover a tile exactly once,
+    channel ranges in whole blocks of 4, and the busiest core costs no more (by the split's
+    own estimate) than with a pixel split alone."""
+    rng = np.random.default_rng(77)
+    shapes = [(int(rng.integers(1, 80)), int(rng.integers(1, 70)), int(rng.integers(1, 10)),
+               int(rng.integers(1, 600))) for _ in range(300)]
+    shapes += [(16, 4, 8, 1152), (14, 8, 8, 1152), (49, 512, 8, 16), (1, 1, 8, 1), (7, 3, 8, 9)]
+    b = Batch()
+    for n_pix, out_c, cores, words in shapes:
+        b.add(XP_CONV_SPLIT, [n_pix, out_c, cores, words], [], 16 * cores)
+    for (n_pix, out_c, cores, words), raw in zip(shapes, b.run(harnesses["plain"], tmp_path)):
+        r = raw.view(np.int32).reshape(cores, 4)
+        hits = np.zeros((n_pix, out_c), int)
+        for pb, pe, cb, ce in r:
+            assert 0 <= pb <= pe <= n_pix and 0 <= cb <= ce <= out_c and (cb % 4 == 0 or cb == ce)
+            hits[pb:pe, cb:ce] += 1
+        assert (hits == 1).all(), (n_pix, out_c, cores, words, r)
+
+        def cost(px, blocks):
+            return px * (blocks * (7 * words + 100) + 250) if px and blocks else 0
+        busiest = max(cost(pe - pb, -(-(ce - cb) // 4)) for pb, pe, cb, ce in r)
+        assert busiest <= cost(-(-n_pix // cores), -(-out_c // 4)), (n_pix, out_c, cores, r)
 
 
 @pytest.mark.parametrize("build", XP_BUILDS)
@@ -747,6 +777,8 @@ PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=n
                "-Dnn_xp_conv2d_im2col_s8=nn_xp_conv2d_im2col_s8_plain",
                "-Dnn_xp_conv2d_im2col=nn_xp_conv2d_im2col_plain",
                "-Dnn_xp_conv2d_chans_s8=nn_xp_conv2d_chans_s8_plain",
+               "-Dnn_xp_conv2d_core_s8=nn_xp_conv2d_core_s8_plain", "-Dnn_xp_conv2d_split=nn_xp_conv2d_split_plain",
+               "-Dnn_xp_conv2d_preflip=nn_xp_conv2d_preflip_plain", "-Dnn_xp_conv2d_flip=nn_xp_conv2d_flip_plain",
                "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain"]
 
 

@@ -58,6 +58,20 @@ void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const
                            const int32_t *bias, const int32_t *mult, const int32_t *shift,
                            int8_t *out, int c_begin, int c_end, int8_t *scratch);
 
+/* A tile shared by the cores of a fork: core `core` of n_cores computes its share (direct path:
+ * nn_xp_conv2d_split's pixels x channels; im2col: a pixel range, or a channel range when the
+ * tile has fewer pixels than cores; plain C: a channel range). flipped: the input tile holds
+ * x ^ 0x80 (nn_xp_conv2d_flip over all its words, done when nn_xp_conv2d_preflip(cfg)). */
+void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                          int core, int n_cores, int8_t *scratch, int flipped);
+/* words: of a pixel's receptive field per channel (k_h * k_w * in_c / 4) */
+void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, int *pb, int *pe, int *cb,
+                        int *ce);
+int nn_xp_conv2d_preflip(const nn_hwc_conv_cfg_t *cfg);
+/* words [w_begin, w_end) of a 4-byte aligned buffer: x ^ 0x80 per byte */
+void nn_xp_conv2d_flip(int8_t *buf, int w_begin, int w_end);
+
 /* nn_xp_linear.c: nn_linear_s8's contract and results, Xpulp dot products where
  * nn_xp_linear_fast(cfg) says so. Weights and input 4-byte aligned. */
 int nn_xp_linear_fast(const nn_linear_cfg_t *cfg);

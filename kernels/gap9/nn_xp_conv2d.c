@@ -10,11 +10,14 @@
  * the padding are skipped, which is exact because the activations are centred: zero point
  * 0 as they are (sdotsp), zero point -128 as x ^ 0x80 = x + 128 (sdotusp).
  *
+ * A zero point -128 tile may be flipped to x ^ 0x80 once in place (nn_xp_conv2d_flip) rather
+ * than on every load: 14 instructions per inner loop instead of 16.
+ *
  * Direct path: groups == 1, in_c % 4 == 0 (word-aligned runs), dil_w == 1, in_zp 0 or -128.
- * Two horizontally adjacent pixels pair up when their valid kernel columns agree (always
- * away from the left/right border); the others run 4 channels x 1 pixel; channels after the
- * last block of 4 run 1 channel x 2 pixels. The other dense convs take the im2col path
- * (below), grouped and depthwise ones nn_hwc_conv2d_s8.
+ * Two pixels pair up when their valid kernel rows and columns agree (any two away from the
+ * tile's border; border pixels with the next one on the same border); the others run 4
+ * channels x 1 pixel; channels after the last block of 4 run 1 channel x 2 pixels. The other
+ * dense convs take the im2col path (below), grouped and depthwise ones nn_hwc_conv2d_s8.
  */
 #include <stddef.h>
 
@@ -28,85 +31,106 @@ int nn_xp_conv2d_fast(const nn_hwc_conv_cfg_t *cfg)
            (cfg->in_zp == 0 || cfg->in_zp == -128);
 }
 
-/* output pixels [pix_begin, pix_end), channels [c_begin, c_end) */
-static void direct(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
-                   const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
-                   int pix_begin, int pix_end, int c_begin, int c_end)
+/* A pixel's receptive field inside the tile: the loop it needs (rows kernel rows of n words
+ * from offset w0 of a channel's weights) and where its first valid tap and its outputs are.
+ * Pixels with the same (rows, n, w0) run the same loop, so any two of them can pair. */
+typedef struct {
+    const int8_t *x;
+    int8_t *o;
+    ptrdiff_t w0;
+    int rows, n;
+} field_t;
+
+static void field_of(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int8_t *out, int p, field_t *f)
 {
-    const int flip = cfg->in_zp == -128;
-    const int in_c = cfg->in_c, out_c = cfg->out_c;
-    const ptrdiff_t wsize = (ptrdiff_t)cfg->k_h * cfg->k_w * in_c;
-    const ptrdiff_t in_row = (ptrdiff_t)cfg->in_w * in_c;
-    const ptrdiff_t x_row = cfg->dil_h * in_row, w_row = (ptrdiff_t)cfg->k_w * in_c;
-    const ptrdiff_t x_next = (ptrdiff_t)cfg->stride_w * in_c;     /* pixel B's field from A's */
+    const int y = p / cfg->out_w, x = p - y * cfg->out_w;
+    const int row0 = y * cfg->stride_h - cfg->pad_top, col0 = x * cfg->stride_w - cfg->pad_left;
+    int ki0, ki1, kj0, kj1;
+    nn_valid_range(row0, cfg->dil_h, cfg->k_h, cfg->in_h, &ki0, &ki1);
+    nn_valid_range(col0, 1, cfg->k_w, cfg->in_w, &kj0, &kj1);
+    f->n = (kj1 - kj0) * cfg->in_c / 4;
+    f->rows = f->n ? ki1 - ki0 : 0;
+    f->w0 = f->rows ? ((ptrdiff_t)ki0 * cfg->k_w + kj0) * cfg->in_c : 0;
+    /* only form the pointer when some tap is inside the tile */
+    f->x = f->rows ? in + ((ptrdiff_t)(row0 + ki0 * cfg->dil_h) * cfg->in_w + col0 + kj0) * cfg->in_c : in;
+    f->o = out + (ptrdiff_t)p * cfg->out_c;
+}
+
+/* Channels [c_begin, c_end) of pixel a, and of pixel b (NULL: a alone; else the same loop) */
+static void block(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int32_t *bias,
+                  const int32_t *mult, const int32_t *shift, const field_t *a, const field_t *b,
+                  int c_begin, int c_end, int flip)
+{
+    const ptrdiff_t wsize = (ptrdiff_t)cfg->k_h * cfg->k_w * cfg->in_c;
+    const ptrdiff_t x_row = (ptrdiff_t)cfg->dil_h * cfg->in_w * cfg->in_c, w_row = (ptrdiff_t)cfg->k_w * cfg->in_c;
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
-    int p = pix_begin, y, x;
+    const int rows = a->rows, n = a->n;
+    int8_t *oa = a->o, *ob = b ? b->o : NULL;
+    int o, j;
 
-    if (pix_begin >= pix_end)
-        return;
-    y = pix_begin / cfg->out_w;
-    x = pix_begin - y * cfg->out_w;
-    while (p < pix_end) {
-        const int row0 = y * cfg->stride_h - cfg->pad_top;
-        const int col0 = x * cfg->stride_w - cfg->pad_left;
-        int ki0, ki1, kj0, kj1, bj0, bj1, rows, n, pair, o, j;
-        const int8_t *xa;
-        ptrdiff_t w0;
-        int8_t *oa = out + (ptrdiff_t)p * out_c;
-
-        nn_valid_range(row0, cfg->dil_h, cfg->k_h, cfg->in_h, &ki0, &ki1);
-        nn_valid_range(col0, 1, cfg->k_w, cfg->in_w, &kj0, &kj1);
-        pair = 0;
-        if (p + 1 < pix_end && x + 1 < cfg->out_w) {
-            nn_valid_range(col0 + cfg->stride_w, 1, cfg->k_w, cfg->in_w, &bj0, &bj1);
-            pair = bj0 == kj0 && bj1 == kj1;
-        }
-        rows = kj1 > kj0 ? ki1 - ki0 : 0;
-        n = (kj1 - kj0) * in_c / 4;                 /* words per kernel row */
-        if (n == 0)
-            rows = 0;
-        w0 = ((ptrdiff_t)ki0 * cfg->k_w + kj0) * in_c;
-        /* only form the pointer when some tap is inside the tile */
-        xa = rows ? in + (row0 + ki0 * cfg->dil_h) * in_row + (ptrdiff_t)(col0 + kj0) * in_c : in;
-
-        for (o = c_begin; o + 4 <= c_end; o += 4) {
-            const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
-            if (pair) {
-                int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                if (rows)
-                    nn_xp_dot_4x2(flip, acc, xa, xa + x_next, wo, wsize, n, rows, x_row, w_row);
-                for (j = 0; j < 4; ++j) {
-                    const int32_t b = bias ? bias[o + j] : 0;
-                    oa[o + j] = nn_xp_requant(b, acc[2 * j], mult[o + j], shift[o + j], ozp, lo, hi);
-                    oa[out_c + o + j] = nn_xp_requant(b, acc[2 * j + 1], mult[o + j], shift[o + j], ozp,
-                                                      lo, hi);
-                }
-            } else {
-                int32_t acc[4] = {0, 0, 0, 0};
-                if (rows)
-                    nn_xp_dot_4x1(flip, acc, xa, wo, wsize, n, rows, x_row, w_row);
-                for (j = 0; j < 4; ++j)
-                    oa[o + j] = nn_xp_requant(bias ? bias[o + j] : 0, acc[j], mult[o + j], shift[o + j],
-                                              ozp, lo, hi);
+    for (o = c_begin; o + 4 <= c_end; o += 4) {
+        const int8_t *wo = weight + (ptrdiff_t)o * wsize + a->w0;
+        if (b) {
+            int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            if (rows)
+                nn_xp_dot_4x2(flip, acc, a->x, b->x, wo, wsize, n, rows, x_row, w_row);
+            for (j = 0; j < 4; ++j) {
+                const int32_t bj = bias ? bias[o + j] : 0, m = mult[o + j], s = shift[o + j];
+                oa[o + j] = nn_xp_requant(bj, acc[2 * j], m, s, ozp, lo, hi);
+                ob[o + j] = nn_xp_requant(bj, acc[2 * j + 1], m, s, ozp, lo, hi);
             }
-        }
-        for (; o < c_end; ++o) {                        /* leftover channels: fewer than 4 */
-            const int8_t *wo = weight + (ptrdiff_t)o * wsize + w0;
-            int32_t acc[2] = {0, 0};
-            if (pair && rows)
-                nn_xp_dot_1x2(flip, acc, xa, xa + x_next, wo, n, rows, x_row, w_row);
-            else
-                acc[0] = nn_xp_dot_1x1(flip, 0, xa, wo, n, rows, x_row, w_row);
-            for (j = 0; j <= pair; ++j)
-                oa[j * out_c + o] = nn_xp_requant(bias ? bias[o] : 0, acc[j], mult[o], shift[o], ozp, lo, hi);
-        }
-        p += 1 + pair;
-        x += 1 + pair;
-        if (x == cfg->out_w) {
-            x = 0;
-            ++y;
+        } else {
+            int32_t acc[4] = {0, 0, 0, 0};
+            if (rows)
+                nn_xp_dot_4x1(flip, acc, a->x, wo, wsize, n, rows, x_row, w_row);
+            for (j = 0; j < 4; ++j)
+                oa[o + j] = nn_xp_requant(bias ? bias[o + j] : 0, acc[j], mult[o + j], shift[o + j], ozp, lo, hi);
         }
     }
+    for (; o < c_end; ++o) {                            /* leftover channels: fewer than 4 */
+        const int8_t *wo = weight + (ptrdiff_t)o * wsize + a->w0;
+        const int32_t bo = bias ? bias[o] : 0;
+        int32_t acc[2] = {0, 0};
+        if (b && rows)
+            nn_xp_dot_1x2(flip, acc, a->x, b->x, wo, n, rows, x_row, w_row);
+        else
+            acc[0] = nn_xp_dot_1x1(flip, 0, a->x, wo, n, rows, x_row, w_row);
+        oa[o] = nn_xp_requant(bo, acc[0], mult[o], shift[o], ozp, lo, hi);
+        if (b)
+            ob[o] = nn_xp_requant(bo, acc[1], mult[o], shift[o], ozp, lo, hi);
+    }
+}
+
+#define NN_XP_PENDING 4     /* unpaired fields waiting for a partner: border pixels, by kind */
+
+/* Output pixels [pix_begin, pix_end), channels [c_begin, c_end). Each pixel pairs with the
+ * first later one that runs the same loop (the next pixel away from the tile's border; a
+ * border pixel with the next one on the same border, e.g. the next row's), so few run alone. */
+static void direct(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                   const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                   int pix_begin, int pix_end, int c_begin, int c_end, int flip)
+{
+    field_t wait[NN_XP_PENDING], f;
+    int n_wait = 0, p, i;
+
+    for (p = pix_begin; p < pix_end; ++p) {
+        field_of(cfg, in, out, p, &f);
+        for (i = 0; i < n_wait; ++i)
+            if (wait[i].rows == f.rows && wait[i].n == f.n && wait[i].w0 == f.w0)
+                break;
+        if (i < n_wait) {
+            block(cfg, weight, bias, mult, shift, &wait[i], &f, c_begin, c_end, flip);
+            wait[i] = wait[--n_wait];
+        } else {
+            if (n_wait == NN_XP_PENDING) {      /* full: one of them runs alone */
+                block(cfg, weight, bias, mult, shift, &wait[0], NULL, c_begin, c_end, flip);
+                wait[0] = wait[--n_wait];
+            }
+            wait[n_wait++] = f;
+        }
+    }
+    for (i = 0; i < n_wait; ++i)
+        block(cfg, weight, bias, mult, shift, &wait[i], NULL, c_begin, c_end, flip);
 }
 
 void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
@@ -114,7 +138,7 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
                      int8_t *out, int pix_begin, int pix_end)
 {
     if (nn_xp_conv2d_fast(cfg))
-        direct(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, 0, cfg->out_c);
+        direct(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, 0, cfg->out_c, cfg->in_zp == -128);
     else
         nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
 }
@@ -239,7 +263,7 @@ void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const
     if (c_begin >= c_end)
         return;
     if (nn_xp_conv2d_fast(cfg)) {
-        direct(cfg, in, weight, bias, mult, shift, out, 0, n_pix, c_begin, c_end);
+        direct(cfg, in, weight, bias, mult, shift, out, 0, n_pix, c_begin, c_end, cfg->in_zp == -128);
     } else if (nn_xp_conv2d_im2col(cfg) && scratch) {
         im2col_conv(cfg, in, weight, bias, mult, shift, out, 0, n_pix, c_begin, c_end, scratch);
     } else {    /* plain C, one pixel at a time: its channels c_begin.. sit at out[p*out_c + c_begin] */
@@ -251,5 +275,84 @@ void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const
             nn_hwc_conv2d_s8(&sub, in, weight + c_begin * per_oc, bias ? bias + c_begin : NULL,
                              mult + c_begin, shift + c_begin,
                              out + (ptrdiff_t)p * (cfg->out_c - sub.out_c) + c_begin, p, p + 1);
+    }
+}
+
+/* ---- a tile shared by the cores ---- */
+
+int nn_xp_conv2d_preflip(const nn_hwc_conv_cfg_t *cfg)
+{
+    return nn_xp_conv2d_fast(cfg) && cfg->in_zp == -128;
+}
+
+void nn_xp_conv2d_flip(int8_t *buf, int w_begin, int w_end)
+{
+    uint32_t *p = (uint32_t *)(void *)buf;
+    int i = w_begin;
+    for (; i + 4 <= w_end; i += 4) {    /* 4 loads before their uses: no load-use stalls */
+        const uint32_t a = p[i], b = p[i + 1], c = p[i + 2], d = p[i + 3];
+        p[i] = a ^ NN_XP_FLIP_MASK;
+        p[i + 1] = b ^ NN_XP_FLIP_MASK;
+        p[i + 2] = c ^ NN_XP_FLIP_MASK;
+        p[i + 3] = d ^ NN_XP_FLIP_MASK;
+    }
+    for (; i < w_end; ++i)
+        p[i] ^= NN_XP_FLIP_MASK;
+}
+
+/* Core `core` of n_cores: n_pix pixels x n_blk blocks of 4 channels cut into a grid of pixel
+ * groups x channel groups (channel groups dividing n_cores), the one whose busiest core is
+ * done first: a tile of few pixels and many channels keeps every core busy, as does one of
+ * many pixels. A core's cycles: per pixel about 7 per word of its field (words) and 100 (the
+ * requantizations) per block, and 250 to find its field and partner, which favours fewer
+ * channel groups when the shares are close. */
+void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, int *pb, int *pe, int *cb,
+                        int *ce)
+{
+    const int n_blk = (out_c + 3) / 4;
+    int cc, best = 1, cp, per_p, per_c, g;
+    long best_cost = -1;
+    for (cc = 1; cc <= n_cores && cc <= n_blk; ++cc) {
+        const long share = (long)((n_pix + n_cores / cc - 1) / (n_cores / cc)) *
+                           ((long)((n_blk + cc - 1) / cc) * (7L * words + 100) + 250);
+        if (n_cores % cc == 0 && (best_cost < 0 || share < best_cost)) {
+            best = cc;
+            best_cost = share;
+        }
+    }
+    cp = n_cores / best;
+    per_p = (n_pix + cp - 1) / cp;
+    per_c = 4 * ((n_blk + best - 1) / best);
+    g = core / best;
+    *pb = g * per_p < n_pix ? g * per_p : n_pix;
+    *pe = *pb + per_p < n_pix ? *pb + per_p : n_pix;
+    g = core % best;
+    *cb = g * per_c < out_c ? g * per_c : out_c;
+    *ce = *cb + per_c < out_c ? *cb + per_c : out_c;
+}
+
+void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                          int core, int n_cores, int8_t *scratch, int flipped)
+{
+    const int n_pix = cfg->out_h * cfg->out_w;
+    int pb, pe, cb, ce;
+    if (nn_xp_conv2d_fast(cfg)) {
+        nn_xp_conv2d_split(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb, &pe,
+                           &cb, &ce);
+        if (pb < pe && cb < ce)
+            direct(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce,
+                   cfg->in_zp == -128 ? (flipped ? 2 : 1) : 0);
+    } else if (n_pix >= n_cores) {      /* im2col: each core copies the fields of its own pixels */
+        pb = (n_pix + n_cores - 1) / n_cores * core;
+        pe = pb + (n_pix + n_cores - 1) / n_cores;
+        if (pb < n_pix)
+            im2col_conv(cfg, in, weight, bias, mult, shift, out, pb, pe < n_pix ? pe : n_pix, 0, cfg->out_c,
+                        scratch);
+    } else {
+        const int per = 4 * (((cfg->out_c + 3) / 4 + n_cores - 1) / n_cores);
+        cb = per * core < cfg->out_c ? per * core : cfg->out_c;
+        nn_xp_conv2d_chans_s8(cfg, in, weight, bias, mult, shift, out, cb,
+                              cb + per < cfg->out_c ? cb + per : cfg->out_c, scratch);
     }
 }

@@ -20,7 +20,8 @@
  * The dot-product loops (nn_xp_dot_4x2, _4x1, _1x2, _1x1: output channels x pixels) run
  * over a receptive field of rows x n words (both >= 1; _1x1 takes 0 too); the pointers must
  * be 4-byte aligned on Xpulp. FLIP selects the activation form: 0 = signed (zero point 0),
- * 1 = x ^ 0x80 unsigned (zero point -128).
+ * 1 = x ^ 0x80 unsigned (zero point -128), 2 = unsigned as stored (a zero point -128 tile
+ * flipped once in place beforehand: the loops then skip one xor per loaded word).
  */
 #ifndef NN_XPULP_H
 #define NN_XPULP_H
@@ -117,8 +118,9 @@ static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
 #endif
 
 /* One step of the activation form FLIP: acc + dot(x, w). */
-#define NN_XP_DOT(flip, acc, x, w) \
-    ((flip) ? nn_xp_sdotusp((acc), (x) ^ NN_XP_FLIP_MASK, (w)) : nn_xp_sdotsp((acc), (x), (w)))
+#define NN_XP_DOT(flip, acc, x, w)                                                                 \
+    ((flip) == 1 ? nn_xp_sdotusp((acc), (x) ^ NN_XP_FLIP_MASK, (w))                              \
+                 : (flip) ? nn_xp_sdotusp((acc), (x), (w)) : nn_xp_sdotsp((acc), (x), (w)))
 
 /* ---- the loops over a receptive field: `rows` runs of n words (rows >= 1, n >= 1); run r
  * of the activations starts x_row bytes after run r-1, run r of each weight row w_row
@@ -210,8 +212,10 @@ static inline void nn_xp_dot_1x2(int flip, int32_t acc[2], const int8_t *xa, con
 #if defined(NN_XPULP_INSN)
     const ptrdiff_t xs = x_row - 4 * n, wst = w_row - 4 * n;
     /* inner body 5 instructions (7 with the xors); outer 1 + inner + 3 */
-    if (flip)
+    if (flip == 1)
         NN_XP_DOT_1X2_ASM(NN_XP_SDOT_U, NN_XP_FLIP2, 14, 22);
+    else if (flip)
+        NN_XP_DOT_1X2_ASM(NN_XP_SDOT_U, "", 10, 18);
     else
         NN_XP_DOT_1X2_ASM(NN_XP_SDOT_S, "", 10, 18);
 #else
@@ -237,8 +241,10 @@ static inline void nn_xp_dot_4x2(int flip, int32_t acc[8], const int8_t *xa, con
 #if defined(NN_XPULP_INSN)
     const ptrdiff_t xs = x_row - 4 * n, wst = w_row - 4 * n;   /* steps after a run */
     /* inner body 14 instructions (16 with the xors); outer 1 + inner + 6 */
-    if (flip)
+    if (flip == 1)
         NN_XP_DOT_4X2_ASM(NN_XP_SDOT_U, NN_XP_FLIP2, 32, 46);
+    else if (flip)
+        NN_XP_DOT_4X2_ASM(NN_XP_SDOT_U, "", 28, 42);
     else
         NN_XP_DOT_4X2_ASM(NN_XP_SDOT_S, "", 28, 42);
 #else
@@ -272,8 +278,10 @@ static inline void nn_xp_dot_4x1(int flip, int32_t acc[4], const int8_t *x, cons
 #if defined(NN_XPULP_INSN)
     const ptrdiff_t xs = x_row - 4 * n, wst = w_row - 4 * n;
     /* inner body 9 instructions (10 with the xor); outer 1 + inner + 5 */
-    if (flip)
+    if (flip == 1)
         NN_XP_DOT_4X1_ASM(NN_XP_SDOT_U, NN_XP_FLIP1, 20, 32);
+    else if (flip)
+        NN_XP_DOT_4X1_ASM(NN_XP_SDOT_U, "", 18, 30);
     else
         NN_XP_DOT_4X1_ASM(NN_XP_SDOT_S, "", 18, 30);
 #else
@@ -315,6 +323,13 @@ static inline int32_t nn_xp_dot_1x1(int flip, int32_t acc, const int8_t *x, cons
  * three compilers are GCC). */
 #include "nn_requant.h"
 
+/* the rare case out of line: inlined at every call it would crowd the instruction cache */
+static __attribute__((noinline)) int8_t nn_xp_requant_slow(int32_t bias, int32_t acc, int32_t mult,
+                                                            int32_t shift, int32_t zp, int32_t lo, int32_t hi)
+{
+    return nn_requantize((int64_t)bias + acc, mult, shift, zp, lo, hi);
+}
+
 static inline int8_t nn_xp_requant(int32_t bias, int32_t acc, int32_t mult, int32_t shift,
                                    int32_t zp, int32_t lo, int32_t hi)
 {
@@ -323,7 +338,7 @@ static inline int8_t nn_xp_requant(int32_t bias, int32_t acc, int32_t mult, int3
     uint32_t vl;
     int32_t vh, k, bit;
     if (__builtin_add_overflow(bias, acc, &s) || shift < 32)
-        return nn_requantize((int64_t)bias + acc, mult, shift, zp, lo, hi);
+        return nn_xp_requant_slow(bias, acc, mult, shift, zp, lo, hi);
     v = (int64_t)s * mult;
     vh = (int32_t)(v >> 32);
     vl = (uint32_t)v;

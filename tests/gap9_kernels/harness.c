@@ -21,7 +21,8 @@
 
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
        GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
-       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS };
+       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS,
+       XP_CONV_CORES, XP_CONV_SPLIT };
 
 static void die(const char *what)
 {
@@ -81,6 +82,38 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
         int8_t *scratch = nn_xp_conv2d_im2col(&c) ? malloc((size_t)(2 * ((c.k_h * c.k_w * c.in_c + 3) & ~3))) : NULL;
         nn_xp_conv2d_chans_s8(&c, a[0], a[1], a[2], a[3], a[4], out, k[19], k[20], scratch);
         free(scratch);
+        break;
+    }
+    case XP_CONV_CORES: {       /* k[19] cores each run their share (k[20]: flip the input first
+                                 * when nn_xp_conv2d_preflip says so), as a layer's fork does */
+        const nn_hwc_conv_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                     k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+        const int flip = k[20] && nn_xp_conv2d_preflip(&c), n_in = c.in_h * c.in_w * c.in_c;
+        const size_t kw = (size_t)((c.k_h * c.k_w * c.in_c + 3) & ~3);
+        int8_t *in = malloc((size_t)n_in + 1), *scratch = malloc(2 * kw * (size_t)k[19]);
+        int core;
+        if (!in || !scratch)
+            die("out of memory");
+        memcpy(in, a[0], (size_t)n_in);
+        if (flip)
+            for (core = 0; core < k[19]; ++core) {
+                const int per = (n_in / 4 + k[19] - 1) / k[19], b = core * per < n_in / 4 ? core * per : n_in / 4;
+                nn_xp_conv2d_flip(in, b, b + per < n_in / 4 ? b + per : n_in / 4);
+            }
+        for (core = 0; core < k[19]; ++core)
+            nn_xp_conv2d_core_s8(&c, in, a[1], a[2], a[3], a[4], out, core, k[19],
+                                 nn_xp_conv2d_im2col(&c) ? scratch + 2 * kw * (size_t)core : NULL, flip);
+        free(in);
+        free(scratch);
+        break;
+    }
+    case XP_CONV_SPLIT: {       /* k[0] pixels, k[1] channels, k[2] cores, k[3] field words: per core
+                                 * pb pe cb ce (int32) */
+        int core, r[4];
+        for (core = 0; core < k[2]; ++core) {
+            nn_xp_conv2d_split(k[0], k[1], k[3], core, k[2], &r[0], &r[1], &r[2], &r[3]);
+            memcpy(out + 16 * core, r, sizeof r);
+        }
         break;
     }
     case XP_CONV_IM2COL: {      /* scratch of exactly the documented size */

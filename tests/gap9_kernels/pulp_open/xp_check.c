@@ -3,8 +3,9 @@
  *   insn   nn_xp_*_s8 (im2col variant for the convs it takes) built with NN_XPULP_INSN (hardware loops, p.lw, pv.sdot[u]sp.b)
  *   plain  nn_xp_*_s8 built without it (symbols renamed *_plain): nn_xpulp.h's plain C
  *   ref    nn_hwc_conv2d_s8 / nn_linear_s8, the plain C kernels
- * Each core takes its share as the generated layers do (conv: an output pixel range,
- * linear: an output feature range). The fabric controller prints one line per case:
+ * Each core takes its share as the generated layers do (conv: nn_xp_conv2d_core_s8's share on
+ * the direct path, after flipping a zero point -128 input in place, which is flipped back
+ * after the call; an output pixel range otherwise; linear: an output feature range). The fabric controller prints one line per case:
  *   case I fast F mism INSN PLAIN distinct D macs N cycles INSN PLAIN REF
  * (mism: bytes where the insn / plain build differs from ref)
  * (cycles: the slowest core's, from the RI5CY performance counters) and exits 0 when no
@@ -27,6 +28,10 @@ int nn_xp_conv2d_im2col_plain(const nn_hwc_conv_cfg_t *cfg);
 void nn_xp_conv2d_im2col_s8_plain(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                                   const int32_t *bias, const int32_t *mult, const int32_t *shift,
                                   int8_t *out, int pix_begin, int pix_end, int8_t *scratch);
+void nn_xp_conv2d_core_s8_plain(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                                const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                                int core, int n_cores, int8_t *scratch, int flipped);
+void nn_xp_conv2d_flip_plain(int8_t *buf, int w_begin, int w_end);
 void nn_xp_linear_s8_plain(const nn_linear_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                            const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out);
 
@@ -122,9 +127,9 @@ static int im2col_bytes(const xp_case_t *c)
     return c->linear || !nn_xp_conv2d_im2col(&g) ? 0 : (k[6] * k[7] * k[2] + 3) & ~3;
 }
 
-static void run(int core, const xp_case_t *c, int which, const int8_t *in, const int8_t *w,
+static void run(int core, const xp_case_t *c, int which, int8_t *in, const int8_t *w,
                 const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
-                int8_t *scratch)
+                int8_t *scratch, uint32_t *gen)
 {
     int b, e;
     range(c->n_out, core, &b, &e);
@@ -139,6 +144,22 @@ static void run(int core, const xp_case_t *c, int which, const int8_t *in, const
         const int *k = c->cfg;
         const nn_hwc_conv_cfg_t g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
                                      k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+        if (which < 2 && nn_xp_conv2d_fast(&g)) {
+            const int flip = nn_xp_conv2d_preflip(&g);
+            range(c->in_bytes / 4, core, &b, &e);
+            if (flip) {
+                (which == 0 ? nn_xp_conv2d_flip : nn_xp_conv2d_flip_plain)(in, b, e);
+                barrier(core, ++*gen);
+            }
+            (which == 0 ? nn_xp_conv2d_core_s8 : nn_xp_conv2d_core_s8_plain)(
+                &g, in, w, bias, mult, shift, out, core, NC, NULL, flip);
+            core_cycles[which][core] = cycles();
+            if (flip) {
+                barrier(core, ++*gen);
+                (which == 0 ? nn_xp_conv2d_flip : nn_xp_conv2d_flip_plain)(in, b, e);
+            }
+            return;
+        }
         if (which < 2 && nn_xp_conv2d_im2col(&g))     /* padded weights, this core's own scratch */
             (which == 0 ? nn_xp_conv2d_im2col_s8 : nn_xp_conv2d_im2col_s8_plain)(
                 &g, in, scratch + NC * 2 * im2col_bytes(c), bias, mult, shift, out, b, e,
@@ -201,7 +222,7 @@ void cl_main(int core)
         }
         for (which = 0; which < 3; ++which) {
             barrier(core, ++gen);
-            run(core, c, which, in, w, c->bias ? bias : NULL, mult, shift, out[which], scratch);
+            run(core, c, which, in, w, c->bias ? bias : NULL, mult, shift, out[which], scratch, &gen);
         }
         barrier(core, ++gen);
         if (core == 0) {

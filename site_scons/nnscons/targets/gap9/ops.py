@@ -88,6 +88,20 @@ def xp_conv_path(layer, graph, xpulp=True) -> str:
     return "im2col"
 
 
+def xp_preflip(layer, graph, til, xpulp=True) -> bool:
+    """Whether a direct-path conv with input zero point -128 flips each input tile it loads to
+    x ^ 0x80 once in place (nn_xp_conv2d_flip) instead of on every load in its loops: worth it
+    when the xors saved (one per 16 MACs) outweigh the flip (about 2 cycles per input byte
+    loaded), i.e. unless a large input is re-read for few output channels."""
+    if til is None or xp_conv_path(layer, graph, xpulp) != "direct" or \
+            graph.tensor(layer.inputs[0]).q.zero_point != -128:
+        return False
+    o = hwc(graph.tensor(layer.output).shape)
+    k = int(np.prod(layer.weight.shape[1:]))
+    loaded = til.l2_l1_bytes - o["c"] * (k + _p_per_oc(layer)) - o["h"] * o["w"] * o["c"]
+    return o["h"] * o["w"] * o["c"] * k >= 32 * loaded
+
+
 def im2col_bytes(layer, graph) -> int:
     """One core's im2col buffer: two receptive fields, each in whole words."""
     return 2 * tiling._align4(int(np.prod(layer.weight.shape[1:])))
@@ -120,7 +134,9 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
                          scratch=cores * im2col_bytes(layer, graph) if im2col else 0,
                          tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) != "plain")
-                         or (layer.op == "maxpool" and xpulp) else 1)
+                         or (layer.op == "maxpool" and xpulp) else 1,
+                         kernel=xp_conv_path(layer, graph, xpulp) if conv and cores > 0 and
+                         xp_conv_path(layer, graph, xpulp) != "plain" else "", cores=max(cores, 1))
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
@@ -195,6 +211,7 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
             # a budget too small for the im2col buffers planned the layer without them
             spec["xp_path"] = "plain" if path == "im2col" and til is not None and not til.l1_scratch else path
             spec["im2col_bytes"] = im2col_bytes(layer, graph)
+            spec["xp_preflip"] = xp_preflip(layer, graph, til, xpulp)
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
     if layer.op in ("linear", "add"):

@@ -12,8 +12,11 @@ moves with one 2-D DMA command. Two pipelines:
 Cost = L2<->L1 bytes (the input is re-read once per channel tile when every output channel
 needs every input channel) plus TILE_OVERHEAD bytes per tile (programming the DMA, forking
 and joining the cores: without it a strided 1x1 conv would pick one-pixel tiles that skip
-the unread rows), then the L1 bytes. The search is vectorised over the distinct tile sizes
-ceil(n / k), so planning ResNet-18 stays cheap.
+the unread rows), then the L1 bytes. Convs on the Xpulp kernels (Window.kernel) are costed
+in estimated cycles instead (_xp_cycles): the biggest tile that fits is not the fastest when
+its pixels or channels leave cores idle, or when it re-reads a large input per few channels.
+The search is vectorised over the distinct tile sizes ceil(n / k), so planning ResNet-18
+stays cheap.
 """
 from __future__ import annotations
 
@@ -23,6 +26,21 @@ import numpy as np
 
 
 TILE_OVERHEAD = 1024
+
+# The cycle model of the Xpulp conv kernels (kernels/gap9/nn_xp_conv2d.c), fitted on
+# pulp-open (a GAP9 proxy): one core's cycles per output pixel x 4 output channels are
+# WORD_CYCLES per word of the receptive field (a 4 x 2 loop body of 14-16 instructions for 2
+# pixels) + ROW_CYCLES per kernel row + PIXEL_CYCLES (4 requantizations, set-up), and
+# PAIR_CYCLES per pixel (its field, its partner); the im2col path adds IM2COL_CYCLES per byte
+# of a pixel's field. Per tile: TILE_CYCLES (forks, DMA programming and waits); the DMA moves
+# DMA_BYTES_PER_CYCLE.
+WORD_CYCLES = 7.5
+ROW_CYCLES = 5
+PIXEL_CYCLES = 110
+PAIR_CYCLES = 250
+IM2COL_CYCLES = 3
+TILE_CYCLES = 3000
+DMA_BYTES_PER_CYCLE = 7.6
 
 
 def _touched(n_out, stride, k, dil, pad, n_in) -> int:
@@ -91,6 +109,8 @@ class Window:
     p_fixed: int           # parameter bytes that do not scale with channels (pool tables)
     scratch: int = 0       # L1 scratch the kernel needs whatever the tile (im2col buffers)
     tc_multiple: int = 1   # channel tiles the kernel prefers (a multiple, or all channels)
+    kernel: str = ""       # "direct" / "im2col": an Xpulp conv, costed in cycles (_xp_cycles)
+    cores: int = 8         # the cores sharing a tile (the Xpulp kernels' split)
 
 
 def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
@@ -107,6 +127,50 @@ def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
         total[i] = ext.sum()
         biggest[i] = ext.max()
     return total, biggest
+
+
+def _classes(n, t):
+    """Per tile size t (array): the tiles of an axis of n as [(size, count)]: full, remainder."""
+    full = n // t
+    rem = n - full * t
+    return [(t, full), (rem, (rem > 0).astype(np.int64))]
+
+
+def _core_cycles(g: Window, P, tcs, px):
+    """Compute cycles of a P-pixel, tcs-channel tile on its busiest core, split as the kernel
+    splits it (nn_xp_conv2d_split: pixel groups x channel groups dividing the cores; im2col:
+    pixels, or channels when fewer pixels than cores); px: cycles per pixel x 4 channels."""
+    blocks = -(-tcs // 4)
+    if g.kernel == "im2col":
+        return np.where(P >= g.cores, -(-P // g.cores) * blocks, -(-blocks // g.cores) * P) * px
+    best = -(-P // g.cores) * (blocks * px + PAIR_CYCLES)
+    for cc in range(2, g.cores + 1):
+        if g.cores % cc == 0:
+            share = -(-P // (g.cores // cc)) * (-(-blocks // cc) * px + PAIR_CYCLES)
+            best = np.where(cc <= blocks, np.minimum(best, share), best)
+    return best
+
+
+def _xp_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, single):
+    """Estimated cycles of the layer per (th, tw, tc) grid point (see the constants above):
+    per tile max(compute on the busiest core, its DMA) + TILE_CYCLES; the spatial pipeline
+    loads each channel tile's parameters between tiles, the channel pipeline the input once."""
+    k_words = g.kh * g.kw * g.c / 4
+    px = k_words * WORD_CYCLES + g.kh * ROW_CYCLES + PIXEL_CYCLES
+    total = np.zeros(H.shape)
+    for sh, nh in _classes(g.oh, th):
+        for sw, nw in _classes(g.ow, tw):
+            for sc, nc in _classes(g.oc, tc):
+                P, tcs = sh[H] * sw[W], sc[C]
+                count = nh[H] * nw[W] * nc[C]
+                comp = _core_cycles(g, P, tcs, px)
+                if g.kernel == "im2col":
+                    comp = comp + -(-P // g.cores) * g.kh * g.kw * g.c * IM2COL_CYCLES
+                # spatial: the next input and this output move meanwhile; channel: parameters
+                dma = np.where(single, params_tile[C], l1_in) + P * tcs
+                total += count * (np.maximum(comp, dma / DMA_BYTES_PER_CYCLE) + TILE_CYCLES)
+    n_c = -(-g.oc // tc)[C]
+    return total + np.where(single, l1_in, n_c * params_tile[C]) / DMA_BYTES_PER_CYCLE
 
 
 def plan_window(g: Window, budget: int):
@@ -160,7 +224,9 @@ def plan_window(g: Window, budget: int):
     if whole.any():
         ok = whole
     cost = traffic + TILE_OVERHEAD * n_tiles
-    idx = np.lexsort((l1[ok], -tw[W][ok], cost[ok]))[0]
+    if g.kernel:
+        cost = _xp_cycles(g, th, tw, tc, H, W, C, l1_in, params_tile, single)
+    idx = np.lexsort((l1[ok], -tw[W][ok], traffic[ok], cost[ok]))[0]
     h, w, c = H[ok][idx], W[ok][idx], C[ok][idx]
     pipeline = "channel" if n_sp[h, w, c] == 1 else "spatial"
     return Tiling(pipeline=pipeline, th=int(th[h]), tw=int(tw[w]), tc=int(tc[c]),
