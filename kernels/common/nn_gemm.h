@@ -101,6 +101,32 @@ static inline int32_t nn_load_pair(const int16_t *p)
     return v;
 }
 
+/* Unaligned 32-bit load of 4 u8 activations (the avx2u8 microkernels). */
+static inline int32_t nn_load_quad(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* d[0..n) = s[0..n) + 128 as u8 (x ^ 0x80): the avx2u8 variant's activations. */
+static inline void nn_flip_s8(uint8_t *d, const int8_t *s, long n)
+{
+    long i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    typedef uint8_t v32 __attribute__((vector_size(32), aligned(1)));
+    const v32 k = (v32){ 0 } + 0x80;
+    for (; i + 32 <= n; i += 32) {
+        v32 x;
+        memcpy(&x, s + i, 32);
+        x ^= k;
+        memcpy(d + i, &x, 32);
+    }
+#endif
+    for (; i < n; ++i)
+        d[i] = (uint8_t)((uint8_t)s[i] ^ 0x80u);
+}
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define NN_HAVE_X86 1

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import replace
+
 from .isa import ISAS, REGISTERS, Micro
 
-ISA_CHOICES = ["auto", "portable", "avx2"]
+ISA_CHOICES = ["auto", "portable", "avx2", "avx2u8"]
 DEFAULT_NR_CHOICES = (8, 16, 24, 32)
 
 
@@ -179,6 +181,89 @@ def f64_safe(wm: np.ndarray, fb: np.ndarray, mult) -> bool:
     return bool(np.all(bound.astype(object) * m.astype(object) < 2 ** 53))
 
 
+# ---- the exact vpmaddubsw variant (isa avx2u8) -----------------------------------------
+
+# Its own register blocking: 2 accumulators per output vector (isa.Avx2U8), so 8 channels
+# x 5 pixels (10 accumulators, a weight vector, a broadcast, a temporary, a constant).
+U8_BLOCKING = {"mr": 5, "nr": 8, "k_unroll": 2}
+# u8 x s8 pair sums x0*w0 + x1*w1, x in [0, 255]: no saturation iff the positive and the
+# negative parts of (w0, w1) are each at most 128 (255 * 128 = 32640 <= 32767).
+U8_PAIR_MAX = 128
+
+
+def u8_supported(g: dict) -> bool:
+    """The u8 buffer is the int16 one's geometry (merged kernel rows: column dilation 1)."""
+    return padded(g)["merged"]
+
+
+def u8_quads(g: dict) -> int:
+    """Groups of 4 K values per segment (a kernel row of kw*IC values, zero-padded)."""
+    return -(-g["kw"] * g["ic"] // 4)
+
+
+def u8_split(pairs: np.ndarray) -> tuple:
+    """pairs (..., 2) int -> (A, B), A + B = pairs, every pair of A and of B safe: a pair
+    whose same-sign parts sum to s > 128 keeps 128 of it in A (taking the excess from its
+    first weight, then its second) and puts the excess s - 128 <= 128 in B."""
+    w = pairs.astype(np.int32)
+    sign = np.where(w.sum(-1) < 0, -1, 1)
+    mag = w * sign[..., None]                          # the dominant sign made positive
+    same = (mag >= 0).all(-1)
+    excess = np.where(same, np.maximum(mag.sum(-1) - U8_PAIR_MAX, 0), 0)
+    b0 = np.where(same, np.minimum(mag[..., 0], excess), 0)
+    b = np.stack([b0, excess - b0], -1) * sign[..., None]
+    return w - b, b
+
+
+def u8_pairs_safe(weights: np.ndarray) -> bool:
+    """The proof the avx2u8 variant needs: every (even, odd) pair of its packed int8
+    weights has positive part <= 128 and negative part <= 128, so no vpmaddubsw pair sum of
+    u8 activations saturates."""
+    w = weights.astype(np.int32).reshape(-1, 2)
+    return bool((np.clip(w, 0, None).sum(-1) <= U8_PAIR_MAX).all()
+                and (np.clip(-w, 0, None).sum(-1) <= U8_PAIR_MAX).all())
+
+
+def pack_u8(wm: np.ndarray, g: dict, nr: int) -> dict:
+    """(N, taps, IC) int8 -> the avx2u8 variant's parameters: per panel of nr channels the
+    main weights A as [segments][quads][nr][4], then the panel's correction quads (those
+    where B is nonzero for any of its channels) as [nx][nr][4]; `xo` their element offsets
+    in a pixel's window, `xidx` the prefix count of correction quads per panel, `steps`
+    the quads each panel's microkernel runs (main + correction)."""
+    seg = segments(wm, g)
+    n, ntaps, run = seg.shape
+    q = u8_quads(g)
+    npan = panels(n, nr)
+    full = np.zeros((npan * nr, ntaps, q * 4), np.int32)
+    full[:n, :, :run] = seg
+    a, b = u8_split(full.reshape(npan * nr, ntaps, q, 2, 2))
+    # -> (panel, segment, quad, channel, 4)
+    a = a.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)
+    b = b.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)
+    taps = np.asarray(tap_offsets(g), np.int64)
+    used = b.any(axis=(3, 4))                          # (panel, segment, quad)
+    parts, xo, xidx = [], [], [0]
+    for pn in range(npan):
+        t, k = np.nonzero(used[pn])
+        parts += [a[pn].reshape(-1), b[pn][t, k].reshape(-1)]
+        xo += list(taps[t] + 4 * k)
+        xidx.append(len(xo))
+    weights = np.concatenate(parts).astype(np.int8)
+    assert u8_pairs_safe(weights) and (a + b == full.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)).all()
+    counts = np.diff(xidx)
+    return {"weight": weights, "xo": np.asarray(xo, np.int64), "xidx": np.asarray(xidx, np.int64),
+            "steps": ntaps * q + counts}
+
+
+def bias_u8(wm: np.ndarray, fb: np.ndarray, steps: np.ndarray, nr: int) -> np.ndarray:
+    """The avx2u8 variant's bias, wrapped to int32: fb - 128 * sum(w) (its activations are
+    x + 128) - 32768 * (the panel's steps) (the widening's offset, isa.Avx2U8)."""
+    s = wm.astype(np.int64).reshape(wm.shape[0], -1).sum(axis=1)
+    per = np.repeat(np.asarray(steps, np.int64), nr)[:wm.shape[0]]
+    v = (np.asarray(fb, np.int64) - 128 * s - 32768 * per) & 0xFFFFFFFF
+    return np.where(v >= 2 ** 31, v - 2 ** 32, v)
+
+
 # ---- C source ------------------------------------------------------------------------
 
 def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False, f64: bool = False) -> dict:
@@ -218,6 +303,11 @@ def layer_source(spec: dict) -> str:
     # this layer reads its other operand as in[1] and writes the add's output)
     res = gm.get("residual")
     micros = micro_set(g, blk, gm["band"], res=bool(res), f64=gm.get("epilogue") == "f64")
+    u8 = gm.get("u8")                   # the avx2u8 variant's blocking (variants has it)
+    if u8:
+        micros_u8 = {key: replace(mk, pairs=u8_quads(g))
+                     for key, mk in micro_set(g, u8, gm["band"], res=bool(res),
+                                              f64=gm.get("epilogue") == "f64").items()}
     par = spec["params"]
     L = []
     L.append(f"/* Generated by nnscons kernelgen for target kind 'host'. Do not edit.\n"
@@ -243,8 +333,9 @@ def layer_source(spec: dict) -> str:
         isa = ISAS[isa_name]
         if isa.guard != "1":
             L.append(f"#if {isa.guard}")
-        for key in sorted(micros):
-            L.append(isa.microkernel(micros[key], micros[key].name(isa_name, prefix), tapoff))
+        ms = micros_u8 if isa_name == "avx2u8" else micros
+        for key in sorted(ms):
+            L.append(isa.microkernel(ms[key], ms[key].name(isa_name, prefix), tapoff))
         if isa.guard != "1":
             L.append("#endif")
         L.append("")
@@ -253,6 +344,8 @@ def layer_source(spec: dict) -> str:
     band_in = (band - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1
     nbuf = gm["threads"] if gm["threads"] > 1 and -(-g["oh"] // band) >= 2 * gm["threads"] else 1
     L.append(f"static int16_t buf_{cn}[{nbuf}][{band_in * wp * icp + 2}];   /* + the value an odd run reads past its end */")
+    if u8:   # the avx2u8 variant's: x + 128 as u8, + the 3 values a run's last quad reads past its end
+        L.append(f"static uint8_t bufu8_{cn}[{nbuf}][{band_in * wp * icp + 4}];")
     zp_in = spec["inputs"][0]["zp"]
     L.append("")
     L.append("typedef struct {")
@@ -261,9 +354,14 @@ def layer_source(spec: dict) -> str:
     L.append("    int8_t *out;")
     L.append("    const int8_t *x, *res;")
     L.append("    int16_t *buf;")
+    L.append("    const int8_t *wu;              /* avx2u8: its weights, correction offsets, per-panel counts */")
+    L.append("    const int32_t *xo, *xidx;")
+    L.append("    uint8_t *bufu8;")
     L.append("    int v, oh0, rows, wide;")
     L.append("} ctx_t;")
     L.append(f"static nn_epi_t epi_{cn}[{npan}];   /* per channel panel, set up once per call */")
+    if u8:
+        L.append(f"static nn_epi_t epiu_{cn}[{panels(oc, u8['nr'])}];   /* avx2u8: per panel of its own, its bias */")
     if res:
         L.append(f"static nn_res_t res_{cn};   /* the fused add: {_comment(res['name'])} */")
     L.append("")
@@ -273,6 +371,9 @@ def layer_source(spec: dict) -> str:
         ([(-(-rem // 8), rem % 8 or 8, f"pn == {npan - 1}")] if rem else [])
     for isa_name in variants:
         isa = ISAS[isa_name]
+        if isa_name == "avx2u8":
+            L += _run_u8(g, u8, micros_u8, prefix, cn, p)
+            continue
         if isa.guard != "1":
             L.append(f"#if {isa.guard}")
         L.append(f"static void run_{isa_name}(const ctx_t *c, int b0, int b1)")
@@ -349,6 +450,19 @@ def layer_source(spec: dict) -> str:
     L.append("    }")
     L.append("}")
     L.append("")
+    if u8:
+        L += _fill_u8(g, p, zp_in)
+    L.append("/* the running variant's buffer: u8 for avx2u8, else int16 */")
+    L.append("static void prep(const ctx_t *c)")
+    L.append("{")
+    if u8:
+        L.append(f"    if (c->v == {variants.index('avx2u8')}) {{")
+        L.append("        fill_u8(c->bufu8, c->x, c->oh0, c->rows);")
+        L.append("        return;")
+        L.append("    }")
+    L.append("    fill(c->buf, c->x, c->oh0, c->rows, c->wide);")
+    L.append("}")
+    L.append("")
     L.append("static void run(const ctx_t *c, int b0, int b1)")
     L.append("{")
     for idx, isa_name in enumerate(variants):
@@ -370,10 +484,12 @@ def layer_source(spec: dict) -> str:
         L.append("{")
         L.append("    ctx_t t = *(const ctx_t *)arg;")
         L.append(f"    t.buf = buf_{cn}[i];")
+        if u8:
+            L.append(f"    t.bufu8 = bufu8_{cn}[i];")
         L.append(f"    for (int k = {nbands} * i / n; k < {nbands} * (i + 1) / n; ++k) {{")
         L.append(f"        t.oh0 = k * {band};")
         L.append(f"        t.rows = {g['oh']} - t.oh0 < {band} ? {g['oh']} - t.oh0 : {band};")
-        L.append("        fill(t.buf, t.x, t.oh0, t.rows, t.wide);")
+        L.append("        prep(&t);")
         L.append(f"        run(&t, 0, (t.rows * {g['ow']} + {mr - 1}) / {mr});")
         L.append("    }")
         L.append("}")
@@ -391,7 +507,14 @@ def layer_source(spec: dict) -> str:
     L.append(f"    ctx_t c = {{ (const int8_t *)(const void *)(params + {par['weight']['offset']}),")
     for s_ in ("bias", "mult", "shift"):
         L.append(f"                 (const int32_t *)(const void *)(params + {par[s_]['offset']}),")
-    L.append(f"                 out, in[0], {'in[1]' if res else '0'}, buf_{cn}[0], -1, 0, 0, 0 }};")
+    L.append(f"                 out, in[0], {'in[1]' if res else '0'}, buf_{cn}[0],")
+    if u8:
+        L.append(f"                 (const int8_t *)(const void *)(params + {par['weight_u8']['offset']}),")
+        L.append(f"                 (const int32_t *)(const void *)(params + {par['xo']['offset']}),")
+        L.append(f"                 (const int32_t *)(const void *)(params + {par['xidx']['offset']}), bufu8_{cn}[0],")
+    else:
+        L.append("                 0, 0, 0, 0,")
+    L.append("                 -1, 0, 0, 0 };")
     for idx, isa_name in enumerate(variants):
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
@@ -409,6 +532,17 @@ def layer_source(spec: dict) -> str:
     L.append("#endif")
     avx2_idx = variants.index("avx2") if "avx2" in variants else -1
     L.append(f"    c.wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
+    if u8:
+        nu = u8["nr"]
+        L.append(f"    if (c.v == {variants.index('avx2u8')}) {{")
+        L.append(f"        const int32_t *bu = (const int32_t *)(const void *)(params + {par['bias_u8']['offset']});")
+        L.append(f"        for (int pn = 0; pn < {panels(oc, nu)}; ++pn) {{")
+        L.append(f"            nn_epi_init(&epiu_{cn}[pn], bu + pn * {nu}, c.mult + pn * {nu}, c.shift + pn * {nu}, {nu}, "
+                 f"{res['conv_zp'] if res else spec['out']['zp']}, {spec['act'][0]}, {spec['act'][1]});")
+        if res:
+            L.append(f"            epiu_{cn}[pn].res = &res_{cn};")
+        L.append("        }")
+        L.append("    }")
     conv_zp = res["conv_zp"] if res else spec["out"]["zp"]
     if res:
         L.append(f"    nn_res_init(&res_{cn}, {conv_zp}, {res['mult_conv']}, {res['zp_other']}, {res['mult_other']}, "
@@ -425,11 +559,77 @@ def layer_source(spec: dict) -> str:
         L.append(f"    for (int oh0 = 0; oh0 < {g['oh']}; oh0 += {band}) {{")
         L.append(f"        c.oh0 = oh0;")
         L.append(f"        c.rows = {g['oh']} - oh0 < {band} ? {g['oh']} - oh0 : {band};")
-        L.append("        fill(c.buf, c.x, c.oh0, c.rows, c.wide);")
+        L.append("        prep(&c);")
         L.append(f"        nn_parallel_for({threads}, part, &c);")
         L.append("    }")
     L.append("}")
     return "\n".join(L) + "\n"
+
+
+def _run_u8(g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: dict) -> list:
+    """run_avx2u8: the pixel blocks x its own channel panels over the u8 buffer; each
+    panel's weights are its main quads then its correction quads (kernelgen.pack_u8)."""
+    mr, nr, oc, icp = u8["mr"], u8["nr"], g["oc"], p["icp"]
+    npan, main = panels(oc, nr), p["ntaps"] * u8_quads(g) * nr * 4
+    full, rem = oc // nr, oc % nr
+    classes = ([(nr // 8, 8, f"pn < {full}")] if full else []) + \
+        ([(-(-rem // 8), rem % 8 or 8, f"pn == {npan - 1}")] if rem else [])
+    L = [f"#if {ISAS['avx2u8'].guard}",
+         "static void run_avx2u8(const ctx_t *c, int b0, int b1)",
+         "{",
+         f"    const int m = c->rows * {g['ow']};",
+         f"    for (int pn = 0; pn < {npan}; ++pn) {{",
+         "        const int32_t *xo = c->xo + c->xidx[pn];",
+         "        const int nx = c->xidx[pn + 1] - c->xidx[pn];",
+         f"        const int8_t *wp = c->wu + (long)pn * {main} + (long)c->xidx[pn] * {nr * 4};",
+         f"        const nn_epi_t *e = &epiu_{cn}[pn];",
+         "        for (int b = b0; b < b1; ++b) {",
+         f"            const int p0 = b * {mr};",
+         f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};",
+         f"            const uint8_t *a[{mr}];",
+         f"            const long at = ((long)c->oh0 * {g['ow']} + p0) * {oc} + pn * {nr};",
+         "            int8_t *o = c->out + at;",
+         "            const int8_t *r = c->res ? c->res + at : 0;",
+         "            for (int i = 0; i < cnt; ++i) {",
+         f"                const int oy = (p0 + i) / {g['ow']}, ox = (p0 + i) % {g['ow']};",
+         f"                a[i] = c->bufu8 + ((long)oy * {g['sh'] * p['wp']} + (long)ox * {g['sw']}) * {icp};",
+         "            }"]
+    first = True
+    for r in sorted({r for r, _ in micros}):
+        for nv, last, n_cond in classes:
+            L.append(f"            {'if' if first else 'else if'} (cnt == {r} && {n_cond})")
+            L.append(f"                {micros[(r, nv)].name('avx2u8', prefix)}(a, wp, e, o, {last}, r, xo, nx);")
+            first = False
+    L += ["        }", "    }", "}", "#endif", ""]
+    return L
+
+
+def _fill_u8(g: dict, p: dict, zp_in: int) -> list:
+    """fill_u8: the input rows of output rows [oh0, oh0 + rows) as x + 128 (u8), padding
+    zp_in + 128 (merged kernel rows only: kernelgen.u8_supported)."""
+    icp, wp = p["icp"], p["wp"]
+    pad = (zp_in + 128) & 0xFF
+    right = (wp - g["pl"] - g["iw"]) * icp
+    L = ["/* avx2u8: the input rows of output rows [oh0, oh0 + rows) into buf as x + 128 (u8) */",
+         "static void fill_u8(uint8_t *buf, const int8_t *x, int oh0, int rows)",
+         "{",
+         f"    const int in_rows = (rows - 1) * {g['sh']} + {(g['kh'] - 1) * g['dh'] + 1};",
+         "    for (int y = 0; y < in_rows; ++y) {",
+         f"        const int iy = oh0 * {g['sh']} - {g['pt']} + y;",
+         f"        uint8_t *d = buf + (long)y * {wp * icp};",
+         f"        if (iy >= 0 && iy < {g['ih']}) {{"]
+    if g["pl"]:
+        L.append(f"            memset(d, {pad}, {g['pl'] * icp});")
+    L.append(f"            nn_flip_s8(d + {g['pl'] * icp}, x + (long)iy * {g['iw'] * g['ic']}, {g['iw'] * g['ic']});")
+    if right > 0:
+        L.append(f"            memset(d + {(g['pl'] + g['iw']) * icp}, {pad}, {right});")
+    L += ["        } else {",
+          f"            memset(d, {pad}, {wp * icp});",
+          "        }",
+          "    }",
+          "}",
+          ""]
+    return L
 
 
 def _comment(text) -> str:
