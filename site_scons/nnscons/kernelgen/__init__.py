@@ -189,6 +189,12 @@ U8_BLOCKING = {"mr": 5, "nr": 8, "k_unroll": 2}
 # u8 x s8 pair sums x0*w0 + x1*w1, x in [0, 255]: no saturation iff the positive and the
 # negative parts of (w0, w1) are each at most 128 (255 * 128 = 32640 <= 32767).
 U8_PAIR_MAX = 128
+# Each correction quad costs a main quad, and the variant's main loop measured about 1.2x
+# the int16 one's rate on this Zen 1 host (its single vector multiply pipe does both
+# vpmaddwd and vpmaddubsw): it pays where at most this fraction of its quads are
+# corrections (ResNet-18: layer3's second and layer4's 3x3 convs, 10-16%; layer1-2 have
+# 21-34%, conv1 44%, the 1x1 downsamples 43-75%).
+U8_MAX_CORRECTION = 0.16
 
 
 def u8_supported(g: dict) -> bool:
@@ -252,7 +258,7 @@ def pack_u8(wm: np.ndarray, g: dict, nr: int) -> dict:
     assert u8_pairs_safe(weights) and (a + b == full.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)).all()
     counts = np.diff(xidx)
     return {"weight": weights, "xo": np.asarray(xo, np.int64), "xidx": np.asarray(xidx, np.int64),
-            "steps": ntaps * q + counts}
+            "steps": ntaps * q + counts, "correction": len(xo) / (npan * ntaps * q)}
 
 
 def bias_u8(wm: np.ndarray, fb: np.ndarray, steps: np.ndarray, nr: int) -> np.ndarray:
@@ -578,12 +584,15 @@ def _run_u8(g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: dict) -> l
          "static void run_avx2u8(const ctx_t *c, int b0, int b1)",
          "{",
          f"    const int m = c->rows * {g['ow']};",
-         f"    for (int pn = 0; pn < {npan}; ++pn) {{",
-         "        const int32_t *xo = c->xo + c->xidx[pn];",
-         "        const int nx = c->xidx[pn + 1] - c->xidx[pn];",
-         f"        const int8_t *wp = c->wu + (long)pn * {main} + (long)c->xidx[pn] * {nr * 4};",
-         f"        const nn_epi_t *e = &epiu_{cn}[pn];",
-         "        for (int b = b0; b < b1; ++b) {",
+         # the loop order as the int16 variant's (blk order): panels outer streams each
+         # weight panel once per band, blocks outer keeps a block's activations in L1
+         *(["    for (int b = b0; b < b1; ++b) {", f"        for (int pn = 0; pn < {npan}; ++pn) {{"]
+           if u8.get("order") == "block" else
+           [f"    for (int pn = 0; pn < {npan}; ++pn) {{", "        for (int b = b0; b < b1; ++b) {"]),
+         "            const int32_t *xo = c->xo + c->xidx[pn];",
+         "            const int nx = c->xidx[pn + 1] - c->xidx[pn];",
+         f"            const int8_t *wp = c->wu + (long)pn * {main} + (long)c->xidx[pn] * {nr * 4};",
+         f"            const nn_epi_t *e = &epiu_{cn}[pn];",
          f"            const int p0 = b * {mr};",
          f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};",
          f"            const uint8_t *a[{mr}];",

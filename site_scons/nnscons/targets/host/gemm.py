@@ -142,7 +142,13 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
         if isa == "avx2u8":
             raise UserError(f"{at('isa')}: layer '{layer.name}': isa avx2u8 needs column dilation 1")
         variants.remove("avx2u8")
-    u8 = dict(kernelgen.U8_BLOCKING) if "avx2u8" in variants else None
+    u8 = dict(kernelgen.U8_BLOCKING, order=blk["order"]) if "avx2u8" in variants else None
+    if u8:
+        pu = kernelgen.pack_u8(wm, g, u8["nr"])
+        # under auto, only where its correction quads are few enough for it to pay
+        if isa == "auto" and pu["correction"] > kernelgen.U8_MAX_CORRECTION:
+            variants.remove("avx2u8")
+            u8 = None
     nr = blk["nr"]
     npad = kernelgen.panels(g["oc"], nr) * nr
     k2 = p["k2"]
@@ -150,7 +156,6 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
     sections = [("weight", "int8", npad * k2 * 2), ("bias", "int32", npad),
                 ("mult", "int32", npad), ("shift", "int32", npad)]
     if u8:   # the avx2u8 variant's own weights (with its correction quads) and bias
-        pu = kernelgen.pack_u8(wm, g, u8["nr"])
         sections += [("weight_u8", "int8", pu["weight"].size),
                      ("bias_u8", "int32", kernelgen.panels(g["oc"], u8["nr"]) * u8["nr"]),
                      ("xo", "int32", max(1, pu["xo"].size)), ("xidx", "int32", pu["xidx"].size)]
