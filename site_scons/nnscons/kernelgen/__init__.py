@@ -92,28 +92,37 @@ def supports(layer) -> bool:
 
 # ---- blocking ------------------------------------------------------------------------
 
+# At most this many accumulators: on this host (AMD Zen 1: one vector multiply pipe, each
+# 256-bit op two 128-bit halves) the 4x16 microkernel ran at 18.2 GMAC/s in L1 against
+# 17.5 for 5x16, 17.1 for 3x16, 17.2 for 6x8, 16.5-17.3 for 2x32, 4x24, 3x24 (K = 576,
+# paired runs), and 4x16 was about 1% faster over a ResNet-18 inference.
+MAX_ACCUMULATORS = 8
+
+
 def candidates(isa: str = "avx2"):
     """(mr, nr) pairs whose accumulators, weight vectors, one broadcast and one product
     temporary fit the register file with one register to spare (gcc spills an accumulator
-    of a blocking that uses all 16, e.g. 6x16: measured slower than 5x16)."""
+    of a blocking that uses all 16, e.g. 6x16: measured slower than 5x16), with at most
+    MAX_ACCUMULATORS accumulators (measured)."""
     regs = REGISTERS[isa]
     out = []
     for nr in DEFAULT_NR_CHOICES:
         nv = nr // 8
         for mr in range(1, 15):
-            if mr * nv + nv + 2 <= regs - 1:
+            if mr * nv + nv + 2 <= regs - 1 and mr * nv <= MAX_ACCUMULATORS:
                 out.append((mr, nr))
     return out
 
 
 def cost(m: int, n: int, k2: int, mr: int, nr: int) -> float:
     """Cycles, roughly: per K pair the padded multiply-adds at 2 per cycle, all vector ops
-    (multiply-add + add per accumulator, a widening per weight vector, a broadcast per
-    pixel) on 4 pipes, or the loads (nv weight vectors + mr broadcasts, 2 per cycle),
-    whichever dominates; plus a per-call epilogue and call overhead."""
+    (multiply-add + add per accumulator, a widening per weight vector, counted twice: a
+    lane-crossing 256-bit op, two on Zen 1, a broadcast per pixel) on 4 pipes, or the
+    loads (nv weight vectors + mr broadcasts, 2 per cycle), whichever dominates; plus a
+    per-call epilogue and call overhead."""
     nv = nr // 8
     calls = -(-m // mr) * -(-n // nr)
-    per_pair = max(mr * nv / 2.0, (2 * mr * nv + nv + mr) / 4.0, (mr + nv) / 2.0)
+    per_pair = max(mr * nv / 2.0, (2 * mr * nv + 2 * nv + mr) / 4.0, (mr + nv) / 2.0)
     return calls * (k2 * per_pair + 12 * mr * nv + 20)
 
 
@@ -189,12 +198,6 @@ U8_BLOCKING = {"mr": 5, "nr": 8, "k_unroll": 2}
 # u8 x s8 pair sums x0*w0 + x1*w1, x in [0, 255]: no saturation iff the positive and the
 # negative parts of (w0, w1) are each at most 128 (255 * 128 = 32640 <= 32767).
 U8_PAIR_MAX = 128
-# Each correction quad costs a main quad, and the variant's main loop measured about 1.2x
-# the int16 one's rate on this Zen 1 host (its single vector multiply pipe does both
-# vpmaddwd and vpmaddubsw): it pays where at most this fraction of its quads are
-# corrections (ResNet-18: layer3's second and layer4's 3x3 convs, 10-16%; layer1-2 have
-# 21-34%, conv1 44%, the 1x1 downsamples 43-75%).
-U8_MAX_CORRECTION = 0.16
 
 
 def u8_supported(g: dict) -> bool:
@@ -641,6 +644,102 @@ def _fill_u8(g: dict, p: dict, zp_in: int) -> list:
     return L
 
 
+def _u8_test_driver(tag: str, k: int, mr: int, nr: int, ku: int, f64: bool, max_mn: int) -> list:
+    """The kernel test's avx2u8 driver: the same interface as the others (the int16
+    drivers' packed weights w, int16 activations a); it redoes kernelgen.pack_u8 in C on
+    them (split of every pair whose same-sign parts exceed 128, correction quads per
+    panel, x + 128, the variant's bias) whenever main() refills the data, then runs the
+    microkernels."""
+    kp = k + (k & 1)
+    q = -(-k // 4)
+    kq = 4 * q
+    npan = -(-max_mn // nr)
+    micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=q, ku=ku, ostride=max_mn, f64=f64)
+              for r in range(1, mr + 1) for nv in range(1, nr // 8 + 1)}
+    name = f"gemm_avx2u8_{tag}"
+    L = [f"#if {ISAS['avx2u8'].guard}"]
+    for key in sorted(micros):
+        L.append(ISAS["avx2u8"].microkernel(micros[key], micros[key].name("avx2u8", "mk_" + tag), "tapoff"))
+    L += [f"static void {name}(int m, int n, const int16_t *a, const int8_t *w, const int32_t *bias, "
+          "const int32_t *mult, const int32_t *shift, int zp, int lo, int hi, int8_t *out)",
+          "{",
+          "    static int gen = -1;",
+          f"    static uint8_t xu[MAXMN * {kq} + 4];",
+          f"    static int8_t wu[{npan} * {2 * q * nr * 4}];      /* main + at most every quad again */",
+          f"    static int32_t xo[{npan * q} + 1], xidx[{npan} + 1], bu[{npan * nr}];",
+          "    nn_epi_t e;",
+          "    if (gen != pack_gen) {",
+          "        gen = pack_gen;",
+          f"        for (int i = 0; i < MAXMN; ++i)",
+          f"            for (int kk = 0; kk < {kq}; ++kk)   /* past kp: any value, its weight is 0 */",
+          f"                xu[i * {kq} + kk] = kk < {kp} ? (uint8_t)(a[i * {kp} + kk] + 128) : 255;",
+          "        xidx[0] = 0;",
+          f"        for (int pn = 0; pn < {npan}; ++pn) {{",
+          f"            int8_t *main_w = wu + (long)pn * {q * nr * 4} + (long)xidx[pn] * {nr * 4};",
+          f"            int8_t *corr = main_w + {q * nr * 4};",
+          f"            int nx = 0, steps;",
+          f"            for (int qq = 0; qq < {q}; ++qq) {{",
+          f"                int8_t b[{nr * 4}];",
+          "                int any = 0;",
+          f"                for (int ch = 0; ch < {nr}; ++ch)",
+          "                    for (int h = 0; h < 2; ++h) {",
+          "                        int v[2], s, m0, m1, ex = 0, c0;",
+          "                        for (int j = 0; j < 2; ++j) {",
+          "                            const int kk = qq * 4 + h * 2 + j, nn = pn * " + str(nr) + " + ch;",
+          f"                            v[j] = nn < MAXMN && kk < {k} ? w[(long)(nn / {nr}) * {kp * nr} + (kk / 2) * {nr * 2} + (nn % {nr}) * 2 + kk % 2] : 0;",
+          "                        }",
+          "                        s = v[0] + v[1] < 0 ? -1 : 1;",
+          "                        m0 = v[0] * s;",
+          "                        m1 = v[1] * s;",
+          "                        if (m0 >= 0 && m1 >= 0 && m0 + m1 > 128)",
+          "                            ex = m0 + m1 - 128;",
+          "                        c0 = ex && m0 < ex ? m0 : ex;   /* ex > 0: both parts >= 0 */",
+          "                        b[ch * 4 + h * 2] = (int8_t)(s * c0);",
+          "                        b[ch * 4 + h * 2 + 1] = (int8_t)(s * (ex - c0));",
+          f"                        main_w[(qq * {nr} + ch) * 4 + h * 2] = (int8_t)(v[0] - s * c0);",
+          f"                        main_w[(qq * {nr} + ch) * 4 + h * 2 + 1] = (int8_t)(v[1] - s * (ex - c0));",
+          "                        any |= ex;",
+          "                    }",
+          "                if (any) {",
+          f"                    memcpy(corr + nx * {nr * 4}, b, sizeof b);",
+          "                    xo[xidx[pn] + nx++] = qq * 4;",
+          "                }",
+          "            }",
+          "            xidx[pn + 1] = xidx[pn] + nx;",
+          f"            steps = {q} + nx;",
+          f"            for (int ch = 0; ch < {nr}; ++ch) {{",
+          f"                const int nn = pn * {nr} + ch;",
+          "                int64_t sw = 0;",
+          f"                for (int kk = 0; kk < {k} && nn < MAXMN; ++kk)",
+          f"                    sw += w[(long)(nn / {nr}) * {kp * nr} + (kk / 2) * {nr * 2} + (nn % {nr}) * 2 + kk % 2];",
+          "                bu[nn] = (int32_t)(uint32_t)((uint64_t)((int64_t)bias[nn] - 128 * sw - 32768 * (int64_t)steps));",
+          "            }",
+          "        }",
+          "    }",
+          f"    for (int n0 = 0; n0 < n; n0 += {nr}) {{",
+          f"        const int nn = n - n0 < {nr} ? n - n0 : {nr};",
+          "        const int nv = (nn + 7) / 8, last = nn - (nv - 1) * 8, pn = n0 / " + str(nr) + ";",
+          f"        const int8_t *wp = wu + (long)pn * {q * nr * 4} + (long)xidx[pn] * {nr * 4};",
+          f"        nn_epi_init(&e, bu + n0, mult + n0, shift + n0, {nr}, zp, lo, hi);",
+          f"        for (int p0 = 0; p0 < m; p0 += {mr}) {{",
+          f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};",
+          f"            const uint8_t *ap[{mr}];",
+          f"            for (int i = 0; i < cnt; ++i) ap[i] = xu + (long)(p0 + i) * {kq};",
+          f"            int8_t *o = out + (long)p0 * MAXMN + n0;",
+          "            switch (cnt * 16 + nv) {"]
+    for (r, nv) in sorted(micros):
+        L.append(f"            case {r * 16 + nv}: {micros[(r, nv)].name('avx2u8', 'mk_' + tag)}"
+                 "(ap, wp, &e, o, last, 0, xo + xidx[pn], xidx[pn + 1] - xidx[pn]); break;")
+    L += ["            default: abort();",
+          "            }",
+          "        }",
+          "    }",
+          "}",
+          "#endif",
+          ""]
+    return L
+
+
 def _comment(text) -> str:
     from ..codegen import c_comment
     return c_comment(text)
@@ -654,7 +753,9 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
     microkernels as the layers; main() compares every variant with the portable one."""
     L = ["/* Generated by nnscons kernelgen: kernel test driver. */",
          "#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>", "#include <string.h>",
-         '#include "nn_gemm.h"', ""]
+         '#include "nn_gemm.h"', "",
+         "static int pack_gen;   /* main() bumps it when it refills the data (avx2u8 repacks) */",
+         f"#define MAXMN {max_mn}", ""]
     drivers = []
     for case in cases:
         k, mr, nr, ku = case[:4]
@@ -665,6 +766,9 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
             micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=kp // 2, ku=ku, ostride=max_mn, f64=f64)
                       for r in range(1, mr + 1) for nv in range(1, nr // 8 + 1)}
             for isa_name, isa in ISAS.items():
+                if isa_name == "avx2u8":
+                    L += _u8_test_driver(tag, k, mr, nr, ku, f64, max_mn)
+                    continue
                 if isa.guard != "1":
                     L.append(f"#if {isa.guard}")
                 for key in sorted(micros):
@@ -708,7 +812,6 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
         L.append(f"    {{ {k}, {mr}, {nr}, {ku}, {{ {', '.join(fns)} }} }},")
     L.append("};")
     L.append(f"#define NCASES {len(drivers)}")
-    L.append(f"#define MAXMN {max_mn}")
     L.append("static case_t table[NCASES];")
     L.append("static void fill_table(void)")
     L.append("{")
@@ -727,7 +830,7 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
 _TEST_MAIN = r"""
 static int runtime_ok(int j)
 {
-    if (strcmp(isa_names[j], "avx2") == 0)
+    if (strcmp(isa_names[j], "avx2") == 0 || strcmp(isa_names[j], "avx2u8") == 0)
         return nn_cpu_has_avx2();
     if (strcmp(isa_names[j], "neon") == 0)
         return nn_cpu_has_neon();
@@ -793,6 +896,7 @@ int main(int argc, char **argv)
             for (i = 0; i < MAXMN; ++i)           /* pack: panel, pair, channel, 2 */
                 for (kk = 0; kk < kp; ++kk)
                     w[(long)(i / c->nr) * kp * c->nr + (kk / 2) * c->nr * 2 + (i % c->nr) * 2 + kk % 2] = wm[i * kp + kk];
+            ++pack_gen;
             for (i = 0; i < MAXMN + 64; ++i) {
                 bias[i] = fill == 0 ? rnd(-100000, 100000) : fill == 1 ? -(127 * 128 * c->k) : 0;
                 mult[i] = (int32_t)(((uint32_t)1 << 30) + (uint32_t)rnd(0, (1 << 30) - 1));

@@ -210,8 +210,10 @@ class Avx2U8(Avx2):
                     s.append(f"      d{m}_{v} = _mm256_add_epi32(d{m}_{v}, _mm256_xor_si256(t, lo_bias));")
                     s.append(f"      h{m}_{v} = _mm256_add_epi32(h{m}_{v}, _mm256_srai_epi32(t, 16)); }}")
             s.append(f"    w += {mk.nr * 4};")
-            # keeps every accumulator in its register (as in Avx2)
-            s.append('    __asm__("" : ' + ", ".join(f'"+x"({a})' for a in accs) + ");")
+            # keeps every accumulator in its register (as in Avx2); gcc takes at most 30
+            # operands per asm, an in-out one counts twice
+            for i in range(0, len(accs), 15):
+                s.append('    __asm__("" : ' + ", ".join(f'"+x"({a})' for a in accs[i:i + 15]) + ");")
             s.append("}")
             return s
         out += [ln.replace("const int16_t *p", "const uint8_t *p") for ln in _k_loops(mk, body, tapoff)]
