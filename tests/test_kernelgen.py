@@ -262,6 +262,35 @@ def _residual_model(path, channels=12):
     return path
 
 
+def _has_avx2() -> bool:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        return " avx2" in f.read()
+
+
+@pytest.mark.skipif(not _has_avx2(), reason="the forced avx2u8 variant needs AVX2")
+def test_forced_avx2u8_is_bit_exact_on_a_model(project):
+    """isa: avx2u8 on ResNet-8 (a 3-channel first conv, 3x3 and 1x1 convs with fused
+    residual adds, a linear layer): every generated layer runs only that variant, with
+    correction groups, and matches the integer reference, also under the sanitizers."""
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("  host-asan:\n", "  host-u8:\n    kind: host\n"
+                                               "    kernel: {isa: avx2u8}\n\n  host-asan:\n"))
+    proc = project.scons("target=host-u8", "model=ic_resnet8")
+    assert "Test PASSED [host-u8] ic_resnet8: all 12 layers match" in proc.stdout
+    gemms = [l["gemm"] for l in json.loads(project.read("build/host-u8/ic_resnet8/report.json"))["layers"]
+             if "gemm" in l]
+    assert len(gemms) == 10 and all(g["variants"] == ["avx2u8"] for g in gemms)
+    assert sum(g["u8"]["correction_quads"] for g in gemms) > 0
+    src = project.read("build/host-u8/ic_resnet8/src/layers/stack1_shortcut.c")
+    assert "run_avx2u8" in src and "fill_u8(" in src and "run_avx2(" not in src
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("      ldflags: [\"-fsanitize=address,undefined\"]\n",
+                                               "      ldflags: [\"-fsanitize=address,undefined\"]\n"
+                                               "    kernel: {isa: avx2u8}\n", 1))
+    proc = project.scons("target=host-asan", "model=ic_resnet8")
+    assert "Test PASSED [host-asan] ic_resnet8: all 12 layers match" in proc.stdout
+
+
 def test_fused_residual_add_with_partial_vectors_on_every_variant(project):
     path = _residual_model(project.file("m/res12.onnx"))
     text = project.read("targets.yaml")
