@@ -20,6 +20,9 @@ CASES = [(k, 6, 16, 2) for k in KS] + [(k, mr, nr, ku) for k in (3, 64)
                                        for mr, nr, ku in ((4, 24, 1), (3, 32, 4), (12, 8, 3), (1, 8, 1))]
 # the double-precision epilogue where the driver's data keep |acc + bias| * mult < 2**53
 CASES += [(k, 6, 16, 2, "f64") for k in KS if k <= 128] + [(64, 3, 32, 4, "f64"), (3, 1, 8, 1, "f64")]
+# the avx2u8 variant's own blocking (kernelgen.U8_BLOCKING: 5x8, k_unroll 2) on every K; the
+# cases above run it too (every variant runs every case)
+CASES += [(k, 5, 8, 2) for k in KS] + [(k, 5, 8, 2, "f64") for k in KS if k <= 128]
 B = "build/host/simplecnn"
 
 
@@ -50,6 +53,48 @@ def test_packing_matches_the_microkernel_layout():
     # panel 0, pair 1 (tap 0, channels 2 and 3), output channel 2: (w[2,0,2], 0)
     assert list(packed[(1 * 8 + 2) * 2:(1 * 8 + 2) * 2 + 2]) == [wm[2, 0, 2], 0]
     assert list(packed[(2 * 8 + 1) * 2:(2 * 8 + 1) * 2 + 2]) == [wm[1, 1, 0], wm[1, 1, 1]]
+
+
+def _u8_emulated(packed, xu, nr, ntaps, q, taps):
+    """The avx2u8 microkernel's arithmetic in numpy (isa.Avx2U8) for one pixel whose window
+    is xu (u8, flat, tap offsets `taps`): per step the vpmaddubsw pair sums saturated to
+    int16 as the instruction does, widened as d - 65535 * h - 32768 * steps; per channel."""
+    w = packed["weight"].astype(np.int64)
+    out, base = [], 0
+    for pn in range(len(packed["xidx"]) - 1):
+        offs = [t + 4 * k for t in taps for k in range(q)] + list(packed["xo"][packed["xidx"][pn]:packed["xidx"][pn + 1]])
+        steps = w[base:base + len(offs) * nr * 4].reshape(len(offs), nr, 4)
+        base += len(offs) * nr * 4
+        x = np.stack([xu[o:o + 4] for o in offs]).astype(np.int64)[:, None, :]       # (steps, 1, 4)
+        pairs = np.clip((x * steps).reshape(len(offs), nr, 2, 2).sum(-1), -32768, 32767)
+        out.append(pairs.sum(axis=(0, 2)))
+    return np.concatenate(out)
+
+
+def test_u8_split_makes_every_vpmaddubsw_pair_exact():
+    """pack_u8's proof: every packed pair of A and B cannot saturate, A + B = W, and the
+    kernel's arithmetic on them (saturation emulated) is the exact dot product for u8
+    inputs 0, 255 and random, where the unsplit weights do saturate."""
+    g = dict(ic=7, ih=5, iw=5, oc=20, oh=3, ow=3, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pt=0, pl=0, pb=0, pr=0)
+    rng = np.random.default_rng(1)
+    p = kernelgen.padded(g)
+    taps = kernelgen.tap_offsets(g)
+    q = kernelgen.u8_quads(g)
+    for wm in (rng.integers(-128, 128, (20, 9, 7)), np.full((20, 9, 7), 127), np.full((20, 9, 7), -128)):
+        wm = wm.astype(np.int8)
+        packed = kernelgen.pack_u8(wm, g, 8)
+        assert kernelgen.u8_pairs_safe(packed["weight"])
+        assert packed["xo"].size > 0 and len(packed["steps"]) == 3
+        for xu in (np.zeros(p["hp"] * p["wp"] * p["icp"] + 4, np.int64), np.full(p["hp"] * p["wp"] * p["icp"] + 4, 255),
+                   rng.integers(0, 256, p["hp"] * p["wp"] * p["icp"] + 4)):
+            window = np.stack([xu[t:t + g["kw"] * g["ic"]] for t in taps])           # (kh, kw*ic)
+            exact = (kernelgen.segments(wm, g).astype(np.int64) * window[None]).sum(axis=(1, 2))
+            got = _u8_emulated(packed, xu, 8, len(taps), q, taps)[:20]
+            assert (got == exact).all()
+    # the check is not vacuous: without the split, 127s saturate on 255s
+    raw = np.full((8, 1, 4), 127, np.int64)
+    assert not kernelgen.u8_pairs_safe(raw.astype(np.int8))
+    assert np.clip((255 * raw).reshape(8, 2, 2).sum(-1), -32768, 32767).sum() != (255 * raw).sum()
 
 
 def test_cost_model_blocking_fits_the_register_file():
@@ -179,7 +224,7 @@ def test_residual_add_fuses_into_the_conv_epilogue(project):
                      "stack2.shortcut": "stack2.add"}
     assert all(fused[l["name"]] in l["fused"] for l in layers if l["name"] in fused)
     src = project.read("build/host/ic_resnet8/src/layers/stack1_shortcut.c")
-    assert "nn_res_init(&res_stack1_shortcut" in src and "nn_avx2_res_add8(" in src
+    assert "nn_res_init(&res_stack1_shortcut" in src and "nn_avx2_res_add8_f64(" in src
     text = project.read("targets.yaml")
     entry = "  ic_resnet8:\n    zoo: resnet8           # MLPerf Tiny image classification\n"
     assert entry in text
@@ -215,6 +260,35 @@ def _residual_model(path, channels=12):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
     return path
+
+
+def _has_avx2() -> bool:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        return " avx2" in f.read()
+
+
+@pytest.mark.skipif(not _has_avx2(), reason="the forced avx2u8 variant needs AVX2")
+def test_forced_avx2u8_is_bit_exact_on_a_model(project):
+    """isa: avx2u8 on ResNet-8 (a 3-channel first conv, 3x3 and 1x1 convs with fused
+    residual adds, a linear layer): every generated layer runs only that variant, with
+    correction groups, and matches the integer reference, also under the sanitizers."""
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("  host-asan:\n", "  host-u8:\n    kind: host\n"
+                                               "    kernel: {isa: avx2u8}\n\n  host-asan:\n"))
+    proc = project.scons("target=host-u8", "model=ic_resnet8")
+    assert "Test PASSED [host-u8] ic_resnet8: all 12 layers match" in proc.stdout
+    gemms = [l["gemm"] for l in json.loads(project.read("build/host-u8/ic_resnet8/report.json"))["layers"]
+             if "gemm" in l]
+    assert len(gemms) == 10 and all(g["variants"] == ["avx2u8"] for g in gemms)
+    assert sum(g["u8"]["correction_quads"] for g in gemms) > 0
+    src = project.read("build/host-u8/ic_resnet8/src/layers/stack1_shortcut.c")
+    assert "run_avx2u8" in src and "fill_u8(" in src and "run_avx2(" not in src
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("      ldflags: [\"-fsanitize=address,undefined\"]\n",
+                                               "      ldflags: [\"-fsanitize=address,undefined\"]\n"
+                                               "    kernel: {isa: avx2u8}\n", 1))
+    proc = project.scons("target=host-asan", "model=ic_resnet8")
+    assert "Test PASSED [host-asan] ic_resnet8: all 12 layers match" in proc.stdout
 
 
 def test_fused_residual_add_with_partial_vectors_on_every_variant(project):

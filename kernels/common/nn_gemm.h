@@ -40,6 +40,7 @@ typedef struct {
 typedef struct nn_res {
     nn_epi_t e;
     int32_t za, ma, zb, mb;
+    double fa, fb;              /* ma / 2**s, mb / 2**s (exact: powers of two) */
 } nn_res_t;
 
 /* One panel of nr channels starting at channel n0 of bias/mult/shift. */
@@ -84,6 +85,8 @@ static inline void nn_res_init(nn_res_t *r, int32_t za, int32_t ma, int32_t zb, 
     r->ma = ma;
     r->zb = zb;
     r->mb = mb;
+    r->fa = (double)ma / (double)((uint64_t)1 << shift);
+    r->fb = (double)mb / (double)((uint64_t)1 << shift);
 }
 
 /* The fused residual add of one element: q the conv's output, r the other operand. */
@@ -99,6 +102,32 @@ static inline int32_t nn_load_pair(const int16_t *p)
     int32_t v;
     memcpy(&v, p, sizeof v);
     return v;
+}
+
+/* Unaligned 32-bit load of 4 u8 activations (the avx2u8 microkernels). */
+static inline int32_t nn_load_quad(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* d[0..n) = s[0..n) + 128 as u8 (x ^ 0x80): the avx2u8 variant's activations. */
+static inline void nn_flip_s8(uint8_t *d, const int8_t *s, long n)
+{
+    long i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    typedef uint8_t v32 __attribute__((vector_size(32), aligned(1)));
+    const v32 k = (v32){ 0 } + 0x80;
+    for (; i + 32 <= n; i += 32) {
+        v32 x;
+        memcpy(&x, s + i, 32);
+        x ^= k;
+        memcpy(d + i, &x, 32);
+    }
+#endif
+    for (; i < n; ++i)
+        d[i] = (uint8_t)((uint8_t)s[i] ^ 0x80u);
 }
 
 #if defined(__x86_64__)
@@ -179,24 +208,29 @@ static inline NN_AVX2 long long nn_avx2_requant8_f64(__m256i acc, const nn_epi_t
 }
 
 /* The fused residual add on 8 lanes: q the conv's requantized values (int32 lanes), r the
- * n (<= 8) int8 values of the other operand; the result as 8 int8 in a 64-bit word. */
-static inline NN_AVX2 long long nn_avx2_res_add8(__m256i q, const int8_t *r, int n, const nn_res_t *a)
+ * n (<= 8) int8 values of the other operand; the result as 8 int8 in a 64-bit word.
+ * In double, always exact: |q - za|, |r - zb| <= 255 and |ma|, |mb| < 2**31, so
+ * (q - za) * ma + (r - zb) * mb is an integer below 2**41 and each product and the sum,
+ * scaled by 2**-s, are exact in double; vroundpd (ties to even) is then exactly the
+ * rne of nn_res_add, and the clamp in double makes the conversion exact too. */
+static inline NN_AVX2 long long nn_avx2_res_add8_f64(__m256i q, const int8_t *r, int n, const nn_res_t *a)
 {
     long long wb = 0;
-    __m256i xa, xb, pe, po, t;
+    __m256i xa, xb;
+    __m256d l, h;
+    const __m256d fa = _mm256_set1_pd(a->fa), fb = _mm256_set1_pd(a->fb);
+    const __m256d lo = _mm256_set1_pd(a->e.dlo), hi = _mm256_set1_pd(a->e.dhi);
     memcpy(&wb, r, n == 8 ? 8 : (size_t)n);
     xa = _mm256_sub_epi32(q, _mm256_set1_epi32(a->za));
     xb = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), _mm256_set1_epi32(a->zb));
-    {
-        const __m256i ma = _mm256_set1_epi32(a->ma), mb = _mm256_set1_epi32(a->mb);
-        pe = _mm256_add_epi64(_mm256_mul_epi32(xa, ma), _mm256_mul_epi32(xb, mb));
-        po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(xa, 32), ma),
-                              _mm256_mul_epi32(_mm256_srli_epi64(xb, 32), mb));
-    }
-    pe = nn_avx2_rne64(pe, &a->e, 0, 0);
-    po = nn_avx2_rne64(po, &a->e, 1, 0);
-    t = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
-    return nn_avx2_pack8(_mm256_add_epi32(t, _mm256_set1_epi32(a->e.zp)));
+    l = _mm256_add_pd(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(xa)), fa),
+                      _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(xb)), fb));
+    h = _mm256_add_pd(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(xa, 1)), fa),
+                      _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(xb, 1)), fb));
+    l = _mm256_min_pd(_mm256_max_pd(_mm256_round_pd(l, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo), hi);
+    h = _mm256_min_pd(_mm256_max_pd(_mm256_round_pd(h, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo), hi);
+    return nn_avx2_pack8(_mm256_add_epi32(_mm256_set_m128i(_mm256_cvtpd_epi32(h), _mm256_cvtpd_epi32(l)),
+                                          _mm256_set1_epi32(a->e.zp)));
 }
 
 static inline NN_AVX2 void nn_avx2_store8(int8_t *dst, long long v, int n)

@@ -58,8 +58,13 @@ static NN_AVX2 void maxpool_avx2(const nn_hwc_pool_cfg_t *cfg, const int8_t *in,
 {
     int32_t bias[8], m8[8], s8[8];
     nn_epi_t e;
-    int p, i, c0;
+    int p, i, c0, identity = 1;
     const int c = cfg->c, c32 = cfg->c / 32 * 32;
+    /* The requantization of the max is a function of one int8; where it maps every int8 to
+     * itself (the usual case: a max pool keeps its input's scale and zero point) the max
+     * is the output and the per-vector requantization is skipped. */
+    for (i = -128; i <= 127 && identity; ++i)
+        identity = nn_requantize(i - cfg->in_zp, mult[0], shift[0], cfg->out_zp, cfg->act_min, cfg->act_max) == i;
     for (i = 0; i < 8; ++i) {
         bias[i] = -cfg->in_zp;
         m8[i] = mult[0];
@@ -84,7 +89,9 @@ static NN_AVX2 void maxpool_avx2(const nn_hwc_pool_cfg_t *cfg, const int8_t *in,
                 for (xx = left + q0; xx < left + q1; ++xx)
                     m = _mm256_max_epi8(m, _mm256_loadu_si256((const __m256i *)(const void *)
                                                               (in + ((ptrdiff_t)yy * cfg->in_w + xx) * c + c0)));
-            {
+            if (identity) {
+                _mm256_storeu_si256((__m256i *)(void *)(o + c0), m);
+            } else {
                 long long q[4];
                 _mm256_storeu_si256((__m256i *)(void *)q, m);
                 for (i = 0; i < 4; ++i) {

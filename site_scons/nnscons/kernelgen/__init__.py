@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import replace
+
 from .isa import ISAS, REGISTERS, Micro
 
-ISA_CHOICES = ["auto", "portable", "avx2"]
+ISA_CHOICES = ["auto", "portable", "avx2", "avx2u8"]
 DEFAULT_NR_CHOICES = (8, 16, 24, 32)
 
 
@@ -90,28 +92,37 @@ def supports(layer) -> bool:
 
 # ---- blocking ------------------------------------------------------------------------
 
+# At most this many accumulators: on this host (AMD Zen 1: one vector multiply pipe, each
+# 256-bit op two 128-bit halves) the 4x16 microkernel ran at 18.2 GMAC/s in L1 against
+# 17.5 for 5x16, 17.1 for 3x16, 17.2 for 6x8, 16.5-17.3 for 2x32, 4x24, 3x24 (K = 576,
+# paired runs), and a ResNet-18 inference took 2.6% longer with 5x16 than with 4x16.
+MAX_ACCUMULATORS = 8
+
+
 def candidates(isa: str = "avx2"):
     """(mr, nr) pairs whose accumulators, weight vectors, one broadcast and one product
     temporary fit the register file with one register to spare (gcc spills an accumulator
-    of a blocking that uses all 16, e.g. 6x16: measured slower than 5x16)."""
+    of a blocking that uses all 16, e.g. 6x16: measured slower than 5x16), with at most
+    MAX_ACCUMULATORS accumulators (measured)."""
     regs = REGISTERS[isa]
     out = []
     for nr in DEFAULT_NR_CHOICES:
         nv = nr // 8
         for mr in range(1, 15):
-            if mr * nv + nv + 2 <= regs - 1:
+            if mr * nv + nv + 2 <= regs - 1 and mr * nv <= MAX_ACCUMULATORS:
                 out.append((mr, nr))
     return out
 
 
 def cost(m: int, n: int, k2: int, mr: int, nr: int) -> float:
     """Cycles, roughly: per K pair the padded multiply-adds at 2 per cycle, all vector ops
-    (multiply-add + add per accumulator, a widening per weight vector, a broadcast per
-    pixel) on 4 pipes, or the loads (nv weight vectors + mr broadcasts, 2 per cycle),
-    whichever dominates; plus a per-call epilogue and call overhead."""
+    (multiply-add + add per accumulator, a widening per weight vector, counted twice: a
+    lane-crossing 256-bit op, two on Zen 1, a broadcast per pixel) on 4 pipes, or the
+    loads (nv weight vectors + mr broadcasts, 2 per cycle), whichever dominates; plus a
+    per-call epilogue and call overhead."""
     nv = nr // 8
     calls = -(-m // mr) * -(-n // nr)
-    per_pair = max(mr * nv / 2.0, (2 * mr * nv + nv + mr) / 4.0, (mr + nv) / 2.0)
+    per_pair = max(mr * nv / 2.0, (2 * mr * nv + 2 * nv + mr) / 4.0, (mr + nv) / 2.0)
     return calls * (k2 * per_pair + 12 * mr * nv + 20)
 
 
@@ -179,6 +190,89 @@ def f64_safe(wm: np.ndarray, fb: np.ndarray, mult) -> bool:
     return bool(np.all(bound.astype(object) * m.astype(object) < 2 ** 53))
 
 
+# ---- the exact vpmaddubsw variant (isa avx2u8) -----------------------------------------
+
+# Its own register blocking: 2 accumulators per output vector (isa.Avx2U8), so 8 channels
+# x 5 pixels (10 accumulators, a weight vector, a broadcast, a temporary, a constant).
+U8_BLOCKING = {"mr": 5, "nr": 8, "k_unroll": 2}
+# u8 x s8 pair sums x0*w0 + x1*w1, x in [0, 255]: no saturation iff the positive and the
+# negative parts of (w0, w1) are each at most 128 (255 * 128 = 32640 <= 32767).
+U8_PAIR_MAX = 128
+
+
+def u8_supported(g: dict) -> bool:
+    """The u8 buffer is the int16 one's geometry (merged kernel rows: column dilation 1)."""
+    return padded(g)["merged"]
+
+
+def u8_quads(g: dict) -> int:
+    """Groups of 4 K values per segment (a kernel row of kw*IC values, zero-padded)."""
+    return -(-g["kw"] * g["ic"] // 4)
+
+
+def u8_split(pairs: np.ndarray) -> tuple:
+    """pairs (..., 2) int -> (A, B), A + B = pairs, every pair of A and of B safe: a pair
+    whose same-sign parts sum to s > 128 keeps 128 of it in A (taking the excess from its
+    first weight, then its second) and puts the excess s - 128 <= 128 in B."""
+    w = pairs.astype(np.int32)
+    sign = np.where(w.sum(-1) < 0, -1, 1)
+    mag = w * sign[..., None]                          # the dominant sign made positive
+    same = (mag >= 0).all(-1)
+    excess = np.where(same, np.maximum(mag.sum(-1) - U8_PAIR_MAX, 0), 0)
+    b0 = np.where(same, np.minimum(mag[..., 0], excess), 0)
+    b = np.stack([b0, excess - b0], -1) * sign[..., None]
+    return w - b, b
+
+
+def u8_pairs_safe(weights: np.ndarray) -> bool:
+    """The proof the avx2u8 variant needs: every (even, odd) pair of its packed int8
+    weights has positive part <= 128 and negative part <= 128, so no vpmaddubsw pair sum of
+    u8 activations saturates."""
+    w = weights.astype(np.int32).reshape(-1, 2)
+    return bool((np.clip(w, 0, None).sum(-1) <= U8_PAIR_MAX).all()
+                and (np.clip(-w, 0, None).sum(-1) <= U8_PAIR_MAX).all())
+
+
+def pack_u8(wm: np.ndarray, g: dict, nr: int) -> dict:
+    """(N, taps, IC) int8 -> the avx2u8 variant's parameters: per panel of nr channels the
+    main weights A as [segments][quads][nr][4], then the panel's correction quads (those
+    where B is nonzero for any of its channels) as [nx][nr][4]; `xo` their element offsets
+    in a pixel's window, `xidx` the prefix count of correction quads per panel, `steps`
+    the quads each panel's microkernel runs (main + correction)."""
+    seg = segments(wm, g)
+    n, ntaps, run = seg.shape
+    q = u8_quads(g)
+    npan = panels(n, nr)
+    full = np.zeros((npan * nr, ntaps, q * 4), np.int32)
+    full[:n, :, :run] = seg
+    a, b = u8_split(full.reshape(npan * nr, ntaps, q, 2, 2))
+    # -> (panel, segment, quad, channel, 4)
+    a = a.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)
+    b = b.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)
+    taps = np.asarray(tap_offsets(g), np.int64)
+    used = b.any(axis=(3, 4))                          # (panel, segment, quad)
+    parts, xo, xidx = [], [], [0]
+    for pn in range(npan):
+        t, k = np.nonzero(used[pn])
+        parts += [a[pn].reshape(-1), b[pn][t, k].reshape(-1)]
+        xo += list(taps[t] + 4 * k)
+        xidx.append(len(xo))
+    weights = np.concatenate(parts).astype(np.int8)
+    assert u8_pairs_safe(weights) and (a + b == full.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)).all()
+    counts = np.diff(xidx)
+    return {"weight": weights, "xo": np.asarray(xo, np.int64), "xidx": np.asarray(xidx, np.int64),
+            "steps": ntaps * q + counts, "correction": len(xo) / (npan * ntaps * q)}
+
+
+def bias_u8(wm: np.ndarray, fb: np.ndarray, steps: np.ndarray, nr: int) -> np.ndarray:
+    """The avx2u8 variant's bias, wrapped to int32: fb - 128 * sum(w) (its activations are
+    x + 128) - 32768 * (the panel's steps) (the widening's offset, isa.Avx2U8)."""
+    s = wm.astype(np.int64).reshape(wm.shape[0], -1).sum(axis=1)
+    per = np.repeat(np.asarray(steps, np.int64), nr)[:wm.shape[0]]
+    v = (np.asarray(fb, np.int64) - 128 * s - 32768 * per) & 0xFFFFFFFF
+    return np.where(v >= 2 ** 31, v - 2 ** 32, v)
+
+
 # ---- C source ------------------------------------------------------------------------
 
 def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False, f64: bool = False) -> dict:
@@ -218,6 +312,11 @@ def layer_source(spec: dict) -> str:
     # this layer reads its other operand as in[1] and writes the add's output)
     res = gm.get("residual")
     micros = micro_set(g, blk, gm["band"], res=bool(res), f64=gm.get("epilogue") == "f64")
+    u8 = gm.get("u8")                   # the avx2u8 variant's blocking (variants has it)
+    if u8:
+        micros_u8 = {key: replace(mk, pairs=u8_quads(g))
+                     for key, mk in micro_set(g, u8, gm["band"], res=bool(res),
+                                              f64=gm.get("epilogue") == "f64").items()}
     par = spec["params"]
     L = []
     L.append(f"/* Generated by nnscons kernelgen for target kind 'host'. Do not edit.\n"
@@ -243,8 +342,9 @@ def layer_source(spec: dict) -> str:
         isa = ISAS[isa_name]
         if isa.guard != "1":
             L.append(f"#if {isa.guard}")
-        for key in sorted(micros):
-            L.append(isa.microkernel(micros[key], micros[key].name(isa_name, prefix), tapoff))
+        ms = micros_u8 if isa_name == "avx2u8" else micros
+        for key in sorted(ms):
+            L.append(isa.microkernel(ms[key], ms[key].name(isa_name, prefix), tapoff))
         if isa.guard != "1":
             L.append("#endif")
         L.append("")
@@ -253,6 +353,8 @@ def layer_source(spec: dict) -> str:
     band_in = (band - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1
     nbuf = gm["threads"] if gm["threads"] > 1 and -(-g["oh"] // band) >= 2 * gm["threads"] else 1
     L.append(f"static int16_t buf_{cn}[{nbuf}][{band_in * wp * icp + 2}];   /* + the value an odd run reads past its end */")
+    if u8:   # the avx2u8 variant's: x + 128 as u8, + the 3 values a run's last quad reads past its end
+        L.append(f"static uint8_t bufu8_{cn}[{nbuf}][{band_in * wp * icp + 4}];")
     zp_in = spec["inputs"][0]["zp"]
     L.append("")
     L.append("typedef struct {")
@@ -261,9 +363,14 @@ def layer_source(spec: dict) -> str:
     L.append("    int8_t *out;")
     L.append("    const int8_t *x, *res;")
     L.append("    int16_t *buf;")
+    L.append("    const int8_t *wu;              /* avx2u8: its weights, correction offsets, per-panel counts */")
+    L.append("    const int32_t *xo, *xidx;")
+    L.append("    uint8_t *bufu8;")
     L.append("    int v, oh0, rows, wide;")
     L.append("} ctx_t;")
     L.append(f"static nn_epi_t epi_{cn}[{npan}];   /* per channel panel, set up once per call */")
+    if u8:
+        L.append(f"static nn_epi_t epiu_{cn}[{panels(oc, u8['nr'])}];   /* avx2u8: per panel of its own, its bias */")
     if res:
         L.append(f"static nn_res_t res_{cn};   /* the fused add: {_comment(res['name'])} */")
     L.append("")
@@ -273,6 +380,9 @@ def layer_source(spec: dict) -> str:
         ([(-(-rem // 8), rem % 8 or 8, f"pn == {npan - 1}")] if rem else [])
     for isa_name in variants:
         isa = ISAS[isa_name]
+        if isa_name == "avx2u8":
+            L += _run_u8(g, u8, micros_u8, prefix, cn, p)
+            continue
         if isa.guard != "1":
             L.append(f"#if {isa.guard}")
         L.append(f"static void run_{isa_name}(const ctx_t *c, int b0, int b1)")
@@ -349,6 +459,19 @@ def layer_source(spec: dict) -> str:
     L.append("    }")
     L.append("}")
     L.append("")
+    if u8:
+        L += _fill_u8(g, p, zp_in)
+    L.append("/* the running variant's buffer: u8 for avx2u8, else int16 */")
+    L.append("static void prep(const ctx_t *c)")
+    L.append("{")
+    if u8:
+        L.append(f"    if (c->v == {variants.index('avx2u8')}) {{")
+        L.append("        fill_u8(c->bufu8, c->x, c->oh0, c->rows);")
+        L.append("        return;")
+        L.append("    }")
+    L.append("    fill(c->buf, c->x, c->oh0, c->rows, c->wide);")
+    L.append("}")
+    L.append("")
     L.append("static void run(const ctx_t *c, int b0, int b1)")
     L.append("{")
     for idx, isa_name in enumerate(variants):
@@ -370,10 +493,12 @@ def layer_source(spec: dict) -> str:
         L.append("{")
         L.append("    ctx_t t = *(const ctx_t *)arg;")
         L.append(f"    t.buf = buf_{cn}[i];")
+        if u8:
+            L.append(f"    t.bufu8 = bufu8_{cn}[i];")
         L.append(f"    for (int k = {nbands} * i / n; k < {nbands} * (i + 1) / n; ++k) {{")
         L.append(f"        t.oh0 = k * {band};")
         L.append(f"        t.rows = {g['oh']} - t.oh0 < {band} ? {g['oh']} - t.oh0 : {band};")
-        L.append("        fill(t.buf, t.x, t.oh0, t.rows, t.wide);")
+        L.append("        prep(&t);")
         L.append(f"        run(&t, 0, (t.rows * {g['ow']} + {mr - 1}) / {mr});")
         L.append("    }")
         L.append("}")
@@ -391,7 +516,14 @@ def layer_source(spec: dict) -> str:
     L.append(f"    ctx_t c = {{ (const int8_t *)(const void *)(params + {par['weight']['offset']}),")
     for s_ in ("bias", "mult", "shift"):
         L.append(f"                 (const int32_t *)(const void *)(params + {par[s_]['offset']}),")
-    L.append(f"                 out, in[0], {'in[1]' if res else '0'}, buf_{cn}[0], -1, 0, 0, 0 }};")
+    L.append(f"                 out, in[0], {'in[1]' if res else '0'}, buf_{cn}[0],")
+    if u8:
+        L.append(f"                 (const int8_t *)(const void *)(params + {par['weight_u8']['offset']}),")
+        L.append(f"                 (const int32_t *)(const void *)(params + {par['xo']['offset']}),")
+        L.append(f"                 (const int32_t *)(const void *)(params + {par['xidx']['offset']}), bufu8_{cn}[0],")
+    else:
+        L.append("                 0, 0, 0, 0,")
+    L.append("                 -1, 0, 0, 0 };")
     for idx, isa_name in enumerate(variants):
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
@@ -409,6 +541,17 @@ def layer_source(spec: dict) -> str:
     L.append("#endif")
     avx2_idx = variants.index("avx2") if "avx2" in variants else -1
     L.append(f"    c.wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
+    if u8:
+        nu = u8["nr"]
+        L.append(f"    if (c.v == {variants.index('avx2u8')}) {{")
+        L.append(f"        const int32_t *bu = (const int32_t *)(const void *)(params + {par['bias_u8']['offset']});")
+        L.append(f"        for (int pn = 0; pn < {panels(oc, nu)}; ++pn) {{")
+        L.append(f"            nn_epi_init(&epiu_{cn}[pn], bu + pn * {nu}, c.mult + pn * {nu}, c.shift + pn * {nu}, {nu}, "
+                 f"{res['conv_zp'] if res else spec['out']['zp']}, {spec['act'][0]}, {spec['act'][1]});")
+        if res:
+            L.append(f"            epiu_{cn}[pn].res = &res_{cn};")
+        L.append("        }")
+        L.append("    }")
     conv_zp = res["conv_zp"] if res else spec["out"]["zp"]
     if res:
         L.append(f"    nn_res_init(&res_{cn}, {conv_zp}, {res['mult_conv']}, {res['zp_other']}, {res['mult_other']}, "
@@ -425,11 +568,176 @@ def layer_source(spec: dict) -> str:
         L.append(f"    for (int oh0 = 0; oh0 < {g['oh']}; oh0 += {band}) {{")
         L.append(f"        c.oh0 = oh0;")
         L.append(f"        c.rows = {g['oh']} - oh0 < {band} ? {g['oh']} - oh0 : {band};")
-        L.append("        fill(c.buf, c.x, c.oh0, c.rows, c.wide);")
+        L.append("        prep(&c);")
         L.append(f"        nn_parallel_for({threads}, part, &c);")
         L.append("    }")
     L.append("}")
     return "\n".join(L) + "\n"
+
+
+def _run_u8(g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: dict) -> list:
+    """run_avx2u8: the pixel blocks x its own channel panels over the u8 buffer; each
+    panel's weights are its main quads then its correction quads (kernelgen.pack_u8)."""
+    mr, nr, oc, icp = u8["mr"], u8["nr"], g["oc"], p["icp"]
+    npan, main = panels(oc, nr), p["ntaps"] * u8_quads(g) * nr * 4
+    full, rem = oc // nr, oc % nr
+    classes = ([(nr // 8, 8, f"pn < {full}")] if full else []) + \
+        ([(-(-rem // 8), rem % 8 or 8, f"pn == {npan - 1}")] if rem else [])
+    L = [f"#if {ISAS['avx2u8'].guard}",
+         "static void run_avx2u8(const ctx_t *c, int b0, int b1)",
+         "{",
+         f"    const int m = c->rows * {g['ow']};",
+         # the loop order as the int16 variant's (blk order): panels outer streams each
+         # weight panel once per band, blocks outer keeps a block's activations in L1
+         *(["    for (int b = b0; b < b1; ++b) {", f"        for (int pn = 0; pn < {npan}; ++pn) {{"]
+           if u8.get("order") == "block" else
+           [f"    for (int pn = 0; pn < {npan}; ++pn) {{", "        for (int b = b0; b < b1; ++b) {"]),
+         "            const int32_t *xo = c->xo + c->xidx[pn];",
+         "            const int nx = c->xidx[pn + 1] - c->xidx[pn];",
+         f"            const int8_t *wp = c->wu + (long)pn * {main} + (long)c->xidx[pn] * {nr * 4};",
+         f"            const nn_epi_t *e = &epiu_{cn}[pn];",
+         f"            const int p0 = b * {mr};",
+         f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};",
+         f"            const uint8_t *a[{mr}];",
+         f"            const long at = ((long)c->oh0 * {g['ow']} + p0) * {oc} + pn * {nr};",
+         "            int8_t *o = c->out + at;",
+         "            const int8_t *r = c->res ? c->res + at : 0;",
+         "            for (int i = 0; i < cnt; ++i) {",
+         f"                const int oy = (p0 + i) / {g['ow']}, ox = (p0 + i) % {g['ow']};",
+         f"                a[i] = c->bufu8 + ((long)oy * {g['sh'] * p['wp']} + (long)ox * {g['sw']}) * {icp};",
+         "            }"]
+    first = True
+    for r in sorted({r for r, _ in micros}):
+        for nv, last, n_cond in classes:
+            L.append(f"            {'if' if first else 'else if'} (cnt == {r} && {n_cond})")
+            L.append(f"                {micros[(r, nv)].name('avx2u8', prefix)}(a, wp, e, o, {last}, r, xo, nx);")
+            first = False
+    L += ["        }", "    }", "}", "#endif", ""]
+    return L
+
+
+def _fill_u8(g: dict, p: dict, zp_in: int) -> list:
+    """fill_u8: the input rows of output rows [oh0, oh0 + rows) as x + 128 (u8), padding
+    zp_in + 128 (merged kernel rows only: kernelgen.u8_supported)."""
+    icp, wp = p["icp"], p["wp"]
+    pad = (zp_in + 128) & 0xFF
+    right = (wp - g["pl"] - g["iw"]) * icp
+    L = ["/* avx2u8: the input rows of output rows [oh0, oh0 + rows) into buf as x + 128 (u8) */",
+         "static void fill_u8(uint8_t *buf, const int8_t *x, int oh0, int rows)",
+         "{",
+         f"    const int in_rows = (rows - 1) * {g['sh']} + {(g['kh'] - 1) * g['dh'] + 1};",
+         "    for (int y = 0; y < in_rows; ++y) {",
+         f"        const int iy = oh0 * {g['sh']} - {g['pt']} + y;",
+         f"        uint8_t *d = buf + (long)y * {wp * icp};",
+         f"        if (iy >= 0 && iy < {g['ih']}) {{"]
+    if g["pl"]:
+        L.append(f"            memset(d, {pad}, {g['pl'] * icp});")
+    L.append(f"            nn_flip_s8(d + {g['pl'] * icp}, x + (long)iy * {g['iw'] * g['ic']}, {g['iw'] * g['ic']});")
+    if right > 0:
+        L.append(f"            memset(d + {(g['pl'] + g['iw']) * icp}, {pad}, {right});")
+    L += ["        } else {",
+          f"            memset(d, {pad}, {wp * icp});",
+          "        }",
+          "    }",
+          "}",
+          ""]
+    return L
+
+
+def _u8_test_driver(tag: str, k: int, mr: int, nr: int, ku: int, f64: bool, max_mn: int) -> list:
+    """The kernel test's avx2u8 driver: the same interface as the others (the int16
+    drivers' packed weights w, int16 activations a); it redoes kernelgen.pack_u8 in C on
+    them (split of every pair whose same-sign parts exceed 128, correction quads per
+    panel, x + 128, the variant's bias) whenever main() refills the data, then runs the
+    microkernels."""
+    kp = k + (k & 1)
+    q = -(-k // 4)
+    kq = 4 * q
+    npan = -(-max_mn // nr)
+    micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=q, ku=ku, ostride=max_mn, f64=f64)
+              for r in range(1, mr + 1) for nv in range(1, nr // 8 + 1)}
+    name = f"gemm_avx2u8_{tag}"
+    L = [f"#if {ISAS['avx2u8'].guard}"]
+    for key in sorted(micros):
+        L.append(ISAS["avx2u8"].microkernel(micros[key], micros[key].name("avx2u8", "mk_" + tag), "tapoff"))
+    L += [f"static void {name}(int m, int n, const int16_t *a, const int8_t *w, const int32_t *bias, "
+          "const int32_t *mult, const int32_t *shift, int zp, int lo, int hi, int8_t *out)",
+          "{",
+          "    static int gen = -1;",
+          f"    static uint8_t xu[MAXMN * {kq} + 4];",
+          f"    static int8_t wu[{npan} * {2 * q * nr * 4}];      /* main + at most every quad again */",
+          f"    static int32_t xo[{npan * q} + 1], xidx[{npan} + 1], bu[{npan * nr}];",
+          "    nn_epi_t e;",
+          "    if (gen != pack_gen) {",
+          "        gen = pack_gen;",
+          f"        for (int i = 0; i < MAXMN; ++i)",
+          f"            for (int kk = 0; kk < {kq}; ++kk)   /* past kp: any value, its weight is 0 */",
+          f"                xu[i * {kq} + kk] = kk < {kp} ? (uint8_t)(a[i * {kp} + kk] + 128) : 255;",
+          "        xidx[0] = 0;",
+          f"        for (int pn = 0; pn < {npan}; ++pn) {{",
+          f"            int8_t *main_w = wu + (long)pn * {q * nr * 4} + (long)xidx[pn] * {nr * 4};",
+          f"            int8_t *corr = main_w + {q * nr * 4};",
+          f"            int nx = 0, steps;",
+          f"            for (int qq = 0; qq < {q}; ++qq) {{",
+          f"                int8_t b[{nr * 4}];",
+          "                int any = 0;",
+          f"                for (int ch = 0; ch < {nr}; ++ch)",
+          "                    for (int h = 0; h < 2; ++h) {",
+          "                        int v[2], s, m0, m1, ex = 0, c0;",
+          "                        for (int j = 0; j < 2; ++j) {",
+          "                            const int kk = qq * 4 + h * 2 + j, nn = pn * " + str(nr) + " + ch;",
+          f"                            v[j] = nn < MAXMN && kk < {k} ? w[(long)(nn / {nr}) * {kp * nr} + (kk / 2) * {nr * 2} + (nn % {nr}) * 2 + kk % 2] : 0;",
+          "                        }",
+          "                        s = v[0] + v[1] < 0 ? -1 : 1;",
+          "                        m0 = v[0] * s;",
+          "                        m1 = v[1] * s;",
+          "                        if (m0 >= 0 && m1 >= 0 && m0 + m1 > 128)",
+          "                            ex = m0 + m1 - 128;",
+          "                        c0 = ex && m0 < ex ? m0 : ex;   /* ex > 0: both parts >= 0 */",
+          "                        b[ch * 4 + h * 2] = (int8_t)(s * c0);",
+          "                        b[ch * 4 + h * 2 + 1] = (int8_t)(s * (ex - c0));",
+          f"                        main_w[(qq * {nr} + ch) * 4 + h * 2] = (int8_t)(v[0] - s * c0);",
+          f"                        main_w[(qq * {nr} + ch) * 4 + h * 2 + 1] = (int8_t)(v[1] - s * (ex - c0));",
+          "                        any |= ex;",
+          "                    }",
+          "                if (any) {",
+          f"                    memcpy(corr + nx * {nr * 4}, b, sizeof b);",
+          "                    xo[xidx[pn] + nx++] = qq * 4;",
+          "                }",
+          "            }",
+          "            xidx[pn + 1] = xidx[pn] + nx;",
+          f"            steps = {q} + nx;",
+          f"            for (int ch = 0; ch < {nr}; ++ch) {{",
+          f"                const int nn = pn * {nr} + ch;",
+          "                int64_t sw = 0;",
+          f"                for (int kk = 0; kk < {k} && nn < MAXMN; ++kk)",
+          f"                    sw += w[(long)(nn / {nr}) * {kp * nr} + (kk / 2) * {nr * 2} + (nn % {nr}) * 2 + kk % 2];",
+          "                bu[nn] = (int32_t)(uint32_t)((uint64_t)((int64_t)bias[nn] - 128 * sw - 32768 * (int64_t)steps));",
+          "            }",
+          "        }",
+          "    }",
+          f"    for (int n0 = 0; n0 < n; n0 += {nr}) {{",
+          f"        const int nn = n - n0 < {nr} ? n - n0 : {nr};",
+          "        const int nv = (nn + 7) / 8, last = nn - (nv - 1) * 8, pn = n0 / " + str(nr) + ";",
+          f"        const int8_t *wp = wu + (long)pn * {q * nr * 4} + (long)xidx[pn] * {nr * 4};",
+          f"        nn_epi_init(&e, bu + n0, mult + n0, shift + n0, {nr}, zp, lo, hi);",
+          f"        for (int p0 = 0; p0 < m; p0 += {mr}) {{",
+          f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};",
+          f"            const uint8_t *ap[{mr}];",
+          f"            for (int i = 0; i < cnt; ++i) ap[i] = xu + (long)(p0 + i) * {kq};",
+          f"            int8_t *o = out + (long)p0 * MAXMN + n0;",
+          "            switch (cnt * 16 + nv) {"]
+    for (r, nv) in sorted(micros):
+        L.append(f"            case {r * 16 + nv}: {micros[(r, nv)].name('avx2u8', 'mk_' + tag)}"
+                 "(ap, wp, &e, o, last, 0, xo + xidx[pn], xidx[pn + 1] - xidx[pn]); break;")
+    L += ["            default: abort();",
+          "            }",
+          "        }",
+          "    }",
+          "}",
+          "#endif",
+          ""]
+    return L
 
 
 def _comment(text) -> str:
@@ -445,7 +753,9 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
     microkernels as the layers; main() compares every variant with the portable one."""
     L = ["/* Generated by nnscons kernelgen: kernel test driver. */",
          "#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>", "#include <string.h>",
-         '#include "nn_gemm.h"', ""]
+         '#include "nn_gemm.h"', "",
+         "static int pack_gen;   /* main() bumps it when it refills the data (avx2u8 repacks) */",
+         f"#define MAXMN {max_mn}", ""]
     drivers = []
     for case in cases:
         k, mr, nr, ku = case[:4]
@@ -456,6 +766,9 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
             micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=kp // 2, ku=ku, ostride=max_mn, f64=f64)
                       for r in range(1, mr + 1) for nv in range(1, nr // 8 + 1)}
             for isa_name, isa in ISAS.items():
+                if isa_name == "avx2u8":
+                    L += _u8_test_driver(tag, k, mr, nr, ku, f64, max_mn)
+                    continue
                 if isa.guard != "1":
                     L.append(f"#if {isa.guard}")
                 for key in sorted(micros):
@@ -499,7 +812,6 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
         L.append(f"    {{ {k}, {mr}, {nr}, {ku}, {{ {', '.join(fns)} }} }},")
     L.append("};")
     L.append(f"#define NCASES {len(drivers)}")
-    L.append(f"#define MAXMN {max_mn}")
     L.append("static case_t table[NCASES];")
     L.append("static void fill_table(void)")
     L.append("{")
@@ -518,7 +830,7 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
 _TEST_MAIN = r"""
 static int runtime_ok(int j)
 {
-    if (strcmp(isa_names[j], "avx2") == 0)
+    if (strcmp(isa_names[j], "avx2") == 0 || strcmp(isa_names[j], "avx2u8") == 0)
         return nn_cpu_has_avx2();
     if (strcmp(isa_names[j], "neon") == 0)
         return nn_cpu_has_neon();
@@ -584,6 +896,7 @@ int main(int argc, char **argv)
             for (i = 0; i < MAXMN; ++i)           /* pack: panel, pair, channel, 2 */
                 for (kk = 0; kk < kp; ++kk)
                     w[(long)(i / c->nr) * kp * c->nr + (kk / 2) * c->nr * 2 + (i % c->nr) * 2 + kk % 2] = wm[i * kp + kk];
+            ++pack_gen;
             for (i = 0; i < MAXMN + 64; ++i) {
                 bias[i] = fill == 0 ? rnd(-100000, 100000) : fill == 1 ? -(127 * 128 * c->k) : 0;
                 mult[i] = (int32_t)(((uint32_t)1 << 30) + (uint32_t)rnd(0, (1 << 30) - 1));

@@ -146,16 +146,83 @@ class Avx2(Isa):
             s.append("}")
             return s
         out += _k_loops(mk, body, tapoff)
-        if not mk.res:
-            out.append("    (void)res;")
+        out += _avx2_epilogue(mk, lambda m, v: f"c{m}_{v}")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
+def _avx2_epilogue(mk: Micro, acc) -> list:
+    """Requantize (and add the fused residual), store: acc(m, v) is the int32 vector
+    expression of pixel m, channels v*8..v*8+7."""
+    out = [] if mk.res else ["    (void)res;"]
+    for m in range(mk.mr):
+        for v in range(mk.nv):
+            cnt = "last" if v == mk.nv - 1 else "8"
+            off = m * mk.ostride + v * 8
+            rq = "nn_avx2_requant8_f64" if mk.f64 else "nn_avx2_requant8"
+            q = (f"nn_avx2_res_add8_f64({rq}_i32({acc(m, v)}, e, {v}), res + {off}, {cnt}, e->res)"
+                 if mk.res else f"{rq}({acc(m, v)}, e, {v})")
+            out.append(f"    nn_avx2_store8(out + {off}, {q}, {cnt});")
+    return out
+
+
+class Avx2U8(Avx2):
+    """x86-64 AVX2 with u8 x s8 `vpmaddubsw`, exact by proof.  Activations are x + 128 (u8,
+    kernelgen.fill_u8), weights are packed per panel as [K/4][NR][4] (kernelgen.pack_u8):
+    one broadcast of 4 activations and one 32-byte load of 8 channels x 4 weights feed one
+    vpmaddubsw (32 products; one multiply, where the int16 path needs two vpmaddwd).  Its
+    int16 pair sums x0*w0 + x1*w1 are exact only when they cannot saturate:
+    kernelgen.pack_u8 splits the weights W = A + B so that every packed pair of A and of B
+    has a positive part <= 128 and a negative part <= 128 (255 * 128 fits int16) and
+    checks it (kernelgen.u8_pairs_safe); B is nonzero in few quads, which each panel lists
+    (`xo`, `nx`: their offsets in the pixel's window) and runs after the main K loop with
+    their weights after the panel's.
+
+    The pair sums are widened without a second multiply (vpmaddwd by ones would run on
+    the same, single, multiply pipe of this machine, Zen 1): t' = t ^ 0x8000 makes the low
+    half lo + 32768 (unsigned); d accumulates t' as int32 (65536 * hi + lo + 32768) and h
+    accumulates hi = t >> 16 (arithmetic); at the end lo + hi summed over the steps is
+    d - 65535 * h - 32768 * steps, the constant folded into the bias (bias_u8; all in
+    wrapping int32, exact because the true value fits: kernelgen.vector_safe)."""
+    name = "avx2u8"
+
+    def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
+        out = [f"static {self.attr}void {fname}(const uint8_t *const *a, const int8_t *w, const nn_epi_t *e, "
+               "int8_t *out, int last, const int8_t *res, const int32_t *xo, int nx)",
+               "{"]
+        out += [f"    const uint8_t *a{m} = a[{m}];" for m in range(mk.mr)]
+        out.append("    const __m256i lo_bias = _mm256_set1_epi32(0x8000);")
         for m in range(mk.mr):
+            out.append("    __m256i " + ", ".join(f"d{m}_{v} = _mm256_setzero_si256(), h{m}_{v} = _mm256_setzero_si256()"
+                                               for v in range(mk.nv)) + ";")
+        accs = [f"{x}{m}_{v}" for m in range(mk.mr) for v in range(mk.nv) for x in "dh"]
+
+        def body(k):
+            s = ["{"]
             for v in range(mk.nv):
-                cnt = "last" if v == mk.nv - 1 else "8"
-                off = m * mk.ostride + v * 8
-                rq = "nn_avx2_requant8_f64" if mk.f64 else "nn_avx2_requant8"
-                q = (f"nn_avx2_res_add8({rq}_i32(c{m}_{v}, e, {v}), res + {off}, {cnt}, e->res)"
-                     if mk.res else f"{rq}(c{m}_{v}, e, {v})")
-                out.append(f"    nn_avx2_store8(out + {off}, {q}, {cnt});")
+                s.append(f"    const __m256i w{v} = _mm256_loadu_si256((const __m256i *)(const void *)(w + {v * 32}));")
+            for m in range(mk.mr):
+                s.append(f"    const __m256i b{m} = _mm256_set1_epi32(nn_load_quad(p{m} + 4 * ({k})));")
+                for v in range(mk.nv):
+                    # hi from t itself (the xor changes only the low half): two short
+                    # chains after the multiply schedule better than one (measured)
+                    s.append(f"    {{ const __m256i t = _mm256_maddubs_epi16(b{m}, w{v});")
+                    s.append(f"      d{m}_{v} = _mm256_add_epi32(d{m}_{v}, _mm256_xor_si256(t, lo_bias));")
+                    s.append(f"      h{m}_{v} = _mm256_add_epi32(h{m}_{v}, _mm256_srai_epi32(t, 16)); }}")
+            s.append(f"    w += {mk.nr * 4};")
+            # keeps every accumulator in its register (as in Avx2); gcc takes at most 30
+            # operands per asm, an in-out one counts twice
+            for i in range(0, len(accs), 15):
+                s.append('    __asm__("" : ' + ", ".join(f'"+x"({a})' for a in accs[i:i + 15]) + ");")
+            s.append("}")
+            return s
+        out += [ln.replace("const int16_t *p", "const uint8_t *p") for ln in _k_loops(mk, body, tapoff)]
+        # the correction quads of this panel (B's nonzero ones), after the main K loop
+        out.append("    for (int j = 0; j < nx; ++j) {")
+        out += [f"        const uint8_t *p{m} = a{m} + xo[j];" for m in range(mk.mr)]
+        out += ["    " + ln for ln in body("0")]
+        out.append("    }")
+        out += _avx2_epilogue(mk, lambda m, v: f"_mm256_add_epi32(_mm256_sub_epi32(d{m}_{v}, _mm256_slli_epi32(h{m}_{v}, 16)), h{m}_{v})")
         out.append("}")
         return "\n".join(out) + "\n"
 
@@ -371,6 +438,6 @@ class I8mm(Isa):
         return macs / insns
 
 
-ISAS = {"portable": Portable(), "avx2": Avx2(), "neon": Neon(), "dotprod": Dotprod(), "i8mm": I8mm()}
+ISAS = {"portable": Portable(), "avx2": Avx2(), "avx2u8": Avx2U8(), "neon": Neon(), "dotprod": Dotprod(), "i8mm": I8mm()}
 # Register-file budget of the blocking search: accumulators + weight vectors + 1 broadcast.
-REGISTERS = {"portable": 16, "avx2": 16, "neon": 32, "dotprod": 32, "i8mm": 32}
+REGISTERS = {"portable": 16, "avx2": 16, "avx2u8": 16, "neon": 32, "dotprod": 32, "i8mm": 32}

@@ -107,6 +107,8 @@ def resolve(layer, graph, opts, own: dict, tuning: dict) -> tuple:
 
 # The x86-64 host's ISA set: `isa: auto` compiles these in, best first, and dispatches at
 # run time; the vector ones need |acc + bias| < 2**31 (int32 epilogue adds).
+# avx2u8 (exact vpmaddubsw, kernelgen.pack_u8) is not among them: on this host it measured
+# no faster than avx2 in a ResNet-18 inference (README, "Target host"); `isa: avx2u8` forces it.
 AUTO = ("avx2", "portable")
 
 
@@ -137,12 +139,24 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
         variants = list(auto) if safe else ["portable"]
     else:
         variants = [isa]
+    if "avx2u8" in variants and not kernelgen.u8_supported(g):
+        if isa == "avx2u8":
+            raise UserError(f"{at('isa')}: layer '{layer.name}': isa avx2u8 needs column dilation 1")
+        variants.remove("avx2u8")
+    u8 = dict(kernelgen.U8_BLOCKING, order=blk["order"]) if "avx2u8" in variants else None
+    if u8:
+        pu = kernelgen.pack_u8(wm, g, u8["nr"])
     nr = blk["nr"]
     npad = kernelgen.panels(g["oc"], nr) * nr
     k2 = p["k2"]
     layout, off = [], 0
-    for section, dtype, count in (("weight", "int8", npad * k2 * 2), ("bias", "int32", npad),
-                                  ("mult", "int32", npad), ("shift", "int32", npad)):
+    sections = [("weight", "int8", npad * k2 * 2), ("bias", "int32", npad),
+                ("mult", "int32", npad), ("shift", "int32", npad)]
+    if u8:   # the avx2u8 variant's own weights (with its correction quads) and bias
+        sections += [("weight_u8", "int8", pu["weight"].size),
+                     ("bias_u8", "int32", kernelgen.panels(g["oc"], u8["nr"]) * u8["nr"]),
+                     ("xo", "int32", max(1, pu["xo"].size)), ("xidx", "int32", pu["xidx"].size)]
+    for section, dtype, count in sections:
         layout.append((section, dtype, count, off))
         off += -(-count * np.dtype(dtype).itemsize // 4) * 4
 
@@ -157,6 +171,13 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
         arrays["bias"][:n] = fb
         arrays["mult"][:n] = rq["mult"]
         arrays["shift"][:n] = rq["shift"]
+        if u8:
+            pu = kernelgen.pack_u8(wm, g, u8["nr"])
+            arrays["weight_u8"] = pu["weight"]
+            arrays["bias_u8"] = np.zeros(kernelgen.panels(n, u8["nr"]) * u8["nr"], np.int64)
+            arrays["bias_u8"][:n] = kernelgen.bias_u8(wm, fb, pu["steps"], u8["nr"])
+            arrays["xo"] = pu["xo"] if pu["xo"].size else np.zeros(1, np.int64)
+            arrays["xidx"] = pu["xidx"]
         blob = bytearray(off)
         for section, dtype, count, o in layout:
             raw = np.ascontiguousarray(arrays[section]).astype(np.dtype(dtype).newbyteorder("<")).reshape(-1)
@@ -167,14 +188,18 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
     # the vector epilogue in double where it is exact for every input (kernelgen.f64_safe)
     epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "i64"
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
-            "epilogue": epilogue}
+            "epilogue": epilogue, "u8": u8}
     report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
                        "origin": origin, "epilogue": epilogue,
                        "isa": isa, "variants": variants, "threads": threads,
                        "threads_requested": requested}}
-    return {"spec": spec, "layout": layout, "pack": pack, "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"]},
+    if u8:
+        report["gemm"]["u8"] = {"mr": u8["mr"], "nr": u8["nr"], "correction_quads": int(pu["xo"].size),
+                                "quads": int(kernelgen.panels(g["oc"], u8["nr"]) * p["ntaps"] * kernelgen.u8_quads(g))}
+    return {"spec": spec, "layout": layout, "pack": pack,
+            "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"], "u8": u8},
             "report": report}
 
 
