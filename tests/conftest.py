@@ -129,3 +129,8 @@ def project(tmp_path):
     dst = tmp_path / "proj"
     shutil.copytree(ROOT, dst, ignore=_ignore)
     return Project(dst)
+
+
+def pytest_collection_modifyitems(items):
+    """Slow cases first: with two workers, a long case started last would run alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

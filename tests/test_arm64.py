@@ -24,49 +24,52 @@ pytestmark = pytest.mark.skipif(
 VARIANTS = [("portable", "cortex-a53"), ("neon", "cortex-a53"), ("dotprod", "cortex-a76"), ("i8mm", "max")]
 CPU_VARIANT = {"cortex-a53": "neon", "cortex-a76": "dotprod", "max": "i8mm"}
 TARGET = {"cortex-a53": "arm64-a53", "cortex-a76": "arm64-a76", "max": "arm64"}
-FAST = [(k, 4, 16, 2) for k in (1, 3, 8, 16, 27, 64)] + [(k, mr, nr, ku) for k in (3, 64)
-                                                       for mr, nr, ku in ((3, 32, 4), (5, 8, 1), (1, 24, 1))]
-FULL = [(k, 4, 16, 2) for k in (1, 3, 8, 16, 27, 64, 128, 576)] + [(k, mr, nr, ku) for k in (3, 64)
-                                                                 for mr, nr, ku in ((4, 24, 1), (3, 32, 4), (12, 8, 3), (1, 8, 1))]
+# (K, mr, nr, k_unroll): every K of the seed's set on the default blocking, and other blockings
+# at K = 3 and 64. One driver holds them all, compiled once (it takes longer than a run): the
+# fast test runs it on M, N <= 40 and K <= 64 with two fills, the slow sweep on everything.
+CASES = [(k, 4, 16, 2) for k in (1, 3, 8, 16, 27, 64, 128, 576)] + [
+    (k, mr, nr, ku) for k in (3, 64)
+    for mr, nr, ku in ((4, 24, 1), (3, 32, 4), (12, 8, 3), (1, 8, 1), (5, 8, 1), (1, 24, 1))]
 
 
-def _kerneltest(d, cases, max_mn):
+@pytest.fixture(scope="module")
+def kerneltest(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("arm64k"))
     src = os.path.join(d, "kerneltest.c")
     with open(src, "w") as f:
-        f.write(kernelgen.gemm_test_source(cases, max_mn))
+        f.write(kernelgen.gemm_test_source(CASES, 64))
     exe = os.path.join(d, "kerneltest")
     subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-march=armv8-a", "-static",
                     "-I", os.path.join(ROOT, "kernels", "common"), src, "-o", exe], check=True)
     return exe
 
 
-@pytest.fixture(scope="module")
-def kerneltest(tmp_path_factory):
-    return _kerneltest(str(tmp_path_factory.mktemp("arm64k")), FAST, 40)
-
-
-def _check_kernel(exe, isa, cpu, fills="2"):
-    proc = subprocess.run([QEMU, "-cpu", cpu, exe, isa, fills], stdout=subprocess.PIPE, text=True, timeout=900)
+def _check_kernel(exe, isa, cpu, *limits):
+    """limits: FILLS [MAX_MN [MAX_K]] of the driver."""
+    proc = subprocess.run([QEMU, "-cpu", cpu, exe, isa, *limits], stdout=subprocess.PIPE, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout
     assert f"{isa}: " in proc.stdout and " 0 mismatching" in proc.stdout
 
 
+@pytest.mark.xdist_group("arm64-kerneltest")   # one worker, one compile of the driver
 @pytest.mark.parametrize("isa,cpu", VARIANTS)
 def test_neon_variant_matches_the_reference(kerneltest, isa, cpu):
     """Every M, N in 1..40, K in {1, 3, 8, 16, 27, 64}, random data and -128/127 everywhere."""
-    _check_kernel(kerneltest, isa, cpu)
+    _check_kernel(kerneltest, isa, cpu, "2", "40", "64")
 
 
+@pytest.mark.xdist_group("arm64-kerneltest")
 def test_variant_the_cpu_lacks_is_skipped(kerneltest):
     proc = subprocess.run([QEMU, "-cpu", "cortex-a53", kerneltest, "i8mm"], stdout=subprocess.PIPE, text=True)
     assert proc.returncode == 77 and "SKIP" in proc.stdout
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("arm64-kerneltest")
 @pytest.mark.parametrize("isa,cpu", VARIANTS[1:])
-def test_neon_variant_full_sweep(tmp_path, isa, cpu):
+def test_neon_variant_full_sweep(kerneltest, isa, cpu):
     """The host kernel test's sweep: M, N in 1..64, K up to 576, all four fills."""
-    _check_kernel(_kerneltest(str(tmp_path), FULL, 64), isa, cpu, "4")
+    _check_kernel(kerneltest, isa, cpu, "4")
 
 
 @pytest.fixture(scope="module")
@@ -93,11 +96,13 @@ def _run(proj, cpu, model):
     return proc
 
 
+@pytest.mark.xdist_group("arm64-proj")   # one worker: the module's project is built once
 @pytest.mark.parametrize("cpu", sorted(CPU_VARIANT))
 def test_simplecnn_bit_exact_on_every_core(proj, cpu):
     _run(proj, cpu, "simplecnn")
 
 
+@pytest.mark.xdist_group("arm64-proj")
 @pytest.mark.parametrize("cpu", sorted(CPU_VARIANT))
 def test_fused_residual_add_on_every_core(proj, cpu):
     """ResNet-8: the residual adds run in the NEON variants' epilogue (nn_epi_scalar)."""
@@ -107,12 +112,14 @@ def test_fused_residual_add_on_every_core(proj, cpu):
     assert not any(l["op"] == "add" for l in layers)
 
 
+@pytest.mark.xdist_group("arm64-proj")
 @pytest.mark.slow
 @pytest.mark.parametrize("cpu", sorted(CPU_VARIANT))
 def test_resnet18_bit_exact_on_every_core(proj, cpu):
     _run(proj, cpu, "resnet18")
 
 
+@pytest.mark.xdist_group("arm64-proj")
 def test_firmware_holds_every_variant(proj):
     if not shutil.which(OBJDUMP):
         pytest.skip(f"needs {OBJDUMP}")
@@ -150,6 +157,7 @@ exec cp -r $args
 """
 
 
+@pytest.mark.xdist_group("arm64-proj")
 def test_ssh_platform_commands(proj, tmp_path):
     bindir = tmp_path / "fakebin"
     bindir.mkdir()
@@ -174,6 +182,7 @@ def test_ssh_platform_commands(proj, tmp_path):
     assert calls[4].startswith(f"scp -q pi@board:{remote}/output.bin ")
 
 
+@pytest.mark.xdist_group("arm64-proj")
 def test_ssh_without_host_is_one_clear_error(proj):
     _add_target(proj, "  arm64-nohost:\n    kind: arm64\n    run: {platform: ssh}\n")
     proc = proj.scons("target=arm64-nohost", "model=simplecnn", check=False)
@@ -181,6 +190,7 @@ def test_ssh_without_host_is_one_clear_error(proj):
     assert "run.host" in proc.stdout + proc.stderr
 
 
+@pytest.mark.xdist_group("arm64-proj")
 def test_forced_isa_compiles_and_runs_that_variant_only(proj):
     _add_target(proj, "  arm64-dot:\n    kind: arm64\n    kernel: {isa: dotprod}\n    run: {cpu: max}\n")
     proc = proj.scons("target=arm64-dot", "model=simplecnn", timeout=1200)
@@ -191,6 +201,7 @@ def test_forced_isa_compiles_and_runs_that_variant_only(proj):
     assert "vdotq_lane_s32" in src and "vmmlaq_s32" not in src
 
 
+@pytest.mark.xdist_group("arm64-proj")
 def test_report_gives_variant_and_macs_per_instruction(proj):
     import json
     proj.scons("target=arm64-a76", "model=simplecnn", timeout=1200)
@@ -202,6 +213,7 @@ def test_report_gives_variant_and_macs_per_instruction(proj):
     assert any(line.startswith("estimate (not measured)") for line in report["summary_lines"])
 
 
+@pytest.mark.xdist_group("arm64-proj")
 def test_native_on_another_machine_is_one_clear_error(proj):
     import platform
     if platform.machine() in ("aarch64", "arm64"):

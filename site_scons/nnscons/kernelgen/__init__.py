@@ -854,7 +854,8 @@ static int value(int fill)
     return fill == 1 ? -128 : fill == 2 ? 127 : fill == 3 ? (rnd(0, 1) ? -128 : 127) : rnd(-128, 127);
 }
 
-/* usage: kerneltest ISA [FILLS]: every case, every M, N in 1..MAXMN, against a plain C
+/* usage: kerneltest ISA [FILLS [MAX_MN [MAX_K]]]: every case with K <= MAX_K (default all),
+ * every M, N in 1..MAX_MN (default and at most MAXMN), against a plain C
  * reference of the whole MAXMN x MAXMN product (each output depends on its row and column
  * only) and untouched bytes outside M x N.  Exit 0 all equal, 1 mismatch, 77 skipped. */
 int main(int argc, char **argv)
@@ -863,6 +864,8 @@ int main(int argc, char **argv)
     long shapes = 0;
     const char *want = argc > 1 ? argv[1] : "avx2";
     const int fills = argc > 2 ? atoi(argv[2]) : 4;
+    const int max_mn = argc > 3 && atoi(argv[3]) > 0 && atoi(argv[3]) < MAXMN ? atoi(argv[3]) : MAXMN;
+    const int max_k = argc > 4 ? atoi(argv[4]) : 1 << 30;
     fill_table();
     for (j = 0; j < (int)(sizeof isa_names / sizeof isa_names[0]); ++j)
         if (strcmp(isa_names[j], want) == 0)
@@ -877,6 +880,8 @@ int main(int argc, char **argv)
     }
     for (ci = 0; ci < NCASES; ++ci) {
         const case_t *c = &table[ci];
+        if (c->k > max_k)
+            continue;
         const int kp = c->k + (c->k & 1);
         const int npad = (MAXMN + c->nr - 1) / c->nr * c->nr;
         int16_t *a = calloc((size_t)MAXMN * kp, sizeof *a);
@@ -911,8 +916,8 @@ int main(int argc, char **argv)
                         acc += a[m * kp + kk] * wm[n * kp + kk];
                     ref[m * MAXMN + n] = nn_requantize((int64_t)acc + bias[n], mult[n], shift[n], zp, -128, 127);
                 }
-            for (m = 1; m <= MAXMN; ++m) {
-                for (n = 1; n <= MAXMN; ++n) {
+            for (m = 1; m <= max_mn; ++m) {
+                for (n = 1; n <= max_mn; ++n) {
                     int y, x, wrong = 0;
                     memset(o, 0x55, (size_t)MAXMN * MAXMN);
                     c->fn[j](m, n, a, w, bias, mult, shift, zp, -128, 127, o);
