@@ -34,8 +34,8 @@ from test_kernels import POOL_CASES  # noqa: E402
 
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
-HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_linear.c", "nn_hwc_pool.c",
-                                  "nn_xp_pool.c", "nn_xp_add.c", "nn_hwc_eltwise.c")]
+HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_dwconv.c", "nn_xp_linear.c",
+                                  "nn_hwc_pool.c", "nn_xp_pool.c", "nn_xp_add.c", "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
@@ -43,7 +43,7 @@ CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
- XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS) = range(1, 20)
+ XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV) = range(1, 21)
 
 
 # ---------------------------------------------------------------- the harness
@@ -129,36 +129,50 @@ class Checks:
 
     def __init__(self):
         self.batch = Batch()
-        self.items = []    # (label, kind, payload)
+        self.items_ = []    # (label, kind, payload)
 
     def full_and_split(self, label, rng, op, cfg_of, arrays, expected, n_units, unit):
         """One call for [0, n_units) and one per core range, each into a buffer pre-filled
         with a sentinel; `unit` output bytes per pixel (or per channel)."""
         size = expected.size
         full = self.batch.add(op, cfg_of(0, n_units), arrays, size, fill=int(rng.integers(-128, 128)))
-        self.items.append((label, "full", (full, expected)))
+        self.items_.append((label, "full", (full, expected)))
         for b, e in core_ranges(rng, n_units):
             fill = int(rng.integers(-128, 128))
             idx = self.batch.add(op, cfg_of(b, e), arrays, size, fill=fill)
-            self.items.append((f"{label} range [{b},{e})", "range",
+            self.items_.append((f"{label} range [{b},{e})", "range",
                                (idx, expected, b * unit, e * unit, fill)))
 
     def channels(self, label, rng, op, cfg, arrays, expected, n_chans, c_begin, c_end):
         """One call that writes channels [c_begin, c_end) of every pixel, nothing else."""
         fill = int(rng.integers(-128, 128))
         idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
-        self.items.append((label, "chans", (idx, expected, n_chans, c_begin, c_end, fill)))
+        self.items_.append((label, "chans", (idx, expected, n_chans, c_begin, c_end, fill)))
+
+    def items(self, label, rng, op, cfg, arrays, expected, b, e):
+        """One depthwise call for work items [b, e) (item = c * out_h + y) of an HWC output
+        [oh][ow][oc]: it writes exactly those rows of those channels."""
+        fill = int(rng.integers(-128, 128))
+        idx = self.batch.add(op, cfg + [b, e], arrays, expected.size, fill=fill)
+        self.items_.append((label, "items", (idx, expected, b, e, fill)))
 
     def exact(self, label, op, cfg, arrays, expected, fill=0):
         idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
-        self.items.append((label, "full", (idx, expected)))
+        self.items_.append((label, "full", (idx, expected)))
 
     def verify(self, exe, workdir):
         outs = self.batch.run(exe, workdir)
-        for label, kind, payload in self.items:
+        for label, kind, payload in self.items_:
             if kind == "full":
                 idx, expected = payload
                 np.testing.assert_array_equal(outs[idx], expected.reshape(-1), err_msg=label)
+            elif kind == "items":
+                idx, expected, b, e, fill = payload
+                oh, ow, oc = expected.shape
+                item = np.arange(oc)[None, :] * oh + np.arange(oh)[:, None]       # [y][c]
+                mine = np.broadcast_to(((item >= b) & (item < e))[:, None, :], expected.shape)
+                want = np.where(mine, expected, np.int8(fill)).astype(np.int8)
+                np.testing.assert_array_equal(outs[idx].reshape(expected.shape), want, err_msg=label)
             elif kind == "chans":
                 idx, expected, n, b, e, fill = payload
                 got, want = outs[idx].reshape(-1, n), expected.reshape(-1, n)
@@ -286,6 +300,11 @@ def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc)
         args = arrays if op != XP_CONV_IM2COL else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
         checks.full_and_split(f"{label} [{name}]", rng, op, lambda b, e: cfg + [b, e], args, expected_hwc,
                               geo["out_h"] * geo["out_w"], geo["out_c"])
+    if geo["groups"] == geo["in_c"] == geo["out_c"] and geo["dil_w"] == 1:     # depthwise (nn_xp_dwconv.c)
+        n = geo["out_c"] * geo["out_h"]
+        for b, e in core_ranges(rng, n) + [(0, n)]:
+            checks.items(f"{label} [xpulp dw items {b}..{e}]", rng, XP_DWCONV, cfg, arrays,
+                         expected_hwc.reshape(geo["out_h"], geo["out_w"], geo["out_c"]), b, e)
     if geo["groups"] == 1:      # the cores' channel blocks of a tile with few pixels
         args = arrays if direct else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
         oc, blocks = geo["out_c"], -(-geo["out_c"] // 4)
@@ -408,6 +427,51 @@ def test_xpulp_conv_fast_path_sweep(harnesses, tmp_path, build):
     for i, (case, ref) in enumerate(zip(cases, chw)):
         geo = case[0]
         add_conv_hwc(checks, rng, f"xpulp conv case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["out_c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+def random_dw_conv(rng):
+    """A depthwise conv nn_xp_dwconv_s8 takes: groups == in_c == out_c (1..80), dil_w 1, any
+    kernel (up to 7x7), stride, row dilation, zero point and tile geometry."""
+    while True:
+        geo, *_ = random_conv(rng)
+        k = KERNELS[int(rng.integers(len(KERNELS)))]
+        c = int(rng.integers(1, 81))
+        geo.update(k_h=k[0], k_w=k[1], in_c=c, out_c=c, groups=c, dil_w=1)
+        (in_h, out_h, pad_top), (in_w, out_w, pad_left) = (
+            _tile_geometry(rng, k[i], geo["stride_h" if i == 0 else "stride_w"], geo["dil_h"] if i == 0 else 1)
+            for i in range(2))
+        geo.update(in_h=in_h, out_h=out_h, pad_top=pad_top, in_w=in_w, out_w=out_w, pad_left=pad_left)
+        if c * out_h * out_w <= 6000:
+            break
+    x = rand_int8(rng, (c, geo["in_h"], geo["in_w"]))
+    if rng.random() < 0.15:     # saturated inputs: x - zp at its extremes
+        x[:] = int(rng.choice([-128, 127]))
+        geo["in_zp"] = -128 if x[0, 0, 0] == 127 else 127
+    w = rand_int8(rng, (c, 1) + k)
+    mult, shift = _requant_table(rng, c, 70 * 70 * math.sqrt(k[0] * k[1]))
+    bias = None if rng.random() < 0.2 else rng.integers(-20000, 20000, c).astype(np.int32)
+    if bias is not None and rng.random() < 0.1:
+        bias[0], bias[-1] = 2**31 - 1, -2**31
+    return geo, x, w, bias, mult, shift
+
+
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_dwconv_sweep(harnesses, tmp_path, build):
+    """nn_xp_dwconv_s8 against the CHW kernel: every kernel shape, strides, row dilation,
+    leading pads from negative to k - 1, windows past the tile, any zero point, and work
+    item ranges that cut channels anywhere (each call writes only its rows)."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(616)
+    cases = [random_dw_conv(rng) for _ in range(N_CONV // 2)]
+    assert {(g["k_h"], g["k_w"]) for g, *_ in cases} >= {(3, 3), (5, 5), (7, 7), (1, 1)}
+    assert {g["stride_w"] for g, *_ in cases} == {1, 2, 3} and {g["dil_h"] for g, *_ in cases} >= {1, 2}
+    chw = chw_results(exe, tmp_path, [conv_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        geo = case[0]
+        add_conv_hwc(checks, rng, f"xpulp dw case {i}: {geo}", *case,
                      _to_hwc(ref, geo["out_c"], geo["out_h"], geo["out_w"]))
     checks.verify(exe, tmp_path)
 

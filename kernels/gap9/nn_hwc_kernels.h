@@ -58,6 +58,16 @@ void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const
                            const int32_t *bias, const int32_t *mult, const int32_t *shift,
                            int8_t *out, int c_begin, int c_end, int8_t *scratch);
 
+/* nn_xp_dwconv.c: depthwise convs (groups == in_c == out_c, dil_w == 1, nn_xp_dwconv_fast),
+ * nn_hwc_conv2d_s8's results for the work items [item_begin, item_end), item = c * out_h + y
+ * (channel c, output row y, all its columns). scratch: nn_xp_dwconv_scratch(cfg) bytes of
+ * this core's own, 4-byte aligned. No alignment needed for in, weight or out. */
+int nn_xp_dwconv_fast(const nn_hwc_conv_cfg_t *cfg);
+int nn_xp_dwconv_scratch(const nn_hwc_conv_cfg_t *cfg);
+void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                     int item_begin, int item_end, int8_t *scratch);
+
 /* nn_xp_linear.c: nn_linear_s8's contract and results, Xpulp dot products where
  * nn_xp_linear_fast(cfg) says so. Weights and input 4-byte aligned. */
 int nn_xp_linear_fast(const nn_linear_cfg_t *cfg);

@@ -21,7 +21,7 @@
 
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
        GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
-       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS };
+       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV };
 
 static void die(const char *what)
 {
@@ -90,6 +90,17 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
         if (!scratch || !nn_xp_conv2d_im2col(&c))
             die("im2col call on a conv it does not take");
         nn_xp_conv2d_im2col_s8(&c, a[0], a[1], a[2], a[3], a[4], out, k[19], k[20], scratch);
+        free(scratch);
+        break;
+    }
+    case XP_DWCONV: {   /* k[19], k[20]: work items c * out_h + y; scratch of exactly the documented size */
+        const nn_hwc_conv_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                     k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+        int8_t *scratch;
+        if (!nn_xp_dwconv_fast(&c))
+            die("depthwise call on a conv it does not take");
+        scratch = malloc((size_t)nn_xp_dwconv_scratch(&c));
+        nn_xp_dwconv_s8(&c, a[0], a[1], a[2], a[3], a[4], out, k[19], k[20], scratch);
         free(scratch);
         break;
     }
