@@ -793,8 +793,8 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
     if shutil.which(RV_CC) is None:
         pytest.skip(f"{RV_CC} not found")
     for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / n, ["-DNN_XPULP_INSN"])
-                                                          for n in ("nn_xp_conv2d.c", "nn_xp_linear.c",
-                                                                    "nn_xp_pool.c", "nn_xp_add.c")]:
+                                                          for n in ("nn_xp_conv2d.c", "nn_xp_dwconv.c",
+                                                                    "nn_xp_linear.c", "nn_xp_pool.c", "nn_xp_add.c")]:
         res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS, *defines,
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)
@@ -811,7 +811,9 @@ PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=n
                "-Dnn_xp_conv2d_im2col_s8=nn_xp_conv2d_im2col_s8_plain",
                "-Dnn_xp_conv2d_im2col=nn_xp_conv2d_im2col_plain",
                "-Dnn_xp_conv2d_chans_s8=nn_xp_conv2d_chans_s8_plain",
-               "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain"]
+               "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain",
+               "-Dnn_xp_dwconv_s8=nn_xp_dwconv_s8_plain", "-Dnn_xp_dwconv_fast=nn_xp_dwconv_fast_plain",
+               "-Dnn_xp_dwconv_scratch=nn_xp_dwconv_scratch_plain"]
 
 
 def _gvsoc():
@@ -838,7 +840,7 @@ def _cases_header(cases):
         if bias is not None:
             text.append(_c_array(f"bias{i}", "int32_t", bias))
         cfg19 = list(cfg) + [0] * (19 - len(cfg))
-        rows.append(f"  {{ {int(kind == 'linear')}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
+        rows.append(f"  {{ {['conv', 'linear', 'dw'].index(kind)}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
                     f"{f'bias{i}' if bias is not None else 'NULL'}, mult{i}, shift{i}, {x.size}, {w.size}, "
                     f"{n_out}, {out_bytes}, {len(mult)} }},")
         macs.append(str(m))
@@ -860,7 +862,7 @@ def run_on_gvsoc(tmp_path, cases):
         assert res.returncode == 0, res.stderr
         objs.append(str(obj))
 
-    for n in ("nn_xp_conv2d.c", "nn_xp_linear.c"):
+    for n in ("nn_xp_conv2d.c", "nn_xp_linear.c", "nn_xp_dwconv.c"):
         cc(GAP9 / n, n + ".insn.o", ["-DNN_XPULP_INSN"])
         cc(GAP9 / n, n + ".plain.o", PLAIN_NAMES)
     cc(GAP9 / "nn_hwc_conv2d.c", "hwc.o")
@@ -920,6 +922,51 @@ def test_xpulp_insn_on_gvsoc_equals_plain(tmp_path):
     assert sum(v[3] > 2 for v in got.values()) >= 12, got      # most outputs do not just clamp
     paths = [got[i][0] for i in range(14)]
     assert paths.count(1) >= 10 and paths.count(2) >= 1 and sum(got[i][0] for i in range(14, 18)) == 3
+
+
+def _insn_dw_case(rng, geo=None):
+    """A depthwise conv for xp_check.c: random (random_dw_conv) or the geometry given."""
+    while geo is None:
+        g, *_ = random_dw_conv(rng)
+        if g["in_c"] * g["in_h"] * g["in_w"] * 4 + g["out_c"] * (g["out_h"] * g["out_w"] * 3 + 12) < 30000:
+            geo = g
+    c, k = geo["in_c"], (geo["k_h"], geo["k_w"])
+    x, w = rand_int8(rng, (c, geo["in_h"], geo["in_w"])), rand_int8(rng, (c, 1) + k)
+    mult, shift = _requant_table(rng, c, 70 * 70 * math.sqrt(k[0] * k[1]))
+    bias = rng.integers(-20000, 20000, c).astype(np.int32)
+    n_pix = geo["out_h"] * geo["out_w"]
+    return ("dw", [geo[f] for f in CONV_HWC_FIELDS], x.transpose(1, 2, 0), w.transpose(0, 2, 3, 1), bias, mult,
+            shift, c * geo["out_h"], n_pix * c, n_pix * c * k[0] * k[1])
+
+
+def _dw_geo(c, h, w, k, s, in_zp=-128):
+    """A MobileNet-style depthwise tile: k x k, stride s, padding (k - 1) / 2 on every side."""
+    p = (k - 1) // 2
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    return dict(in_h=h, in_w=w, in_c=c, out_h=oh, out_w=ow, out_c=c, k_h=k, k_w=k, stride_h=s, stride_w=s,
+                dil_h=1, dil_w=1, pad_top=p, pad_left=p, groups=c, in_zp=in_zp, out_zp=-128, act_min=-128,
+                act_max=127)
+
+
+# the zoo's depthwise tile shapes (mobilenetv2 / v3 on pulp-open): (channels, h, w, kernel, stride)
+DW_TILES = [(8, 12, 48, 3, 1), (24, 24, 24, 3, 1), (12, 24, 24, 3, 2), (144, 6, 6, 3, 1), (336, 3, 3, 3, 1),
+            (48, 12, 12, 5, 1)]
+
+
+def test_xpulp_dwconv_insn_on_gvsoc_equals_plain(tmp_path):
+    """nn_xp_dwconv_s8's .insn build (hardware-loop gathers, unaligned loads, pv.sdotsp.b) on
+    pulp-open's 8 cores gives the bytes of the plain C build and of the plain C kernel, on
+    random depthwise convs and the zoo's tile shapes; prints the cycles of each."""
+    _gvsoc()
+    rng = np.random.default_rng(5150)
+    cases = [_insn_dw_case(rng) for _ in range(8)] + [_insn_dw_case(rng, _dw_geo(*t)) for t in DW_TILES]
+    got = run_on_gvsoc(tmp_path, cases)
+    print()
+    for i, (fast, mism, mism_plain, distinct, macs, insn, plain, ref) in got.items():
+        assert (fast, mism, mism_plain) == (3, 0, 0), f"dw case {i} ({cases[i][1]}): {mism} / {mism_plain} bytes differ"
+        print(f"dw case {i} {cases[i][1][:9]}: {macs} MACs, cycles xpulp .insn {insn} ({macs / insn:.2f} MACs/cycle), "
+              f"xpulp plain C {plain}, plain C kernel {ref} ({macs / ref:.2f})")
+    assert sum(v[3] > 2 for v in got.values()) >= 10, got
 
 
 @pytest.mark.slow

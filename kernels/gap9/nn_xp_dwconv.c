@@ -15,6 +15,7 @@
  * tile evenly whatever its channel count.
  */
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nn_hwc_kernels.h"
 #include "nn_xpulp.h"
@@ -67,6 +68,65 @@ static inline void gather(int8_t *dst, const int8_t *src, int stride, int n)
 #endif
 }
 
+/* The per-channel requantization of a 3x3 row, nn_xp_requant's shift >= 33 rule with the
+ * bias (less zp sum(w)) as the accumulator's start: k = shift - 32 in 1..30, rc = 2^(k-1) - 1. */
+typedef struct {
+    int32_t bias, mult, k, rc, zp, lo, hi;
+} dw_rq_t;
+
+/* n >= 1 outputs of a 3x3 row: out[x * C] from rows p0..p2 at x * sw, weights w0..w2 */
+static inline void row3(const int8_t *p0, const int8_t *p1, const int8_t *p2, uint32_t w0, uint32_t w1,
+                        uint32_t w2, int sw, int8_t *o, int C, int n, const dw_rq_t *q)
+{
+#if defined(NN_XPULP_INSN)
+    /* one hardware loop iteration per output, 20 instructions: p.lw rd, sw(rs!) x3 (register
+     * post-increment, unaligned), pv.sdotsp.b x3, the rounding (mulh/mul, ties to even), p.max /
+     * p.min for the clamp, p.sb rd, C(o!) */
+    const int32_t b = q->bias, m = q->mult, k = q->k, rc = q->rc, zp = q->zp, lo = q->lo, hi = q->hi;
+    __asm__ volatile(".option push\n\t.option norvc\n\t"
+                     ".insn i 0x7b, 4, x0, %[n], 40\n\t"
+                     "mv a7, %[b]\n\t"
+                     ".insn r 0x0b, 7, 0x10, t0, %[p0], %[sw]\n\t"
+                     ".insn r 0x0b, 7, 0x10, t1, %[p1], %[sw]\n\t"
+                     ".insn r 0x0b, 7, 0x10, t2, %[p2], %[sw]\n\t"
+                     ".insn r 0x57, 1, 0x5c, a7, t0, %[w0]\n\t"
+                     ".insn r 0x57, 1, 0x5c, a7, t1, %[w1]\n\t"
+                     ".insn r 0x57, 1, 0x5c, a7, t2, %[w2]\n\t"
+                     "mulh t0, a7, %[m]\n\t"
+                     "mul t1, a7, %[m]\n\t"
+                     "sra t2, t0, %[k]\n\t"
+                     "andi t2, t2, 1\n\t"
+                     "snez t1, t1\n\t"
+                     "or t1, t1, t2\n\t"
+                     "add t0, t0, %[rc]\n\t"
+                     "add t0, t0, t1\n\t"
+                     "sra t0, t0, %[k]\n\t"
+                     "add t0, t0, %[zp]\n\t"
+                     ".insn r 0x33, 6, 0x02, t0, t0, %[lo]\n\t"
+                     ".insn r 0x33, 4, 0x02, t0, t0, %[hi]\n\t"
+                     ".insn r 0x2b, 4, 0, %[C], %[o], t0\n\t"
+                     ".option pop"
+                     : [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [o] "+r"(o)
+                     : [n] "r"(n), [sw] "r"(sw), [C] "r"(C), [w0] "r"(w0), [w1] "r"(w1), [w2] "r"(w2),
+                       [b] "r"(b), [m] "r"(m), [k] "r"(k), [rc] "r"(rc), [zp] "r"(zp), [lo] "r"(lo),
+                       [hi] "r"(hi)
+                     : "t0", "t1", "t2", "a7", "memory");
+#else
+    int x;
+    for (x = 0; x < n; ++x) {
+        int32_t a = nn_xp_sdotsp(q->bias, nn_xp_load_u(p0 + x * sw), w0);
+        int64_t v;
+        int32_t vh, r;
+        a = nn_xp_sdotsp(a, nn_xp_load_u(p1 + x * sw), w1);
+        a = nn_xp_sdotsp(a, nn_xp_load_u(p2 + x * sw), w2);
+        v = (int64_t)a * q->mult;
+        vh = (int32_t)(v >> 32);
+        r = ((vh + q->rc + ((uint32_t)v != 0 || ((vh >> q->k) & 1))) >> q->k) + q->zp;
+        o[(ptrdiff_t)x * C] = (int8_t)(r < q->lo ? q->lo : (r > q->hi ? q->hi : r));
+    }
+#endif
+}
+
 void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                      const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                      int item_begin, int item_end, int8_t *scratch)
@@ -96,50 +156,70 @@ void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
         const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
         int32_t wsum = 0;
         int loaded = -1;            /* the highest input row in the ring for this channel */
-        int y;
+        int slot = 0;               /* the ring slot of row `loaded` */
+        int y, fast;
+        int64_t b0;
+        dw_rq_t q;
 
-        /* the channel's kernel rows as words, zeros past k_w */
-        for (i = 0; i < kh; ++i)
-            for (k = 0; k < nw; ++k) {
-                uint32_t v = 0;
-                int t;
-                for (t = 0; t < 4 && 4 * k + t < kw; ++t) {
-                    v |= (uint32_t)(uint8_t)w[i * kw + 4 * k + t] << 8 * t;
-                    wsum += w[i * kw + 4 * k + t];
+        /* the channel's kernel rows as words, zeros past k_w (3x3 straight: on small tiles this
+         * runs about as often as the outputs); sum(w) by sdotsp against ones */
+        if (kw == 3)
+            for (i = 0; i < kh; ++i, w += 3)
+                wk[i] = (uint32_t)(uint8_t)w[0] | (uint32_t)(uint8_t)w[1] << 8 | (uint32_t)(uint8_t)w[2] << 16;
+        else
+            for (i = 0; i < kh; ++i)
+                for (k = 0; k < nw; ++k) {
+                    uint32_t v = 0;
+                    int t;
+                    for (t = 0; t < 4 && 4 * k + t < kw; ++t)
+                        v |= (uint32_t)(uint8_t)w[i * kw + 4 * k + t] << 8 * t;
+                    wk[i * nw + k] = v;
                 }
-                wk[i * nw + k] = v;
-            }
+        for (i = 0; i < kh * nw; ++i)
+            wsum = nn_xp_sdotsp(wsum, wk[i], 0x01010101u);
         /* sum (x - zp) w = sum x w - zp sum(w): taken off the bias (no overflow: NN_MAX_ACC_TERMS) */
         wsum *= cfg->in_zp;
+        /* row3's rule holds when shift >= 33 and bias - wsum + sum x w stays in 32 bits
+         * (|sum x w| <= 9 * 128 * 128) */
+        b0 = (int64_t)b - wsum;
+        fast = kh == 3 && nw == 1 && s >= 33 && b0 > INT32_MIN + 9 * 16384 && b0 < INT32_MAX - 9 * 16384;
+        q.bias = (int32_t)b0;
+        q.mult = m;
+        q.k = s - 32;
+        q.rc = fast ? ((int32_t)1 << (q.k - 1)) - 1 : 0;
+        q.zp = ozp;
+        q.lo = lo;
+        q.hi = hi;
 
         for (y = y_begin; y < y_end; ++y) {
             const int first = y * sh - cfg->pad_top;
             const int8_t *rows[NN_XP_DW_MAX_WORDS];
             int8_t *o = out + (ptrdiff_t)y * out_w * C + c;
             int r, x;
+            /* rows r go to slots r % span in order, so slots advance with wraparound (no
+             * division: it costs tens of cycles on the cluster cores) */
             for (r = loaded + 1 > first ? loaded + 1 : first; r < first + span && r < cfg->in_h; ++r) {
-                if (r < 0 || j1 <= j0)
+                if (r < 0)
                     continue;
-                gather(scratch + (ptrdiff_t)(r % span) * rw + j0,
-                       in + ((ptrdiff_t)r * cfg->in_w + (j0 - cfg->pad_left)) * C + c, C, j1 - j0);
+                if (loaded < 0 || r > loaded + span)
+                    slot = r % span;        /* (re)start: once per channel or jump */
+                else
+                    for (k = loaded; k < r; ++k)
+                        slot = slot + 1 == span ? 0 : slot + 1;
+                if (j1 > j0)
+                    gather(scratch + (ptrdiff_t)slot * rw + j0,
+                           in + ((ptrdiff_t)r * cfg->in_w + (j0 - cfg->pad_left)) * C + c, C, j1 - j0);
                 loaded = r;
             }
-            for (i = 0; i < kh; ++i) {
+            for (i = 0; i < kh; ++i) {      /* slot of row ri: back from the last loaded one */
                 const int ri = first + i * dh;
-                rows[i] = ri < 0 || ri >= cfg->in_h ? pad_row : scratch + (ptrdiff_t)(ri % span) * rw;
+                int d = slot - (loaded - ri);
+                if (d < 0)
+                    d += span;
+                rows[i] = ri < 0 || ri >= cfg->in_h ? pad_row : scratch + (ptrdiff_t)d * rw;
             }
-            if (kh == 3 && nw == 1) {       /* the common 3x3: weights and rows in registers */
-                const uint32_t w0 = wk[0], w1 = wk[1], w2 = wk[2];
-                const int8_t *p0 = rows[0], *p1 = rows[1], *p2 = rows[2];
-                for (x = 0; x < out_w; ++x) {
-                    int32_t acc = nn_xp_sdotsp(0, nn_xp_load_u(p0), w0);
-                    acc = nn_xp_sdotsp(acc, nn_xp_load_u(p1), w1);
-                    acc = nn_xp_sdotsp(acc, nn_xp_load_u(p2), w2);
-                    p0 += sw;
-                    p1 += sw;
-                    p2 += sw;
-                    o[(ptrdiff_t)x * C] = nn_xp_requant(b, acc - wsum, m, s, ozp, lo, hi);
-                }
+            if (fast) {                     /* the common 3x3 */
+                row3(rows[0], rows[1], rows[2], wk[0], wk[1], wk[2], sw, o, C, out_w, &q);
             } else {
                 for (x = 0; x < out_w; ++x) {
                     int32_t acc = 0;

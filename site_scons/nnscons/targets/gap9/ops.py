@@ -19,7 +19,7 @@ G = data_path("kernels", "gap9") + "/"
 
 
 OPS = {
-    "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c")),
+    "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c", G + "nn_xp_dwconv.c")),
     "linear": OpImpl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c")),
     "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
@@ -74,14 +74,20 @@ def _p_per_oc(layer):
 
 def xp_conv_path(layer, graph, xpulp=True) -> str:
     """Which Xpulp kernel path a conv takes (kernels/gap9/nn_xp_conv2d.c, the same tests as
-    nn_xp_conv2d_fast / nn_xp_conv2d_im2col): "direct" (in_c % 4 == 0, no column
-    dilation, input zero point 0 or -128), "im2col" (the other dense convs), or "plain"
-    (grouped and depthwise convs, or every conv with the target's kernels.xpulp off:
+    nn_xp_conv2d_fast / nn_xp_conv2d_im2col, nn_xp_dwconv_fast): "direct" (in_c % 4 == 0,
+    no column dilation, input zero point 0 or -128), "im2col" (the other dense convs), "dw"
+    (depthwise: groups == in_c == out_c, no column dilation; nn_xp_dwconv.c), or "plain"
+    (other grouped convs, or every conv with the target's kernels.xpulp off:
     nn_hwc_conv2d_s8)."""
     a = layer.attrs
     c = hwc(graph.tensor(layer.inputs[0]).shape)["c"]
-    if a.get("groups", 1) != 1 or not xpulp:
+    oc = hwc(graph.tensor(layer.output).shape)["c"]
+    if not xpulp:
         return "plain"
+    if a.get("groups", 1) != 1:
+        kh, kw = a["kernel"]
+        dw = a["groups"] == c == oc and a.get("dilation", (1, 1))[1] == 1 and kh * -(-kw // 4) <= 32
+        return "dw" if dw else "plain"
     zp = graph.tensor(layer.inputs[0]).q.zero_point
     if c % 4 == 0 and a.get("dilation", (1, 1))[1] == 1 and zp in (0, -128):
         return "direct"
@@ -110,6 +116,9 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
     fixed = 0 if conv else 8
     # the im2col path: its buffers, and weight rows padded to whole words (weight_row)
     im2col = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "im2col"
+    # the depthwise path: per core, a ring of (kh - 1) * dh + 2 rows as wide as the tile's windows
+    dw = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "dw"
+    dil = a.get("dilation", (1, 1))
     return tiling.Window(c=i["c"], h=i["h"], w=i["w"], oc=o["c"], oh=o["h"], ow=o["w"], kh=kh, kw=kw,
                          sh=a["stride"][0], sw=a["stride"][1],
                          dh=a.get("dilation", (1, 1))[0], dw=a.get("dilation", (1, 1))[1],
@@ -119,8 +128,10 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          if conv else 0,
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
                          scratch=cores * im2col_bytes(layer, graph) if im2col else 0,
-                         tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) != "plain")
-                         or (layer.op == "maxpool" and xpulp) else 1)
+                         tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) in ("direct", "im2col"))
+                         or (layer.op == "maxpool" and xpulp) else 1,
+                         row_scratch=cores * ((kh - 1) * dil[0] + 2) if dw else 0,
+                         row_extra=4 * -(-kw // 4) if dw else 0)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
@@ -130,8 +141,8 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
     op = layer.op
     if op in ("conv2d", "maxpool", "avgpool"):
         til, need = tiling.plan_window(window(layer, graph, cores, xpulp), budget)
-        if til is None and op == "conv2d" and xp_conv_path(layer, graph, xpulp) == "im2col":
-            # the im2col buffers do not fit beside any tiling: the plain kernel needs none
+        if til is None and op == "conv2d" and xp_conv_path(layer, graph, xpulp) in ("im2col", "dw"):
+            # the kernel's buffers do not fit beside any tiling: the plain kernel needs none
             til, need = tiling.plan_window(window(layer, graph, 0), budget)
         return til, need
     if op == "linear":
@@ -192,9 +203,12 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
         if layer.op == "conv2d":
             spec["w_per_oc"] = weight_row(layer, graph, til, xpulp) or int(np.prod(layer.weight.shape[1:]))
             path = xp_conv_path(layer, graph, xpulp)
-            # a budget too small for the im2col buffers planned the layer without them
-            spec["xp_path"] = "plain" if path == "im2col" and til is not None and not til.l1_scratch else path
+            # a budget too small for the kernel's buffers planned the layer without them
+            spec["xp_path"] = "plain" if path in ("im2col", "dw") and til is not None and not til.l1_scratch else path
             spec["im2col_bytes"] = im2col_bytes(layer, graph)
+            if spec["xp_path"] == "dw":     # one core's row ring: the tile's share of l1_scratch
+                ring_rows = (kh - 1) * spec["dilation"][0] + 2
+                spec["dw_scratch_bytes"] = ring_rows * tiling._align4((til.tw - 1) * a["stride"][1] + 4 * -(-kw // 4))
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
     if layer.op in ("linear", "add"):

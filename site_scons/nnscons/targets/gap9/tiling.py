@@ -91,6 +91,10 @@ class Window:
     p_fixed: int           # parameter bytes that do not scale with channels (pool tables)
     scratch: int = 0       # L1 scratch the kernel needs whatever the tile (im2col buffers)
     tc_multiple: int = 1   # channel tiles the kernel prefers (a multiple, or all channels)
+    # scratch rows as wide as a tile's windows (the depthwise kernel's per-core row rings):
+    # row_scratch rows of align4((tw - 1) * sw + row_extra) bytes
+    row_scratch: int = 0
+    row_extra: int = 0
 
 
 def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
@@ -145,7 +149,9 @@ def plan_window(g: Window, budget: int):
     # channel pipeline (one spatial tile): params and out double-buffered when n_c > 1
     dbl = np.where(n_c[C] > 1, 2, 1)
     l1_ch = l1_in + dbl * (params_tile[C] + l1_out)
-    l1 = np.where(single, l1_ch, l1_sp) + _align4(g.scratch)
+    rows_scratch = g.row_scratch * _align4((tw[W] - 1) * g.sw + g.row_extra) if g.row_scratch else 0
+    scratch = _align4(g.scratch) + rows_scratch
+    l1 = np.where(single, l1_ch, l1_sp) + scratch
     # one spatial tile reads its input box once (every channel tile its own channels when
     # grouped); several re-read the boxes per channel tile when groups == 1
     traffic = np.where(single, rows_sum[H] * cols_sum[W] * g.c,
@@ -169,7 +175,7 @@ def plan_window(g: Window, budget: int):
                   l1_in=int(l1_in[h, w, c]), l1_out=int(l1_out[h, w, c]),
                   l1_params=int(params_tile[c]), l1_bytes=int(l1[h, w, c]),
                   l2_l1_bytes=int(traffic[h, w, c]), lower_bound=int(lower),
-                  l1_scratch=_align4(g.scratch)), smallest
+                  l1_scratch=int(np.broadcast_to(scratch, l1.shape)[h, w, c])), smallest
 
 
 def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):
