@@ -35,7 +35,8 @@ from test_kernels import POOL_CASES  # noqa: E402
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
 HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_dwconv.c", "nn_xp_linear.c",
-                                  "nn_hwc_pool.c", "nn_xp_pool.c", "nn_xp_add.c", "nn_hwc_eltwise.c")]
+                                  "nn_hwc_pool.c", "nn_xp_pool.c", "nn_xp_add.c", "nn_xp_lut.c",
+                                  "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
@@ -43,7 +44,7 @@ CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
- XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV) = range(1, 21)
+ XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV, XP_GAP, LUT, XP_LUT) = range(1, 24)
 
 
 # ---------------------------------------------------------------- the harness
@@ -545,6 +546,29 @@ def test_xpulp_add_equals_common_kernel(harnesses, tmp_path, build):
     assert len(distinct) > 100
 
 
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_lut_equals_common_kernel(harnesses, tmp_path, build):
+    """nn_xp_lut_s8 against nn_lut_s8 (one table): every length remainder and byte offset
+    (the cores' chunks start anywhere), every input byte."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(256)
+    b, cases = Batch(), []
+    for i in range(150):
+        n, off_in, off_out = int(rng.integers(0, 300)), int(rng.integers(0, 4)), int(rng.integers(0, 4))
+        x = rand_int8(rng, off_in + n)
+        if i % 5 == 0:
+            x[off_in:] = np.arange(n) % 256 - 128
+        table = rand_int8(rng, 256)
+        cases.append((n, off_in, off_out))
+        b.add(LUT, [n, off_in, off_out], [x, table], off_out + n, fill=7)
+        b.add(XP_LUT, [n, off_in, off_out], [x, table], off_out + n, fill=7)
+    outs = b.run(exe, tmp_path)
+    assert {n % 4 for n, *_ in cases} == {0, 1, 2, 3}
+    for i, case in enumerate(cases):
+        np.testing.assert_array_equal(outs[2 * i + 1], outs[2 * i], err_msg=f"lut case {i}: {case}")
+        assert (outs[2 * i][:case[2]] == 7).all()
+
+
 @pytest.mark.parametrize("build", BUILDS)
 def test_pool_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     exe = _exe(harnesses, build)
@@ -583,6 +607,38 @@ def test_xpulp_maxpool_sweep(harnesses, tmp_path, build):
         geo = case[1]
         add_pool_hwc(checks, rng, f"xpulp maxpool case {i}: {geo}", *case,
                      _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_global_avgpool_sweep(harnesses, tmp_path, build):
+    """nn_xp_global_avgpool_s8 against the CHW kernel: channel words split among the cores
+    in blocks of 4 as the layer does (and any split, which falls back), pixel counts across
+    the 256-pixel runs of its 16-bit lanes, saturated inputs at both zero-point extremes."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(4321)
+    cases = []
+    for i in range(N_SMALL):
+        hw, c = int(rng.choice([1, 7, 49, 255, 256, 257, 600, 1100])), 4 * int(rng.integers(1, 40))
+        act_min, act_max = _clamp(rng)
+        scal = [_zp(rng), _out_zp(rng), act_min, act_max]
+        x = rand_int8(rng, (c, hw))
+        if i % 6 == 0:
+            x[:] = 127 if i % 12 else -128
+            scal[0] = -128 if i % 12 else 127
+        mult, shift = _requant_table(rng, 1, 70 * hw)
+        cases.append((hw, c, scal, x, mult, shift))
+    assert {hw for hw, *_ in cases} >= {255, 256, 257, 600}
+    chw = chw_results(exe, tmp_path, [(GAP_CHW, [c, hw, *scal], [x, m, s], c) for hw, c, scal, x, m, s in cases])
+    checks = Checks()
+    for i, ((hw, c, scal, x, m, s), ref) in enumerate(zip(cases, chw)):
+        arrays = [np.ascontiguousarray(x.T), m, s]
+        blocks = c // 4
+        for b, e in core_ranges(rng, blocks) + [(0, blocks)]:
+            checks.channels(f"xpulp global_avgpool case {i} channels {4 * b}..{4 * e}", rng, XP_GAP,
+                            [hw, c, *scal, 4 * b, 4 * e], arrays, ref, c, 4 * b, 4 * e)
+        checks.full_and_split(f"xpulp global_avgpool case {i} (any split)", rng, XP_GAP,
+                              lambda b, e, hw=hw, c=c, scal=scal: [hw, c, *scal, b, e], arrays, ref, c, 1)
     checks.verify(exe, tmp_path)
 
 
@@ -794,7 +850,8 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
         pytest.skip(f"{RV_CC} not found")
     for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / n, ["-DNN_XPULP_INSN"])
                                                           for n in ("nn_xp_conv2d.c", "nn_xp_dwconv.c",
-                                                                    "nn_xp_linear.c", "nn_xp_pool.c", "nn_xp_add.c")]:
+                                                                    "nn_xp_linear.c", "nn_xp_pool.c", "nn_xp_add.c",
+                                                                    "nn_xp_lut.c")]:
         res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS, *defines,
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)

@@ -106,6 +106,18 @@ void nn_hwc_global_avgpool_s8(int hw, int c, int32_t in_zp, int32_t out_zp, int3
                               int32_t act_max, const int8_t *in, const int32_t *mult,
                               const int32_t *shift, int8_t *out, int c_begin, int c_end);
 
+/* nn_xp_pool.c: nn_hwc_global_avgpool_s8's contract and results, on channel words where
+ * nn_xp_global_avgpool_fast(c, c_begin, c_end) says so (c, c_begin and c_end multiples of 4;
+ * input 4-byte aligned). */
+int nn_xp_global_avgpool_fast(int c, int c_begin, int c_end);
+void nn_xp_global_avgpool_s8(int hw, int c, int32_t in_zp, int32_t out_zp, int32_t act_min,
+                             int32_t act_max, const int8_t *in, const int32_t *mult,
+                             const int32_t *shift, int8_t *out, int c_begin, int c_end);
+
+/* nn_xp_lut.c: out[i] = table[in[i] + 128], i < n: nn_lut_s8's one-table case (no alignment
+ * needed). */
+void nn_xp_lut_s8(int n, const int8_t *in, const int8_t *table, int8_t *out);
+
 /* Requantize n_pix pixels of c channels from a strided source to a strided destination
  * (pixel strides in elements = bytes), one mult/shift for all: the concat slice writer and
  * standalone requant in HWC.  Same arithmetic as nn_requant_s8. */

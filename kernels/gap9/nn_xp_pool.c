@@ -71,3 +71,50 @@ void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int3
         }
     }
 }
+
+/* ---- global average pool: nn_hwc_global_avgpool_s8's contract and results; channel words
+ * where nn_xp_global_avgpool_fast says so (c and the channel range in whole words, input
+ * 4-byte aligned), else that kernel.
+ *
+ * A word holds 4 channels of one pixel. Flipped to unsigned (u = x + 128, 0..255), its even
+ * and odd lanes masked apart are two pairs of 16-bit lanes that plain 32-bit adds sum without
+ * carries between them for up to 257 pixels: 7 instructions per 4 channel-pixels. The sums
+ * leave the lanes every 256 pixels; sum (x - zp) = sum u - (zp + 128) * hw. */
+
+#define NN_XP_GAP_RUN 256       /* pixels per 16-bit lane run: 256 * 255 < 2^16 */
+
+int nn_xp_global_avgpool_fast(int c, int c_begin, int c_end)
+{
+    return c % 4 == 0 && c_begin % 4 == 0 && c_end % 4 == 0;
+}
+
+void nn_xp_global_avgpool_s8(int hw, int c, int32_t in_zp, int32_t out_zp, int32_t act_min,
+                             int32_t act_max, const int8_t *in, const int32_t *mult,
+                             const int32_t *shift, int8_t *out, int c_begin, int c_end)
+{
+    const int32_t base = -(in_zp + 128) * hw;    /* |.| < 2^31 by the hw bound */
+    int ch, p0, p, j;
+    if (!nn_xp_global_avgpool_fast(c, c_begin, c_end)) {
+        nn_hwc_global_avgpool_s8(hw, c, in_zp, out_zp, act_min, act_max, in, mult, shift, out, c_begin, c_end);
+        return;
+    }
+    for (ch = c_begin; ch < c_end; ch += 4) {
+        int32_t acc[4] = {base, base, base, base};
+        for (p0 = 0; p0 < hw; p0 += NN_XP_GAP_RUN) {
+            const int n = hw - p0 < NN_XP_GAP_RUN ? hw - p0 : NN_XP_GAP_RUN;
+            const int8_t *px = in + (ptrdiff_t)p0 * c + ch;
+            uint32_t even = 0, odd = 0;     /* lanes 0, 2 and 1, 3 as 16-bit halves */
+            for (p = 0; p < n; ++p, px += c) {
+                const uint32_t u = nn_xp_load(px) ^ NN_XP_FLIP_MASK;
+                even += u & 0x00ff00ffu;
+                odd += (u >> 8) & 0x00ff00ffu;
+            }
+            acc[0] += (int32_t)(even & 0xffff);
+            acc[1] += (int32_t)(odd & 0xffff);
+            acc[2] += (int32_t)(even >> 16);
+            acc[3] += (int32_t)(odd >> 16);
+        }
+        for (j = 0; j < 4; ++j)
+            out[ch + j] = nn_requantize_avg(acc[j], hw, mult[0], shift[0], out_zp, act_min, act_max);
+    }
+}

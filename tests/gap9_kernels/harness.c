@@ -15,13 +15,14 @@
 #include <string.h>
 
 #include "nn_hwc_kernels.h"
+#include "nn_ops.h"
 
 #define MAX_CFG 24
 #define MAX_ARR 5
 
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
        GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
-       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV };
+       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV, XP_GAP, LUT, XP_LUT };
 
 static void die(const char *what)
 {
@@ -139,6 +140,16 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
     case GAP_HWC:
         nn_hwc_global_avgpool_s8(k[0], k[1], k[2], k[3], k[4], k[5], a[0], a[1], a[2], out,
                                  k[6], k[7]);
+        break;
+    case XP_GAP:
+        nn_xp_global_avgpool_s8(k[0], k[1], k[2], k[3], k[4], k[5], a[0], a[1], a[2], out, k[6], k[7]);
+        break;
+    case LUT:           /* k[1], k[2]: offsets of the first byte in the in / out buffers */
+    case XP_LUT:
+        if (op == LUT)
+            nn_lut_s8(1, 1, k[0], (const int8_t *)a[0] + k[1], a[1], 0, out + k[2]);
+        else
+            nn_xp_lut_s8(k[0], (const int8_t *)a[0] + k[1], a[1], out + k[2]);
         break;
     case REQUANT_CHW:
         nn_requant_s8(k[0], a[0], k[1], k[2], k[3], k[4], k[5], k[6], out);

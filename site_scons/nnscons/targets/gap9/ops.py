@@ -23,12 +23,12 @@ OPS = {
     "linear": OpImpl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c")),
     "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
-    "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
+    "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c")),
     "add": OpImpl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c")),
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
-    "lut": OpImpl("lut.c.j2", (C + "nn_lut.c",), lambda layer, graph: _lut_check(layer)),
+    "lut": OpImpl("lut.c.j2", (C + "nn_lut.c", G + "nn_xp_lut.c"), lambda layer, graph: _lut_check(layer)),
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
@@ -150,7 +150,7 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
         return tiling.plan_linear(int(in_f), int(out_f), _p_per_oc(layer), budget)
     if op == "global_avgpool":
         s = graph.tensor(layer.inputs[0]).shape
-        return tiling.plan_global_pool(int(s[1]), int(s[2] * s[3]), budget)
+        return tiling.plan_global_pool(int(s[1]), int(s[2] * s[3]), budget, 4 if xpulp else 1)
     n = _numel(graph.tensor(layer.output).shape)
     if op == "add":
         return tiling.plan_flat(n, 2, 1, 12, budget)
@@ -211,7 +211,7 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
                 spec["dw_scratch_bytes"] = ring_rows * tiling._align4((til.tw - 1) * a["stride"][1] + 4 * -(-kw // 4))
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
-    if layer.op in ("linear", "add"):
+    if layer.op in ("linear", "add", "global_avgpool", "lut"):
         spec["xpulp"] = xpulp
     if til is not None:
         spec["l1_parts"] = l1_parts(til)

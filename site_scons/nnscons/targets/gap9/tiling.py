@@ -185,11 +185,12 @@ def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):
     return plan_window(g, budget)
 
 
-def plan_global_pool(c: int, hw: int, budget: int):
-    """Channel tiles of all hw pixels; double-buffered when there is more than one."""
+def plan_global_pool(c: int, hw: int, budget: int, tc_multiple: int = 1):
+    """Channel tiles of all hw pixels; double-buffered when there is more than one.
+    tc_multiple: channel tiles the kernel prefers (the Xpulp one: whole words)."""
     return plan_window(Window(c=c, h=1, w=hw, oc=c, oh=1, ow=1, kh=1, kw=hw, sh=1, sw=1,
-                              dh=1, dw=1, pt=0, pl=0, groups=c, w_per_oc=0, p_per_oc=0, p_fixed=8),
-                       budget)
+                              dh=1, dw=1, pt=0, pl=0, groups=c, w_per_oc=0, p_per_oc=0, p_fixed=8,
+                              tc_multiple=tc_multiple), budget)
 
 
 def plan_flat(n_units: int, unit_in: int, unit_out: int, fixed: int, budget: int):
