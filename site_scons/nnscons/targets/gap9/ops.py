@@ -99,6 +99,15 @@ def im2col_bytes(layer, graph) -> int:
     return 2 * tiling._align4(int(np.prod(layer.weight.shape[1:])))
 
 
+def dw_plane_bytes(layer, til) -> int:
+    """One core's plane on the depthwise path (nn_xp_dwconv_scratch of the largest tile): the
+    input rows of th output rows, each as wide as tw outputs' windows plus a word."""
+    a = layer.attrs
+    (kh, kw), (sh, sw) = a["kernel"], a["stride"]
+    rows = (til.th - 1) * sh + (kh - 1) * a.get("dilation", (1, 1))[0] + 1
+    return rows * tiling._align4((til.tw - 1) * sw + 4 * -(-kw // 4))
+
+
 def weight_row(layer, graph, til, xpulp=True):
     """Bytes per output channel of a conv's packed weights when the kernel wants them padded
     (the im2col path: rows of whole words), else None (k_h*k_w*in_c/groups)."""
@@ -116,7 +125,7 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
     fixed = 0 if conv else 8
     # the im2col path: its buffers, and weight rows padded to whole words (weight_row)
     im2col = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "im2col"
-    # the depthwise path: per core, a ring of (kh - 1) * dh + 2 rows as wide as the tile's windows
+    # the depthwise path: per core, a plane of one channel's input rows (dw_plane_bytes)
     dw = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "dw"
     dil = a.get("dilation", (1, 1))
     return tiling.Window(c=i["c"], h=i["h"], w=i["w"], oc=o["c"], oh=o["h"], ow=o["w"], kh=kh, kw=kw,
@@ -130,8 +139,7 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          scratch=cores * im2col_bytes(layer, graph) if im2col else 0,
                          tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) in ("direct", "im2col"))
                          or (layer.op == "maxpool" and xpulp) else 1,
-                         row_scratch=cores * ((kh - 1) * dil[0] + 2) if dw else 0,
-                         row_extra=4 * -(-kw // 4) if dw else 0)
+                         plane_cores=cores if dw else 0, plane_extra=4 * -(-kw // 4) if dw else 0)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
@@ -206,9 +214,8 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
             # a budget too small for the kernel's buffers planned the layer without them
             spec["xp_path"] = "plain" if path in ("im2col", "dw") and til is not None and not til.l1_scratch else path
             spec["im2col_bytes"] = im2col_bytes(layer, graph)
-            if spec["xp_path"] == "dw":     # one core's row ring: the tile's share of l1_scratch
-                ring_rows = (kh - 1) * spec["dilation"][0] + 2
-                spec["dw_scratch_bytes"] = ring_rows * tiling._align4((til.tw - 1) * a["stride"][1] + 4 * -(-kw // 4))
+            if spec["xp_path"] == "dw":
+                spec["dw_scratch_bytes"] = dw_plane_bytes(layer, til)
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
     if layer.op in ("linear", "add", "global_avgpool", "lut"):

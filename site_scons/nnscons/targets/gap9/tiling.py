@@ -91,10 +91,10 @@ class Window:
     p_fixed: int           # parameter bytes that do not scale with channels (pool tables)
     scratch: int = 0       # L1 scratch the kernel needs whatever the tile (im2col buffers)
     tc_multiple: int = 1   # channel tiles the kernel prefers (a multiple, or all channels)
-    # scratch rows as wide as a tile's windows (the depthwise kernel's per-core row rings):
-    # row_scratch rows of align4((tw - 1) * sw + row_extra) bytes
-    row_scratch: int = 0
-    row_extra: int = 0
+    # the depthwise kernel's per-core channel planes: plane_cores x ((th - 1) * sh + (kh - 1) * dh
+    # + 1) rows of align4((tw - 1) * sw + plane_extra) bytes (0: none)
+    plane_cores: int = 0
+    plane_extra: int = 0
 
 
 def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
@@ -149,8 +149,9 @@ def plan_window(g: Window, budget: int):
     # channel pipeline (one spatial tile): params and out double-buffered when n_c > 1
     dbl = np.where(n_c[C] > 1, 2, 1)
     l1_ch = l1_in + dbl * (params_tile[C] + l1_out)
-    rows_scratch = g.row_scratch * _align4((tw[W] - 1) * g.sw + g.row_extra) if g.row_scratch else 0
-    scratch = _align4(g.scratch) + rows_scratch
+    planes = (g.plane_cores * ((th[H] - 1) * g.sh + (g.kh - 1) * g.dh + 1) * _align4((tw[W] - 1) * g.sw + g.plane_extra)
+              if g.plane_cores else 0)
+    scratch = _align4(g.scratch) + planes
     l1 = np.where(single, l1_ch, l1_sp) + scratch
     # one spatial tile reads its input box once (every channel tile its own channels when
     # grouped); several re-read the boxes per channel tile when groups == 1
