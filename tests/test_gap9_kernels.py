@@ -44,7 +44,8 @@ CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
- XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV, XP_GAP, LUT, XP_LUT) = range(1, 24)
+ XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV, XP_GAP, LUT, XP_LUT,
+ XP_AVGPOOL) = range(1, 25)
 
 
 # ---------------------------------------------------------------- the harness
@@ -353,9 +354,10 @@ def pool_chw_call(op, geo, x, mult, shift):
 
 
 def add_pool_hwc(checks, rng, label, op, geo, x, mult, shift, expected_hwc):
-    """Full + 8-range HWC calls; maxpool also through the Xpulp kernel (nn_xp_pool.c)."""
+    """Full + 8-range HWC calls, also through the Xpulp kernels (nn_xp_pool.c)."""
     cfg = [geo[f] for f in POOL_HWC_FIELDS]
-    ops = [(MAXPOOL_HWC, "hwc"), (XP_MAXPOOL, "xpulp")] if op == "maxpool" else [(AVGPOOL_HWC, "hwc")]
+    ops = ([(MAXPOOL_HWC, "hwc"), (XP_MAXPOOL, "xpulp")] if op == "maxpool"
+           else [(AVGPOOL_HWC, "hwc"), (XP_AVGPOOL, "xpulp")])
     for code, name in ops:
         checks.full_and_split(f"{label} [{name}]", rng, code, lambda b, e: cfg + [b, e],
                               [x.transpose(1, 2, 0), mult, shift], expected_hwc, geo["out_h"] * geo["out_w"],
@@ -606,6 +608,34 @@ def test_xpulp_maxpool_sweep(harnesses, tmp_path, build):
     for i, (case, ref) in enumerate(zip(cases, chw)):
         geo = case[1]
         add_pool_hwc(checks, rng, f"xpulp maxpool case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_avgpool_sweep(harnesses, tmp_path, build):
+    """nn_xp_avgpool_s8 on its SIMD path (c % 4 == 0) against the CHW kernel: windows clipped
+    by the tile, with and without the padding in the count, saturated inputs."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(707)
+    cases = []
+    while len(cases) < 80:
+        op, geo, x, mult, shift = random_pool(rng)
+        if op != "avgpool":
+            continue
+        c = 4 * int(rng.integers(1, 40))
+        geo["c"] = c
+        x = rand_int8(rng, (c, geo["in_h"], geo["in_w"]))
+        if len(cases) % 8 == 0:
+            x[:] = 127 if len(cases) % 16 else -128
+            geo["in_zp"] = -128 if len(cases) % 16 else 127
+        cases.append((op, geo, x, mult, shift))
+    assert {g["count_include_pad"] for _, g, *_ in cases} == {0, 1}
+    chw = chw_results(exe, tmp_path, [pool_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        geo = case[1]
+        add_pool_hwc(checks, rng, f"xpulp avgpool case {i}: {geo}", *case,
                      _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
     checks.verify(exe, tmp_path)
 

@@ -94,6 +94,12 @@ int nn_xp_maxpool_fast(const nn_hwc_pool_cfg_t *cfg);
 void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                       const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
 
+/* nn_xp_pool.c: nn_hwc_avgpool_s8's contract and results, on channel words where
+ * nn_xp_avgpool_fast(cfg) says so (c % 4 == 0, k_h * k_w <= 256; input 4-byte aligned). */
+int nn_xp_avgpool_fast(const nn_hwc_pool_cfg_t *cfg);
+void nn_xp_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
+                      const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
+
 /* nn_xp_add.c: nn_add_s8's contract and results (32-bit requantization when shift >= 9). */
 void nn_xp_add_s8(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t b_zp,
                   const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,

@@ -22,7 +22,7 @@
 
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
        GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
-       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV, XP_GAP, LUT, XP_LUT };
+       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV, XP_GAP, LUT, XP_LUT, XP_AVGPOOL };
 
 static void die(const char *what)
 {
@@ -126,12 +126,13 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
         break;
     }
     case XP_MAXPOOL:
+    case XP_AVGPOOL:
     case MAXPOOL_HWC:
     case AVGPOOL_HWC: {
         const nn_hwc_pool_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
                                      k[10], k[11], k[12], k[13], k[14], k[15]};
-        (op == XP_MAXPOOL ? nn_xp_maxpool_s8 : op == MAXPOOL_HWC ? nn_hwc_maxpool_s8 : nn_hwc_avgpool_s8)(
-            &c, a[0], a[1], a[2], out, k[16], k[17]);
+        (op == XP_MAXPOOL ? nn_xp_maxpool_s8 : op == XP_AVGPOOL ? nn_xp_avgpool_s8
+         : op == MAXPOOL_HWC ? nn_hwc_maxpool_s8 : nn_hwc_avgpool_s8)(&c, a[0], a[1], a[2], out, k[16], k[17]);
         break;
     }
     case GAP_CHW:

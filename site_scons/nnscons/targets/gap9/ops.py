@@ -22,7 +22,7 @@ OPS = {
     "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c", G + "nn_xp_dwconv.c")),
     "linear": OpImpl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c")),
     "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
-    "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
+    "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c")),
     "add": OpImpl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c")),
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
@@ -138,7 +138,7 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
                          scratch=cores * im2col_bytes(layer, graph) if im2col else 0,
                          tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) in ("direct", "im2col"))
-                         or (layer.op == "maxpool" and xpulp) else 1,
+                         or (layer.op in ("maxpool", "avgpool") and xpulp) else 1,
                          plane_cores=cores if dw else 0, plane_extra=4 * -(-kw // 4) if dw else 0)
 
 
@@ -206,7 +206,7 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
         spec.update(kernel=[kh, kw], stride=list(a["stride"]), dilation=list(a.get("dilation", (1, 1))),
                     pads=list(a["pads"]), groups=a.get("groups", 1),
                     count_include_pad=a.get("count_include_pad", 0))
-        if layer.op == "maxpool":
+        if layer.op in ("maxpool", "avgpool"):
             spec["xpulp"] = xpulp
         if layer.op == "conv2d":
             spec["w_per_oc"] = weight_row(layer, graph, til, xpulp) or int(np.prod(layer.weight.shape[1:]))
