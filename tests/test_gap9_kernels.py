@@ -45,7 +45,7 @@ CORES = 8
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
  XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV, XP_GAP, LUT, XP_LUT,
- XP_AVGPOOL) = range(1, 25)
+ XP_AVGPOOL, XP_REQUANT) = range(1, 26)
 
 
 # ---------------------------------------------------------------- the harness
@@ -670,6 +670,39 @@ def test_xpulp_global_avgpool_sweep(harnesses, tmp_path, build):
         checks.full_and_split(f"xpulp global_avgpool case {i} (any split)", rng, XP_GAP,
                               lambda b, e, hw=hw, c=c, scal=scal: [hw, c, *scal, b, e], arrays, ref, c, 1)
     checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_requant_equals_hwc_kernel(harnesses, tmp_path, build):
+    """nn_xp_requant_s8 against nn_hwc_requant_s8 (checked against the CHW kernel below):
+    calls under and over the table's threshold, dense and strided (concat slices), every
+    shift range and clamp, every input byte."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(1024)
+    b, cases = Batch(), []
+    for i in range(120):
+        c = int(rng.integers(1, 64))
+        n_pix = int(rng.integers(0, 600 // c + 2)) if i % 3 else int(rng.integers(256 // c + 1, 4096 // c + 2))
+        dense = i % 2 == 0
+        in_stride, out_stride = (c, c) if dense else (c + int(rng.integers(0, 5)), c + int(rng.integers(0, 30)))
+        in_off, out_off = int(rng.integers(0, in_stride - c + 1)), int(rng.integers(0, out_stride - c + 1))
+        mult = int(rng.integers(1 << 30, 1 << 31)) if i % 11 else (1 << 31) - 1
+        shift = int(rng.integers(25, 40)) if i % 4 else int(rng.integers(1, 63))
+        lo, hi = _clamp(rng)
+        src = rand_int8(rng, in_off + max(0, (n_pix - 1) * in_stride + c))
+        cfg = [n_pix, c, in_stride, _zp(rng), mult, shift, _out_zp(rng), lo, hi, out_stride, in_off, out_off]
+        size = out_off + max(0, (n_pix - 1) * out_stride + c)
+        cases.append((n_pix * c, cfg))
+        fill = int(rng.integers(-128, 128))
+        b.add(REQUANT_HWC, cfg, [src], size, fill=fill)
+        b.add(XP_REQUANT, cfg, [src], size, fill=fill)
+    outs = b.run(exe, tmp_path)
+    assert {n >= 256 for n, _ in cases} == {True, False}
+    distinct = set()
+    for i, (n, cfg) in enumerate(cases):
+        np.testing.assert_array_equal(outs[2 * i + 1], outs[2 * i], err_msg=f"requant case {i}: {cfg}")
+        distinct.update(outs[2 * i].tolist())
+    assert len(distinct) > 200
 
 
 @pytest.mark.parametrize("build", BUILDS)

@@ -124,6 +124,12 @@ void nn_xp_global_avgpool_s8(int hw, int c, int32_t in_zp, int32_t out_zp, int32
  * needed). */
 void nn_xp_lut_s8(int n, const int8_t *in, const int8_t *table, int8_t *out);
 
+/* nn_xp_lut.c: nn_hwc_requant_s8's contract and results (below), through a 256-entry table
+ * built per call when it has 256 elements or more. */
+void nn_xp_requant_s8(int n_pix, int c, const int8_t *in, int in_stride, int32_t in_zp, int32_t mult,
+                      int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out,
+                      int out_stride);
+
 /* Requantize n_pix pixels of c channels from a strided source to a strided destination
  * (pixel strides in elements = bytes), one mult/shift for all: the concat slice writer and
  * standalone requant in HWC.  Same arithmetic as nn_requant_s8. */

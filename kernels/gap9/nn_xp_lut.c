@@ -1,6 +1,7 @@
 /* Lookup-table ops with one 256-entry table (sigmoid, hardswish, ... after quantization):
  * out[i] = table[in[i] + 128], nn_lut_s8's results (kernels/common/nn_lut.c) for its
- * one-table case. Per-channel tables stay on nn_lut_s8.
+ * one-table case. Per-channel tables stay on nn_lut_s8. The requantization of int8 data
+ * (requant, concat) is such a table too (below).
  *
  * The plain loop costs a load, an add, a table load, a store and the loop's branch per
  * byte. On Xpulp a hardware loop takes 4 bytes per (possibly unaligned) word load, pv.extract.b
@@ -56,4 +57,31 @@ void nn_xp_lut_s8(int n, const int8_t *in, const int8_t *table, int8_t *out)
 #endif
     for (; i < n; ++i)
         out[i] = t[in[i]];
+}
+
+/* ---- strided requantization (standalone requant, the concat writer): nn_hwc_requant_s8's
+ * contract and results. An output depends on its one input byte only, so a call of
+ * NN_XP_REQUANT_LUT_MIN elements or more tabulates the rule once (nn_xp_requant, the same
+ * as nn_requantize) and looks the bytes up as above; smaller calls run nn_hwc_requant_s8. */
+
+#define NN_XP_REQUANT_LUT_MIN 256     /* building the table costs about 256 outputs of nn_requantize */
+
+void nn_xp_requant_s8(int n_pix, int c, const int8_t *in, int in_stride, int32_t in_zp, int32_t mult,
+                      int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out,
+                      int out_stride)
+{
+    int8_t table[256];
+    int p, i;
+    if ((long)n_pix * c < NN_XP_REQUANT_LUT_MIN) {
+        nn_hwc_requant_s8(n_pix, c, in, in_stride, in_zp, mult, shift, out_zp, act_min, act_max, out, out_stride);
+        return;
+    }
+    for (i = 0; i < 256; ++i)
+        table[i] = nn_xp_requant(0, i - 128 - in_zp, mult, shift, out_zp, act_min, act_max);
+    if (in_stride == c && out_stride == c) {        /* dense: one run */
+        nn_xp_lut_s8(n_pix * c, in, table, out);
+        return;
+    }
+    for (p = 0; p < n_pix; ++p)
+        nn_xp_lut_s8(c, in + (ptrdiff_t)p * in_stride, table, out + (ptrdiff_t)p * out_stride);
 }

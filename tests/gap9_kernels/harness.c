@@ -22,7 +22,7 @@
 
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
        GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
-       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV, XP_GAP, LUT, XP_LUT, XP_AVGPOOL };
+       LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_DWCONV, XP_GAP, LUT, XP_LUT, XP_AVGPOOL, XP_REQUANT };
 
 static void die(const char *what)
 {
@@ -156,8 +156,9 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
         nn_requant_s8(k[0], a[0], k[1], k[2], k[3], k[4], k[5], k[6], out);
         break;
     case REQUANT_HWC:   /* k[10], k[11]: offsets of the first pixel in the in/out buffers */
-        nn_hwc_requant_s8(k[0], k[1], (const int8_t *)a[0] + k[10], k[2], k[3], k[4], k[5], k[6],
-                          k[7], k[8], out + k[11], k[9]);
+    case XP_REQUANT:
+        (op == REQUANT_HWC ? nn_hwc_requant_s8 : nn_xp_requant_s8)(
+            k[0], k[1], (const int8_t *)a[0] + k[10], k[2], k[3], k[4], k[5], k[6], k[7], k[8], out + k[11], k[9]);
         break;
     default:
         die("unknown op");

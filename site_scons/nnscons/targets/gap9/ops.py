@@ -25,8 +25,8 @@ OPS = {
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c")),
     "add": OpImpl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c")),
-    "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
-    "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
+    "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
+    "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
     "reshape": OpImpl("reshape.c.j2", ()),
     "lut": OpImpl("lut.c.j2", (C + "nn_lut.c", G + "nn_xp_lut.c"), lambda layer, graph: _lut_check(layer)),
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
@@ -218,7 +218,7 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
                 spec["dw_scratch_bytes"] = dw_plane_bytes(layer, til)
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
-    if layer.op in ("linear", "add", "global_avgpool", "lut"):
+    if layer.op in ("linear", "add", "global_avgpool", "lut", "requant", "concat"):
         spec["xpulp"] = xpulp
     if til is not None:
         spec["l1_parts"] = l1_parts(til)
