@@ -933,7 +933,8 @@ PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=n
                "-Dnn_xp_conv2d_chans_s8=nn_xp_conv2d_chans_s8_plain",
                "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain",
                "-Dnn_xp_dwconv_s8=nn_xp_dwconv_s8_plain", "-Dnn_xp_dwconv_fast=nn_xp_dwconv_fast_plain",
-               "-Dnn_xp_dwconv_scratch=nn_xp_dwconv_scratch_plain"]
+               "-Dnn_xp_dwconv_scratch=nn_xp_dwconv_scratch_plain", "-Dnn_xp_lut_s8=nn_xp_lut_s8_plain",
+               "-Dnn_xp_requant_s8=nn_xp_requant_s8_plain"]
 
 
 def _gvsoc():
@@ -960,7 +961,7 @@ def _cases_header(cases):
         if bias is not None:
             text.append(_c_array(f"bias{i}", "int32_t", bias))
         cfg19 = list(cfg) + [0] * (19 - len(cfg))
-        rows.append(f"  {{ {['conv', 'linear', 'dw'].index(kind)}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
+        rows.append(f"  {{ {['conv', 'linear', 'dw', 'lut'].index(kind)}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
                     f"{f'bias{i}' if bias is not None else 'NULL'}, mult{i}, shift{i}, {x.size}, {w.size}, "
                     f"{n_out}, {out_bytes}, {len(mult)} }},")
         macs.append(str(m))
@@ -982,11 +983,13 @@ def run_on_gvsoc(tmp_path, cases):
         assert res.returncode == 0, res.stderr
         objs.append(str(obj))
 
-    for n in ("nn_xp_conv2d.c", "nn_xp_linear.c", "nn_xp_dwconv.c"):
+    for n in ("nn_xp_conv2d.c", "nn_xp_linear.c", "nn_xp_dwconv.c", "nn_xp_lut.c"):
         cc(GAP9 / n, n + ".insn.o", ["-DNN_XPULP_INSN"])
         cc(GAP9 / n, n + ".plain.o", PLAIN_NAMES)
     cc(GAP9 / "nn_hwc_conv2d.c", "hwc.o")
     cc(COMMON / "nn_linear.c", "linear.o")
+    cc(COMMON / "nn_lut.c", "lut.o")
+    cc(GAP9 / "nn_hwc_eltwise.c", "eltwise.o")
     cc(PULP_OPEN / "xp_check.c", "check.o", [f"-I{tmp_path}"])
     cc(PULP_OPEN / "crt0.S", "crt0.o")
     elf = tmp_path / "xp_check.elf"
@@ -1087,6 +1090,26 @@ def test_xpulp_dwconv_insn_on_gvsoc_equals_plain(tmp_path):
         print(f"dw case {i} {cases[i][1][:9]}: {macs} MACs, cycles xpulp .insn {insn} ({macs / insn:.2f} MACs/cycle), "
               f"xpulp plain C {plain}, plain C kernel {ref} ({macs / ref:.2f})")
     assert sum(v[3] > 2 for v in got.values()) >= 10, got
+
+
+def test_xpulp_lut_insn_on_gvsoc_equals_plain(tmp_path):
+    """nn_xp_lut_s8's .insn build (hardware loop, unaligned p.lw, pv.extract.b, p.lbu
+    rd, rs2(rs1)) on pulp-open's 8 cores, each on a byte range cut anywhere, gives the bytes of
+    the plain C build and of nn_lut_s8; prints the cycles."""
+    _gvsoc()
+    rng = np.random.default_rng(77)
+    cases = []
+    for n in (1, 5, 37, 256, 1001, 8192):
+        x = rand_int8(rng, n)
+        x[:min(n, 256)] = (np.arange(min(n, 256)) - 128).astype(np.int8)
+        cases.append(("lut", [0] * 19, x, rand_int8(rng, 256), None, np.zeros(1, np.int32), np.zeros(1, np.int32),
+                      n, n, n))
+    got = run_on_gvsoc(tmp_path, cases)
+    print()
+    for i, (fast, mism, mism_plain, distinct, n, insn, plain, ref) in got.items():
+        assert (fast, mism, mism_plain) == (4, 0, 0), f"lut case {i} (n {n}): {mism} / {mism_plain} bytes differ"
+        print(f"lut n {n}: cycles xpulp .insn {insn}, xpulp plain C {plain}, nn_lut_s8 {ref}")
+    assert got[5][3] > 100         # distinct outputs: the table is not degenerate
 
 
 @pytest.mark.slow
