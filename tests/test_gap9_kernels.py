@@ -961,7 +961,8 @@ def _cases_header(cases):
         if bias is not None:
             text.append(_c_array(f"bias{i}", "int32_t", bias))
         cfg19 = list(cfg) + [0] * (19 - len(cfg))
-        rows.append(f"  {{ {['conv', 'linear', 'dw', 'lut'].index(kind)}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
+        code = ["conv", "linear", "dw", "lut"].index(kind)
+        rows.append(f"  {{ {code}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
                     f"{f'bias{i}' if bias is not None else 'NULL'}, mult{i}, shift{i}, {x.size}, {w.size}, "
                     f"{n_out}, {out_bytes}, {len(mult)} }},")
         macs.append(str(m))

@@ -252,8 +252,9 @@ void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
             filled_y1 = y1;
         }
         if (t1 > t0 && j1 > j0)
-            gather(scratch + (ptrdiff_t)t0 * rw + j0, in + (first + t0) * in_row + (ptrdiff_t)(j0 - cfg->pad_left) * C + c,
-                   C, j1 - j0, t1 - t0, in_row, rw);
+            gather(scratch + (ptrdiff_t)t0 * rw + j0,
+                   in + (first + t0) * in_row + (ptrdiff_t)(j0 - cfg->pad_left) * C + c, C, j1 - j0, t1 - t0,
+                   in_row, rw);
 
         /* the channel's kernel rows as words, zeros past k_w; sum(w) by sdotsp against ones */
         if (kw == 3)

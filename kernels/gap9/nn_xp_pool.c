@@ -108,8 +108,8 @@ static int8_t avg_requant(int32_t acc, const nn_xp_avg_t *d, int32_t zp, int32_t
     tq = t / (uint32_t)d->count;
     q = (int64_t)a * d->mult + (int64_t)((uint32_t)r * (uint32_t)d->bm) + tq;
     big = nn_floor_shift(q, d->shift);
-    return nn_clamp_s8(nn_round_even(big, q - big * ((int64_t)1 << d->shift), d->shift, t == tq * (uint32_t)d->count) + zp,
-                       lo, hi);
+    q = nn_round_even(big, q - big * ((int64_t)1 << d->shift), d->shift, t == tq * (uint32_t)d->count);
+    return nn_clamp_s8(q + zp, lo, hi);
 }
 
 /* Sums of 4 channels of a pixel run on words: flipped to unsigned (u = x + 128), even and

@@ -127,7 +127,6 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
     im2col = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "im2col"
     # the depthwise path: per core, a plane of one channel's input rows (dw_plane_bytes)
     dw = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "dw"
-    dil = a.get("dilation", (1, 1))
     return tiling.Window(c=i["c"], h=i["h"], w=i["w"], oc=o["c"], oh=o["h"], ow=o["w"], kh=kh, kw=kw,
                          sh=a["stride"][0], sw=a["stride"][1],
                          dh=a.get("dilation", (1, 1))[0], dw=a.get("dilation", (1, 1))[1],
