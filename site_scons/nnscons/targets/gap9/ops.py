@@ -28,7 +28,9 @@ OPS = {
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
     "reshape": OpImpl("reshape.c.j2", ()),
-    "lut": OpImpl("lut.c.j2", (C + "nn_lut.c", G + "nn_xp_lut.c"), lambda layer, graph: _lut_check(layer)),
+    # nn_xp_lut.c also holds the table-driven requant, which falls back on nn_hwc_eltwise.c
+    "lut": OpImpl("lut.c.j2", (C + "nn_lut.c", G + "nn_xp_lut.c", G + "nn_hwc_eltwise.c"),
+                  lambda layer, graph: _lut_check(layer)),
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
