@@ -34,8 +34,9 @@ from test_kernels import POOL_CASES  # noqa: E402
 
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
-HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_linear.c", "nn_hwc_pool.c",
-                                  "nn_xp_pool.c", "nn_xp_add.c", "nn_hwc_eltwise.c")]
+HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_dwconv.c", "nn_xp_linear.c",
+                                  "nn_hwc_pool.c", "nn_xp_pool.c", "nn_xp_add.c", "nn_xp_lut.c",
+                                  "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
@@ -43,7 +44,8 @@ CORES = 8
 
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
- XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_CONV_CORES, XP_CONV_SPLIT) = range(1, 22)
+ XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_CONV_CORES, XP_CONV_SPLIT, XP_DWCONV, XP_GAP,
+ LUT, XP_LUT, XP_AVGPOOL, XP_REQUANT) = range(1, 28)
 
 
 # ---------------------------------------------------------------- the harness
@@ -129,36 +131,50 @@ class Checks:
 
     def __init__(self):
         self.batch = Batch()
-        self.items = []    # (label, kind, payload)
+        self.items_ = []    # (label, kind, payload)
 
     def full_and_split(self, label, rng, op, cfg_of, arrays, expected, n_units, unit):
         """One call for [0, n_units) and one per core range, each into a buffer pre-filled
         with a sentinel; `unit` output bytes per pixel (or per channel)."""
         size = expected.size
         full = self.batch.add(op, cfg_of(0, n_units), arrays, size, fill=int(rng.integers(-128, 128)))
-        self.items.append((label, "full", (full, expected)))
+        self.items_.append((label, "full", (full, expected)))
         for b, e in core_ranges(rng, n_units):
             fill = int(rng.integers(-128, 128))
             idx = self.batch.add(op, cfg_of(b, e), arrays, size, fill=fill)
-            self.items.append((f"{label} range [{b},{e})", "range",
+            self.items_.append((f"{label} range [{b},{e})", "range",
                                (idx, expected, b * unit, e * unit, fill)))
 
     def channels(self, label, rng, op, cfg, arrays, expected, n_chans, c_begin, c_end):
         """One call that writes channels [c_begin, c_end) of every pixel, nothing else."""
         fill = int(rng.integers(-128, 128))
         idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
-        self.items.append((label, "chans", (idx, expected, n_chans, c_begin, c_end, fill)))
+        self.items_.append((label, "chans", (idx, expected, n_chans, c_begin, c_end, fill)))
+
+    def items(self, label, rng, op, cfg, arrays, expected, b, e):
+        """One depthwise call for work items [b, e) (item = c * out_h + y) of an HWC output
+        [oh][ow][oc]: it writes exactly those rows of those channels."""
+        fill = int(rng.integers(-128, 128))
+        idx = self.batch.add(op, cfg + [b, e], arrays, expected.size, fill=fill)
+        self.items_.append((label, "items", (idx, expected, b, e, fill)))
 
     def exact(self, label, op, cfg, arrays, expected, fill=0):
         idx = self.batch.add(op, cfg, arrays, expected.size, fill=fill)
-        self.items.append((label, "full", (idx, expected)))
+        self.items_.append((label, "full", (idx, expected)))
 
     def verify(self, exe, workdir):
         outs = self.batch.run(exe, workdir)
-        for label, kind, payload in self.items:
+        for label, kind, payload in self.items_:
             if kind == "full":
                 idx, expected = payload
                 np.testing.assert_array_equal(outs[idx], expected.reshape(-1), err_msg=label)
+            elif kind == "items":
+                idx, expected, b, e, fill = payload
+                oh, ow, oc = expected.shape
+                item = np.arange(oc)[None, :] * oh + np.arange(oh)[:, None]       # [y][c]
+                mine = np.broadcast_to(((item >= b) & (item < e))[:, None, :], expected.shape)
+                want = np.where(mine, expected, np.int8(fill)).astype(np.int8)
+                np.testing.assert_array_equal(outs[idx].reshape(expected.shape), want, err_msg=label)
             elif kind == "chans":
                 idx, expected, n, b, e, fill = payload
                 got, want = outs[idx].reshape(-1, n), expected.reshape(-1, n)
@@ -291,6 +307,11 @@ def add_conv_hwc(checks, rng, label, geo, x, w, bias, mult, shift, expected_hwc)
         cores, flip = int(rng.integers(1, 10)), int(rng.integers(0, 2))
         checks.exact(f"{label} [xpulp {cores} cores, flip {flip}]", XP_CONV_CORES, cfg + [cores, flip], args,
                      expected_hwc, fill=int(rng.integers(-128, 128)))
+    if geo["groups"] == geo["in_c"] == geo["out_c"] and geo["dil_w"] == 1:     # depthwise (nn_xp_dwconv.c)
+        n = geo["out_c"] * geo["out_h"]
+        for b, e in core_ranges(rng, n) + [(0, n)]:
+            checks.items(f"{label} [xpulp dw items {b}..{e}]", rng, XP_DWCONV, cfg, arrays,
+                         expected_hwc.reshape(geo["out_h"], geo["out_w"], geo["out_c"]), b, e)
     if geo["groups"] == 1:      # the cores' channel blocks of a tile with few pixels
         args = arrays if direct else [arrays[0], pad_rows(arrays[1])] + arrays[2:]
         oc, blocks = geo["out_c"], -(-geo["out_c"] // 4)
@@ -338,9 +359,10 @@ def pool_chw_call(op, geo, x, mult, shift):
 
 
 def add_pool_hwc(checks, rng, label, op, geo, x, mult, shift, expected_hwc):
-    """Full + 8-range HWC calls; maxpool also through the Xpulp kernel (nn_xp_pool.c)."""
+    """Full + 8-range HWC calls, also through the Xpulp kernels (nn_xp_pool.c)."""
     cfg = [geo[f] for f in POOL_HWC_FIELDS]
-    ops = [(MAXPOOL_HWC, "hwc"), (XP_MAXPOOL, "xpulp")] if op == "maxpool" else [(AVGPOOL_HWC, "hwc")]
+    ops = ([(MAXPOOL_HWC, "hwc"), (XP_MAXPOOL, "xpulp")] if op == "maxpool"
+           else [(AVGPOOL_HWC, "hwc"), (XP_AVGPOOL, "xpulp")])
     for code, name in ops:
         checks.full_and_split(f"{label} [{name}]", rng, code, lambda b, e: cfg + [b, e],
                               [x.transpose(1, 2, 0), mult, shift], expected_hwc, geo["out_h"] * geo["out_w"],
@@ -440,6 +462,49 @@ def test_xpulp_conv_core_split_partitions_the_tile(harnesses, tmp_path):
             return px * (blocks * (7 * words + 100) + 250) if px and blocks else 0
         busiest = max(cost(pe - pb, -(-(ce - cb) // 4)) for pb, pe, cb, ce in r)
         assert busiest <= cost(-(-n_pix // cores), -(-out_c // 4)), (n_pix, out_c, cores, r)
+def random_dw_conv(rng):
+    """A depthwise conv nn_xp_dwconv_s8 takes: groups == in_c == out_c (1..80), dil_w 1, any
+    kernel (up to 7x7), stride, row dilation, zero point and tile geometry."""
+    while True:
+        geo, *_ = random_conv(rng)
+        k = KERNELS[int(rng.integers(len(KERNELS)))]
+        c = int(rng.integers(1, 81))
+        geo.update(k_h=k[0], k_w=k[1], in_c=c, out_c=c, groups=c, dil_w=1)
+        (in_h, out_h, pad_top), (in_w, out_w, pad_left) = (
+            _tile_geometry(rng, k[i], geo["stride_h" if i == 0 else "stride_w"], geo["dil_h"] if i == 0 else 1)
+            for i in range(2))
+        geo.update(in_h=in_h, out_h=out_h, pad_top=pad_top, in_w=in_w, out_w=out_w, pad_left=pad_left)
+        if c * out_h * out_w <= 6000:
+            break
+    x = rand_int8(rng, (c, geo["in_h"], geo["in_w"]))
+    if rng.random() < 0.15:     # saturated inputs: x - zp at its extremes
+        x[:] = int(rng.choice([-128, 127]))
+        geo["in_zp"] = -128 if x[0, 0, 0] == 127 else 127
+    w = rand_int8(rng, (c, 1) + k)
+    mult, shift = _requant_table(rng, c, 70 * 70 * math.sqrt(k[0] * k[1]))
+    bias = None if rng.random() < 0.2 else rng.integers(-20000, 20000, c).astype(np.int32)
+    if bias is not None and rng.random() < 0.1:
+        bias[0], bias[-1] = 2**31 - 1, -2**31
+    return geo, x, w, bias, mult, shift
+
+
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_dwconv_sweep(harnesses, tmp_path, build):
+    """nn_xp_dwconv_s8 against the CHW kernel: every kernel shape, strides, row dilation,
+    leading pads from negative to k - 1, windows past the tile, any zero point, and work
+    item ranges that cut channels anywhere (each call writes only its rows)."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(616)
+    cases = [random_dw_conv(rng) for _ in range(N_CONV // 2)]
+    assert {(g["k_h"], g["k_w"]) for g, *_ in cases} >= {(3, 3), (5, 5), (7, 7), (1, 1)}
+    assert {g["stride_w"] for g, *_ in cases} == {1, 2, 3} and {g["dil_h"] for g, *_ in cases} >= {1, 2}
+    chw = chw_results(exe, tmp_path, [conv_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        geo = case[0]
+        add_conv_hwc(checks, rng, f"xpulp dw case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["out_c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
 
 
 @pytest.mark.parametrize("build", XP_BUILDS)
@@ -511,6 +576,29 @@ def test_xpulp_add_equals_common_kernel(harnesses, tmp_path, build):
     assert len(distinct) > 100
 
 
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_lut_equals_common_kernel(harnesses, tmp_path, build):
+    """nn_xp_lut_s8 against nn_lut_s8 (one table): every length remainder and byte offset
+    (the cores' chunks start anywhere), every input byte."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(256)
+    b, cases = Batch(), []
+    for i in range(150):
+        n, off_in, off_out = int(rng.integers(0, 300)), int(rng.integers(0, 4)), int(rng.integers(0, 4))
+        x = rand_int8(rng, off_in + n)
+        if i % 5 == 0:
+            x[off_in:] = np.arange(n) % 256 - 128
+        table = rand_int8(rng, 256)
+        cases.append((n, off_in, off_out))
+        b.add(LUT, [n, off_in, off_out], [x, table], off_out + n, fill=7)
+        b.add(XP_LUT, [n, off_in, off_out], [x, table], off_out + n, fill=7)
+    outs = b.run(exe, tmp_path)
+    assert {n % 4 for n, *_ in cases} == {0, 1, 2, 3}
+    for i, case in enumerate(cases):
+        np.testing.assert_array_equal(outs[2 * i + 1], outs[2 * i], err_msg=f"lut case {i}: {case}")
+        assert (outs[2 * i][:case[2]] == 7).all()
+
+
 @pytest.mark.parametrize("build", BUILDS)
 def test_pool_hwc_equals_chw_sweep(harnesses, tmp_path, build):
     exe = _exe(harnesses, build)
@@ -550,6 +638,99 @@ def test_xpulp_maxpool_sweep(harnesses, tmp_path, build):
         add_pool_hwc(checks, rng, f"xpulp maxpool case {i}: {geo}", *case,
                      _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
     checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_avgpool_sweep(harnesses, tmp_path, build):
+    """nn_xp_avgpool_s8 on its SIMD path (c % 4 == 0) against the CHW kernel: windows clipped
+    by the tile, with and without the padding in the count, saturated inputs."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(707)
+    cases = []
+    while len(cases) < 80:
+        op, geo, x, mult, shift = random_pool(rng)
+        if op != "avgpool":
+            continue
+        c = 4 * int(rng.integers(1, 40))
+        geo["c"] = c
+        x = rand_int8(rng, (c, geo["in_h"], geo["in_w"]))
+        if len(cases) % 8 == 0:
+            x[:] = 127 if len(cases) % 16 else -128
+            geo["in_zp"] = -128 if len(cases) % 16 else 127
+        cases.append((op, geo, x, mult, shift))
+    assert {g["count_include_pad"] for _, g, *_ in cases} == {0, 1}
+    chw = chw_results(exe, tmp_path, [pool_chw_call(*c) for c in cases])
+    checks = Checks()
+    for i, (case, ref) in enumerate(zip(cases, chw)):
+        geo = case[1]
+        add_pool_hwc(checks, rng, f"xpulp avgpool case {i}: {geo}", *case,
+                     _to_hwc(ref, geo["c"], geo["out_h"], geo["out_w"]))
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_global_avgpool_sweep(harnesses, tmp_path, build):
+    """nn_xp_global_avgpool_s8 against the CHW kernel: channel words split among the cores
+    in blocks of 4 as the layer does (and any split, which falls back), pixel counts across
+    the 256-pixel runs of its 16-bit lanes, saturated inputs at both zero-point extremes."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(4321)
+    cases = []
+    for i in range(N_SMALL):
+        hw, c = int(rng.choice([1, 7, 49, 255, 256, 257, 600, 1100])), 4 * int(rng.integers(1, 40))
+        act_min, act_max = _clamp(rng)
+        scal = [_zp(rng), _out_zp(rng), act_min, act_max]
+        x = rand_int8(rng, (c, hw))
+        if i % 6 == 0:
+            x[:] = 127 if i % 12 else -128
+            scal[0] = -128 if i % 12 else 127
+        mult, shift = _requant_table(rng, 1, 70 * hw)
+        cases.append((hw, c, scal, x, mult, shift))
+    assert {hw for hw, *_ in cases} >= {255, 256, 257, 600}
+    chw = chw_results(exe, tmp_path, [(GAP_CHW, [c, hw, *scal], [x, m, s], c) for hw, c, scal, x, m, s in cases])
+    checks = Checks()
+    for i, ((hw, c, scal, x, m, s), ref) in enumerate(zip(cases, chw)):
+        arrays = [np.ascontiguousarray(x.T), m, s]
+        blocks = c // 4
+        for b, e in core_ranges(rng, blocks) + [(0, blocks)]:
+            checks.channels(f"xpulp global_avgpool case {i} channels {4 * b}..{4 * e}", rng, XP_GAP,
+                            [hw, c, *scal, 4 * b, 4 * e], arrays, ref, c, 4 * b, 4 * e)
+        checks.full_and_split(f"xpulp global_avgpool case {i} (any split)", rng, XP_GAP,
+                              lambda b, e, hw=hw, c=c, scal=scal: [hw, c, *scal, b, e], arrays, ref, c, 1)
+    checks.verify(exe, tmp_path)
+
+
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_requant_equals_hwc_kernel(harnesses, tmp_path, build):
+    """nn_xp_requant_s8 against nn_hwc_requant_s8 (checked against the CHW kernel below):
+    calls under and over the table's threshold, dense and strided (concat slices), every
+    shift range and clamp, every input byte."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(1024)
+    b, cases = Batch(), []
+    for i in range(120):
+        c = int(rng.integers(1, 64))
+        n_pix = int(rng.integers(0, 600 // c + 2)) if i % 3 else int(rng.integers(256 // c + 1, 4096 // c + 2))
+        dense = i % 2 == 0
+        in_stride, out_stride = (c, c) if dense else (c + int(rng.integers(0, 5)), c + int(rng.integers(0, 30)))
+        in_off, out_off = int(rng.integers(0, in_stride - c + 1)), int(rng.integers(0, out_stride - c + 1))
+        mult = int(rng.integers(1 << 30, 1 << 31)) if i % 11 else (1 << 31) - 1
+        shift = int(rng.integers(25, 40)) if i % 4 else int(rng.integers(1, 63))
+        lo, hi = _clamp(rng)
+        src = rand_int8(rng, in_off + max(0, (n_pix - 1) * in_stride + c))
+        cfg = [n_pix, c, in_stride, _zp(rng), mult, shift, _out_zp(rng), lo, hi, out_stride, in_off, out_off]
+        size = out_off + max(0, (n_pix - 1) * out_stride + c)
+        cases.append((n_pix * c, cfg))
+        fill = int(rng.integers(-128, 128))
+        b.add(REQUANT_HWC, cfg, [src], size, fill=fill)
+        b.add(XP_REQUANT, cfg, [src], size, fill=fill)
+    outs = b.run(exe, tmp_path)
+    assert {n >= 256 for n, _ in cases} == {True, False}
+    distinct = set()
+    for i, (n, cfg) in enumerate(cases):
+        np.testing.assert_array_equal(outs[2 * i + 1], outs[2 * i], err_msg=f"requant case {i}: {cfg}")
+        distinct.update(outs[2 * i].tolist())
+    assert len(distinct) > 200
 
 
 @pytest.mark.parametrize("build", BUILDS)
@@ -759,8 +940,9 @@ def test_hwc_kernels_compile_warning_free_for_rv32(tmp_path):
     if shutil.which(RV_CC) is None:
         pytest.skip(f"{RV_CC} not found")
     for src, defines in [(s, []) for s in HWC_SOURCES] + [(GAP9 / n, ["-DNN_XPULP_INSN"])
-                                                          for n in ("nn_xp_conv2d.c", "nn_xp_linear.c",
-                                                                    "nn_xp_pool.c", "nn_xp_add.c")]:
+                                                          for n in ("nn_xp_conv2d.c", "nn_xp_dwconv.c",
+                                                                    "nn_xp_linear.c", "nn_xp_pool.c", "nn_xp_add.c",
+                                                                    "nn_xp_lut.c")]:
         res = subprocess.run([RV_CC, "-march=rv32imc", "-mabi=ilp32", "-ffreestanding", *CFLAGS, *defines,
                               f"-I{COMMON}", f"-I{GAP9}", "-c", str(src), "-o", str(tmp_path / "k.o")],
                              capture_output=True, text=True)
@@ -780,6 +962,10 @@ PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=n
                "-Dnn_xp_conv2d_core_s8=nn_xp_conv2d_core_s8_plain", "-Dnn_xp_conv2d_split=nn_xp_conv2d_split_plain",
                "-Dnn_xp_conv2d_preflip=nn_xp_conv2d_preflip_plain", "-Dnn_xp_conv2d_flip=nn_xp_conv2d_flip_plain",
                "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain"]
+               "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain",
+               "-Dnn_xp_dwconv_s8=nn_xp_dwconv_s8_plain", "-Dnn_xp_dwconv_fast=nn_xp_dwconv_fast_plain",
+               "-Dnn_xp_dwconv_scratch=nn_xp_dwconv_scratch_plain", "-Dnn_xp_lut_s8=nn_xp_lut_s8_plain",
+               "-Dnn_xp_requant_s8=nn_xp_requant_s8_plain"]
 
 
 def _gvsoc():
@@ -806,7 +992,8 @@ def _cases_header(cases):
         if bias is not None:
             text.append(_c_array(f"bias{i}", "int32_t", bias))
         cfg19 = list(cfg) + [0] * (19 - len(cfg))
-        rows.append(f"  {{ {int(kind == 'linear')}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
+        code = ["conv", "linear", "dw", "lut"].index(kind)
+        rows.append(f"  {{ {code}, {{ {', '.join(str(int(v)) for v in cfg19)} }}, in{i}, w{i}, "
                     f"{f'bias{i}' if bias is not None else 'NULL'}, mult{i}, shift{i}, {x.size}, {w.size}, "
                     f"{n_out}, {out_bytes}, {len(mult)} }},")
         macs.append(str(m))
@@ -828,11 +1015,13 @@ def run_on_gvsoc(tmp_path, cases):
         assert res.returncode == 0, res.stderr
         objs.append(str(obj))
 
-    for n in ("nn_xp_conv2d.c", "nn_xp_linear.c"):
+    for n in ("nn_xp_conv2d.c", "nn_xp_linear.c", "nn_xp_dwconv.c", "nn_xp_lut.c"):
         cc(GAP9 / n, n + ".insn.o", ["-DNN_XPULP_INSN"])
         cc(GAP9 / n, n + ".plain.o", PLAIN_NAMES)
     cc(GAP9 / "nn_hwc_conv2d.c", "hwc.o")
     cc(COMMON / "nn_linear.c", "linear.o")
+    cc(COMMON / "nn_lut.c", "lut.o")
+    cc(GAP9 / "nn_hwc_eltwise.c", "eltwise.o")
     cc(PULP_OPEN / "xp_check.c", "check.o", [f"-I{tmp_path}"])
     cc(PULP_OPEN / "crt0.S", "crt0.o")
     elf = tmp_path / "xp_check.elf"
@@ -888,6 +1077,71 @@ def test_xpulp_insn_on_gvsoc_equals_plain(tmp_path):
     assert sum(v[3] > 2 for v in got.values()) >= 12, got      # most outputs do not just clamp
     paths = [got[i][0] for i in range(14)]
     assert paths.count(1) >= 10 and paths.count(2) >= 1 and sum(got[i][0] for i in range(14, 18)) == 3
+
+
+def _insn_dw_case(rng, geo=None):
+    """A depthwise conv for xp_check.c: random (random_dw_conv) or the geometry given."""
+    while geo is None:
+        g, *_ = random_dw_conv(rng)
+        if g["in_c"] * g["in_h"] * g["in_w"] * 4 + g["out_c"] * (g["out_h"] * g["out_w"] * 3 + 12) < 30000:
+            geo = g
+    c, k = geo["in_c"], (geo["k_h"], geo["k_w"])
+    x, w = rand_int8(rng, (c, geo["in_h"], geo["in_w"])), rand_int8(rng, (c, 1) + k)
+    mult, shift = _requant_table(rng, c, 70 * 70 * math.sqrt(k[0] * k[1]))
+    bias = rng.integers(-20000, 20000, c).astype(np.int32)
+    n_pix = geo["out_h"] * geo["out_w"]
+    return ("dw", [geo[f] for f in CONV_HWC_FIELDS], x.transpose(1, 2, 0), w.transpose(0, 2, 3, 1), bias, mult,
+            shift, c * geo["out_h"], n_pix * c, n_pix * c * k[0] * k[1])
+
+
+def _dw_geo(c, h, w, k, s, in_zp=-128):
+    """A MobileNet-style depthwise tile: k x k, stride s, padding (k - 1) / 2 on every side."""
+    p = (k - 1) // 2
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    return dict(in_h=h, in_w=w, in_c=c, out_h=oh, out_w=ow, out_c=c, k_h=k, k_w=k, stride_h=s, stride_w=s,
+                dil_h=1, dil_w=1, pad_top=p, pad_left=p, groups=c, in_zp=in_zp, out_zp=-128, act_min=-128,
+                act_max=127)
+
+
+# the zoo's depthwise tile shapes (mobilenetv2 / v3 on pulp-open): (channels, h, w, kernel, stride)
+DW_TILES = [(8, 12, 48, 3, 1), (24, 16, 24, 3, 1), (12, 24, 24, 3, 2), (144, 6, 6, 3, 1), (336, 3, 3, 3, 1),
+            (48, 12, 12, 5, 1)]
+
+
+def test_xpulp_dwconv_insn_on_gvsoc_equals_plain(tmp_path):
+    """nn_xp_dwconv_s8's .insn build (hardware-loop gathers, unaligned loads, pv.sdotsp.b) on
+    pulp-open's 8 cores gives the bytes of the plain C build and of the plain C kernel, on
+    random depthwise convs and the zoo's tile shapes; prints the cycles of each."""
+    _gvsoc()
+    rng = np.random.default_rng(5150)
+    cases = [_insn_dw_case(rng) for _ in range(8)] + [_insn_dw_case(rng, _dw_geo(*t)) for t in DW_TILES]
+    got = run_on_gvsoc(tmp_path, cases)
+    print()
+    for i, (fast, mism, mism_plain, distinct, macs, insn, plain, ref) in got.items():
+        assert (fast, mism, mism_plain) == (3, 0, 0), f"dw case {i} ({cases[i][1]}): {mism} / {mism_plain} bytes differ"
+        print(f"dw case {i} {cases[i][1][:9]}: {macs} MACs, cycles xpulp .insn {insn} ({macs / insn:.2f} MACs/cycle), "
+              f"xpulp plain C {plain}, plain C kernel {ref} ({macs / ref:.2f})")
+    assert sum(v[3] > 2 for v in got.values()) >= 10, got
+
+
+def test_xpulp_lut_insn_on_gvsoc_equals_plain(tmp_path):
+    """nn_xp_lut_s8's .insn build (hardware loop, unaligned p.lw, pv.extract.b, p.lbu
+    rd, rs2(rs1)) on pulp-open's 8 cores, each on a byte range cut anywhere, gives the bytes of
+    the plain C build and of nn_lut_s8; prints the cycles."""
+    _gvsoc()
+    rng = np.random.default_rng(77)
+    cases = []
+    for n in (1, 5, 37, 256, 1001, 8192):
+        x = rand_int8(rng, n)
+        x[:min(n, 256)] = (np.arange(min(n, 256)) - 128).astype(np.int8)
+        cases.append(("lut", [0] * 19, x, rand_int8(rng, 256), None, np.zeros(1, np.int32), np.zeros(1, np.int32),
+                      n, n, n))
+    got = run_on_gvsoc(tmp_path, cases)
+    print()
+    for i, (fast, mism, mism_plain, distinct, n, insn, plain, ref) in got.items():
+        assert (fast, mism, mism_plain) == (4, 0, 0), f"lut case {i} (n {n}): {mism} / {mism_plain} bytes differ"
+        print(f"lut n {n}: cycles xpulp .insn {insn}, xpulp plain C {plain}, nn_lut_s8 {ref}")
+    assert got[5][3] > 100         # distinct outputs: the table is not degenerate
 
 
 @pytest.mark.slow

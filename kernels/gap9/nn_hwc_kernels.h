@@ -71,6 +71,15 @@ void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, 
 int nn_xp_conv2d_preflip(const nn_hwc_conv_cfg_t *cfg);
 /* words [w_begin, w_end) of a 4-byte aligned buffer: x ^ 0x80 per byte */
 void nn_xp_conv2d_flip(int8_t *buf, int w_begin, int w_end);
+/* nn_xp_dwconv.c: depthwise convs (groups == in_c == out_c, dil_w == 1, nn_xp_dwconv_fast),
+ * nn_hwc_conv2d_s8's results for the work items [item_begin, item_end), item = c * out_h + y
+ * (channel c, output row y, all its columns). scratch: nn_xp_dwconv_scratch(cfg) bytes of
+ * this core's own, 4-byte aligned. No alignment needed for in, weight or out. */
+int nn_xp_dwconv_fast(const nn_hwc_conv_cfg_t *cfg);
+int nn_xp_dwconv_scratch(const nn_hwc_conv_cfg_t *cfg);
+void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                     const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                     int item_begin, int item_end, int8_t *scratch);
 
 /* nn_xp_linear.c: nn_linear_s8's contract and results, Xpulp dot products where
  * nn_xp_linear_fast(cfg) says so. Weights and input 4-byte aligned. */
@@ -98,6 +107,12 @@ int nn_xp_maxpool_fast(const nn_hwc_pool_cfg_t *cfg);
 void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                       const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
 
+/* nn_xp_pool.c: nn_hwc_avgpool_s8's contract and results, on channel words where
+ * nn_xp_avgpool_fast(cfg) says so (c % 4 == 0, k_h * k_w <= 256; input 4-byte aligned). */
+int nn_xp_avgpool_fast(const nn_hwc_pool_cfg_t *cfg);
+void nn_xp_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
+                      const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
+
 /* nn_xp_add.c: nn_add_s8's contract and results (32-bit requantization when shift >= 9). */
 void nn_xp_add_s8(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t b_zp,
                   const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,
@@ -109,6 +124,24 @@ void nn_xp_add_s8(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t
 void nn_hwc_global_avgpool_s8(int hw, int c, int32_t in_zp, int32_t out_zp, int32_t act_min,
                               int32_t act_max, const int8_t *in, const int32_t *mult,
                               const int32_t *shift, int8_t *out, int c_begin, int c_end);
+
+/* nn_xp_pool.c: nn_hwc_global_avgpool_s8's contract and results, on channel words where
+ * nn_xp_global_avgpool_fast(c, c_begin, c_end) says so (c, c_begin and c_end multiples of 4;
+ * input 4-byte aligned). */
+int nn_xp_global_avgpool_fast(int c, int c_begin, int c_end);
+void nn_xp_global_avgpool_s8(int hw, int c, int32_t in_zp, int32_t out_zp, int32_t act_min,
+                             int32_t act_max, const int8_t *in, const int32_t *mult,
+                             const int32_t *shift, int8_t *out, int c_begin, int c_end);
+
+/* nn_xp_lut.c: out[i] = table[in[i] + 128], i < n: nn_lut_s8's one-table case (no alignment
+ * needed). */
+void nn_xp_lut_s8(int n, const int8_t *in, const int8_t *table, int8_t *out);
+
+/* nn_xp_lut.c: nn_hwc_requant_s8's contract and results (below), through a 256-entry table
+ * built per call when it has 256 elements or more. */
+void nn_xp_requant_s8(int n_pix, int c, const int8_t *in, int in_stride, int32_t in_zp, int32_t mult,
+                      int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out,
+                      int out_stride);
 
 /* Requantize n_pix pixels of c channels from a strided source to a strided destination
  * (pixel strides in elements = bytes), one mult/shift for all: the concat slice writer and

@@ -48,6 +48,24 @@ static inline uint32_t nn_xp_load(const int8_t *p)
 #endif
 }
 
+/* A word at any byte address: the cluster cores load misaligned words in hardware (two
+ * accesses). gcc for plain rv32 would split a C access into bytes, hence the asm. */
+static inline uint32_t nn_xp_load_u(const int8_t *p)
+{
+#if defined(NN_XPULP_INSN)
+    typedef struct { uint8_t b[4]; } nn_xp_bytes4;
+    uint32_t v;
+    __asm__("lw %0, %1" : "=r"(v) : "m"(*(const nn_xp_bytes4 *)(const void *)p));
+    return v;
+#elif defined(NN_XPULP_BUILTIN)
+    uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+#else
+    return nn_xp_load(p);
+#endif
+}
+
 #if defined(NN_XPULP_BUILTIN)
 typedef signed char nn_v4s __attribute__((vector_size(4)));
 typedef unsigned char nn_v4u __attribute__((vector_size(4)));

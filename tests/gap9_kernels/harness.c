@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "nn_hwc_kernels.h"
+#include "nn_ops.h"
 
 #define MAX_CFG 24
 #define MAX_ARR 5
@@ -22,7 +23,7 @@
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
        GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
        LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS,
-       XP_CONV_CORES, XP_CONV_SPLIT };
+       XP_CONV_CORES, XP_CONV_SPLIT, XP_DWCONV, XP_GAP, LUT, XP_LUT, XP_AVGPOOL, XP_REQUANT };
 
 static void die(const char *what)
 {
@@ -126,6 +127,17 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
         free(scratch);
         break;
     }
+    case XP_DWCONV: {   /* k[19], k[20]: work items c * out_h + y; scratch of exactly the documented size */
+        const nn_hwc_conv_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                     k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+        int8_t *scratch;
+        if (!nn_xp_dwconv_fast(&c))
+            die("depthwise call on a conv it does not take");
+        scratch = malloc((size_t)nn_xp_dwconv_scratch(&c));
+        nn_xp_dwconv_s8(&c, a[0], a[1], a[2], a[3], a[4], out, k[19], k[20], scratch);
+        free(scratch);
+        break;
+    }
     case LINEAR:
     case XP_LINEAR: {   /* k[6]: out[0] = nn_xp_linear_fast(cfg) instead of running */
         const nn_linear_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5]};
@@ -147,12 +159,13 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
         break;
     }
     case XP_MAXPOOL:
+    case XP_AVGPOOL:
     case MAXPOOL_HWC:
     case AVGPOOL_HWC: {
         const nn_hwc_pool_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
                                      k[10], k[11], k[12], k[13], k[14], k[15]};
-        (op == XP_MAXPOOL ? nn_xp_maxpool_s8 : op == MAXPOOL_HWC ? nn_hwc_maxpool_s8 : nn_hwc_avgpool_s8)(
-            &c, a[0], a[1], a[2], out, k[16], k[17]);
+        (op == XP_MAXPOOL ? nn_xp_maxpool_s8 : op == XP_AVGPOOL ? nn_xp_avgpool_s8
+         : op == MAXPOOL_HWC ? nn_hwc_maxpool_s8 : nn_hwc_avgpool_s8)(&c, a[0], a[1], a[2], out, k[16], k[17]);
         break;
     }
     case GAP_CHW:
@@ -162,12 +175,23 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
         nn_hwc_global_avgpool_s8(k[0], k[1], k[2], k[3], k[4], k[5], a[0], a[1], a[2], out,
                                  k[6], k[7]);
         break;
+    case XP_GAP:
+        nn_xp_global_avgpool_s8(k[0], k[1], k[2], k[3], k[4], k[5], a[0], a[1], a[2], out, k[6], k[7]);
+        break;
+    case LUT:           /* k[1], k[2]: offsets of the first byte in the in / out buffers */
+    case XP_LUT:
+        if (op == LUT)
+            nn_lut_s8(1, 1, k[0], (const int8_t *)a[0] + k[1], a[1], 0, out + k[2]);
+        else
+            nn_xp_lut_s8(k[0], (const int8_t *)a[0] + k[1], a[1], out + k[2]);
+        break;
     case REQUANT_CHW:
         nn_requant_s8(k[0], a[0], k[1], k[2], k[3], k[4], k[5], k[6], out);
         break;
     case REQUANT_HWC:   /* k[10], k[11]: offsets of the first pixel in the in/out buffers */
-        nn_hwc_requant_s8(k[0], k[1], (const int8_t *)a[0] + k[10], k[2], k[3], k[4], k[5], k[6],
-                          k[7], k[8], out + k[11], k[9]);
+    case XP_REQUANT:
+        (op == REQUANT_HWC ? nn_hwc_requant_s8 : nn_xp_requant_s8)(
+            k[0], k[1], (const int8_t *)a[0] + k[10], k[2], k[3], k[4], k[5], k[6], k[7], k[8], out + k[11], k[9]);
         break;
     default:
         die("unknown op");

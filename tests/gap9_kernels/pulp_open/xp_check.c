@@ -5,7 +5,9 @@
  *   ref    nn_hwc_conv2d_s8 / nn_linear_s8, the plain C kernels
  * Each core takes its share as the generated layers do (conv: nn_xp_conv2d_core_s8's share on
  * the direct path, after flipping a zero point -128 input in place, which is flipped back
- * after the call; an output pixel range otherwise; linear: an output feature range). The fabric controller prints one line per case:
+ * after the call; an output pixel range otherwise; linear: an output feature range;
+ * depthwise: a range of (channel, output row) items, ref taking pixel ranges there; lut: a
+ * byte range, cut anywhere). The fabric controller prints one line per case:
  *   case I fast F mism INSN PLAIN distinct D macs N cycles INSN PLAIN REF
  * (mism: bytes where the insn / plain build differs from ref)
  * (cycles: the slowest core's, from the RI5CY performance counters) and exits 0 when no
@@ -15,6 +17,7 @@
 #include <stdint.h>
 
 #include "nn_hwc_kernels.h"
+#include "nn_ops.h"
 
 #define NC 8
 #define L1_BASE 0x10000000u
@@ -32,11 +35,17 @@ void nn_xp_conv2d_core_s8_plain(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, 
                                 const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                                 int core, int n_cores, int8_t *scratch, int flipped);
 void nn_xp_conv2d_flip_plain(int8_t *buf, int w_begin, int w_end);
+int nn_xp_dwconv_fast_plain(const nn_hwc_conv_cfg_t *cfg);
+void nn_xp_dwconv_s8_plain(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                           const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                           int item_begin, int item_end, int8_t *scratch);
+void nn_xp_lut_s8_plain(int n, const int8_t *in, const int8_t *table, int8_t *out);
 void nn_xp_linear_s8_plain(const nn_linear_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                            const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out);
 
 typedef struct {
-    int linear;                 /* 0: conv (cfg = nn_hwc_conv_cfg_t fields), 1: linear */
+    int kind;                   /* 0: conv (cfg = nn_hwc_conv_cfg_t fields), 1: linear, 2: depthwise conv,
+                                   3: one-table lut (w: the 256-entry table) */
     int cfg[19];
     const int8_t *in, *w;
     const int32_t *bias, *mult, *shift;     /* bias may be NULL */
@@ -124,7 +133,7 @@ static int im2col_bytes(const xp_case_t *c)
     const int *k = c->cfg;
     const nn_hwc_conv_cfg_t g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
                                  k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
-    return c->linear || !nn_xp_conv2d_im2col(&g) ? 0 : (k[6] * k[7] * k[2] + 3) & ~3;
+    return c->kind || !nn_xp_conv2d_im2col(&g) ? 0 : (k[6] * k[7] * k[2] + 3) & ~3;
 }
 
 static void run(int core, const xp_case_t *c, int which, int8_t *in, const int8_t *w,
@@ -132,9 +141,20 @@ static void run(int core, const xp_case_t *c, int which, int8_t *in, const int8_
                 int8_t *scratch, uint32_t *gen)
 {
     int b, e;
-    range(c->n_out, core, &b, &e);
+    range(c->kind == 2 && which == 2 ? c->cfg[3] * c->cfg[4] : c->n_out, core, &b, &e);
     counters_restart();
-    if (c->linear) {
+    if (c->kind == 3) {
+        if (which < 2)
+            (which == 0 ? nn_xp_lut_s8 : nn_xp_lut_s8_plain)(e - b, in + b, w, out + b);
+        else
+            nn_lut_s8(1, 1, e - b, in + b, w, 0, out + b);
+    } else if (c->kind == 2 && which < 2) {
+        const int *k = c->cfg;
+        const nn_hwc_conv_cfg_t g = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+                                     k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17], k[18]};
+        (which == 0 ? nn_xp_dwconv_s8 : nn_xp_dwconv_s8_plain)(&g, in, w, bias, mult, shift, out, b, e,
+                                                               scratch + core * nn_xp_dwconv_scratch(&g));
+    } else if (c->kind == 1) {
         const nn_linear_cfg_t l = {c->cfg[0], e - b, c->cfg[2], c->cfg[3], c->cfg[4], c->cfg[5]};
         const long k = c->cfg[0];
         if (b < e)
@@ -197,7 +217,11 @@ void cl_main(int core)
         out[2] = align4(out[1] + c->out_bytes);
         scratch = align4(out[2] + c->out_bytes);
         /* after the scratch: the weights with rows padded to im2col_bytes (im2col path) */
-        if ((uintptr_t)(scratch + (NC * 2 + c->cfg[5]) * im2col_bytes(c)) > L1_BASE + L1_DATA) {
+        const nn_hwc_conv_cfg_t gc = {c->cfg[0], c->cfg[1], c->cfg[2], c->cfg[3], c->cfg[4], c->cfg[5], c->cfg[6],
+                                      c->cfg[7], c->cfg[8], c->cfg[9], c->cfg[10], c->cfg[11], c->cfg[12],
+                                      c->cfg[13], c->cfg[14], c->cfg[15], c->cfg[16], c->cfg[17], c->cfg[18]};
+        const int dw_bytes = c->kind == 2 ? NC * nn_xp_dwconv_scratch(&gc) : 0;
+        if ((uintptr_t)(scratch + (NC * 2 + c->cfg[5]) * im2col_bytes(c) + dw_bytes) > L1_BASE + L1_DATA) {
             if (core == 0)
                 result[i][3] = -1;              /* does not fit: reported, counts as a failure */
             continue;
@@ -234,14 +258,18 @@ void cl_main(int core)
                 bad_plain += out[1][k] != out[2][k];
                 distinct += !seen[(uint8_t)out[2][k]]++;
             }
-            if (c->linear) {
+            if (c->kind == 3) {
+                result[i][0] = 4;
+            } else if (c->kind == 2) {
+                result[i][0] = nn_xp_dwconv_fast(&gc) && nn_xp_dwconv_fast_plain(&gc) ? 3 : 0;
+            } else if (c->kind == 1) {
                 const nn_linear_cfg_t l = {c->cfg[0], c->cfg[1], c->cfg[2], c->cfg[3], c->cfg[4], c->cfg[5]};
                 result[i][0] = nn_xp_linear_fast(&l);
             } else {
                 const int *q = c->cfg;
                 const nn_hwc_conv_cfg_t g = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9],
                                              q[10], q[11], q[12], q[13], q[14], q[15], q[16], q[17], q[18]};
-                /* 1: direct SIMD path, 2: im2col SIMD path, 0: plain C fallback */
+                /* 1: direct SIMD path, 2: im2col SIMD path, 3: depthwise, 4: lut, 0: plain C fallback */
                 result[i][0] = nn_xp_conv2d_fast(&g) && nn_xp_conv2d_fast_plain(&g) ? 1
                                : nn_xp_conv2d_im2col(&g) && nn_xp_conv2d_im2col_plain(&g) ? 2 : 0;
             }

@@ -19,16 +19,18 @@ G = data_path("kernels", "gap9") + "/"
 
 
 OPS = {
-    "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c")),
+    "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c", G + "nn_xp_dwconv.c")),
     "linear": OpImpl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c")),
     "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
-    "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c",), pool_check),
-    "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
+    "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
+    "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c")),
     "add": OpImpl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c")),
-    "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
-    "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
+    "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
+    "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
     "reshape": OpImpl("reshape.c.j2", ()),
-    "lut": OpImpl("lut.c.j2", (C + "nn_lut.c",), lambda layer, graph: _lut_check(layer)),
+    # nn_xp_lut.c also holds the table-driven requant, which falls back on nn_hwc_eltwise.c
+    "lut": OpImpl("lut.c.j2", (C + "nn_lut.c", G + "nn_xp_lut.c", G + "nn_hwc_eltwise.c"),
+                  lambda layer, graph: _lut_check(layer)),
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
@@ -74,14 +76,20 @@ def _p_per_oc(layer):
 
 def xp_conv_path(layer, graph, xpulp=True) -> str:
     """Which Xpulp kernel path a conv takes (kernels/gap9/nn_xp_conv2d.c, the same tests as
-    nn_xp_conv2d_fast / nn_xp_conv2d_im2col): "direct" (in_c % 4 == 0, no column
-    dilation, input zero point 0 or -128), "im2col" (the other dense convs), or "plain"
-    (grouped and depthwise convs, or every conv with the target's kernels.xpulp off:
+    nn_xp_conv2d_fast / nn_xp_conv2d_im2col, nn_xp_dwconv_fast): "direct" (in_c % 4 == 0,
+    no column dilation, input zero point 0 or -128), "im2col" (the other dense convs), "dw"
+    (depthwise: groups == in_c == out_c, no column dilation; nn_xp_dwconv.c), or "plain"
+    (other grouped convs, or every conv with the target's kernels.xpulp off:
     nn_hwc_conv2d_s8)."""
     a = layer.attrs
     c = hwc(graph.tensor(layer.inputs[0]).shape)["c"]
-    if a.get("groups", 1) != 1 or not xpulp:
+    oc = hwc(graph.tensor(layer.output).shape)["c"]
+    if not xpulp:
         return "plain"
+    if a.get("groups", 1) != 1:
+        kh, kw = a["kernel"]
+        dw = a["groups"] == c == oc and a.get("dilation", (1, 1))[1] == 1 and kh * -(-kw // 4) <= 32
+        return "dw" if dw else "plain"
     zp = graph.tensor(layer.inputs[0]).q.zero_point
     if c % 4 == 0 and a.get("dilation", (1, 1))[1] == 1 and zp in (0, -128):
         return "direct"
@@ -107,6 +115,15 @@ def im2col_bytes(layer, graph) -> int:
     return 2 * tiling._align4(int(np.prod(layer.weight.shape[1:])))
 
 
+def dw_plane_bytes(layer, til) -> int:
+    """One core's plane on the depthwise path (nn_xp_dwconv_scratch of the largest tile): the
+    input rows of th output rows, each as wide as tw outputs' windows plus a word."""
+    a = layer.attrs
+    (kh, kw), (sh, sw) = a["kernel"], a["stride"]
+    rows = (til.th - 1) * sh + (kh - 1) * a.get("dilation", (1, 1))[0] + 1
+    return rows * tiling._align4((til.tw - 1) * sw + 4 * -(-kw // 4))
+
+
 def weight_row(layer, graph, til, xpulp=True):
     """Bytes per output channel of a conv's packed weights when the kernel wants them padded
     (the im2col path: rows of whole words), else None (k_h*k_w*in_c/groups)."""
@@ -124,6 +141,8 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
     fixed = 0 if conv else 8
     # the im2col path: its buffers, and weight rows padded to whole words (weight_row)
     im2col = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "im2col"
+    # the depthwise path: per core, a plane of one channel's input rows (dw_plane_bytes)
+    dw = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "dw"
     return tiling.Window(c=i["c"], h=i["h"], w=i["w"], oc=o["c"], oh=o["h"], ow=o["w"], kh=kh, kw=kw,
                          sh=a["stride"][0], sw=a["stride"][1],
                          dh=a.get("dilation", (1, 1))[0], dw=a.get("dilation", (1, 1))[1],
@@ -133,10 +152,11 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          if conv else 0,
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
                          scratch=cores * im2col_bytes(layer, graph) if im2col else 0,
-                         tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) != "plain")
-                         or (layer.op == "maxpool" and xpulp) else 1,
+                         tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) in ("direct", "im2col"))
+                         or (layer.op in ("maxpool", "avgpool") and xpulp) else 1,
                          kernel=xp_conv_path(layer, graph, xpulp) if conv and cores > 0 and
-                         xp_conv_path(layer, graph, xpulp) != "plain" else "", cores=max(cores, 1))
+                         xp_conv_path(layer, graph, xpulp) in ("direct", "im2col") else "", cores=max(cores, 1),
+                         plane_cores=cores if dw else 0, plane_extra=4 * -(-kw // 4) if dw else 0)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
@@ -146,8 +166,8 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
     op = layer.op
     if op in ("conv2d", "maxpool", "avgpool"):
         til, need = tiling.plan_window(window(layer, graph, cores, xpulp), budget)
-        if til is None and op == "conv2d" and xp_conv_path(layer, graph, xpulp) == "im2col":
-            # the im2col buffers do not fit beside any tiling: the plain kernel needs none
+        if til is None and op == "conv2d" and xp_conv_path(layer, graph, xpulp) in ("im2col", "dw"):
+            # the kernel's buffers do not fit beside any tiling: the plain kernel needs none
             til, need = tiling.plan_window(window(layer, graph, 0), budget)
         return til, need
     if op == "linear":
@@ -155,7 +175,7 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
         return tiling.plan_linear(int(in_f), int(out_f), _p_per_oc(layer), budget)
     if op == "global_avgpool":
         s = graph.tensor(layer.inputs[0]).shape
-        return tiling.plan_global_pool(int(s[1]), int(s[2] * s[3]), budget)
+        return tiling.plan_global_pool(int(s[1]), int(s[2] * s[3]), budget, 4 if xpulp else 1)
     n = _numel(graph.tensor(layer.output).shape)
     if op == "add":
         return tiling.plan_flat(n, 2, 1, 12, budget)
@@ -203,18 +223,20 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
         spec.update(kernel=[kh, kw], stride=list(a["stride"]), dilation=list(a.get("dilation", (1, 1))),
                     pads=list(a["pads"]), groups=a.get("groups", 1),
                     count_include_pad=a.get("count_include_pad", 0))
-        if layer.op == "maxpool":
+        if layer.op in ("maxpool", "avgpool"):
             spec["xpulp"] = xpulp
         if layer.op == "conv2d":
             spec["w_per_oc"] = weight_row(layer, graph, til, xpulp) or int(np.prod(layer.weight.shape[1:]))
             path = xp_conv_path(layer, graph, xpulp)
-            # a budget too small for the im2col buffers planned the layer without them
-            spec["xp_path"] = "plain" if path == "im2col" and til is not None and not til.l1_scratch else path
+            # a budget too small for the kernel's buffers planned the layer without them
+            spec["xp_path"] = "plain" if path in ("im2col", "dw") and til is not None and not til.l1_scratch else path
             spec["im2col_bytes"] = im2col_bytes(layer, graph)
             spec["xp_preflip"] = xp_preflip(layer, graph, til, xpulp)
+            if spec["xp_path"] == "dw":
+                spec["dw_scratch_bytes"] = dw_plane_bytes(layer, til)
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
-    if layer.op in ("linear", "add"):
+    if layer.op in ("linear", "add", "global_avgpool", "lut", "requant", "concat"):
         spec["xpulp"] = xpulp
     if til is not None:
         spec["l1_parts"] = l1_parts(til)

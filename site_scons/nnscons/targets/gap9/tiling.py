@@ -111,6 +111,10 @@ class Window:
     tc_multiple: int = 1   # channel tiles the kernel prefers (a multiple, or all channels)
     kernel: str = ""       # "direct" / "im2col": an Xpulp conv, costed in cycles (_xp_cycles)
     cores: int = 8         # the cores sharing a tile (the Xpulp kernels' split)
+    # the depthwise kernel's per-core channel planes: plane_cores x ((th - 1) * sh + (kh - 1) * dh
+    # + 1) rows of align4((tw - 1) * sw + plane_extra) bytes (0: none)
+    plane_cores: int = 0
+    plane_extra: int = 0
 
 
 def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
@@ -209,7 +213,10 @@ def plan_window(g: Window, budget: int):
     # channel pipeline (one spatial tile): params and out double-buffered when n_c > 1
     dbl = np.where(n_c[C] > 1, 2, 1)
     l1_ch = l1_in + dbl * (params_tile[C] + l1_out)
-    l1 = np.where(single, l1_ch, l1_sp) + _align4(g.scratch)
+    planes = (g.plane_cores * ((th[H] - 1) * g.sh + (g.kh - 1) * g.dh + 1) * _align4((tw[W] - 1) * g.sw + g.plane_extra)
+              if g.plane_cores else 0)
+    scratch = _align4(g.scratch) + planes
+    l1 = np.where(single, l1_ch, l1_sp) + scratch
     # one spatial tile reads its input box once (every channel tile its own channels when
     # grouped); several re-read the boxes per channel tile when groups == 1
     traffic = np.where(single, rows_sum[H] * cols_sum[W] * g.c,
@@ -235,7 +242,7 @@ def plan_window(g: Window, budget: int):
                   l1_in=int(l1_in[h, w, c]), l1_out=int(l1_out[h, w, c]),
                   l1_params=int(params_tile[c]), l1_bytes=int(l1[h, w, c]),
                   l2_l1_bytes=int(traffic[h, w, c]), lower_bound=int(lower),
-                  l1_scratch=_align4(g.scratch)), smallest
+                  l1_scratch=int(np.broadcast_to(scratch, l1.shape)[h, w, c])), smallest
 
 
 def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):
@@ -245,11 +252,12 @@ def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):
     return plan_window(g, budget)
 
 
-def plan_global_pool(c: int, hw: int, budget: int):
-    """Channel tiles of all hw pixels; double-buffered when there is more than one."""
+def plan_global_pool(c: int, hw: int, budget: int, tc_multiple: int = 1):
+    """Channel tiles of all hw pixels; double-buffered when there is more than one.
+    tc_multiple: channel tiles the kernel prefers (the Xpulp one: whole words)."""
     return plan_window(Window(c=c, h=1, w=hw, oc=c, oh=1, ow=1, kh=1, kw=hw, sh=1, sw=1,
-                              dh=1, dw=1, pt=0, pl=0, groups=c, w_per_oc=0, p_per_oc=0, p_fixed=8),
-                       budget)
+                              dh=1, dw=1, pt=0, pl=0, groups=c, w_per_oc=0, p_per_oc=0, p_fixed=8,
+                              tc_multiple=tc_multiple), budget)
 
 
 def plan_flat(n_units: int, unit_in: int, unit_out: int, fixed: int, budget: int):
