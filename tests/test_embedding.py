@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 import numpy as np
 import pytest
@@ -28,13 +29,25 @@ def _run(cmd, cwd, env=None, timeout=900):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """A fresh venv with `pip install <copy of this repo>`: (venv bin dir, repo copy)."""
+    """A fresh venv with `pip install <copy of this repo>`: (venv bin dir, repo copy).
+    The heavy dependencies (numpy, onnx, onnxruntime, matplotlib, ...: 200 MB of wheels to
+    unpack) come from this test run's own environment through a .pth file, so the test
+    installs nnscons itself, with its console script, and scons (whose `scons` script the
+    examples call); `pip check` then proves that every pinned requirement of the installed
+    package is met by what the venv sees."""
     base = tmp_path_factory.mktemp("pip")
     repo = base / "nnscons-src"
     shutil.copytree(ROOT, repo, ignore=_COPY_SKIP)
     venv = base / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], base)
-    _run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", str(repo)], base)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    with open(os.path.join(site, "nnscons_test_deps.pth"), "w") as f:
+        f.write(sysconfig.get_paths()["purelib"] + "\n")
+    scons_pin = next(line.strip() for line in open(os.path.join(ROOT, "requirements.txt")) if line.startswith("scons=="))
+    pip = [str(venv / "bin" / "pip"), "--disable-pip-version-check"]
+    _run(pip + ["install", "--quiet", "--no-deps", "--ignore-installed", str(repo), scons_pin], base)
+    _run(pip + ["check"], base)
     return venv / "bin", repo
 
 
