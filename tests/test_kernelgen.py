@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 
 import numpy as np
@@ -38,8 +39,13 @@ def kerneltest(tmp_path_factory):
     return str(exe)
 
 
+# the variants this machine's compiler builds: the Arm ones run under qemu in test_arm64.py
+_GUARD = {"x86_64": "NN_HAVE_X86", "amd64": "NN_HAVE_X86", "aarch64": "NN_HAVE_ARM64", "arm64": "NN_HAVE_ARM64"}
+NATIVE = sorted(n for n, isa in ISAS.items() if isa.guard in ("1", _GUARD.get(platform.machine().lower())))
+
+
 @pytest.mark.xdist_group("kernelgen-driver")   # one worker compiles the driver once
-@pytest.mark.parametrize("isa", sorted(ISAS))
+@pytest.mark.parametrize("isa", NATIVE)
 def test_every_variant_matches_the_reference_for_every_shape(kerneltest, isa):
     proc = subprocess.run([kerneltest, isa], stdout=subprocess.PIPE, text=True, timeout=600)
     if proc.returncode == 77:
