@@ -46,7 +46,18 @@ def test_matrix_builds_every_combination_and_reports_failures(project):
     assert rows["gap9"]["status"] == "passed"
 
 
+def _drop_targets(text: str, names) -> str:
+    """targets.yaml without the named targets' entries."""
+    for name in names:
+        text = re.sub(rf"^  {re.escape(name)}:\n(?:(?:    .*)?\n)*?(?=^  \S|^\S)", "", text, count=1, flags=re.M)
+    return text
+
+
 def test_shards_cover_the_matrix_and_merge(project):
+    # `all` over a manifest without the targets that run under qemu-aarch64 or GVSoC (each
+    # tested on its own): the shards split and merge the same whatever the targets
+    project.write("targets.yaml", _drop_targets(project.read("targets.yaml"),
+                                                ("arm64", "arm64-a53", "arm64-a76", "pulp-open", "pulp-open-plainc")))
     args = ("target=all", "model=simplecnn")
     out = []
     for i in (1, 2):
