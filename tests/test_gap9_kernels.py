@@ -418,28 +418,45 @@ def test_xpulp_conv_fast_path_sweep(harnesses, tmp_path, build):
 
 
 def test_xpulp_conv_core_split_partitions_the_tile(harnesses, tmp_path):
-    """nn_xp_conv2d_split: the cores' pixel x channel rectangles cover a tile exactly once,
-    channel ranges in whole blocks of 4, and the busiest core costs no more (by the split's
-    own estimate) than with a pixel split alone."""
+    """nn_xp_conv2d_split: the cores' pixel x channel rectangles, with the last pixel's
+    channel ranges when the grid leaves it out (odd pixel counts only), cover a tile exactly
+    once, the rectangles' channel ranges in whole blocks of 4, and the busiest core costs no
+    more (by the split's own estimates) than with a pixel split alone."""
     rng = np.random.default_rng(77)
     shapes = [(int(rng.integers(1, 80)), int(rng.integers(1, 70)), int(rng.integers(1, 10)),
                int(rng.integers(1, 600))) for _ in range(300)]
-    shapes += [(16, 4, 8, 1152), (14, 8, 8, 1152), (49, 512, 8, 16), (1, 1, 8, 1), (7, 3, 8, 9)]
+    shapes += [(16, 4, 8, 1152), (14, 8, 8, 1152), (49, 512, 8, 16), (1, 1, 8, 1), (7, 3, 8, 9), (9, 8, 8, 576)]
     b = Batch()
     for n_pix, out_c, cores, words in shapes:
-        b.add(XP_CONV_SPLIT, [n_pix, out_c, cores, words], [], 16 * cores)
+        b.add(XP_CONV_SPLIT, [n_pix, out_c, cores, words], [], 24 * cores)
+    tails = 0
     for (n_pix, out_c, cores, words), raw in zip(shapes, b.run(harnesses["plain"], tmp_path)):
-        r = raw.view(np.int32).reshape(cores, 4)
+        r = raw.view(np.int32).reshape(cores, 6)
         hits = np.zeros((n_pix, out_c), int)
-        for pb, pe, cb, ce in r:
+        for pb, pe, cb, ce, tb, te in r:
             assert 0 <= pb <= pe <= n_pix and 0 <= cb <= ce <= out_c and (cb % 4 == 0 or cb == ce)
+            assert 0 <= tb <= te <= out_c and (tb == te or (n_pix % 2 and n_pix >= 3))
             hits[pb:pe, cb:ce] += 1
+            hits[n_pix - 1, tb:te] += 1
         assert (hits == 1).all(), (n_pix, out_c, cores, words, r)
+        tail = bool((r[:, 5] > r[:, 4]).any())
+        tails += tail
 
-        def cost(px, blocks):
+        def cost(px, blocks):       # grid(): pixels at the pair rate
             return px * (blocks * (7 * words + 100) + 250) if px and blocks else 0
-        busiest = max(cost(pe - pb, -(-(ce - cb) // 4)) for pb, pe, cb, ce in r)
-        assert busiest <= cost(-(-n_pix // cores), -(-out_c // 4)), (n_pix, out_c, cores, r)
+
+        def paired(px, blocks):     # busiest(): a lone pixel at the 4 x 1 loop's rate
+            return blocks * (px // 2 * (14 * words + 200) + px % 2 * (10 * words + 100)) + 250 * px
+
+        def lone(t):                # channels of the last pixel
+            return t // 4 * (10 * words + 100) + t % 4 * (4 * words + 25) + 250 if t else 0
+        if tail:
+            mine = max(paired(pe - pb, -(-(ce - cb) // 4)) + lone(te - tb) for pb, pe, cb, ce, tb, te in r)
+            assert mine < paired(-(-n_pix // cores), -(-out_c // 4)), (n_pix, out_c, cores, r)
+        else:
+            busiest = max(cost(pe - pb, -(-(ce - cb) // 4)) for pb, pe, cb, ce, _, _ in r)
+            assert busiest <= cost(-(-n_pix // cores), -(-out_c // 4)), (n_pix, out_c, cores, r)
+    assert 0 < tails < len(shapes)
 
 
 @pytest.mark.parametrize("build", XP_BUILDS)
