@@ -186,7 +186,7 @@ static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
                        [pa] "+r"(x), [p0] "+r"(w0)                                                \
                      : [ws] "r"(ws), [n] "r"(n), [rows] "r"(rows), [xs] "r"(xs), [wst] "r"(wst)    \
                      : "t0", "t2", "t3", "t4", "t5", "t6", "a7", "memory")
-/* the xor, when there is one, sits between the loads and the sdot: no load-use stall */
+/* with the xor between the loads and the sdot no load-use stall; without it one per word */
 #define NN_XP_1X1_BODY(op, flip)                                                                   \
     NN_XP_PLW("t0", "%[pa]") NN_XP_PLW("t2", "%[p0]") flip NN_XP_SDOT(op, "%[c0]", "t0", "t2")
 #define NN_XP_DOT_1X1_ASM(op, flip, inner, outer, xa, w0)                                         \
