@@ -440,28 +440,50 @@ def test_xpulp_conv_fast_path_sweep(harnesses, tmp_path, build):
 
 
 def test_xpulp_conv_core_split_partitions_the_tile(harnesses, tmp_path):
-    """nn_xp_conv2d_split: the cores' pixel x channel rectangles cover a tile exactly once,
-    channel ranges in whole blocks of 4, and the busiest core costs no more (by the split's
-    own estimate) than with a pixel split alone."""
+    """nn_xp_conv2d_split: the cores' pixel x channel rectangles, with the last pixel's
+    channel ranges when the grid leaves it out (odd pixel counts only), cover a tile exactly
+    once, the rectangles' channel ranges in whole blocks of 4, and the busiest core costs no
+    more (by the split's own estimates) than with a pixel split alone."""
     rng = np.random.default_rng(77)
     shapes = [(int(rng.integers(1, 80)), int(rng.integers(1, 70)), int(rng.integers(1, 10)),
                int(rng.integers(1, 600))) for _ in range(300)]
-    shapes += [(16, 4, 8, 1152), (14, 8, 8, 1152), (49, 512, 8, 16), (1, 1, 8, 1), (7, 3, 8, 9)]
+    # the last two: 3 x 3 pixel tiles of 8 channels (layer4.0.conv1's; _insn_tail_case's)
+    shapes += [(16, 4, 8, 1152), (14, 8, 8, 1152), (49, 512, 8, 16), (1, 1, 8, 1), (7, 3, 8, 9), (9, 8, 8, 576),
+               (9, 8, 8, 36)]
     b = Batch()
     for n_pix, out_c, cores, words in shapes:
-        b.add(XP_CONV_SPLIT, [n_pix, out_c, cores, words], [], 16 * cores)
+        b.add(XP_CONV_SPLIT, [n_pix, out_c, cores, words], [], 24 * cores)
+    tails = 0
     for (n_pix, out_c, cores, words), raw in zip(shapes, b.run(harnesses["plain"], tmp_path)):
-        r = raw.view(np.int32).reshape(cores, 4)
+        r = raw.view(np.int32).reshape(cores, 6)
         hits = np.zeros((n_pix, out_c), int)
-        for pb, pe, cb, ce in r:
+        for pb, pe, cb, ce, tb, te in r:
             assert 0 <= pb <= pe <= n_pix and 0 <= cb <= ce <= out_c and (cb % 4 == 0 or cb == ce)
+            assert 0 <= tb <= te <= out_c and (tb == te or (n_pix % 2 and n_pix >= 3))
             hits[pb:pe, cb:ce] += 1
+            hits[n_pix - 1, tb:te] += 1
         assert (hits == 1).all(), (n_pix, out_c, cores, words, r)
+        tail = bool((r[:, 5] > r[:, 4]).any())
+        tails += tail
+        assert tail or (n_pix, out_c, cores) != (9, 8, 8), (words, r)
 
-        def cost(px, blocks):
+        def cost(px, blocks):       # grid(): pixels at the pair rate
             return px * (blocks * (7 * words + 100) + 250) if px and blocks else 0
-        busiest = max(cost(pe - pb, -(-(ce - cb) // 4)) for pb, pe, cb, ce in r)
-        assert busiest <= cost(-(-n_pix // cores), -(-out_c // 4)), (n_pix, out_c, cores, r)
+
+        def paired(px, blocks):     # busiest(): a lone pixel at the 4 x 1 loop's rate
+            return blocks * (px // 2 * (14 * words + 200) + px % 2 * (10 * words + 100)) + 250 * px
+
+        def lone(t):                # channels of the last pixel
+            return t // 4 * (10 * words + 100) + t % 4 * (4 * words + 25) + 250 if t else 0
+        if tail:
+            mine = max(paired(pe - pb, -(-(ce - cb) // 4)) + lone(te - tb) for pb, pe, cb, ce, tb, te in r)
+            assert mine < paired(-(-n_pix // cores), -(-out_c // 4)), (n_pix, out_c, cores, r)
+        else:
+            busiest = max(cost(pe - pb, -(-(ce - cb) // 4)) for pb, pe, cb, ce, _, _ in r)
+            assert busiest <= cost(-(-n_pix // cores), -(-out_c // 4)), (n_pix, out_c, cores, r)
+    assert 0 < tails < len(shapes)
+
+
 def random_dw_conv(rng):
     """A depthwise conv nn_xp_dwconv_s8 takes: groups == in_c == out_c (1..80), dil_w 1, any
     kernel (up to 7x7), stride, row dilation, zero point and tile geometry."""
@@ -1055,6 +1077,19 @@ def _insn_conv_case(rng, fast=True, dense=False):
             n_pix * geo["out_c"], macs)
 
 
+def _insn_tail_case(rng):
+    """A 3 x 3 pixel tile of 8 channels, 3x3 stride 2 from 16 channels, zero point -128: on 8
+    cores its last pixel is shared by all of them, one channel each (the 1x1 loop)."""
+    geo = dict(in_h=5, in_w=5, in_c=16, out_h=3, out_w=3, out_c=8, k_h=3, k_w=3, stride_h=2, stride_w=2,
+               dil_h=1, dil_w=1, pad_top=1, pad_left=1, groups=1, in_zp=-128, out_zp=_out_zp(rng),
+               act_min=-128, act_max=127)
+    x, w = rand_int8(rng, (16, 5, 5)), rand_int8(rng, (8, 16, 3, 3))
+    bias = rng.integers(-20000, 20000, 8).astype(np.int32)
+    mult, shift = _requant_table(rng, 8, 70 * 70 * math.sqrt(16 * 9))
+    return ("conv", [geo[f] for f in CONV_HWC_FIELDS], x.transpose(1, 2, 0), w.transpose(0, 2, 3, 1), bias,
+            mult, shift, 9, 9 * 8, 9 * 8 * 9 * 16)
+
+
 def test_xpulp_insn_on_gvsoc_equals_plain(tmp_path):
     """The .insn build (hardware loops, post-increment loads, pv.sdotsp.b / pv.sdotusp.b) on
     GVSoC's 8-core pulp-open cluster gives the same bytes as nn_xpulp.h's plain C build and
@@ -1070,12 +1105,14 @@ def test_xpulp_insn_on_gvsoc_equals_plain(tmp_path):
         cases.append(("linear", [in_f, out_f, in_zp, _out_zp(rng), -128, 127], rand_int8(rng, in_f),
                       rand_int8(rng, (out_f, in_f)), rng.integers(-20000, 20000, out_f).astype(np.int32),
                       mult, shift, out_f, out_f, in_f * out_f))
+    cases.append(_insn_tail_case(rng))     # the last pixel shared by the cores (1x1 loops)
     got = run_on_gvsoc(tmp_path, cases)
     for i, (fast, mism, mism_plain, distinct, *_rest) in got.items():
         assert (mism, mism_plain) == (0, 0), f"case {i} ({cases[i][0]} {cases[i][1]}): {mism} / {mism_plain} bytes differ"
     assert sum(v[3] > 2 for v in got.values()) >= 12, got      # most outputs do not just clamp
     paths = [got[i][0] for i in range(14)]
     assert paths.count(1) >= 10 and paths.count(2) >= 1 and sum(got[i][0] for i in range(14, 18)) == 3
+    assert got[18][0] == 1
 
 
 def _insn_dw_case(rng, geo=None):

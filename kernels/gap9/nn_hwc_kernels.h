@@ -65,9 +65,10 @@ void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const
 void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                           const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                           int core, int n_cores, int8_t *scratch, int flipped);
-/* words: of a pixel's receptive field per channel (k_h * k_w * in_c / 4) */
+/* words: of a pixel's receptive field per channel (k_h * k_w * in_c / 4); [tb, te): this
+ * core's channels of the last pixel when the grid leaves it out (else tb == te) */
 void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, int *pb, int *pe, int *cb,
-                        int *ce);
+                        int *ce, int *tb, int *te);
 int nn_xp_conv2d_preflip(const nn_hwc_conv_cfg_t *cfg);
 /* words [w_begin, w_end) of a 4-byte aligned buffer: x ^ 0x80 per byte */
 void nn_xp_conv2d_flip(int8_t *buf, int w_begin, int w_end);

@@ -300,17 +300,15 @@ void nn_xp_conv2d_flip(int8_t *buf, int w_begin, int w_end)
         p[i] ^= NN_XP_FLIP_MASK;
 }
 
-/* Core `core` of n_cores: n_pix pixels x n_blk blocks of 4 channels cut into a grid of pixel
- * groups x channel groups (channel groups dividing n_cores), the one whose busiest core is
- * done first: a tile of few pixels and many channels keeps every core busy, as does one of
- * many pixels. A core's cycles: per pixel about 7 per word of its field (words) and 100 (the
- * requantizations) per block, and 250 to find its field and partner, which favours fewer
- * channel groups when the shares are close. */
-void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, int *pb, int *pe, int *cb,
-                        int *ce)
+/* The pixel x channel-group grid of n_pix pixels x n_blk blocks of 4 channels (channel groups
+ * dividing n_cores) whose busiest core is done first by the estimate below: a tile of few
+ * pixels and many channels keeps every core busy, as does one of many pixels. A core's
+ * cycles: per pixel about 7 per word of its field (words) and 100 (the requantizations) per
+ * block, and 250 to find its field and partner, which favours fewer channel groups when the
+ * shares are close. Returns the number of channel groups. */
+static int grid(int n_pix, int n_blk, int words, int n_cores)
 {
-    const int n_blk = (out_c + 3) / 4;
-    int cc, best = 1, cp, per_p, per_c, g;
+    int cc, best = 1;
     long best_cost = -1;
     for (cc = 1; cc <= n_cores && cc <= n_blk; ++cc) {
         const long share = (long)((n_pix + n_cores / cc - 1) / (n_cores / cc)) *
@@ -318,6 +316,42 @@ void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, 
         if (n_cores % cc == 0 && (best_cost < 0 || share < best_cost)) {
             best = cc;
             best_cost = share;
+        }
+    }
+    return best;
+}
+
+/* The busiest core of a grid with cc channel groups, counting what grid() does not: a pixel
+ * without a partner runs the 4 x 1 loop, about 10 cycles per word for its 4 channels where
+ * a pair takes 14 for 8 */
+static long busiest(int n_pix, int n_blk, int words, int n_cores, int cc)
+{
+    const long px = (n_pix + n_cores / cc - 1) / (n_cores / cc), blk = (n_blk + cc - 1) / cc;
+    return blk * (px / 2 * (14L * words + 200) + px % 2 * (10L * words + 100)) + 250 * px;
+}
+
+/* Core `core` of n_cores: pixels [pb, pe) x channels [cb, ce) of the grid, and channels
+ * [tb, te) of the last pixel (n_pix - 1) when it is left out of the grid. A tile of an odd
+ * number of pixels (a 3 x 3 tile, 9 pixels x 2 blocks on 8 cores: 3 pixels each on 6 cores,
+ * a pair and a lone pixel) may run faster with its last pixel shared by all the cores, a
+ * few channels each (1 x 1 loops, about 4 cycles per word and channel), and the others in
+ * pairs (1 pair on each core). */
+void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, int *pb, int *pe, int *cb,
+                        int *ce, int *tb, int *te)
+{
+    const int n_blk = (out_c + 3) / 4, per_t = (out_c + n_cores - 1) / n_cores;
+    int best = grid(n_pix, n_blk, words, n_cores), cp, per_p, per_c, g, tail = 0;
+    if (n_pix % 2 && n_pix >= 3) {
+        int cc = 1, c;      /* the grid of pairs, by the estimate that sees them */
+        const long t = per_t / 4 * (10L * words + 100) + per_t % 4 * (4L * words + 25) + 250;
+        for (c = 2; c <= n_cores && c <= n_blk; ++c)
+            if (n_cores % c == 0 && busiest(n_pix - 1, n_blk, words, n_cores, c) <
+                                        busiest(n_pix - 1, n_blk, words, n_cores, cc))
+                cc = c;
+        if (busiest(n_pix - 1, n_blk, words, n_cores, cc) + t < busiest(n_pix, n_blk, words, n_cores, best)) {
+            best = cc;
+            tail = 1;
+            --n_pix;
         }
     }
     cp = n_cores / best;
@@ -329,6 +363,8 @@ void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, 
     g = core % best;
     *cb = g * per_c < out_c ? g * per_c : out_c;
     *ce = *cb + per_c < out_c ? *cb + per_c : out_c;
+    *tb = tail && core * per_t < out_c ? core * per_t : out_c;
+    *te = tail && *tb + per_t < out_c ? *tb + per_t : out_c;
 }
 
 void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
@@ -336,13 +372,15 @@ void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const 
                           int core, int n_cores, int8_t *scratch, int flipped)
 {
     const int n_pix = cfg->out_h * cfg->out_w;
-    int pb, pe, cb, ce;
+    int pb, pe, cb, ce, tb, te;
     if (nn_xp_conv2d_fast(cfg)) {
+        const int flip = cfg->in_zp == -128 ? (flipped ? 2 : 1) : 0;
         nn_xp_conv2d_split(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb, &pe,
-                           &cb, &ce);
+                           &cb, &ce, &tb, &te);
         if (pb < pe && cb < ce)
-            direct(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce,
-                   cfg->in_zp == -128 ? (flipped ? 2 : 1) : 0);
+            direct(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce, flip);
+        if (tb < te)
+            direct(cfg, in, weight, bias, mult, shift, out, n_pix - 1, n_pix, tb, te, flip);
     } else if (n_pix >= n_cores) {      /* im2col: each core copies the fields of its own pixels */
         pb = (n_pix + n_cores - 1) / n_cores * core;
         pe = pb + (n_pix + n_cores - 1) / n_cores;

@@ -204,6 +204,20 @@ static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
                        [pa] "+r"(x), [p0] "+r"(w0)                                                \
                      : [ws] "r"(ws), [n] "r"(n), [rows] "r"(rows), [xs] "r"(xs), [wst] "r"(wst)    \
                      : "t0", "t2", "t3", "t4", "t5", "t6", "a7", "memory")
+/* with the xor between the loads and the sdot no load-use stall; without it one per word */
+#define NN_XP_1X1_BODY(op, flip)                                                                   \
+    NN_XP_PLW("t0", "%[pa]") NN_XP_PLW("t2", "%[p0]") flip NN_XP_SDOT(op, "%[c0]", "t0", "t2")
+#define NN_XP_DOT_1X1_ASM(op, flip, inner, outer, xa, w0)                                         \
+    __asm__ volatile(".option push\n\t.option norvc\n\t"                                          \
+                     "li a7, 0x80808080\n\t"                                                      \
+                     NN_XP_LOOP("x1", "%[rows]", outer)                                           \
+                     NN_XP_LOOP("x0", "%[n]", inner)                                              \
+                     NN_XP_1X1_BODY(op, flip)                                                     \
+                     "add %[pa], %[pa], %[xs]\n\tadd %[p0], %[p0], %[wst]\n\t"                     \
+                     ".option pop"                                                                \
+                     : [c0] "+r"(c0), [pa] "+r"(xa), [p0] "+r"(w0)                                \
+                     : [n] "r"(n), [rows] "r"(rows), [xs] "r"(xs), [wst] "r"(wst)                  \
+                     : "t0", "t2", "a7", "memory")
 #define NN_XP_1X2_BODY(op, flip)                                                                   \
     NN_XP_PLW("t2", "%[p0]") NN_XP_PLW("t0", "%[pa]") NN_XP_PLW("t1", "%[pb]") flip                \
     NN_XP_SDOT(op, "%[c0]", "t0", "t2") NN_XP_SDOT(op, "%[c1]", "t1", "t2")
@@ -318,16 +332,31 @@ static inline void nn_xp_dot_4x1(int flip, int32_t acc[4], const int8_t *x, cons
     acc[0] = c0; acc[1] = c1; acc[2] = c2; acc[3] = c3;
 }
 
-/* acc + dot(field, weights of one channel): the leftover channels (out_c % 4), not worth an
- * asm loop */
+/* acc + dot(field, weights of one channel): the leftover channels (out_c % 4), and a tile's
+ * last odd pixel shared by the cores a few channels each (nn_xp_conv2d_split) */
 static inline int32_t nn_xp_dot_1x1(int flip, int32_t acc, const int8_t *x, const int8_t *w, int n,
                                     int rows, ptrdiff_t x_row, ptrdiff_t w_row)
 {
+#if defined(NN_XPULP_INSN)
+    const ptrdiff_t xs = x_row - 4 * n, wst = w_row - 4 * n;
+    int32_t c0 = acc;
+    if (n <= 0 || rows <= 0)        /* a hardware loop runs at least once */
+        return acc;
+    /* inner body 3 instructions (4 with the xor); outer 1 + inner + 2 */
+    if (flip == 1)
+        NN_XP_DOT_1X1_ASM(NN_XP_SDOT_U, NN_XP_FLIP1, 8, 14, x, w);
+    else if (flip)
+        NN_XP_DOT_1X1_ASM(NN_XP_SDOT_U, "", 6, 12, x, w);
+    else
+        NN_XP_DOT_1X1_ASM(NN_XP_SDOT_S, "", 6, 12, x, w);
+    return c0;
+#else
     int r, i;
     for (r = 0; r < rows; ++r)
         for (i = 0; i < 4 * n; i += 4)
             acc = NN_XP_DOT(flip, acc, nn_xp_load(x + r * x_row + i), nn_xp_load(w + r * w_row + i));
     return acc;
+#endif
 }
 
 /* ---- requantization: nn_requant.h's rule, cheap on a 32-bit core ----

@@ -109,11 +109,11 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
         break;
     }
     case XP_CONV_SPLIT: {       /* k[0] pixels, k[1] channels, k[2] cores, k[3] field words: per core
-                                 * pb pe cb ce (int32) */
-        int core, r[4];
+                                 * pb pe cb ce tb te (int32) */
+        int core, r[6];
         for (core = 0; core < k[2]; ++core) {
-            nn_xp_conv2d_split(k[0], k[1], k[3], core, k[2], &r[0], &r[1], &r[2], &r[3]);
-            memcpy(out + 16 * core, r, sizeof r);
+            nn_xp_conv2d_split(k[0], k[1], k[3], core, k[2], &r[0], &r[1], &r[2], &r[3], &r[4], &r[5]);
+            memcpy(out + 24 * core, r, sizeof r);
         }
         break;
     }
