@@ -65,12 +65,10 @@ def ort_median(onnx_path, x, threads, iterations, sess=None):
     return statistics.median(times)
 
 
-def main():
-    model = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
-    iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 20
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+def benchmark_input(model):
+    """(quantized.onnx path, input array, its .npy path under build/): the model's input shape
+    comes from a first build's quantized.onnx; the same seeded input for both sides."""
     os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
-    # the model's input shape comes from the first build's quantized.onnx
     subprocess.run([os.path.join(ROOT, "nnscons"), "-j2", "target=host", f"model={model}", "quantized"],
                    cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
     onnx_path = os.path.join(ROOT, "build", "host", model, "quantized.onnx")
@@ -79,6 +77,14 @@ def main():
     x = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
     x_path = os.path.join(ROOT, "build", f"latency_input_{model}.npy")
     np.save(x_path, x)
+    return onnx_path, x, x_path
+
+
+def main():
+    model = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
+    iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    onnx_path, x, x_path = benchmark_input(model)
     rows = []
     for threads, target in ((1, "host"), (2, "host-2t")):
         nnscons_bench(target, model, iterations, x_path)      # build, check, bench.json

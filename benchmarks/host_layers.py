@@ -22,11 +22,10 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-from host_latency import nnscons_bench, ort_session  # noqa: E402
+from host_latency import benchmark_input, nnscons_bench, ort_session  # noqa: E402
 
 
 def firmware_layers(model, iterations):
@@ -76,15 +75,7 @@ def main():
     model = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
     iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
-    subprocess.run([os.path.join(ROOT, "nnscons"), "-j2", "target=host", f"model={model}", "quantized"],
-                   cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
-    onnx_path = os.path.join(ROOT, "build", "host", model, "quantized.onnx")
-    import onnx
-    dims = [d.dim_value for d in onnx.load(onnx_path).graph.input[0].type.tensor_type.shape.dim]
-    x = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
-    x_path = os.path.join(ROOT, "build", f"latency_input_{model}.npy")
-    np.save(x_path, x)
+    onnx_path, x, x_path = benchmark_input(model)
     nnscons_bench("host", model, iterations, x_path)
     with open(os.path.join(ROOT, "build", "host", model, "report.json"), encoding="utf-8") as f:
         layers = json.load(f)["layers"]
