@@ -24,6 +24,9 @@ CASES += [(k, 6, 16, 2, "f64") for k in KS if k <= 128] + [(64, 3, 32, 4, "f64")
 # the avx2u8 variant's own blocking (kernelgen.U8_BLOCKING: 5x8, k_unroll 2) on every K; the
 # cases above run it too (every variant runs every case)
 CASES += [(k, 5, 8, 2) for k in KS] + [(k, 5, 8, 2, "f64") for k in KS if k <= 128]
+# avx512vnni's wide blockings (32 registers: kernelgen.vnni_blocking), too big for the
+# 16-register variants, which skip them
+CASES += [(k, 6, 32, 2) for k in KS] + [(k, 8, 24, 2) for k in (3, 64)] + [(64, 6, 32, 2, "f64")]
 B = "build/host/simplecnn"
 
 
@@ -269,31 +272,37 @@ def _residual_model(path, channels=12):
     return path
 
 
-def _has_avx2() -> bool:
+def _cpu_has(flag: str) -> bool:
     with open("/proc/cpuinfo", encoding="utf-8") as f:
-        return " avx2" in f.read()
+        return f" {flag}" in f.read()
 
 
-@pytest.mark.skipif(not _has_avx2(), reason="the forced avx2u8 variant needs AVX2")
-def test_forced_avx2u8_is_bit_exact_on_a_model(project):
-    """isa: avx2u8 on ResNet-8 (a 3-channel first conv, 3x3 and 1x1 convs with fused
-    residual adds, a linear layer): every generated layer runs only that variant, with
-    correction groups, and matches the integer reference, also under the sanitizers."""
+@pytest.mark.parametrize("isa, flag", [("avx2u8", "avx2"), ("avx512vnni", "avx512_vnni")])
+def test_forced_u8_variant_is_bit_exact_on_a_model(project, isa, flag):
+    """isa: avx2u8 / avx512vnni on ResNet-8 (a 3-channel first conv, 3x3 and 1x1 convs
+    with fused residual adds, a linear layer): every generated layer runs only that
+    variant (avx2u8 with correction groups) and matches the integer reference, also under
+    the sanitizers."""
+    if not _cpu_has(flag):
+        pytest.skip(f"the forced {isa} variant needs a CPU with {flag}")
     text = project.read("targets.yaml")
     project.write("targets.yaml", text.replace("  host-asan:\n", "  host-u8:\n    kind: host\n"
-                                               "    kernel: {isa: avx2u8}\n\n  host-asan:\n"))
+                                               f"    kernel: {{isa: {isa}}}\n\n  host-asan:\n"))
     proc = project.scons("target=host-u8", "model=ic_resnet8")
     assert "Test PASSED [host-u8] ic_resnet8: all 12 layers match" in proc.stdout
     gemms = [l["gemm"] for l in json.loads(project.read("build/host-u8/ic_resnet8/report.json"))["layers"]
              if "gemm" in l]
-    assert len(gemms) == 10 and all(g["variants"] == ["avx2u8"] for g in gemms)
-    assert sum(g["u8"]["correction_quads"] for g in gemms) > 0
+    assert len(gemms) == 10 and all(g["variants"] == [isa] for g in gemms)
+    if isa == "avx2u8":
+        assert sum(g["u8"]["correction_quads"] for g in gemms) > 0
+    else:
+        assert all("vnni" in g for g in gemms)
     src = project.read("build/host-u8/ic_resnet8/src/layers/stack1_shortcut.c")
-    assert "run_avx2u8" in src and "fill_u8(" in src and "run_avx2(" not in src
+    assert f"run_{isa}" in src and "fill_u8(" in src and "run_avx2(" not in src
     text = project.read("targets.yaml")
     project.write("targets.yaml", text.replace("      ldflags: [\"-fsanitize=address,undefined\"]\n",
                                                "      ldflags: [\"-fsanitize=address,undefined\"]\n"
-                                               "    kernel: {isa: avx2u8}\n", 1))
+                                               f"    kernel: {{isa: {isa}}}\n", 1))
     proc = project.scons("target=host-asan", "model=ic_resnet8")
     assert "Test PASSED [host-asan] ic_resnet8: all 12 layers match" in proc.stdout
 

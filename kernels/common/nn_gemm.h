@@ -134,6 +134,8 @@ static inline void nn_flip_s8(uint8_t *d, const int8_t *s, long n)
 #include <immintrin.h>
 #define NN_HAVE_X86 1
 #define NN_AVX2 __attribute__((target("avx2")))
+/* vpdpbusd on 256-bit vectors (AVX-512 VNNI + VL, which also gives 32 vector registers) */
+#define NN_VNNI __attribute__((target("avx2,avx512f,avx512vl,avx512vnni")))
 
 /* rne(p / 2**s) on four signed 64-bit lanes (|p| < 2**62), clamped to [lo, hi]:
  * u = p + 2**63 is non-negative, so logical shifts floor; adding 2**(s-1) - 1 plus the
@@ -250,6 +252,17 @@ static inline int nn_cpu_has_avx2(void)
     }
     return cached;
 }
+
+/* AVX-512 VNNI with VL (libgcc also checks that the OS saves the AVX-512 state) */
+static inline int nn_cpu_has_avx512vnni(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") ? 1 : 0;
+    }
+    return cached;
+}
 static inline NN_AVX2 void nn_avx2_widen(int16_t *d, const int8_t *s, long n)
 {
     const long blocks = n / 16;
@@ -274,6 +287,7 @@ static inline NN_AVX2 void nn_avx2_fill(int16_t *d, int16_t v, long n)
 #else
 #define NN_HAVE_X86 0
 static inline int nn_cpu_has_avx2(void) { return 0; }
+static inline int nn_cpu_has_avx512vnni(void) { return 0; }
 #endif
 
 #if defined(__aarch64__)

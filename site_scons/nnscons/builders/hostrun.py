@@ -73,22 +73,23 @@ def run_bench(target, source, env):
         return 1
     names = {lp.cname: lp.layer.name for lp in session.plan.layers}
     macs = {lp.cname: lp.macs for lp in session.plan.layers}
-    isas = {lp.cname: lp.spec.get("gemm", {}).get("variants", [None])[0] for lp in session.plan.layers}
     import tempfile
-    from ..targets.host.tune import peak
+    from ..targets.host.tune import peak, running_variant
     with tempfile.TemporaryDirectory(prefix="nnscons-peak-") as work:
-        pk = peak(session, work, session.options)
+        pk, pk_isa = peak(session, work, session.options)
+    isas = {lp.cname: running_variant(lp.spec.get("gemm", {}).get("variants", []), pk_isa)
+            for lp in session.plan.layers}
     threads = max([lp.spec.get("gemm", {}).get("threads", 1) for lp in session.plan.layers] or [1])
     doc = {"model": session.model_cfg.name, "target": session.target_cfg.name, "iterations": n,
            "threads": threads, "median_ms": total,
-           "peak_gmac_per_s": round(pk, 2),
+           "peak_gmac_per_s": round(pk, 2), "peak_isa": pk_isa,
            "layers": [{"name": names.get(c, c), "median_ms": ms,
                        "gmac_per_s": round(macs.get(c, 0) / (ms * 1e6), 3) if ms > 0 else None}
                       for c, ms in layers]}
     for r, (c, _) in zip(doc["layers"], layers):
-        # generated AVX2 layers: against the vpmaddwd peak; portable ones have no peak here
+        # generated layers running the peak's variant: against its peak; others have none here
         r["fraction_of_peak"] = (round(r["gmac_per_s"] / pk, 3)
-                                 if isas.get(c) == "avx2" and pk > 0 and r["gmac_per_s"] else None)
+                                 if isas.get(c) == pk_isa and pk > 0 and r["gmac_per_s"] else None)
     write_if_changed(str(target[0]), json.dumps(doc, indent=1) + "\n")
     width = max([len(r["name"]) for r in doc["layers"]] + [5])
     for r in doc["layers"]:
@@ -96,6 +97,6 @@ def run_bench(target, source, env):
               (f"  {r['gmac_per_s']:6.1f} GMAC/s" if r["gmac_per_s"] else "") +
               (f"  {r['fraction_of_peak']:4.0%} of peak" if r["fraction_of_peak"] else ""))
     print(f"BENCH [{session.target_cfg.name}] {session.model_cfg.name}: median {total:.3f} ms over {n} "
-          f"iterations ({threads} thread{'s' if threads > 1 else ''}); vpmaddwd peak {pk:.1f} GMAC/s "
+          f"iterations ({threads} thread{'s' if threads > 1 else ''}); {pk_isa} peak {pk:.1f} GMAC/s "
           f"(one core) -> {target[0]}")
     return 0

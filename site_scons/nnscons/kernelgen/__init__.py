@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from .isa import ISAS, REGISTERS, Micro
 
-ISA_CHOICES = ["auto", "portable", "avx2", "avx2u8"]
+ISA_CHOICES = ["auto", "portable", "avx2", "avx2u8", "avx512vnni"]
 DEFAULT_NR_CHOICES = (8, 16, 24, 32)
 
 
@@ -200,6 +200,36 @@ U8_BLOCKING = {"mr": 5, "nr": 8, "k_unroll": 2}
 U8_PAIR_MAX = 128
 
 
+# The variants that read the u8 buffer (x + 128): their weights .bin sections and epilogue
+# arrays in the layer source.
+_U8 = {"avx2u8": {"weight": "weight_u8", "bias": "bias_u8", "epi": "epiu"},
+       "avx512vnni": {"weight": "weight_vnni", "bias": "bias_vnni", "epi": "epiv"}}
+U8_ISAS = tuple(_U8)
+
+# avx512vnni's blockings (mr pixels x nr channels): at most 24 accumulators, nr/8 weight
+# vectors, a broadcast, within its 32 registers.
+VNNI_NR = (8, 16, 24, 32)
+VNNI_MAX_ACCUMULATORS = 24
+
+
+def vnni_blocking(m: int, n: int, q: int, order: str) -> dict:
+    """The cheapest avx512vnni blocking for an M x N GEMM of q quads per output, by the
+    same rough cycle count as `cost` but for vpdpbusd (one per accumulator and quad, two
+    per cycle) and its loads (nv weight vectors + mr broadcasts per quad, two per cycle)."""
+    best = None
+    for nr in VNNI_NR:
+        nv = nr // 8
+        for mr in range(1, 13):
+            if mr * nv > VNNI_MAX_ACCUMULATORS or mr * nv + nv + 2 > 32:
+                continue
+            calls = -(-m // mr) * -(-n // nr)
+            c = calls * (q * max(mr * nv / 2.0, (mr + nv) / 2.0) + 12 * mr * nv + 20)
+            key = (c, -mr * nr, mr, nr)
+            if best is None or key < best[0]:
+                best = (key, mr, nr)
+    return {"mr": best[1], "nr": best[2], "k_unroll": 2, "order": order}
+
+
 def u8_supported(g: dict) -> bool:
     """The u8 buffer is the int16 one's geometry (merged kernel rows: column dilation 1)."""
     return padded(g)["merged"]
@@ -233,19 +263,23 @@ def u8_pairs_safe(weights: np.ndarray) -> bool:
                 and (np.clip(-w, 0, None).sum(-1) <= U8_PAIR_MAX).all())
 
 
-def pack_u8(wm: np.ndarray, g: dict, nr: int) -> dict:
+def pack_u8(wm: np.ndarray, g: dict, nr: int, split: bool = True) -> dict:
     """(N, taps, IC) int8 -> the avx2u8 variant's parameters: per panel of nr channels the
     main weights A as [segments][quads][nr][4], then the panel's correction quads (those
     where B is nonzero for any of its channels) as [nx][nr][4]; `xo` their element offsets
     in a pixel's window, `xidx` the prefix count of correction quads per panel, `steps`
-    the quads each panel's microkernel runs (main + correction)."""
+    the quads each panel's microkernel runs (main + correction).  split=False (avx512vnni,
+    whose vpdpbusd never saturates): A = W, no correction quads."""
     seg = segments(wm, g)
     n, ntaps, run = seg.shape
     q = u8_quads(g)
     npan = panels(n, nr)
     full = np.zeros((npan * nr, ntaps, q * 4), np.int32)
     full[:n, :, :run] = seg
-    a, b = u8_split(full.reshape(npan * nr, ntaps, q, 2, 2))
+    if split:
+        a, b = u8_split(full.reshape(npan * nr, ntaps, q, 2, 2))
+    else:
+        a, b = full, np.zeros_like(full)
     # -> (panel, segment, quad, channel, 4)
     a = a.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)
     b = b.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)
@@ -258,15 +292,18 @@ def pack_u8(wm: np.ndarray, g: dict, nr: int) -> dict:
         xo += list(taps[t] + 4 * k)
         xidx.append(len(xo))
     weights = np.concatenate(parts).astype(np.int8)
-    assert u8_pairs_safe(weights) and (a + b == full.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)).all()
+    assert (u8_pairs_safe(weights) or not split) and (a + b == full.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)).all()
     counts = np.diff(xidx)
     return {"weight": weights, "xo": np.asarray(xo, np.int64), "xidx": np.asarray(xidx, np.int64),
             "steps": ntaps * q + counts, "correction": len(xo) / (npan * ntaps * q)}
 
 
-def bias_u8(wm: np.ndarray, fb: np.ndarray, steps: np.ndarray, nr: int) -> np.ndarray:
+def bias_u8(wm: np.ndarray, fb: np.ndarray, steps, nr: int) -> np.ndarray:
     """The avx2u8 variant's bias, wrapped to int32: fb - 128 * sum(w) (its activations are
-    x + 128) - 32768 * (the panel's steps) (the widening's offset, isa.Avx2U8)."""
+    x + 128) - 32768 * (the panel's steps) (the widening's offset, isa.Avx2U8); steps
+    None: avx512vnni's, fb - 128 * sum(w)."""
+    if steps is None:
+        steps = np.zeros(panels(wm.shape[0], nr), np.int64)
     s = wm.astype(np.int64).reshape(wm.shape[0], -1).sum(axis=1)
     per = np.repeat(np.asarray(steps, np.int64), nr)[:wm.shape[0]]
     v = (np.asarray(fb, np.int64) - 128 * s - 32768 * per) & 0xFFFFFFFF
@@ -312,11 +349,11 @@ def layer_source(spec: dict) -> str:
     # this layer reads its other operand as in[1] and writes the add's output)
     res = gm.get("residual")
     micros = micro_set(g, blk, gm["band"], res=bool(res), f64=gm.get("epilogue") == "f64")
-    u8 = gm.get("u8")                   # the avx2u8 variant's blocking (variants has it)
-    if u8:
-        micros_u8 = {key: replace(mk, pairs=u8_quads(g))
-                     for key, mk in micro_set(g, u8, gm["band"], res=bool(res),
-                                              f64=gm.get("epilogue") == "f64").items()}
+    u8 = gm.get("u8") or {}             # {u8-buffer variant: its blocking} (variants has them)
+    micros_u8 = {iv: {key: replace(mk, pairs=u8_quads(g))
+                      for key, mk in micro_set(g, ub, gm["band"], res=bool(res),
+                                               f64=gm.get("epilogue") == "f64").items()}
+                 for iv, ub in u8.items()}
     par = spec["params"]
     L = []
     L.append(f"/* Generated by nnscons kernelgen for target kind 'host'. Do not edit.\n"
@@ -342,7 +379,7 @@ def layer_source(spec: dict) -> str:
         isa = ISAS[isa_name]
         if isa.guard != "1":
             L.append(f"#if {isa.guard}")
-        ms = micros_u8 if isa_name == "avx2u8" else micros
+        ms = micros_u8.get(isa_name, micros)
         for key in sorted(ms):
             L.append(isa.microkernel(ms[key], ms[key].name(isa_name, prefix), tapoff))
         if isa.guard != "1":
@@ -353,7 +390,7 @@ def layer_source(spec: dict) -> str:
     band_in = (band - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1
     nbuf = gm["threads"] if gm["threads"] > 1 and -(-g["oh"] // band) >= 2 * gm["threads"] else 1
     L.append(f"static int16_t buf_{cn}[{nbuf}][{band_in * wp * icp + 2}];   /* + the value an odd run reads past its end */")
-    if u8:   # the avx2u8 variant's: x + 128 as u8, + the 3 values a run's last quad reads past its end
+    if u8:   # the u8 variants': x + 128 as u8, + the 3 values a run's last quad reads past its end
         L.append(f"static uint8_t bufu8_{cn}[{nbuf}][{band_in * wp * icp + 4}];")
     zp_in = spec["inputs"][0]["zp"]
     L.append("")
@@ -364,13 +401,14 @@ def layer_source(spec: dict) -> str:
     L.append("    const int8_t *x, *res;")
     L.append("    int16_t *buf;")
     L.append("    const int8_t *wu;              /* avx2u8: its weights, correction offsets, per-panel counts */")
+    L.append("    const int8_t *wv;              /* avx512vnni: its weights */")
     L.append("    const int32_t *xo, *xidx;")
     L.append("    uint8_t *bufu8;")
     L.append("    int v, oh0, rows, wide;")
     L.append("} ctx_t;")
     L.append(f"static nn_epi_t epi_{cn}[{npan}];   /* per channel panel, set up once per call */")
-    if u8:
-        L.append(f"static nn_epi_t epiu_{cn}[{panels(oc, u8['nr'])}];   /* avx2u8: per panel of its own, its bias */")
+    for iv, ub in u8.items():
+        L.append(f"static nn_epi_t {_U8[iv]['epi']}_{cn}[{panels(oc, ub['nr'])}];   /* {iv}: per panel of its own, its bias */")
     if res:
         L.append(f"static nn_res_t res_{cn};   /* the fused add: {_comment(res['name'])} */")
     L.append("")
@@ -380,8 +418,8 @@ def layer_source(spec: dict) -> str:
         ([(-(-rem // 8), rem % 8 or 8, f"pn == {npan - 1}")] if rem else [])
     for isa_name in variants:
         isa = ISAS[isa_name]
-        if isa_name == "avx2u8":
-            L += _run_u8(g, u8, micros_u8, prefix, cn, p)
+        if isa_name in u8:
+            L += _run_u8(isa_name, g, u8[isa_name], micros_u8[isa_name], prefix, cn, p)
             continue
         if isa.guard != "1":
             L.append(f"#if {isa.guard}")
@@ -461,11 +499,11 @@ def layer_source(spec: dict) -> str:
     L.append("")
     if u8:
         L += _fill_u8(g, p, zp_in)
-    L.append("/* the running variant's buffer: u8 for avx2u8, else int16 */")
+    L.append("/* the running variant's buffer: u8 for avx2u8 and avx512vnni, else int16 */")
     L.append("static void prep(const ctx_t *c)")
     L.append("{")
     if u8:
-        L.append(f"    if (c->v == {variants.index('avx2u8')}) {{")
+        L.append("    if (" + " || ".join(f"c->v == {variants.index(iv)}" for iv in u8) + ") {")
         L.append("        fill_u8(c->bufu8, c->x, c->oh0, c->rows);")
         L.append("        return;")
         L.append("    }")
@@ -517,12 +555,20 @@ def layer_source(spec: dict) -> str:
     for s_ in ("bias", "mult", "shift"):
         L.append(f"                 (const int32_t *)(const void *)(params + {par[s_]['offset']}),")
     L.append(f"                 out, in[0], {'in[1]' if res else '0'}, buf_{cn}[0],")
-    if u8:
+    if "avx2u8" in u8:
         L.append(f"                 (const int8_t *)(const void *)(params + {par['weight_u8']['offset']}),")
-        L.append(f"                 (const int32_t *)(const void *)(params + {par['xo']['offset']}),")
-        L.append(f"                 (const int32_t *)(const void *)(params + {par['xidx']['offset']}), bufu8_{cn}[0],")
     else:
-        L.append("                 0, 0, 0, 0,")
+        L.append("                 0,")
+    if "avx512vnni" in u8:
+        L.append(f"                 (const int8_t *)(const void *)(params + {par['weight_vnni']['offset']}),")
+    else:
+        L.append("                 0,")
+    if "avx2u8" in u8:
+        L.append(f"                 (const int32_t *)(const void *)(params + {par['xo']['offset']}),")
+        L.append(f"                 (const int32_t *)(const void *)(params + {par['xidx']['offset']}),")
+    else:
+        L.append("                 0, 0,")
+    L.append(f"                 {f'bufu8_{cn}[0]' if u8 else '0'},")
     L.append("                 -1, 0, 0, 0 };")
     for idx, isa_name in enumerate(variants):
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
@@ -541,15 +587,15 @@ def layer_source(spec: dict) -> str:
     L.append("#endif")
     avx2_idx = variants.index("avx2") if "avx2" in variants else -1
     L.append(f"    c.wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
-    if u8:
-        nu = u8["nr"]
-        L.append(f"    if (c.v == {variants.index('avx2u8')}) {{")
-        L.append(f"        const int32_t *bu = (const int32_t *)(const void *)(params + {par['bias_u8']['offset']});")
+    for iv, ub in u8.items():
+        nu, epi = ub["nr"], _U8[iv]["epi"]
+        L.append(f"    if (c.v == {variants.index(iv)}) {{")
+        L.append(f"        const int32_t *bu = (const int32_t *)(const void *)(params + {par[_U8[iv]['bias']]['offset']});")
         L.append(f"        for (int pn = 0; pn < {panels(oc, nu)}; ++pn) {{")
-        L.append(f"            nn_epi_init(&epiu_{cn}[pn], bu + pn * {nu}, c.mult + pn * {nu}, c.shift + pn * {nu}, {nu}, "
+        L.append(f"            nn_epi_init(&{epi}_{cn}[pn], bu + pn * {nu}, c.mult + pn * {nu}, c.shift + pn * {nu}, {nu}, "
                  f"{res['conv_zp'] if res else spec['out']['zp']}, {spec['act'][0]}, {spec['act'][1]});")
         if res:
-            L.append(f"            epiu_{cn}[pn].res = &res_{cn};")
+            L.append(f"            {epi}_{cn}[pn].res = &res_{cn};")
         L.append("        }")
         L.append("    }")
     conv_zp = res["conv_zp"] if res else spec["out"]["zp"]
@@ -575,16 +621,17 @@ def layer_source(spec: dict) -> str:
     return "\n".join(L) + "\n"
 
 
-def _run_u8(g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: dict) -> list:
-    """run_avx2u8: the pixel blocks x its own channel panels over the u8 buffer; each
-    panel's weights are its main quads then its correction quads (kernelgen.pack_u8)."""
+def _run_u8(iv: str, g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: dict) -> list:
+    """run_<iv> of a u8-buffer variant: the pixel blocks x its own channel panels; each
+    panel's weights are its main quads then (avx2u8) its correction quads (kernelgen.pack_u8)."""
     mr, nr, oc, icp = u8["mr"], u8["nr"], g["oc"], p["icp"]
+    corr = iv == "avx2u8"
     npan, main = panels(oc, nr), p["ntaps"] * u8_quads(g) * nr * 4
     full, rem = oc // nr, oc % nr
     classes = ([(nr // 8, 8, f"pn < {full}")] if full else []) + \
         ([(-(-rem // 8), rem % 8 or 8, f"pn == {npan - 1}")] if rem else [])
-    L = [f"#if {ISAS['avx2u8'].guard}",
-         "static void run_avx2u8(const ctx_t *c, int b0, int b1)",
+    L = [f"#if {ISAS[iv].guard}",
+         f"static void run_{iv}(const ctx_t *c, int b0, int b1)",
          "{",
          f"    const int m = c->rows * {g['ow']};",
          # the loop order as the int16 variant's (blk order): panels outer streams each
@@ -592,10 +639,14 @@ def _run_u8(g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: dict) -> l
          *(["    for (int b = b0; b < b1; ++b) {", f"        for (int pn = 0; pn < {npan}; ++pn) {{"]
            if u8.get("order") == "block" else
            [f"    for (int pn = 0; pn < {npan}; ++pn) {{", "        for (int b = b0; b < b1; ++b) {"]),
-         "            const int32_t *xo = c->xo + c->xidx[pn];",
-         "            const int nx = c->xidx[pn + 1] - c->xidx[pn];",
-         f"            const int8_t *wp = c->wu + (long)pn * {main} + (long)c->xidx[pn] * {nr * 4};",
-         f"            const nn_epi_t *e = &epiu_{cn}[pn];",
+         *(["            const int32_t *xo = c->xo + c->xidx[pn];",
+            "            const int nx = c->xidx[pn + 1] - c->xidx[pn];",
+            f"            const int8_t *wp = c->wu + (long)pn * {main} + (long)c->xidx[pn] * {nr * 4};"]
+           if corr else
+           ["            const int32_t *xo = 0;",
+            "            const int nx = 0;",
+            f"            const int8_t *wp = c->wv + (long)pn * {main};"]),
+         f"            const nn_epi_t *e = &{_U8[iv]['epi']}_{cn}[pn];",
          f"            const int p0 = b * {mr};",
          f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};",
          f"            const uint8_t *a[{mr}];",
@@ -610,7 +661,7 @@ def _run_u8(g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: dict) -> l
     for r in sorted({r for r, _ in micros}):
         for nv, last, n_cond in classes:
             L.append(f"            {'if' if first else 'else if'} (cnt == {r} && {n_cond})")
-            L.append(f"                {micros[(r, nv)].name('avx2u8', prefix)}(a, wp, e, o, {last}, r, xo, nx);")
+            L.append(f"                {micros[(r, nv)].name(iv, prefix)}(a, wp, e, o, {last}, r, xo, nx);")
             first = False
     L += ["        }", "    }", "}", "#endif", ""]
     return L
@@ -644,22 +695,23 @@ def _fill_u8(g: dict, p: dict, zp_in: int) -> list:
     return L
 
 
-def _u8_test_driver(tag: str, k: int, mr: int, nr: int, ku: int, f64: bool, max_mn: int) -> list:
-    """The kernel test's avx2u8 driver: the same interface as the others (the int16
-    drivers' packed weights w, int16 activations a); it redoes kernelgen.pack_u8 in C on
-    them (split of every pair whose same-sign parts exceed 128, correction quads per
-    panel, x + 128, the variant's bias) whenever main() refills the data, then runs the
-    microkernels."""
+def _u8_test_driver(iv: str, tag: str, k: int, mr: int, nr: int, ku: int, f64: bool, max_mn: int) -> list:
+    """The kernel test's driver of a u8-buffer variant (avx2u8, avx512vnni): the same
+    interface as the others (the int16 drivers' packed weights w, int16 activations a); it
+    redoes kernelgen.pack_u8 in C on them (avx2u8: split of every pair whose same-sign
+    parts exceed 128, correction quads per panel; x + 128, the variant's bias) whenever
+    main() refills the data, then runs the microkernels."""
+    split = iv == "avx2u8"
     kp = k + (k & 1)
     q = -(-k // 4)
     kq = 4 * q
     npan = -(-max_mn // nr)
     micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=q, ku=ku, ostride=max_mn, f64=f64)
               for r in range(1, mr + 1) for nv in range(1, nr // 8 + 1)}
-    name = f"gemm_avx2u8_{tag}"
-    L = [f"#if {ISAS['avx2u8'].guard}"]
+    name = f"gemm_{iv}_{tag}"
+    L = [f"#if {ISAS[iv].guard}"]
     for key in sorted(micros):
-        L.append(ISAS["avx2u8"].microkernel(micros[key], micros[key].name("avx2u8", "mk_" + tag), "tapoff"))
+        L.append(ISAS[iv].microkernel(micros[key], micros[key].name(iv, "mk_" + tag), "tapoff"))
     L += [f"static void {name}(int m, int n, const int16_t *a, const int8_t *w, const int32_t *bias, "
           "const int32_t *mult, const int32_t *shift, int zp, int lo, int hi, int8_t *out)",
           "{",
@@ -691,7 +743,7 @@ def _u8_test_driver(tag: str, k: int, mr: int, nr: int, ku: int, f64: bool, max_
           "                        s = v[0] + v[1] < 0 ? -1 : 1;",
           "                        m0 = v[0] * s;",
           "                        m1 = v[1] * s;",
-          "                        if (m0 >= 0 && m1 >= 0 && m0 + m1 > 128)",
+          f"                        if ({int(split)} && m0 >= 0 && m1 >= 0 && m0 + m1 > 128)",
           "                            ex = m0 + m1 - 128;",
           "                        c0 = ex && m0 < ex ? m0 : ex;   /* ex > 0: both parts >= 0 */",
           "                        b[ch * 4 + h * 2] = (int8_t)(s * c0);",
@@ -712,7 +764,7 @@ def _u8_test_driver(tag: str, k: int, mr: int, nr: int, ku: int, f64: bool, max_
           "                int64_t sw = 0;",
           f"                for (int kk = 0; kk < {k} && nn < MAXMN; ++kk)",
           f"                    sw += w[(long)(nn / {nr}) * {kp * nr} + (kk / 2) * {nr * 2} + (nn % {nr}) * 2 + kk % 2];",
-          "                bu[nn] = (int32_t)(uint32_t)((uint64_t)((int64_t)bias[nn] - 128 * sw - 32768 * (int64_t)steps));",
+          f"                bu[nn] = (int32_t)(uint32_t)((uint64_t)((int64_t)bias[nn] - 128 * sw - {32768 * int(split)} * (int64_t)steps));",
           "            }",
           "        }",
           "    }",
@@ -728,7 +780,7 @@ def _u8_test_driver(tag: str, k: int, mr: int, nr: int, ku: int, f64: bool, max_
           f"            int8_t *o = out + (long)p0 * MAXMN + n0;",
           "            switch (cnt * 16 + nv) {"]
     for (r, nv) in sorted(micros):
-        L.append(f"            case {r * 16 + nv}: {micros[(r, nv)].name('avx2u8', 'mk_' + tag)}"
+        L.append(f"            case {r * 16 + nv}: {micros[(r, nv)].name(iv, 'mk_' + tag)}"
                  "(ap, wp, &e, o, last, 0, xo + xidx[pn], xidx[pn + 1] - xidx[pn]); break;")
     L += ["            default: abort();",
           "            }",
@@ -746,6 +798,13 @@ def _comment(text) -> str:
 
 
 # ---- the kernel test's GEMM drivers --------------------------------------------------
+
+def _fits(isa_name: str, mr: int, nr: int) -> bool:
+    """A test case's blocking fits the ISA's register file (accumulators, weight vectors,
+    a broadcast); the portable C has no such limit."""
+    nv = nr // 8
+    return isa_name == "portable" or mr * nv + nv + 1 <= REGISTERS[isa_name]
+
 
 def gemm_test_source(cases, max_mn: int = 64) -> str:
     """A standalone C file: for every (K, mr, nr, k_unroll) in cases, GEMM drivers per ISA on a
@@ -766,8 +825,10 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
             micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=kp // 2, ku=ku, ostride=max_mn, f64=f64)
                       for r in range(1, mr + 1) for nv in range(1, nr // 8 + 1)}
             for isa_name, isa in ISAS.items():
-                if isa_name == "avx2u8":
-                    L += _u8_test_driver(tag, k, mr, nr, ku, f64, max_mn)
+                if not _fits(isa_name, mr, nr):
+                    continue
+                if isa_name in U8_ISAS:
+                    L += _u8_test_driver(isa_name, tag, k, mr, nr, ku, f64, max_mn)
                     continue
                 if isa.guard != "1":
                     L.append(f"#if {isa.guard}")
@@ -808,7 +869,7 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
     for k, mr, nr, ku, tag in drivers:
         fns = []
         for isa_name, isa in ISAS.items():
-            fns.append(f"gemm_{isa_name}_{tag}" if isa.guard == "1" else "NULL")
+            fns.append(f"gemm_{isa_name}_{tag}" if isa.guard == "1" and _fits(isa_name, mr, nr) else "NULL")
         L.append(f"    {{ {k}, {mr}, {nr}, {ku}, {{ {', '.join(fns)} }} }},")
     L.append("};")
     L.append(f"#define NCASES {len(drivers)}")
@@ -818,7 +879,7 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
     L.append("    memcpy(table, cases, sizeof table);")
     for i, (k, mr, nr, ku, tag) in enumerate(drivers):
         for j, (isa_name, isa) in enumerate(ISAS.items()):
-            if isa.guard != "1":
+            if isa.guard != "1" and _fits(isa_name, mr, nr):
                 L.append(f"#if {isa.guard}")
                 L.append(f"    table[{i}].fn[{j}] = gemm_{isa_name}_{tag};")
                 L.append("#endif")
@@ -832,6 +893,8 @@ static int runtime_ok(int j)
 {
     if (strcmp(isa_names[j], "avx2") == 0 || strcmp(isa_names[j], "avx2u8") == 0)
         return nn_cpu_has_avx2();
+    if (strcmp(isa_names[j], "avx512vnni") == 0)
+        return nn_cpu_has_avx512vnni();
     if (strcmp(isa_names[j], "neon") == 0)
         return nn_cpu_has_neon();
     if (strcmp(isa_names[j], "dotprod") == 0)
@@ -874,13 +937,15 @@ int main(int argc, char **argv)
         printf("unknown isa %s\n", want);
         return 2;
     }
-    if (!runtime_ok(j) || !table[0].fn[j]) {
+    for (ci = 0; ci < NCASES && !table[ci].fn[j]; ++ci)
+        ;
+    if (!runtime_ok(j) || ci == NCASES) {
         printf("SKIP %s: not supported by this CPU or compiler\n", want);
         return 77;
     }
     for (ci = 0; ci < NCASES; ++ci) {
         const case_t *c = &table[ci];
-        if (c->k > max_k)
+        if (c->k > max_k || !c->fn[j])   /* the case's blocking exceeds this ISA's registers */
             continue;
         const int kp = c->k + (c->k & 1);
         const int npad = (MAXMN + c->nr - 1) / c->nr * c->nr;

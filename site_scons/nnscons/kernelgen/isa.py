@@ -7,8 +7,8 @@ reads the same prepacked weights (see kernelgen.pack_weights: per panel of NR ch
 [K/2][NR][2] int8) and the same zero-point-padded int16 activations, so a layer holds
 several variants and picks one at run time.
 
-To add an ISA (e.g. AVX-VNNI `vpdpbusd` with the unsigned-offset correction folded into
-the bias, or NEON SDOT/SMMLA), subclass `Isa`: `guard` (preprocessor condition under which
+To add an ISA (e.g. AVX-VNNI, the VEX form of Avx512Vnni for CPUs without AVX-512),
+subclass `Isa`: `guard` (preprocessor condition under which
 the code compiles), `attr` (per-function target attribute), `runtime` (C expression: the
 CPU can run it), `lanes` (output channels per vector: NR is a multiple of it), and
 `microkernel()`.  Register it in ISAS only once a machine or emulator can run its tests.
@@ -227,6 +227,53 @@ class Avx2U8(Avx2):
         return "\n".join(out) + "\n"
 
 
+
+class Avx512Vnni(Isa):
+    """x86-64 AVX-512 VNNI (with VL) on 256-bit vectors: `vpdpbusd`, u8 x s8 products
+    summed four at a time straight into int32 lanes with no intermediate saturation, so
+    exact for every weight.  It reads the avx2u8 variant's buffer (x + 128 as u8,
+    kernelgen.fill_u8) and weights packed per panel as [K/4][NR][4] with no split
+    (kernelgen.pack_u8(split=False)); the unsigned offset, -128 * sum(w), is folded into
+    its bias (kernelgen.bias_u8, no steps).  int32 accumulation wraps, exact because the
+    true value fits (kernelgen.vector_safe).  256-bit vectors keep the AVX2 epilogue and
+    the 8-channel edge structure; AVX-512 gives 32 registers, so blockings up to 24
+    accumulators (kernelgen.VNNI_BLOCKINGS)."""
+    name = "avx512vnni"
+    guard = "NN_HAVE_X86"
+    attr = "NN_VNNI "
+    runtime = "nn_cpu_has_avx512vnni()"
+
+    def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
+        out = [f"static {self.attr}void {fname}(const uint8_t *const *a, const int8_t *w, const nn_epi_t *e, "
+               "int8_t *out, int last, const int8_t *res, const int32_t *xo, int nx)",
+               "{"]
+        out += [f"    const uint8_t *a{m} = a[{m}];" for m in range(mk.mr)]
+        out.append("    (void)xo; (void)nx;   /* no correction quads: vpdpbusd never saturates */")
+        for m in range(mk.mr):
+            out.append("    __m256i " + ", ".join(f"c{m}_{v} = _mm256_setzero_si256()" for v in range(mk.nv)) + ";")
+        accs = [f"c{m}_{v}" for m in range(mk.mr) for v in range(mk.nv)]
+
+        def body(k):
+            s = ["{"]
+            for v in range(mk.nv):
+                s.append(f"    const __m256i w{v} = _mm256_loadu_si256((const __m256i *)(const void *)(w + {v * 32}));")
+            for m in range(mk.mr):
+                s.append(f"    const __m256i b{m} = _mm256_set1_epi32(nn_load_quad(p{m} + 4 * ({k})));")
+                for v in range(mk.nv):
+                    s.append(f"    c{m}_{v} = _mm256_dpbusd_epi32(c{m}_{v}, b{m}, w{v});")
+            s.append(f"    w += {mk.nr * 4};")
+            # accumulators pinned as in Avx2 ("v": any of the 32 registers); at most 30
+            # operands per asm, an in-out one counts twice
+            for i in range(0, len(accs), 15):
+                s.append('    __asm__("" : ' + ", ".join(f'"+v"({a})' for a in accs[i:i + 15]) + ");")
+            s.append("}")
+            return s
+        out += [ln.replace("const int16_t *p", "const uint8_t *p") for ln in _k_loops(mk, body, tapoff)]
+        out += _avx2_epilogue(mk, lambda m, v: f"c{m}_{v}")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
 def _neon_head(isa, mk: Micro, fname: str) -> list:
     out = [f"static {isa.attr}void {fname}(const int16_t *const *a, const int8_t *w, const nn_epi_t *e, int8_t *out, int last, const int8_t *res)",
            "{"]
@@ -438,6 +485,6 @@ class I8mm(Isa):
         return macs / insns
 
 
-ISAS = {"portable": Portable(), "avx2": Avx2(), "avx2u8": Avx2U8(), "neon": Neon(), "dotprod": Dotprod(), "i8mm": I8mm()}
+ISAS = {"portable": Portable(), "avx2": Avx2(), "avx2u8": Avx2U8(), "avx512vnni": Avx512Vnni(), "neon": Neon(), "dotprod": Dotprod(), "i8mm": I8mm()}
 # Register-file budget of the blocking search: accumulators + weight vectors + 1 broadcast.
-REGISTERS = {"portable": 16, "avx2": 16, "avx2u8": 16, "neon": 32, "dotprod": 32, "i8mm": 32}
+REGISTERS = {"portable": 16, "avx2": 16, "avx2u8": 16, "avx512vnni": 32, "neon": 32, "dotprod": 32, "i8mm": 32}

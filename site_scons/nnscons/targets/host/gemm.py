@@ -107,9 +107,10 @@ def resolve(layer, graph, opts, own: dict, tuning: dict) -> tuple:
 
 # The x86-64 host's ISA set: `isa: auto` compiles these in, best first, and dispatches at
 # run time; the vector ones need |acc + bias| < 2**31 (int32 epilogue adds).
-# avx2u8 (exact vpmaddubsw, kernelgen.pack_u8) is not among them: on this host it measured
-# no faster than avx2 in a ResNet-18 inference (README, "Target host"); `isa: avx2u8` forces it.
-AUTO = ("avx2", "portable")
+# avx2u8 (exact vpmaddubsw, kernelgen.pack_u8) is not among them: on an AVX2-only host (AMD
+# Zen 1) it measured no faster than avx2 in a ResNet-18 inference (README, "Target host");
+# `isa: avx2u8` forces it.
+AUTO = ("avx512vnni", "avx2", "portable")
 
 
 def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> dict:
@@ -139,13 +140,21 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
         variants = list(auto) if safe else ["portable"]
     else:
         variants = [isa]
-    if "avx2u8" in variants and not kernelgen.u8_supported(g):
-        if isa == "avx2u8":
-            raise UserError(f"{at('isa')}: layer '{layer.name}': isa avx2u8 needs column dilation 1")
-        variants.remove("avx2u8")
+    for iv in kernelgen.U8_ISAS:     # the variants on the u8 buffer need merged kernel rows
+        if iv in variants and not kernelgen.u8_supported(g):
+            if isa == iv:
+                raise UserError(f"{at('isa')}: layer '{layer.name}': isa {iv} needs column dilation 1")
+            variants.remove(iv)
     u8 = dict(kernelgen.U8_BLOCKING, order=blk["order"]) if "avx2u8" in variants else None
     if u8:
         pu = kernelgen.pack_u8(wm, g, u8["nr"])
+    vn = None
+    if "avx512vnni" in variants:
+        vn = kernelgen.vnni_blocking(g["oh"] * g["ow"], g["oc"], p["ntaps"] * kernelgen.u8_quads(g), blk["order"])
+        for k in ("mr", "nr"):        # a layer's own mr/nr (key or tuning) apply to it too
+            if k in own or k in tuning.get(layer.name, {}):
+                vn[k] = blk[k]
+        pv = kernelgen.pack_u8(wm, g, vn["nr"], split=False)
     nr = blk["nr"]
     npad = kernelgen.panels(g["oc"], nr) * nr
     k2 = p["k2"]
@@ -156,6 +165,9 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
         sections += [("weight_u8", "int8", pu["weight"].size),
                      ("bias_u8", "int32", kernelgen.panels(g["oc"], u8["nr"]) * u8["nr"]),
                      ("xo", "int32", max(1, pu["xo"].size)), ("xidx", "int32", pu["xidx"].size)]
+    if vn:   # the avx512vnni variant's weights ([K/4][NR][4], no split) and bias
+        sections += [("weight_vnni", "int8", pv["weight"].size),
+                     ("bias_vnni", "int32", kernelgen.panels(g["oc"], vn["nr"]) * vn["nr"])]
     for section, dtype, count in sections:
         layout.append((section, dtype, count, off))
         off += -(-count * np.dtype(dtype).itemsize // 4) * 4
@@ -178,6 +190,10 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
             arrays["bias_u8"][:n] = kernelgen.bias_u8(wm, fb, pu["steps"], u8["nr"])
             arrays["xo"] = pu["xo"] if pu["xo"].size else np.zeros(1, np.int64)
             arrays["xidx"] = pu["xidx"]
+        if vn:
+            arrays["weight_vnni"] = kernelgen.pack_u8(wm, g, vn["nr"], split=False)["weight"]
+            arrays["bias_vnni"] = np.zeros(kernelgen.panels(n, vn["nr"]) * vn["nr"], np.int64)
+            arrays["bias_vnni"][:n] = kernelgen.bias_u8(wm, fb, None, vn["nr"])
         blob = bytearray(off)
         for section, dtype, count, o in layout:
             raw = np.ascontiguousarray(arrays[section]).astype(np.dtype(dtype).newbyteorder("<")).reshape(-1)
@@ -188,18 +204,21 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
     # the vector epilogue in double where it is exact for every input (kernelgen.f64_safe)
     epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "i64"
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
-            "epilogue": epilogue, "u8": u8}
+            "epilogue": epilogue, "u8": {k: v for k, v in (("avx2u8", u8), ("avx512vnni", vn)) if v}}
     report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
                        "origin": origin, "epilogue": epilogue,
                        "isa": isa, "variants": variants, "threads": threads,
                        "threads_requested": requested}}
+    if vn:
+        report["gemm"]["vnni"] = {"mr": vn["mr"], "nr": vn["nr"]}
     if u8:
         report["gemm"]["u8"] = {"mr": u8["mr"], "nr": u8["nr"], "correction_quads": int(pu["xo"].size),
                                 "quads": int(kernelgen.panels(g["oc"], u8["nr"]) * p["ntaps"] * kernelgen.u8_quads(g))}
     return {"spec": spec, "layout": layout, "pack": pack,
-            "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"], "u8": u8},
+            "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"], "u8": u8,
+                         "vnni_nr": vn["nr"] if vn else None},   # its packing depends on nr only
             "report": report}
 
 

@@ -101,10 +101,55 @@ static NN_AVX2 double peak_avx2(long n)
     __asm__ volatile("" : : "x"(c0));
     return (double)n * 12 * 16 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
 }
+static NN_VNNI double peak_vnni(long n)
+{
+    /* as peak_avx2 with vpdpbusd (32 MACs per 256-bit op), 16 chains: its latency times
+     * two issues per cycle on current cores */
+    __m256i w = _mm256_set1_epi8(1);
+    __m256i c0 = _mm256_set1_epi32(1), c1 = _mm256_set1_epi32(2), c2 = _mm256_set1_epi32(3);
+    __m256i c3 = _mm256_set1_epi32(4), c4 = _mm256_set1_epi32(5), c5 = _mm256_set1_epi32(6);
+    __m256i c6 = _mm256_set1_epi32(7), c7 = _mm256_set1_epi32(8), c8 = _mm256_set1_epi32(9);
+    __m256i c9 = _mm256_set1_epi32(10), c10 = _mm256_set1_epi32(11), c11 = _mm256_set1_epi32(12);
+    __m256i c12 = _mm256_set1_epi32(13), c13 = _mm256_set1_epi32(14), c14 = _mm256_set1_epi32(15);
+    __m256i c15 = _mm256_set1_epi32(16);
+    struct timespec t0, t1;
+    long i;
+#define OPAQUE_V __asm__ volatile("" : "+v"(w), "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), \
+                                  "+v"(c6), "+v"(c7), "+v"(c8), "+v"(c9), "+v"(c10), "+v"(c11), "+v"(c12))
+#define OPAQUE_W __asm__ volatile("" : "+v"(c13), "+v"(c14), "+v"(c15))
+    OPAQUE_V;
+    OPAQUE_W;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < n; ++i) {
+#define VSTEP(c) c = _mm256_dpbusd_epi32(c, c, w)
+        VSTEP(c0); VSTEP(c1); VSTEP(c2); VSTEP(c3); VSTEP(c4); VSTEP(c5); VSTEP(c6); VSTEP(c7);
+        VSTEP(c8); VSTEP(c9); VSTEP(c10); VSTEP(c11); VSTEP(c12); VSTEP(c13); VSTEP(c14); VSTEP(c15);
+        OPAQUE_V;
+        OPAQUE_W;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    c0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)),
+                          _mm256_add_epi32(_mm256_add_epi32(c4, c5), _mm256_add_epi32(c6, c7)));
+    c8 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c8, c9), _mm256_add_epi32(c10, c11)),
+                          _mm256_add_epi32(_mm256_add_epi32(c12, c13), _mm256_add_epi32(c14, c15)));
+    c0 = _mm256_add_epi32(c0, c8);
+    __asm__ volatile("" : : "v"(c0));
+    return (double)n * 16 * 32 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
+}
 #endif
 int main(void)
 {
 #if NN_HAVE_X86
+    if (nn_cpu_has_avx512vnni()) {   /* the variant `isa: auto` runs here: its peak */
+        double best = 0;
+        int r;
+        for (r = 0; r < 200; ++r) {
+            const double v = peak_vnni(250000L);
+            best = v > best ? v : best;
+        }
+        printf("peak avx512vnni %.3f\n", best);
+        return 0;
+    }
     if (nn_cpu_has_avx2()) {
         /* the best of many short runs: on a shared machine a long run mostly measures the
          * time the other work takes */
@@ -122,6 +167,16 @@ int main(void)
     return 0;
 }
 """
+
+
+# what a CPU whose best variant is the key runs too (the peak probe names the best)
+_RUNS = {"avx512vnni": ("avx512vnni", "avx2u8", "avx2", "portable"), "avx2": ("avx2u8", "avx2", "portable"),
+         "none": ("portable",)}
+
+
+def running_variant(variants, best: str):
+    """The variant a layer's `auto` dispatch picks on a CPU whose best is `best`."""
+    return next((v for v in variants if v in _RUNS.get(best, ("portable",))), None)
 
 
 def candidates(lp) -> list:
@@ -155,6 +210,7 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
     spec = copy.deepcopy(lp.spec)
     spec["gemm"]["blocking"] = dict(blk)
     spec["gemm"]["threads"] = lp.spec["gemm"]["threads"]
+    spec["gemm"]["u8"] = g["spec"]["u8"]     # the u8 variants' blockings follow the candidate's
     spec["params"] = {s: {"dtype": d, "count": c, "offset": o} for s, d, c, o in g["layout"]}
     blob = g["pack"](layer, graph, g["layout"])
     tag = f"{lp.cname}_{blk['mr']}x{blk['nr']}u{blk['k_unroll']}"
@@ -176,17 +232,20 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
     return float(text.split()[-1])
 
 
-def peak(session, work, opts) -> float:
+def peak(session, work, opts) -> tuple:
+    """(GMAC/s, isa): one core's multiply-add peak of the best generated variant this CPU
+    runs (avx512vnni's vpdpbusd, else avx2's vpmaddwd; isa "none" and 0 without either)."""
     src = os.path.join(work, "peak.c")
     with open(src, "w") as f:
         f.write(_PEAK)
     exe = os.path.join(work, "peak")
     _compile(opts["toolchain"]["cc"], ["-std=c99", "-O2"], src, exe, session.root)
-    vals = []
+    vals, isa = [], "none"
     for _ in range(3):
         status, text = run_program([exe], 120)
         vals.append(float(text.split()[-1]))
-    return max(vals)
+        isa = text.split()[-2]
+    return max(vals), isa
 
 
 def run_tune(target, source, env):
@@ -195,7 +254,7 @@ def run_tune(target, source, env):
     reps = max(3, min(env["NNS_ITERATIONS"], 50))
     layers = {}
     with tempfile.TemporaryDirectory(prefix="nnscons-tune-") as work:
-        pk = peak(session, work, opts)
+        pk, pk_isa = peak(session, work, opts)
         for lp in session.plan.layers:
             if "gemm" not in lp.spec:
                 continue
@@ -216,6 +275,6 @@ def run_tune(target, source, env):
            "peak_gmac_per_s": round(pk, 2), "repetitions": reps, "layers": layers}
     write_if_changed(str(target[0]), json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"TUNE [{session.target_cfg.name}] {session.model_cfg.name}: {len(layers)} layers, peak "
-          f"{pk:.1f} GMAC/s (vpmaddwd) -> {target[0]}; name it in targets.yaml: "
+          f"{pk:.1f} GMAC/s ({pk_isa}) -> {target[0]}; name it in targets.yaml: "
           f"targets.{session.target_cfg.name}.kernel.tuning")
     return 0
