@@ -189,6 +189,37 @@ static inline NN_AVX2 __m256i nn_avx2_requant8_f64_i32(__m256i acc, const nn_epi
                             _mm256_set1_epi32(e->zp));
 }
 
+/* The double-precision requantization for any layer (|acc + bias| < 2**31), exact by a
+ * check: (acc + bias) * (mult / 2**shift) in double is the true product times (1 + d),
+ * |d| <= 2**-53, so below 2**22 in magnitude (where it is not clamped away) it is within
+ * 2**-31 of the true value and rounds to the same integer unless it lies within 2**-30
+ * of a tie (exact ties included).  Such a vector (about one in 2**28 for random
+ * values; exact ties occur with small shifts) is redone by the exact integer path. */
+static inline NN_AVX2 __m256i nn_avx2_requant8_f64c_i32(__m256i acc, const nn_epi_t *e, int v)
+{
+    const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
+    const __m256d lo = _mm256_set1_pd(e->dlo), hi = _mm256_set1_pd(e->dhi);
+    const __m256d near = _mm256_set1_pd(0.5 - 0x1p-30), sign = _mm256_set1_pd(-0.0);
+    __m256d a = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(&e->mf[v * 8]));
+    __m256d b = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(&e->mf[v * 8 + 4]));
+    const __m256d ra = _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256d rb = _mm256_round_pd(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256d da = _mm256_andnot_pd(sign, _mm256_sub_pd(a, ra)), db = _mm256_andnot_pd(sign, _mm256_sub_pd(b, rb));
+    if (__builtin_expect(_mm256_movemask_pd(_mm256_or_pd(_mm256_cmp_pd(da, near, _CMP_GT_OQ),
+                                                         _mm256_cmp_pd(db, near, _CMP_GT_OQ))), 0)) {
+        int32_t xs[8], r[8];
+        int i;
+        _mm256_storeu_si256((__m256i *)(void *)xs, x);
+        for (i = 0; i < 8; ++i)
+            r[i] = nn_requantize(xs[i], e->mult[v * 8 + i], e->shift[v * 8 + i], e->zp, e->act_min, e->act_max);
+        return _mm256_loadu_si256((const __m256i *)(const void *)r);
+    }
+    a = _mm256_min_pd(_mm256_max_pd(ra, lo), hi);
+    b = _mm256_min_pd(_mm256_max_pd(rb, lo), hi);
+    return _mm256_add_epi32(_mm256_set_m128i(_mm256_cvtpd_epi32(b), _mm256_cvtpd_epi32(a)),
+                            _mm256_set1_epi32(e->zp));
+}
+
 /* 8 int32 lanes already in [-128, 127] -> 8 int8 in a 64-bit word. */
 static inline NN_AVX2 long long nn_avx2_pack8(__m256i r)
 {
@@ -207,6 +238,11 @@ static inline NN_AVX2 long long nn_avx2_requant8(__m256i acc, const nn_epi_t *e,
 static inline NN_AVX2 long long nn_avx2_requant8_f64(__m256i acc, const nn_epi_t *e, int v)
 {
     return nn_avx2_pack8(nn_avx2_requant8_f64_i32(acc, e, v));
+}
+
+static inline NN_AVX2 long long nn_avx2_requant8_f64c(__m256i acc, const nn_epi_t *e, int v)
+{
+    return nn_avx2_pack8(nn_avx2_requant8_f64c_i32(acc, e, v));
 }
 
 /* The fused residual add on 8 lanes: q the conv's requantized values (int32 lanes), r the

@@ -201,8 +201,9 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
             blob[o:o + raw.nbytes] = raw.tobytes()
         return bytes(blob)
 
-    # the vector epilogue in double where it is exact for every input (kernelgen.f64_safe)
-    epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "i64"
+    # the vector epilogue in double: proven exact for every input (kernelgen.f64_safe), else
+    # checked for near-ties per vector (nn_avx2_requant8_f64c_i32)
+    epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "f64c"
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
             "epilogue": epilogue, "u8": {k: v for k, v in (("avx2u8", u8), ("avx512vnni", vn)) if v}}
     report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
