@@ -234,7 +234,7 @@ def test_residual_add_fuses_into_the_conv_epilogue(project):
                      "stack2.shortcut": "stack2.add"}
     assert all(fused[l["name"]] in l["fused"] for l in layers if l["name"] in fused)
     src = project.read("build/host/ic_resnet8/src/layers/stack1_shortcut.c")
-    assert "nn_res_init(&res_stack1_shortcut" in src and "nn_avx2_res_add8_f64(" in src
+    assert "nn_res_init(&res_stack1_shortcut" in src and "nn_avx2_requant_res8(" in src
     text = project.read("targets.yaml")
     entry = "  ic_resnet8:\n    zoo: resnet8           # MLPerf Tiny image classification\n"
     assert entry in text

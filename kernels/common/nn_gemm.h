@@ -271,6 +271,49 @@ static inline NN_AVX2 long long nn_avx2_res_add8_f64(__m256i q, const int8_t *r,
                                           _mm256_set1_epi32(a->e.zp)));
 }
 
+/* Requantization and the fused residual add in one pass, the conv's result kept in
+ * double between them (it is an integer there, so nothing is lost): the same values as
+ * nn_avx2_res_add8_f64(nn_avx2_requant8_f64[c]_i32(acc, e, v), r, n, a) without the
+ * round trip through int32 lanes.  checked: the layer is not proven exact in double
+ * (nn_avx2_requant8_f64c_i32's near-tie test; such a vector takes that path). */
+static inline NN_AVX2 long long nn_avx2_requant_res8(__m256i acc, const nn_epi_t *e, int v, int checked,
+                                                     const int8_t *r, int n, const nn_res_t *ad)
+{
+    const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
+    __m256d a = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(&e->mf[v * 8]));
+    __m256d b = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(&e->mf[v * 8 + 4]));
+    const __m256d ra = _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256d rb = _mm256_round_pd(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    long long wb = 0;
+    __m256i xb;
+    __m256d l, h;
+    if (checked) {
+        const __m256d near = _mm256_set1_pd(0.5 - 0x1p-30), sign = _mm256_set1_pd(-0.0);
+        const __m256d da = _mm256_andnot_pd(sign, _mm256_sub_pd(a, ra)), db = _mm256_andnot_pd(sign, _mm256_sub_pd(b, rb));
+        if (__builtin_expect(_mm256_movemask_pd(_mm256_or_pd(_mm256_cmp_pd(da, near, _CMP_GT_OQ),
+                                                             _mm256_cmp_pd(db, near, _CMP_GT_OQ))), 0))
+            return nn_avx2_res_add8_f64(nn_avx2_requant8_f64c_i32(acc, e, v), r, n, ad);
+    }
+    {   /* q - za, q = clamp(round(.)) + zp */
+        const __m256d dz = _mm256_set1_pd((double)(e->zp - ad->za));
+        const __m256d lo = _mm256_set1_pd(e->dlo), hi = _mm256_set1_pd(e->dhi);
+        a = _mm256_add_pd(_mm256_min_pd(_mm256_max_pd(ra, lo), hi), dz);
+        b = _mm256_add_pd(_mm256_min_pd(_mm256_max_pd(rb, lo), hi), dz);
+    }
+    memcpy(&wb, r, n == 8 ? 8 : (size_t)n);
+    xb = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), _mm256_set1_epi32(ad->zb));
+    {
+        const __m256d fa = _mm256_set1_pd(ad->fa), fb = _mm256_set1_pd(ad->fb);
+        const __m256d lo = _mm256_set1_pd(ad->e.dlo), hi = _mm256_set1_pd(ad->e.dhi);
+        l = _mm256_add_pd(_mm256_mul_pd(a, fa), _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(xb)), fb));
+        h = _mm256_add_pd(_mm256_mul_pd(b, fa), _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(xb, 1)), fb));
+        l = _mm256_min_pd(_mm256_max_pd(_mm256_round_pd(l, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo), hi);
+        h = _mm256_min_pd(_mm256_max_pd(_mm256_round_pd(h, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo), hi);
+    }
+    return nn_avx2_pack8(_mm256_add_epi32(_mm256_set_m128i(_mm256_cvtpd_epi32(h), _mm256_cvtpd_epi32(l)),
+                                          _mm256_set1_epi32(ad->e.zp)));
+}
+
 static inline NN_AVX2 void nn_avx2_store8(int8_t *dst, long long v, int n)
 {
     if (n == 8)
