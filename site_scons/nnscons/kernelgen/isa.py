@@ -167,6 +167,31 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
     return out
 
 
+def _u8_head(isa, mk: Micro, fname: str) -> list:
+    """The signature and pixel pointers of a microkernel on the u8 buffer (avx2u8,
+    avx512vnni): xo/nx list a panel's correction quads (avx2u8's only)."""
+    return [f"static {isa.attr}void {fname}(const uint8_t *const *a, const int8_t *w, const nn_epi_t *e, "
+            "int8_t *out, int last, const int8_t *res, const int32_t *xo, int nx)",
+            "{"] + [f"    const uint8_t *a{m} = a[{m}];" for m in range(mk.mr)]
+
+
+def _u8_weights(mk: Micro) -> list:
+    """The nv weight vectors of one quad step: 8 channels x 4 int8 each."""
+    return [f"    const __m256i w{v} = _mm256_loadu_si256((const __m256i *)(const void *)(w + {v * 32}));"
+            for v in range(mk.nv)]
+
+
+def _pin(accs: list, constraint: str) -> list:
+    """Keeps every accumulator in its register (as in Avx2): gcc takes at most 30
+    operands per asm, an in-out one counts twice."""
+    return ['    __asm__("" : ' + ", ".join(f'"+{constraint}"({a})' for a in accs[i:i + 15]) + ");"
+            for i in range(0, len(accs), 15)]
+
+
+def _u8_loops(mk: Micro, body, tapoff: str) -> list:
+    return [ln.replace("const int16_t *p", "const uint8_t *p") for ln in _k_loops(mk, body, tapoff)]
+
+
 class Avx2U8(Avx2):
     """x86-64 AVX2 with u8 x s8 `vpmaddubsw`, exact by proof.  Activations are x + 128 (u8,
     kernelgen.fill_u8), weights are packed per panel as [K/4][NR][4] (kernelgen.pack_u8):
@@ -188,10 +213,7 @@ class Avx2U8(Avx2):
     name = "avx2u8"
 
     def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
-        out = [f"static {self.attr}void {fname}(const uint8_t *const *a, const int8_t *w, const nn_epi_t *e, "
-               "int8_t *out, int last, const int8_t *res, const int32_t *xo, int nx)",
-               "{"]
-        out += [f"    const uint8_t *a{m} = a[{m}];" for m in range(mk.mr)]
+        out = _u8_head(self, mk, fname)
         out.append("    const __m256i lo_bias = _mm256_set1_epi32(0x8000);")
         for m in range(mk.mr):
             out.append("    __m256i " + ", ".join(f"d{m}_{v} = _mm256_setzero_si256(), h{m}_{v} = _mm256_setzero_si256()"
@@ -199,9 +221,7 @@ class Avx2U8(Avx2):
         accs = [f"{x}{m}_{v}" for m in range(mk.mr) for v in range(mk.nv) for x in "dh"]
 
         def body(k):
-            s = ["{"]
-            for v in range(mk.nv):
-                s.append(f"    const __m256i w{v} = _mm256_loadu_si256((const __m256i *)(const void *)(w + {v * 32}));")
+            s = ["{"] + _u8_weights(mk)
             for m in range(mk.mr):
                 s.append(f"    const __m256i b{m} = _mm256_set1_epi32(nn_load_quad(p{m} + 4 * ({k})));")
                 for v in range(mk.nv):
@@ -211,13 +231,8 @@ class Avx2U8(Avx2):
                     s.append(f"      d{m}_{v} = _mm256_add_epi32(d{m}_{v}, _mm256_xor_si256(t, lo_bias));")
                     s.append(f"      h{m}_{v} = _mm256_add_epi32(h{m}_{v}, _mm256_srai_epi32(t, 16)); }}")
             s.append(f"    w += {mk.nr * 4};")
-            # keeps every accumulator in its register (as in Avx2); gcc takes at most 30
-            # operands per asm, an in-out one counts twice
-            for i in range(0, len(accs), 15):
-                s.append('    __asm__("" : ' + ", ".join(f'"+x"({a})' for a in accs[i:i + 15]) + ");")
-            s.append("}")
-            return s
-        out += [ln.replace("const int16_t *p", "const uint8_t *p") for ln in _k_loops(mk, body, tapoff)]
+            return s + _pin(accs, "x") + ["}"]
+        out += _u8_loops(mk, body, tapoff)
         # the correction quads of this panel (B's nonzero ones), after the main K loop
         out.append("    for (int j = 0; j < nx; ++j) {")
         out += [f"        const uint8_t *p{m} = a{m} + xo[j];" for m in range(mk.mr)]
@@ -238,38 +253,28 @@ class Avx512Vnni(Isa):
     its bias (kernelgen.bias_u8, no steps).  int32 accumulation wraps, exact because the
     true value fits (kernelgen.vector_safe).  256-bit vectors keep the AVX2 epilogue and
     the 8-channel edge structure; AVX-512 gives 32 registers, so blockings up to 24
-    accumulators (kernelgen.VNNI_BLOCKINGS)."""
+    accumulators (kernelgen.vnni_blocking)."""
     name = "avx512vnni"
     guard = "NN_HAVE_X86"
     attr = "NN_VNNI "
     runtime = "nn_cpu_has_avx512vnni()"
 
     def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
-        out = [f"static {self.attr}void {fname}(const uint8_t *const *a, const int8_t *w, const nn_epi_t *e, "
-               "int8_t *out, int last, const int8_t *res, const int32_t *xo, int nx)",
-               "{"]
-        out += [f"    const uint8_t *a{m} = a[{m}];" for m in range(mk.mr)]
+        out = _u8_head(self, mk, fname)
         out.append("    (void)xo; (void)nx;   /* no correction quads: vpdpbusd never saturates */")
         for m in range(mk.mr):
             out.append("    __m256i " + ", ".join(f"c{m}_{v} = _mm256_setzero_si256()" for v in range(mk.nv)) + ";")
         accs = [f"c{m}_{v}" for m in range(mk.mr) for v in range(mk.nv)]
 
         def body(k):
-            s = ["{"]
-            for v in range(mk.nv):
-                s.append(f"    const __m256i w{v} = _mm256_loadu_si256((const __m256i *)(const void *)(w + {v * 32}));")
+            s = ["{"] + _u8_weights(mk)
             for m in range(mk.mr):
                 s.append(f"    const __m256i b{m} = _mm256_set1_epi32(nn_load_quad(p{m} + 4 * ({k})));")
                 for v in range(mk.nv):
                     s.append(f"    c{m}_{v} = _mm256_dpbusd_epi32(c{m}_{v}, b{m}, w{v});")
             s.append(f"    w += {mk.nr * 4};")
-            # accumulators pinned as in Avx2 ("v": any of the 32 registers); at most 30
-            # operands per asm, an in-out one counts twice
-            for i in range(0, len(accs), 15):
-                s.append('    __asm__("" : ' + ", ".join(f'"+v"({a})' for a in accs[i:i + 15]) + ");")
-            s.append("}")
-            return s
-        out += [ln.replace("const int16_t *p", "const uint8_t *p") for ln in _k_loops(mk, body, tapoff)]
+            return s + _pin(accs, "v") + ["}"]    # "v": any of the 32 registers
+        out += _u8_loops(mk, body, tapoff)
         out += _avx2_epilogue(mk, lambda m, v: f"c{m}_{v}")
         out.append("}")
         return "\n".join(out) + "\n"
