@@ -405,6 +405,7 @@ def layer_source(spec: dict) -> str:
     L.append("    const int32_t *xo, *xidx;")
     L.append("    uint8_t *bufu8;")
     L.append("    int v, oh0, rows, wide;")
+    L.append("    int mr;                        /* the running variant's pixels per block */")
     L.append("} ctx_t;")
     L.append(f"static nn_epi_t epi_{cn}[{npan}];   /* per channel panel, set up once per call */")
     for iv, ub in u8.items():
@@ -537,7 +538,7 @@ def layer_source(spec: dict) -> str:
         L.append(f"        t.oh0 = k * {band};")
         L.append(f"        t.rows = {g['oh']} - t.oh0 < {band} ? {g['oh']} - t.oh0 : {band};")
         L.append("        prep(&t);")
-        L.append(f"        run(&t, 0, (t.rows * {g['ow']} + {mr - 1}) / {mr});")
+        L.append(f"        run(&t, 0, (t.rows * {g['ow']} + t.mr - 1) / t.mr);")
         L.append("    }")
         L.append("}")
     else:
@@ -545,7 +546,7 @@ def layer_source(spec: dict) -> str:
         L.append("static void part(void *arg, int i, int n)")
         L.append("{")
         L.append("    const ctx_t *c = (const ctx_t *)arg;")
-        L.append(f"    const int nb = (c->rows * {g['ow']} + {mr - 1}) / {mr};")
+        L.append(f"    const int nb = (c->rows * {g['ow']} + c->mr - 1) / c->mr;")
         L.append("    run(c, (int)((long)nb * i / n), (int)((long)nb * (i + 1) / n));")
         L.append("}")
     L.append("")
@@ -569,7 +570,7 @@ def layer_source(spec: dict) -> str:
     else:
         L.append("                 0, 0,")
     L.append(f"                 {f'bufu8_{cn}[0]' if u8 else '0'},")
-    L.append("                 -1, 0, 0, 0 };")
+    L.append("                 -1, 0, 0, 0, 1 };")
     for idx, isa_name in enumerate(variants):
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
@@ -587,6 +588,9 @@ def layer_source(spec: dict) -> str:
     L.append("#endif")
     avx2_idx = variants.index("avx2") if "avx2" in variants else -1
     L.append(f"    c.wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
+    # the blocks are counted with the running variant's mr (the u8 variants have their own)
+    mrs = ", ".join(str(u8[iv]["mr"] if iv in u8 else mr) for iv in variants)
+    L.append(f"    {{ static const int mrs[] = {{ {mrs} }}; c.mr = c.v >= 0 ? mrs[c.v] : 1; }}")
     for iv, ub in u8.items():
         nu, epi = ub["nr"], _U8[iv]["epi"]
         L.append(f"    if (c.v == {variants.index(iv)}) {{")
