@@ -154,7 +154,6 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
         for k in ("mr", "nr"):        # a layer's own mr/nr (key or tuning) apply to it too
             if k in own or k in tuning.get(layer.name, {}):
                 vn[k] = blk[k]
-        pv = kernelgen.pack_u8(wm, g, vn["nr"], split=False)
     nr = blk["nr"]
     npad = kernelgen.panels(g["oc"], nr) * nr
     k2 = p["k2"]
@@ -166,7 +165,9 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
                      ("bias_u8", "int32", kernelgen.panels(g["oc"], u8["nr"]) * u8["nr"]),
                      ("xo", "int32", max(1, pu["xo"].size)), ("xidx", "int32", pu["xidx"].size)]
     if vn:   # the avx512vnni variant's weights ([K/4][NR][4], no split) and bias
-        sections += [("weight_vnni", "int8", pv["weight"].size),
+        # no correction quads: the size without packing (packing waits for the WEIGHTS node)
+        vnni_bytes = kernelgen.panels(g["oc"], vn["nr"]) * vn["nr"] * p["ntaps"] * kernelgen.u8_quads(g) * 4
+        sections += [("weight_vnni", "int8", vnni_bytes),
                      ("bias_vnni", "int32", kernelgen.panels(g["oc"], vn["nr"]) * vn["nr"])]
     for section, dtype, count in sections:
         layout.append((section, dtype, count, off))
