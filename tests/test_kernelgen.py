@@ -26,7 +26,9 @@ CASES += [(k, 6, 16, 2, "f64") for k in KS if k <= 128] + [(64, 3, 32, 4, "f64")
 CASES += [(k, 5, 8, 2) for k in KS] + [(k, 5, 8, 2, "f64") for k in KS if k <= 128]
 # avx512vnni's wide blockings (32 registers: kernelgen.vnni_blocking), too big for the
 # 16-register variants, which skip them
-CASES += [(k, 6, 32, 2) for k in KS] + [(k, 8, 24, 2) for k in (3, 64)] + [(64, 6, 32, 2, "f64")]
+# (a few K: every K runs at 6x16, which it runs too; each wide case adds about 50
+# microkernels to the driver's compile, the suite's longest single step)
+CASES += [(k, 6, 32, 2) for k in (1, 27, 576)] + [(k, 8, 24, 2) for k in (3, 64)] + [(64, 6, 32, 2, "f64")]
 B = "build/host/simplecnn"
 
 
