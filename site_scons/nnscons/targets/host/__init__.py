@@ -1,7 +1,7 @@
 """The `host` target: C kernels built with the machine's C compiler and run natively.
 
 Activations are HWC int8 in one arena.  Conv (groups 1) and linear layers get generated
-BRGEMM microkernels (nnscons.kernelgen: portable C and AVX2, chosen from CPUID at run
+BRGEMM microkernels (nnscons.kernelgen: portable C, AVX2 and AVX-512 VNNI, chosen from CPUID at run
 time or forced with `isa`), blocked per layer (`mr`, `nr`, `k_unroll`; cost model by
 default, or a tuning file) and run on `threads` threads.  Convs and pools run in row bands
 whose height comes from the layer's `l1_budget` (a conv's band is its int16 input buffer),
