@@ -155,11 +155,17 @@ static inline NN_AVX2 __m256i nn_avx2_rne64(__m256i p, const nn_epi_t *e, int pa
     return q;
 }
 
+/* x = acc + bias of channels v*8 .. v*8+7 (int32: the generator checks it fits). */
+static inline NN_AVX2 __m256i nn_avx2_biased8(__m256i acc, const nn_epi_t *e, int v)
+{
+    return _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
+}
+
 /* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> the 8 requantized values
  * (zero point added, clamped) in int32 lanes. */
 static inline NN_AVX2 __m256i nn_avx2_requant8_i32(__m256i acc, const nn_epi_t *e, int v)
 {
-    const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
+    const __m256i x = nn_avx2_biased8(acc, e, v);
     const __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)&e->mult[v * 8]);
     __m256i pe = _mm256_mul_epi32(x, m);
     __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32));
@@ -170,23 +176,42 @@ static inline NN_AVX2 __m256i nn_avx2_requant8_i32(__m256i acc, const nn_epi_t *
     return _mm256_add_epi32(r, _mm256_set1_epi32(e->zp));
 }
 
+/* x * (mult / 2**shift) in double, rounded to an integer with ties to even (vroundpd,
+ * mode 0): lanes 0-3 in *ra, 4-7 in *rb.  Returns nonzero when a lane's product lies
+ * within 2**-30 of a tie (exact ties included): the checked path's test below; a caller
+ * proven exact ignores it (and the compiler drops it). */
+static inline NN_AVX2 int nn_avx2_round8_pd(__m256i x, const nn_epi_t *e, int v, __m256d *ra, __m256d *rb)
+{
+    const __m256d near = _mm256_set1_pd(0.5 - 0x1p-30), sign = _mm256_set1_pd(-0.0);
+    const __m256d a = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(&e->mf[v * 8]));
+    const __m256d b = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(&e->mf[v * 8 + 4]));
+    *ra = _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    *rb = _mm256_round_pd(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_movemask_pd(_mm256_or_pd(
+        _mm256_cmp_pd(_mm256_andnot_pd(sign, _mm256_sub_pd(a, *ra)), near, _CMP_GT_OQ),
+        _mm256_cmp_pd(_mm256_andnot_pd(sign, _mm256_sub_pd(b, *rb)), near, _CMP_GT_OQ)));
+}
+
+/* Rounded values clamped to the bounds (minus zp, so exact in double), to int32, + zp. */
+static inline NN_AVX2 __m256i nn_avx2_clamp8_i32(__m256d ra, __m256d rb, const nn_epi_t *e)
+{
+    const __m256d lo = _mm256_set1_pd(e->dlo), hi = _mm256_set1_pd(e->dhi);
+    ra = _mm256_min_pd(_mm256_max_pd(ra, lo), hi);
+    rb = _mm256_min_pd(_mm256_max_pd(rb, lo), hi);
+    return _mm256_add_epi32(_mm256_set_m128i(_mm256_cvtpd_epi32(rb), _mm256_cvtpd_epi32(ra)),
+                            _mm256_set1_epi32(e->zp));
+}
+
 /* The same in double, for a layer whose every |acc + bias| * mult < 2**53 (the generator
  * checks it from the layer's weights, bias and multipliers: kernelgen.f64_safe): then
  * (acc + bias) * (mult / 2**shift) is exact in double, and rounding it to an integer with
- * ties to even (vroundpd, mode 0) is exactly rne(v * mult / 2**shift); clamped in double,
- * so the conversion to int32 is exact too.  About half the operations of the 64-bit path. */
+ * ties to even is exactly rne(v * mult / 2**shift); clamped in double, so the conversion
+ * to int32 is exact too.  About half the operations of the 64-bit path. */
 static inline NN_AVX2 __m256i nn_avx2_requant8_f64_i32(__m256i acc, const nn_epi_t *e, int v)
 {
-    const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
-    const __m256d lo = _mm256_set1_pd(e->dlo), hi = _mm256_set1_pd(e->dhi);
-    __m256d a = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(&e->mf[v * 8]));
-    __m256d b = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(&e->mf[v * 8 + 4]));
-    a = _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    b = _mm256_round_pd(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    a = _mm256_min_pd(_mm256_max_pd(a, lo), hi);
-    b = _mm256_min_pd(_mm256_max_pd(b, lo), hi);
-    return _mm256_add_epi32(_mm256_set_m128i(_mm256_cvtpd_epi32(b), _mm256_cvtpd_epi32(a)),
-                            _mm256_set1_epi32(e->zp));
+    __m256d ra, rb;
+    (void)nn_avx2_round8_pd(nn_avx2_biased8(acc, e, v), e, v, &ra, &rb);
+    return nn_avx2_clamp8_i32(ra, rb, e);
 }
 
 /* The double-precision requantization for any layer (|acc + bias| < 2**31), exact by a
@@ -197,16 +222,9 @@ static inline NN_AVX2 __m256i nn_avx2_requant8_f64_i32(__m256i acc, const nn_epi
  * values; exact ties occur with small shifts) is redone by the exact integer path. */
 static inline NN_AVX2 __m256i nn_avx2_requant8_f64c_i32(__m256i acc, const nn_epi_t *e, int v)
 {
-    const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
-    const __m256d lo = _mm256_set1_pd(e->dlo), hi = _mm256_set1_pd(e->dhi);
-    const __m256d near = _mm256_set1_pd(0.5 - 0x1p-30), sign = _mm256_set1_pd(-0.0);
-    __m256d a = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(&e->mf[v * 8]));
-    __m256d b = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(&e->mf[v * 8 + 4]));
-    const __m256d ra = _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256d rb = _mm256_round_pd(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256d da = _mm256_andnot_pd(sign, _mm256_sub_pd(a, ra)), db = _mm256_andnot_pd(sign, _mm256_sub_pd(b, rb));
-    if (__builtin_expect(_mm256_movemask_pd(_mm256_or_pd(_mm256_cmp_pd(da, near, _CMP_GT_OQ),
-                                                         _mm256_cmp_pd(db, near, _CMP_GT_OQ))), 0)) {
+    const __m256i x = nn_avx2_biased8(acc, e, v);
+    __m256d ra, rb;
+    if (__builtin_expect(nn_avx2_round8_pd(x, e, v, &ra, &rb), 0)) {
         int32_t xs[8], r[8];
         int i;
         _mm256_storeu_si256((__m256i *)(void *)xs, x);
@@ -214,10 +232,7 @@ static inline NN_AVX2 __m256i nn_avx2_requant8_f64c_i32(__m256i acc, const nn_ep
             r[i] = nn_requantize(xs[i], e->mult[v * 8 + i], e->shift[v * 8 + i], e->zp, e->act_min, e->act_max);
         return _mm256_loadu_si256((const __m256i *)(const void *)r);
     }
-    a = _mm256_min_pd(_mm256_max_pd(ra, lo), hi);
-    b = _mm256_min_pd(_mm256_max_pd(rb, lo), hi);
-    return _mm256_add_epi32(_mm256_set_m128i(_mm256_cvtpd_epi32(b), _mm256_cvtpd_epi32(a)),
-                            _mm256_set1_epi32(e->zp));
+    return nn_avx2_clamp8_i32(ra, rb, e);
 }
 
 /* 8 int32 lanes already in [-128, 127] -> 8 int8 in a 64-bit word. */
@@ -279,21 +294,11 @@ static inline NN_AVX2 long long nn_avx2_res_add8_f64(__m256i q, const int8_t *r,
 static inline NN_AVX2 long long nn_avx2_requant_res8(__m256i acc, const nn_epi_t *e, int v, int checked,
                                                      const int8_t *r, int n, const nn_res_t *ad)
 {
-    const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
-    __m256d a = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(&e->mf[v * 8]));
-    __m256d b = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(&e->mf[v * 8 + 4]));
-    const __m256d ra = _mm256_round_pd(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256d rb = _mm256_round_pd(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d ra, rb, a, b, l, h;
     long long wb = 0;
     __m256i xb;
-    __m256d l, h;
-    if (checked) {
-        const __m256d near = _mm256_set1_pd(0.5 - 0x1p-30), sign = _mm256_set1_pd(-0.0);
-        const __m256d da = _mm256_andnot_pd(sign, _mm256_sub_pd(a, ra)), db = _mm256_andnot_pd(sign, _mm256_sub_pd(b, rb));
-        if (__builtin_expect(_mm256_movemask_pd(_mm256_or_pd(_mm256_cmp_pd(da, near, _CMP_GT_OQ),
-                                                             _mm256_cmp_pd(db, near, _CMP_GT_OQ))), 0))
-            return nn_avx2_res_add8_f64(nn_avx2_requant8_f64c_i32(acc, e, v), r, n, ad);
-    }
+    if (__builtin_expect(nn_avx2_round8_pd(nn_avx2_biased8(acc, e, v), e, v, &ra, &rb) && checked, 0))
+        return nn_avx2_res_add8_f64(nn_avx2_requant8_f64c_i32(acc, e, v), r, n, ad);
     {   /* q - za, q = clamp(round(.)) + zp */
         const __m256d dz = _mm256_set1_pd((double)(e->zp - ad->za));
         const __m256d lo = _mm256_set1_pd(e->dlo), hi = _mm256_set1_pd(e->dhi);
