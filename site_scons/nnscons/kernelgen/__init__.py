@@ -200,10 +200,10 @@ U8_BLOCKING = {"mr": 5, "nr": 8, "k_unroll": 2}
 U8_PAIR_MAX = 128
 
 
-# The variants that read the u8 buffer (x + 128): their weights .bin sections and epilogue
-# arrays in the layer source.
-_U8 = {"avx2u8": {"weight": "weight_u8", "bias": "bias_u8", "epi": "epiu"},
-       "avx512vnni": {"weight": "weight_vnni", "bias": "bias_vnni", "epi": "epiv"}}
+# The variants that read the u8 buffer (x + 128): their weights .bin sections, and their
+# weights pointer (ctx_t) and epilogue arrays in the layer source.
+_U8 = {"avx2u8": {"weight": "weight_u8", "bias": "bias_u8", "ptr": "wu", "epi": "epiu"},
+       "avx512vnni": {"weight": "weight_vnni", "bias": "bias_vnni", "ptr": "wv", "epi": "epiv"}}
 U8_ISAS = tuple(_U8)
 
 # avx512vnni's blockings (mr pixels x nr channels): nr/8 weight vectors, a broadcast and
@@ -405,9 +405,9 @@ def layer_source(spec: dict) -> str:
     L.append("    int8_t *out;")
     L.append("    const int8_t *x, *res;")
     L.append("    int16_t *buf;")
-    L.append("    const int8_t *wu;              /* avx2u8: its weights, correction offsets, per-panel counts */")
-    L.append("    const int8_t *wv;              /* avx512vnni: its weights */")
-    L.append("    const int32_t *xo, *xidx;")
+    for iv, names in _U8.items():
+        L.append(f"    const int8_t *{names['ptr']};              /* {iv}: its weights */")
+    L.append("    const int32_t *xo, *xidx;      /* avx2u8: correction offsets, per-panel counts */")
     L.append("    uint8_t *bufu8;")
     L.append("    int v, oh0, rows, wide;")
     L.append("    int mr;                        /* the running variant's pixels per block */")
@@ -561,14 +561,9 @@ def layer_source(spec: dict) -> str:
     for s_ in ("bias", "mult", "shift"):
         L.append(f"                 (const int32_t *)(const void *)(params + {par[s_]['offset']}),")
     L.append(f"                 out, in[0], {'in[1]' if res else '0'}, buf_{cn}[0],")
-    if "avx2u8" in u8:
-        L.append(f"                 (const int8_t *)(const void *)(params + {par['weight_u8']['offset']}),")
-    else:
-        L.append("                 0,")
-    if "avx512vnni" in u8:
-        L.append(f"                 (const int8_t *)(const void *)(params + {par['weight_vnni']['offset']}),")
-    else:
-        L.append("                 0,")
+    for iv, names in _U8.items():
+        L.append(f"                 (const int8_t *)(const void *)(params + {par[names['weight']]['offset']}),"
+                 if iv in u8 else "                 0,")
     if "avx2u8" in u8:
         L.append(f"                 (const int32_t *)(const void *)(params + {par['xo']['offset']}),")
         L.append(f"                 (const int32_t *)(const void *)(params + {par['xidx']['offset']}),")
@@ -650,11 +645,11 @@ def _run_u8(iv: str, g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: d
            [f"    for (int pn = 0; pn < {npan}; ++pn) {{", "        for (int b = b0; b < b1; ++b) {"]),
          *(["            const int32_t *xo = c->xo + c->xidx[pn];",
             "            const int nx = c->xidx[pn + 1] - c->xidx[pn];",
-            f"            const int8_t *wp = c->wu + (long)pn * {main} + (long)c->xidx[pn] * {nr * 4};"]
+            f"            const int8_t *wp = c->{_U8[iv]['ptr']} + (long)pn * {main} + (long)c->xidx[pn] * {nr * 4};"]
            if corr else
            ["            const int32_t *xo = 0;",
             "            const int nx = 0;",
-            f"            const int8_t *wp = c->wv + (long)pn * {main};"]),
+            f"            const int8_t *wp = c->{_U8[iv]['ptr']} + (long)pn * {main};"]),
          f"            const nn_epi_t *e = &{_U8[iv]['epi']}_{cn}[pn];",
          f"            const int p0 = b * {mr};",
          f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};",

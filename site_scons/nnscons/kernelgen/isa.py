@@ -252,7 +252,7 @@ class Avx512Vnni(Isa):
     (kernelgen.pack_u8(split=False)); the unsigned offset, -128 * sum(w), is folded into
     its bias (kernelgen.bias_u8, no steps).  int32 accumulation wraps, exact because the
     true value fits (kernelgen.vector_safe).  256-bit vectors keep the AVX2 epilogue and
-    the 8-channel edge structure; AVX-512 gives 32 registers, so blockings up to 24
+    the 8-channel edge structure; AVX-512 gives 32 registers, so blockings up to 20
     accumulators (kernelgen.vnni_blocking)."""
     name = "avx512vnni"
     guard = "NN_HAVE_X86"
