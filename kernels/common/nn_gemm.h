@@ -31,6 +31,9 @@ typedef struct {
     double dlo, dhi;            /* clamp bounds minus zp */
     int32_t zp, act_min, act_max;
     const struct nn_res *res;   /* a residual add fused into the epilogue, or NULL */
+    /* TFLite's rule (negative shifts, nn_requant.h): sh/hm1/off then hold its total shift
+     * t = 31 - e, 2**(t-1) and 2**(63-t) (ties toward +inf, nn_avx2_rhu64) */
+    int32_t tfl;
 } nn_epi_t;
 
 /* A residual add fused into a conv's epilogue, exactly the add layer's rule
@@ -55,6 +58,14 @@ static inline void nn_epi_init(nn_epi_t *e, const int32_t *bias, const int32_t *
         e->bias[n] = bias[n];
         e->mult[n] = mult[n];
         e->shift[n] = s;
+        if (s < 0) {            /* TFLite's rule: exponent s + 32, total shift 31 - (s + 32) */
+            const int t = -1 - s;
+            e->tfl = 1;
+            e->sh[p][j] = t;
+            e->hm1[p][j] = (int64_t)1 << (t - 1);
+            e->off[p][j] = (int64_t)((uint64_t)1 << (63 - t));
+            continue;
+        }
         e->sh[p][j] = s;
         e->hm1[p][j] = ((int64_t)1 << (s - 1)) - 1;
         e->off[p][j] = (int64_t)((uint64_t)1 << (63 - s));
@@ -161,8 +172,23 @@ static inline NN_AVX2 __m256i nn_avx2_biased8(__m256i acc, const nn_epi_t *e, in
     return _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
 }
 
+/* TFLite's rounding on four 64-bit lanes: floor((p + 2**(t-1)) / 2**t) (ties toward +inf),
+ * clamped; as nn_avx2_rne64 with hm1 = 2**(t-1) and no parity term. */
+static inline NN_AVX2 __m256i nn_avx2_rhu64(__m256i p, const nn_epi_t *e, int par, int v)
+{
+    const __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)&e->sh[par][v * 4]);
+    const __m256i half = _mm256_loadu_si256((const __m256i *)(const void *)&e->hm1[par][v * 4]);
+    const __m256i off = _mm256_loadu_si256((const __m256i *)(const void *)&e->off[par][v * 4]);
+    const __m256i lo = _mm256_set1_epi64x(e->lo), hi = _mm256_set1_epi64x(e->hi);
+    __m256i u = _mm256_xor_si256(p, _mm256_set1_epi64x((long long)0x8000000000000000ULL));
+    __m256i q = _mm256_sub_epi64(_mm256_srlv_epi64(_mm256_add_epi64(u, half), s), off);
+    q = _mm256_blendv_epi8(q, lo, _mm256_cmpgt_epi64(lo, q));
+    q = _mm256_blendv_epi8(q, hi, _mm256_cmpgt_epi64(q, hi));
+    return q;
+}
+
 /* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> the 8 requantized values
- * (zero point added, clamped) in int32 lanes. */
+ * (zero point added, clamped) in int32 lanes, by the rule the parameters carry. */
 static inline NN_AVX2 __m256i nn_avx2_requant8_i32(__m256i acc, const nn_epi_t *e, int v)
 {
     const __m256i x = nn_avx2_biased8(acc, e, v);
@@ -170,8 +196,13 @@ static inline NN_AVX2 __m256i nn_avx2_requant8_i32(__m256i acc, const nn_epi_t *
     __m256i pe = _mm256_mul_epi32(x, m);
     __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32));
     __m256i r;
-    pe = nn_avx2_rne64(pe, e, 0, v);
-    po = nn_avx2_rne64(po, e, 1, v);
+    if (e->tfl) {
+        pe = nn_avx2_rhu64(pe, e, 0, v);
+        po = nn_avx2_rhu64(po, e, 1, v);
+    } else {
+        pe = nn_avx2_rne64(pe, e, 0, v);
+        po = nn_avx2_rne64(po, e, 1, v);
+    }
     r = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
     return _mm256_add_epi32(r, _mm256_set1_epi32(e->zp));
 }

@@ -10,6 +10,12 @@
  *
  * Ties go to even as in ONNX's QuantizeLinear.  All arithmetic is 64-bit.  No overflow:
  * callers keep |acc| < 2**32 and mult < 2**31, so |acc * mult| < 2**63.
+ *
+ * A negative shift selects TFLite's rule instead (a graph imported from TFLite; its
+ * exponent e is shift + 32): TFLite's MultiplyByQuantizedMultiplier on the int32
+ * accumulator, one rounding with ties toward +inf (LiteRT's single rounding), and for
+ * averages the division of the raw sum with ties away from zero.  Every kernel that calls nn_requantize / nn_requantize_avg follows the rule
+ * its parameters carry.
  */
 #ifndef NN_REQUANT_H
 #define NN_REQUANT_H
@@ -49,6 +55,26 @@ static inline int64_t nn_div_round(int64_t v, int32_t count, int32_t shift)
     return nn_round_even(big, q - big * ((int64_t)1 << shift), shift, rem == 0);
 }
 
+/* ---- TFLite's rule (site_scons/nnscons/numerics.py, "TFLite's rule") ---- */
+#define NN_TFL_SHIFT_BIAS 32
+#define NN_TFL_ADD_LEFT_SHIFT 20    /* TFLite's int8 ADD/SUB (ops/add.py) */
+
+/* MultiplyByQuantizedMultiplier(x, m, e) as LiteRT builds it (TFLITE_SINGLE_ROUNDING):
+ * (x * m + 2**(t-1)) >> t, t = 31 - e in [1, 62], on the int32 accumulator (which wraps
+ * as TFLite's does). */
+static inline int32_t nn_tfl_mbqm(int64_t acc, int32_t m, int32_t e)
+{
+    const int32_t t = 31 - e;
+    const int64_t x = (int32_t)(uint32_t)(uint64_t)acc;
+    return (int32_t)nn_floor_shift(x * m + ((int64_t)1 << (t - 1)), t);
+}
+
+/* TFLite's average of a raw sum: total / count, ties away from zero (count >= 1). */
+static inline int64_t nn_tfl_average(int64_t total, int32_t count)
+{
+    return total > 0 ? (total + count / 2) / count : (total - count / 2) / count;
+}
+
 static inline int8_t nn_clamp_s8(int64_t v, int32_t lo, int32_t hi)
 {
     if (v < lo)
@@ -61,16 +87,21 @@ static inline int8_t nn_clamp_s8(int64_t v, int32_t lo, int32_t hi)
 static inline int8_t nn_requantize(int64_t acc, int32_t mult, int32_t shift, int32_t zp,
                                    int32_t lo, int32_t hi)
 {
+    if (shift < 0)
+        return nn_clamp_s8((int64_t)nn_tfl_mbqm(acc, mult, shift + NN_TFL_SHIFT_BIAS) + zp, lo, hi);
     return nn_clamp_s8(nn_rshift_round(acc * mult, shift) + zp, lo, hi);
 }
 
 /* The average of `count` elements summing to acc; count 0 (a window of padding only)
- * gives acc 0. */
+ * gives acc 0.  TFLite's rule averages the codes (acc + count * zp: its pooling keeps the
+ * input's parameters, so mult is not used). */
 static inline int8_t nn_requantize_avg(int64_t acc, int32_t count, int32_t mult, int32_t shift,
                                        int32_t zp, int32_t lo, int32_t hi)
 {
     if (count <= 0)
         return nn_clamp_s8(zp, lo, hi);
+    if (shift < 0)
+        return nn_clamp_s8(nn_tfl_average(acc + (int64_t)count * zp, count), lo, hi);
     return nn_clamp_s8(nn_div_round(acc * mult, count, shift) + zp, lo, hi);
 }
 

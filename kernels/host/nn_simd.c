@@ -305,7 +305,7 @@ void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t 
 {
     (void)isa;
 #if NN_HAVE_X86
-    if (use_avx2(isa)) {
+    if (use_avx2(isa) && shift[0] >= 0) {     /* TFLite's add recipe: nn_add_s8 */
         add_avx2(n, a, a_zp, b, b_zp, mult, shift, out_zp, act_min, act_max, out);
         return;
     }
@@ -344,7 +344,7 @@ void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in
         const int pairs = (taps + 1) / 2, c16 = c / 16 * 16;
         long off[NN_DW_MAX_TAPS + 1];
         int32_t b64[64];
-        int t, ch, k, oh0, f64 = 1;
+        int t, ch, k, oh0, f64 = shift[0] >= 0;   /* not under TFLite's rule (negative shifts) */
         for (t = 0; t < taps; ++t)
             off[t] = ((long)(t / cfg->k_w) * cfg->dil_h * wp + (long)(t % cfg->k_w) * cfg->dil_w) * c;
         off[taps] = off[0];                /* an odd tap count: the last pair's second tap has weight 0 */

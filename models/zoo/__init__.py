@@ -1,8 +1,11 @@
-"""Built-in model zoo: deterministic float32 ONNX generators (no downloads).
+"""Built-in model zoo: deterministic float32 ONNX generators and int8 TFLite networks
+(no downloads).
 
 Each generator module provides DEFAULT_INPUT_SHAPE, check_input_shape(shape) (raises
 ValueError) and build(seed, input_shape) -> onnx.ModelProto. onnx is imported only
 when a model is built: the manifest reads ZOO on every scons call, a no-op one too.
+The tfl_* entries are int8 .tflite files written by nnscons.frontends.tflite_writer
+(tfl_nets.py): their build returns the file's bytes, FORMAT says "tflite".
 Same arguments -> byte-identical model, in any process.
 """
 from __future__ import annotations
@@ -12,9 +15,43 @@ import os
 from . import (autoencoder, conv2dk14, dscnn, encdec, mobilenetv1, mobilenetv2, mobilenetv3, resnet8,
                resnet18, simplecnn, tcn)
 
+class _TflEntry:
+    """A TFLite network of tfl_nets.py seen as a zoo generator (fixed input shape)."""
+    FORMAT = "tflite"
+
+    def __init__(self, name):
+        from . import tfl_nets
+        self.name = name
+        self.DEFAULT_INPUT_SHAPE = tfl_nets.NETS[name].input_shape
+        self.__doc__ = tfl_nets.NETS[name].doc
+
+    def check_input_shape(self, shape) -> None:
+        if tuple(shape) != tuple(self.DEFAULT_INPUT_SHAPE):
+            raise ValueError(f"{self.name} is an int8 TFLite network with the fixed input "
+                             f"shape {list(self.DEFAULT_INPUT_SHAPE)}")
+
+    def build(self, seed, input_shape=None) -> bytes:
+        from . import tfl_nets
+        self.check_input_shape(input_shape or self.DEFAULT_INPUT_SHAPE)
+        return tfl_nets.build(self.name, seed)
+
+
+TFLITE = ("tfl_dscnn", "tfl_resnet8", "tfl_mobilenetv1_025", "tfl_autoencoder")
+
 ZOO = {"conv2dk14": conv2dk14, "resnet18": resnet18, "simplecnn": simplecnn, **mobilenetv1.VARIANTS,
        "mobilenetv2": mobilenetv2, "mobilenetv3": mobilenetv3, "dscnn": dscnn, "resnet8": resnet8,
-       "autoencoder": autoencoder, "encdec": encdec, "tcn": tcn}
+       "autoencoder": autoencoder, "encdec": encdec, "tcn": tcn,
+       **{name: _TflEntry(name) for name in TFLITE}}
+
+
+def model_format(name: str) -> str:
+    """The frontend format of a zoo model's file: "onnx" or "tflite"."""
+    return getattr(_module(name), "FORMAT", "onnx")
+
+
+def model_file(name: str) -> str:
+    """The file name a zoo model is written to in its build folder."""
+    return "model.tflite" if model_format(name) == "tflite" else "model.onnx"
 
 
 def _module(name: str):
@@ -33,4 +70,6 @@ def write(name: str, seed: int, input_shape, path) -> bool:
     """Write the model to path unless the file already holds these bytes (atomically, so a
     parallel reader never sees half a model). Returns True if the file was (re)written."""
     from nnscons.fileio import write_if_changed
-    return write_if_changed(os.fspath(path), build(name, seed, input_shape).SerializeToString(deterministic=True))
+    model = build(name, seed, input_shape)
+    data = model if isinstance(model, bytes) else model.SerializeToString(deterministic=True)
+    return write_if_changed(os.fspath(path), data)

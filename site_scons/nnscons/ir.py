@@ -77,6 +77,9 @@ class Graph:
     output: str               # tensor name of the network output
     tensors: dict             # name -> Tensor
     layers: list              # topologically ordered Layer list
+    numerics: str = "onnx"    # requantization rule: "onnx" (QDQ) or "tflite" (nnscons.numerics)
+    model_layout: Optional[dict] = None   # {"input"/"output": model shape} when the model's own
+                                          # layout is not the IR's (TFLite NHWC: frontends.layout)
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]

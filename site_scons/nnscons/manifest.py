@@ -30,7 +30,8 @@ TOP_KEYS = ("defaults", "targets", "models")
 DEFAULTS_KEYS = ("target", "model", "cache")
 TARGET_KEYS = ("kind", "description")
 MODEL_KEYS = ("zoo", "source", "format", "seed", "input_shape", "input", "quantization", "targets")
-FORMATS = ("auto", "onnx", "ares")
+FORMATS = ("auto", "onnx", "tflite", "ares")
+MODEL_SUFFIXES = (".onnx", ".tflite")
 CALIBRATION_KEYS = ("files", "count", "seed")
 LAYER_SECTION = "layer"
 # Target and model names become directories under build/.
@@ -339,7 +340,7 @@ class _Validator:
             raise self.error(line, path, "exactly one of 'zoo' or 'source' is required, got "
                              + ("both" if "zoo" in m else "neither"),
                              f"use 'zoo: <{' | '.join(self.zoo)}>' for a generated model, or "
-                             "'source: <file.onnx or ARES directory>' relative to the manifest")
+                             "'source: <file.onnx, file.tflite or ARES directory>' relative to the manifest")
         zoo = scalar("zoo", "str") if "zoo" in m else None
         if zoo is not None and zoo not in self.zoo:
             raise self.error(m.value_lines["zoo"], path + ["zoo"],
@@ -361,14 +362,15 @@ class _Validator:
 
     def check_format(self, source, fmt, path, line):
         is_dir = os.path.isdir(source)
-        if fmt == "onnx" and is_dir:
-            raise self.error(line, path, "format onnx expects a .onnx file, got a directory")
+        if fmt in ("onnx", "tflite") and is_dir:
+            raise self.error(line, path, f"format {fmt} expects a .{fmt} file, got a directory")
         if fmt == "ares" and not is_dir:
             raise self.error(line, path, "format ares expects an ARES export directory, "
                              "got a file")
-        if fmt == "auto" and not is_dir and not source.endswith(".onnx"):
-            raise self.error(line, path, "cannot tell the model format; expected a "
-                             ".onnx file or an ARES export directory", "set 'format: onnx' or 'format: ares'")
+        if fmt == "auto" and not is_dir and not source.lower().endswith(MODEL_SUFFIXES):
+            raise self.error(line, path, "cannot tell the model format; expected a .onnx "
+                             "file, a .tflite file or an ARES export directory",
+                             "set 'format: onnx', 'format: tflite' or 'format: ares'")
 
     def input_shape(self, value, path, line, zoo):
         ok = (isinstance(value, list) and len(value) in (2, 3, 4)
@@ -448,12 +450,12 @@ class Manifest:
     def select(self, target_arg: Optional[str] = None, model_arg: Optional[str] = None):
         """(TargetConfig, ModelConfig) for the command line, falling back on defaults.
 
-        A model argument that names no declared model but ends in .onnx or is an
-        existing path is an ad-hoc model with default settings.
+        A model argument that names no declared model but ends in .onnx or .tflite or is
+        an existing path is an ad-hoc model with default settings.
         """
         target = self._pick("target", target_arg, self.targets)
         if model_arg and model_arg not in self.models and (
-                model_arg.endswith(".onnx") or os.path.exists(model_arg)):
+                model_arg.lower().endswith(MODEL_SUFFIXES) or os.path.exists(model_arg)):
             return target, self._adhoc(model_arg)
         return target, self._pick("model", model_arg, self.models)
 
@@ -464,7 +466,7 @@ class Manifest:
             raise ManifestError(f"{self.display}: no {what} selected; pass {what}=<name> on the "
                                 f"command line or set defaults.{what} (known: {known})")
         if name not in declared:
-            extra = " or a path to a .onnx file / ARES directory" if what == "model" else ""
+            extra = " or a path to a .onnx / .tflite file / ARES directory" if what == "model" else ""
             raise ManifestError(f"{self.display}: {what}={name}: unknown {what}; expected one of: "
                                 f"{known}{extra}")
         return declared[name]
@@ -474,8 +476,9 @@ class Manifest:
         if not os.path.exists(source):
             raise ManifestError(f"model={arg}: file not found: {arg} (relative to {os.getcwd()})")
         stem = os.path.basename(os.path.normpath(source))
-        if stem.endswith(".onnx"):
-            stem = stem[:-len(".onnx")]
+        for suffix in MODEL_SUFFIXES:
+            if stem.lower().endswith(suffix):
+                stem = stem[:-len(suffix)]
         if not stem.strip(". "):
             raise ManifestError(f"model={arg}: the file name gives the model no name; rename the "
                                 f"file (e.g. net.onnx) or declare it under models: in {self.display}")

@@ -31,6 +31,22 @@ dtypes are int32):
                                        larger of the two:  acc = (x1-z1)*M1 + (x2-z2)*M2
   concat           mult[n], shift[n]   one (M, s) per input, m_i = s_in_i / s_out
   reshape          (none)
+
+A graph imported from TFLite uses TFLite's rule instead (``Graph.numerics == "tflite"``, set
+by its frontend, recorded in the plan): the layer's parameters are TFLite's own
+(QuantizeMultiplier: M in [2**30, 2**31), an exponent e, m ~= M * 2**(e - 31)) and the
+shift array holds e - 32, always negative, so every consumer (this module, the C kernels'
+nn_requantize) tells the rule from the sign of the shift alone:
+
+    out = clamp(zp_out + floor((acc * M + 2**(t - 1)) / 2**t), act_min, act_max),  t = 31 - e
+
+on the int32 accumulator: TFLite's MultiplyByQuantizedMultiplier as LiteRT builds it
+(TFLITE_SINGLE_ROUNDING: one rounding, ties toward +inf; measured against LiteRT 2.3.0's
+reference kernels, where the double rounding differs on about 1% of a layer's outputs).
+TFLite Micro and CMSIS-NN build the double rounding by default (a saturating rounding
+doubling high multiply, then a rounding right shift with ties away from zero): srdhm,
+rounding_divide_by_pot and multiply_by_quantized_multiplier_double below.  TFLite's
+averages (pooling) divide the raw sum of codes with ties away from zero (tflite_average).
 """
 from __future__ import annotations
 
@@ -102,7 +118,9 @@ def requantize(acc, mult, shift, zp_out: int, act_min: int = -128, act_max: int 
                count=None) -> np.ndarray:
     """clamp(zp_out + round(acc * mult / (count * 2**shift))) -> int8, ties to even.
     acc/mult/shift/count broadcast; count None means 1; a count of 0 (a window with no
-    element) gives acc 0."""
+    element) gives acc 0.  A negative shift selects TFLite's rule (see the module doc)."""
+    if np.any(np.asarray(shift) < 0):
+        return tflite_requantize(acc, mult, shift, zp_out, act_min, act_max, count)
     acc = np.asarray(acc, dtype=np.int64)
     prod = acc * np.asarray(mult, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
@@ -112,6 +130,115 @@ def requantize(acc, mult, shift, zp_out: int, act_min: int = -128, act_max: int 
         count = np.asarray(count, dtype=np.int64)
         out = div_round(np.where(count > 0, prod, 0), np.maximum(count, 1), shift)
     out = np.asarray(out) + zp_out
+    return np.clip(out, act_min, act_max).astype(np.int8)
+
+
+# ---- TFLite's rule ----------------------------------------------------------------------
+
+TFLITE_SHIFT_BIAS = 32   # shift field = TFLite exponent - 32 (< 0: the field selects the rule)
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+
+
+def graph_rule(graph) -> str:
+    """"onnx" or "tflite": the requantization rule of a graph (its frontend's)."""
+    return getattr(graph, "numerics", "onnx") or "onnx"
+
+
+def tflite_quantize_multiplier(m: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier(double): (M, e) with m ~= M * 2**(e - 31), M rounded half
+    away from zero (std::round), e in [-31, 30]; (0, 0) below 2**-32."""
+    if not (m >= 0.0 and math.isfinite(m)):
+        raise ValueError(f"requantization multiplier must be finite and non-negative, got {m!r}")
+    if m == 0.0:
+        return 0, 0
+    frac, exp = math.frexp(m)
+    M = int(math.floor(frac * (1 << 31) + 0.5))   # frac > 0: std::round
+    if M == (1 << 31):
+        M //= 2
+        exp += 1
+    if exp < -31:
+        return 0, 0
+    if exp > 30:                          # single rounding's ceiling
+        return (1 << 31) - 1, 30
+    return M, exp
+
+
+def rule_pair(graph, m: float) -> tuple[int, int]:
+    """(mult, shift) of the real multiplier m under the graph's rule."""
+    if graph_rule(graph) == "tflite":
+        return tflite_pair(m)
+    return quantize_multiplier(m)
+
+
+def tflite_pair(m: float) -> tuple[int, int]:
+    """(M, shift field) of TFLite's rule for the real multiplier m."""
+    M, e = tflite_quantize_multiplier(m)
+    return M, e - TFLITE_SHIFT_BIAS
+
+
+def _wrap32(v):
+    return ((np.asarray(v, dtype=np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def srdhm(a, b):
+    """SaturatingRoundingDoublingHighMul on int32 values (int64 arrays in and out)."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    ab = a * b
+    nudge = np.where(ab >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
+    t = ab + nudge
+    q = np.where(t >= 0, t >> 31, -((-t) >> 31))          # C division truncates toward 0
+    return np.where((a == INT32_MIN) & (b == INT32_MIN), np.int64(INT32_MAX), q)
+
+
+def rounding_divide_by_pot(x, e):
+    """x / 2**e rounded half away from zero (TFLite's RoundingDivideByPOT), 0 <= e <= 31."""
+    x = np.asarray(x, dtype=np.int64)
+    e = np.asarray(e, dtype=np.int64)
+    mask = (np.int64(1) << e) - 1
+    rem = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> e) + (rem > threshold)
+
+
+def multiply_by_quantized_multiplier(x, M, e):
+    """TFLite's MultiplyByQuantizedMultiplier(int32 x, M, e) as LiteRT builds it (single
+    rounding, ties toward +inf): int64 arrays of int32 values."""
+    t = 31 - np.asarray(e, dtype=np.int64)
+    v = _wrap32(x) * np.asarray(M, dtype=np.int64) + (np.int64(1) << (t - 1))
+    return v >> t
+
+
+def multiply_by_quantized_multiplier_double(x, M, e):
+    """The double-rounding MultiplyByQuantizedMultiplier (TFLite Micro, CMSIS-NN)."""
+    e = np.asarray(e, dtype=np.int64)
+    left = np.maximum(e, 0)
+    right = np.maximum(-e, 0)
+    shifted = _wrap32(np.asarray(x, dtype=np.int64) << left)
+    return rounding_divide_by_pot(srdhm(shifted, M), right)
+
+
+def tflite_average(total, count):
+    """total / count rounded half away from zero (TFLite's pooling and mean), count >= 1."""
+    total = np.asarray(total, dtype=np.int64)
+    count = np.asarray(count, dtype=np.int64)
+    half = count // 2
+    num = np.where(total > 0, total + half, total - half)
+    return np.where(num >= 0, num // count, -((-num) // count))
+
+
+def tflite_requantize(acc, mult, shift, zp_out, act_min=-128, act_max=127, count=None):
+    """TFLite's rule on shift fields < 0 (see the module doc); count: average over count
+    elements of the raw sum acc + count * zp_out (TFLite averages codes; its pooling
+    requires equal input and output parameters, so mult/shift are not used then)."""
+    acc = _wrap32(acc)
+    if count is not None:
+        count = np.asarray(count, dtype=np.int64)
+        raw = acc + np.maximum(count, 1) * zp_out
+        out = np.where(count > 0, tflite_average(raw, np.maximum(count, 1)), zp_out)
+    else:
+        e = np.asarray(shift, dtype=np.int64) + TFLITE_SHIFT_BIAS
+        out = multiply_by_quantized_multiplier(acc, mult, e) + zp_out
     return np.clip(out, act_min, act_max).astype(np.int8)
 
 

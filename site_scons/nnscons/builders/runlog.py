@@ -37,13 +37,15 @@ def parse(text: str) -> dict:
 
 def write_output(session, output_bin: str, output_npy: str) -> None:
     """Dequantize the program's int8 output into float32 in the model's layout."""
+    from ..frontends.layout import model_output
     from ..reference import dequantize
     from ..targets.base import from_layout
     tensor = session.graph.tensor(session.graph.output)
     q = from_layout(np.fromfile(output_bin, dtype=np.int8), tensor.shape, session.plan.layout,
                     session.plan.tensor_layouts.get(session.graph.output))
     buf = io.BytesIO()
-    np.save(buf, dequantize(tensor, q).astype(np.float32), allow_pickle=False)
+    np.save(buf, model_output(session.graph, dequantize(tensor, q)).astype(np.float32),
+            allow_pickle=False)
     write_if_changed(output_npy, buf.getvalue())
 
 

@@ -98,7 +98,12 @@ class Session:
     # ---- the run input
 
     def _load_input(self, input_path):
-        shape = tuple(self.graph.tensor(self.graph.input).shape)
+        """The run's float input in the IR's layout (given in the model's own layout)."""
+        from ..frontends import layout
+        x, desc = self._read_input(input_path, layout.model_input_shape(self.graph))
+        return layout.model_input(self.graph, x), desc
+
+    def _read_input(self, input_path, shape):
         source = input_path or self.model_cfg.input or getattr(self.graph, "default_input", None)
         if source is None:
             seed = self.model_cfg.seed or 0

@@ -1,10 +1,12 @@
-"""Model import: ONNX QDQ, ONNX float (+ post-training quantization) and ARES export dirs.
+"""Model import: ONNX QDQ, ONNX float (+ post-training quantization), TFLite int8 and ARES
+export dirs.
 
     load_model(source, *, name, input_shape=None, fmt="auto", calibration=None) -> ir.Graph
 
-fmt: "auto" (a directory is an ARES export; a .onnx file with QuantizeLinear/
-DequantizeLinear nodes is QDQ, any other .onnx is float), "onnx" (a .onnx file, QDQ or
-float as its nodes say: the manifest's `format: onnx`), "qdq", "float" or "ares".
+fmt: "auto" (a directory is an ARES export; a .tflite file is TFLite; a .onnx file with
+QuantizeLinear/DequantizeLinear nodes is QDQ, any other .onnx is float), "onnx" (a .onnx
+file, QDQ or float as its nodes say: the manifest's `format: onnx`), "qdq", "float",
+"tflite" (an int8 .tflite file, imported under TFLite's arithmetic) or "ares".
 The returned graph carries a plain attribute `default_input`: the path of an input sample
 that came with the model (ARES test_cases), or None.
 """
@@ -19,7 +21,7 @@ from ..passes.quantize import inherit_qparams
 from .onnx_file import is_qdq, read_onnx
 from .onnx_graph import OnnxWalker
 
-FORMATS = ("auto", "onnx", "qdq", "float", "ares")
+FORMATS = ("auto", "onnx", "qdq", "float", "tflite", "ares")
 
 
 def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
@@ -73,12 +75,20 @@ def load_model(source: str, *, name: str, input_shape: tuple | None = None,
             raise ModelError(f"{source}: calibration applies to float models only; an ARES "
                              f"export is already quantized")
         return load_ares(source, name=name, input_shape=input_shape)
+    if fmt == "tflite" or (fmt == "auto" and source.lower().endswith(".tflite")):
+        if os.path.isdir(source):
+            raise ModelError(f"{source}: format tflite expects a .tflite file, got a directory")
+        if calibration:
+            raise ModelError(f"{source}: calibration applies to float models only; a TFLite "
+                             f"model is already quantized")
+        from .tflite_graph import load_tflite
+        return load_tflite(source, name=name, input_shape=input_shape)
     if fmt == "onnx" and os.path.isdir(source):
         raise ModelError(f"{source}: format onnx expects a .onnx file, got a directory")
     if fmt == "auto" and not source.lower().endswith(".onnx"):
-        raise ModelError(f"{source}: cannot tell the model format; expected a .onnx file or "
-                         f"an ARES export directory (declare the model in targets.yaml with "
-                         f"'format: onnx' or 'format: ares')")
+        raise ModelError(f"{source}: cannot tell the model format; expected a .onnx file, a "
+                         f".tflite file or an ARES export directory (declare the model in "
+                         f"targets.yaml with 'format: onnx', 'format: tflite' or 'format: ares')")
     return _load_onnx(source, name, input_shape, fmt, calibration)
 
 

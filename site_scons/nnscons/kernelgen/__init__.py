@@ -317,7 +317,8 @@ def bias_u8(wm: np.ndarray, fb: np.ndarray, steps, nr: int) -> np.ndarray:
 
 # ---- C source ------------------------------------------------------------------------
 
-def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False, f64: bool = False) -> dict:
+def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False, f64: bool = False,
+              tfl: bool = False) -> dict:
     """{(mr, nv): Micro} needed by a layer: main, M edge, N edge, corner; res: their
     epilogue adds a residual; f64: the double-precision requantization (f64_safe)."""
     p = padded(g)
@@ -331,7 +332,7 @@ def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False, f64: bool = 
     if rem:
         nvs.append(-(-rem // 8))
     return {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=taps, pairs=p["seg"] // 2, ku=blk["k_unroll"],
-                         ostride=g["oc"], res=res, f64=f64)
+                         ostride=g["oc"], res=res, f64=f64, tfl=tfl)
             for r in mrs for nv in nvs}
 
 
@@ -353,11 +354,12 @@ def layer_source(spec: dict) -> str:
     # a residual add fused into the epilogue (plan-level fusion: the add layer is gone,
     # this layer reads its other operand as in[1] and writes the add's output)
     res = gm.get("residual")
-    micros = micro_set(g, blk, gm["band"], res=bool(res), f64=gm.get("epilogue") == "f64")
+    tfl = gm.get("epilogue") == "tfl"
+    micros = micro_set(g, blk, gm["band"], res=bool(res), f64=gm.get("epilogue") == "f64", tfl=tfl)
     u8 = gm.get("u8") or {}             # {u8-buffer variant: its blocking} (variants has them)
     micros_u8 = {iv: {key: replace(mk, pairs=u8_quads(g))
                       for key, mk in micro_set(g, ub, gm["band"], res=bool(res),
-                                               f64=gm.get("epilogue") == "f64").items()}
+                                               f64=gm.get("epilogue") == "f64", tfl=tfl).items()}
                  for iv, ub in u8.items()}
     par = spec["params"]
     L = []

@@ -33,6 +33,7 @@ class Micro:
     ostride: int
     res: bool = False       # the epilogue adds a residual (e->res, the `res` argument)
     f64: bool = False       # the layer's requantization is exact in double (kernelgen.f64_safe)
+    tfl: bool = False       # TFLite's rule (negative shifts): the integer epilogue
 
     def name(self, isa: str, prefix: str) -> str:
         return f"{prefix}_{isa}_m{self.mr}n{self.nv}"
@@ -160,7 +161,8 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
             cnt = "last" if v == mk.nv - 1 else "8"
             off = m * mk.ostride + v * 8
             # proven exact in double (kernelgen.f64_safe), else double with the near-tie check
-            rq = "nn_avx2_requant8_f64" if mk.f64 else "nn_avx2_requant8_f64c"
+            rq = ("nn_avx2_requant8" if mk.tfl else
+                  "nn_avx2_requant8_f64" if mk.f64 else "nn_avx2_requant8_f64c")
             q = (f"nn_avx2_requant_res8({acc(m, v)}, e, {v}, {0 if mk.f64 else 1}, res + {off}, {cnt}, e->res)"
                  if mk.res else f"{rq}({acc(m, v)}, e, {v})")
             out.append(f"    nn_avx2_store8(out + {off}, {q}, {cnt});")

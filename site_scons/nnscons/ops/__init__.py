@@ -2,7 +2,8 @@
 
 Each module in this folder (discovered by name, in sorted order) defines ``OPS``, a list of
 OpDef, and may define ``CONVERTERS`` ({ONNX op type: converter}) for ONNX ops that become
-ops defined elsewhere (ReduceMean -> global_avgpool). An OpDef is either an IR op (``ir=True``: a Layer.op that the reference, the
+ops defined elsewhere (ReduceMean -> global_avgpool), and ``TFLITE_CONVERTERS`` ({TFLite
+builtin operator name: converter}) likewise for TFLite builtins (frontends/tflite_graph.py). An OpDef is either an IR op (``ir=True``: a Layer.op that the reference, the
 targets and the QDQ export know) or a pre-IR kind that a pass removes or lowers
 (``ir=False``: e.g. ``bn`` folded into a conv, ``clamp`` fused or lowered to ``requant``).
 
@@ -26,6 +27,7 @@ class OpDef:
     name: str                              # IR op (Layer.op) or pre-IR kind (Op.kind)
     ir: bool = True                        # False: exists only before lowering
     onnx: dict = field(default_factory=dict)   # ONNX op_type -> converter(w, name, node, ins, out) -> Op
+    tflite: dict = field(default_factory=dict)  # TFLite builtin name -> converter(w, op) -> Op | [Op]
     attrs: tuple = ()                      # IR attributes kept by lowering (Layer.attrs)
     shape: Optional[Callable] = None       # (g, op, input shapes) -> output shape (may normalize attrs)
     reference: Optional[Callable] = None   # (layer, graph, int8 inputs) -> int8 output
@@ -48,6 +50,7 @@ class OpDef:
 
 _REGISTRY: dict = {}
 _ONNX: dict = {}
+_TFLITE: dict = {}
 
 
 def _load() -> None:
@@ -64,9 +67,15 @@ def _load() -> None:
             for op_type, fn in d.onnx.items():
                 assert op_type not in _ONNX, f"ONNX op {op_type!r} registered twice"
                 _ONNX[op_type] = fn
+            for code, fn in d.tflite.items():
+                assert code not in _TFLITE, f"TFLite op {code!r} registered twice"
+                _TFLITE[code] = fn
         for op_type, fn in getattr(module, "CONVERTERS", {}).items():
             assert op_type not in _ONNX, f"ONNX op {op_type!r} registered twice"
             _ONNX[op_type] = fn
+        for code, fn in getattr(module, "TFLITE_CONVERTERS", {}).items():
+            assert code not in _TFLITE, f"TFLite op {code!r} registered twice"
+            _TFLITE[code] = fn
 
 
 def get(name: str) -> OpDef:
@@ -93,6 +102,17 @@ def for_onnx(op_type: str) -> Optional[Callable]:
     """The converter of an ONNX op type, or None."""
     _load()
     return _ONNX.get(op_type)
+
+
+def for_tflite(code: str) -> Optional[Callable]:
+    """The converter of a TFLite builtin operator (its schema name, e.g. CONV_2D), or None."""
+    _load()
+    return _TFLITE.get(code)
+
+
+def tflite_types() -> tuple:
+    _load()
+    return tuple(sorted(_TFLITE))
 
 
 def onnx_types() -> tuple:
@@ -128,4 +148,5 @@ def check(layer, graph):
 
 
 __all__ = ["OpDef", "DONE", "get", "find", "all_ops", "ir_ops", "for_onnx", "onnx_types",
+           "for_tflite", "tflite_types",
            "ir_name", "requant_params", "requant_counts", "macs", "check"]

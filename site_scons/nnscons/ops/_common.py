@@ -16,7 +16,7 @@ def pair(ms):
 def single_requant(layer, graph) -> dict:
     """mult[1], shift[1] for m = s_in / s_out (applied to x - zp_in)."""
     s_in = graph.tensor(layer.inputs[0]).q.scale
-    return pair([numerics.quantize_multiplier(s_in / graph.tensor(layer.output).q.scale)])
+    return pair([numerics.rule_pair(graph, s_in / graph.tensor(layer.output).q.scale)])
 
 
 def single_counts(layer, graph) -> dict:
@@ -26,7 +26,7 @@ def single_counts(layer, graph) -> dict:
 def per_input_requant(layer, graph) -> dict:
     """One (M, s) per input, m_i = s_in_i / s_out."""
     out = graph.tensor(layer.output).q.scale
-    return pair([numerics.quantize_multiplier(graph.tensor(t).q.scale / out)
+    return pair([numerics.rule_pair(graph, graph.tensor(t).q.scale / out)
                  for t in layer.inputs])
 
 

@@ -24,6 +24,21 @@ def convert(w, name, node, ins, out):
               attrs=attrs)
 
 
+def tfl_add(w, op):
+    """ADD/SUB of two activations of one shape (TFLite's recipe: tflite_requant)."""
+    shapes = [tuple(w.input_tensor(op, k).shape) for k in (0, 1)]
+    consts = [w.input_tensor(op, k).is_const for k in (0, 1)]
+    if any(consts):
+        raise w.fail(op, f"{op.code} with a constant operand is not supported yet; both "
+                         f"operands must be activations")
+    if shapes[0] != shapes[1]:
+        raise w.fail(op, f"operands of shapes {list(shapes[0])} and {list(shapes[1])}: "
+                         f"broadcasting is not supported; both must have the same shape")
+    attrs = {"sub": 1} if op.code == "SUB" else {}
+    return Op(op.label, "add", [w.act(op, 0), w.act(op, 1)], w.out(op), op.code, attrs=attrs,
+              act_range=w.act_range(op))
+
+
 def sum_(w, name, node, ins, out):
     if len(ins) == 2:
         return convert(w, name, node, ins, out)
@@ -39,8 +54,37 @@ def same_shape(g, op, ins):
     return ins[0]
 
 
+# TFLite's int8 ADD/SUB: each operand's (x - zp) << 20, scaled by s_i / (2 max(s_1, s_2)),
+# summed, then scaled by 2 max(s_1, s_2) / (2**20 s_out) (its Prepare; double precision)
+TFLITE_LEFT_SHIFT = 20
+
+
+def tflite_requant(layer, graph) -> dict:
+    """mult[3], shift[3] (TFLite's rule, shift fields < 0): the two operands' and the
+    output's multipliers; SUB negates the second operand's multiplier (the kernels then
+    subtract the scaled operand)."""
+    s1, s2 = (graph.tensor(t).q.scale for t in layer.inputs)
+    twice_max = 2.0 * max(s1, s2)
+    pairs = [numerics.tflite_pair(s1 / twice_max), numerics.tflite_pair(s2 / twice_max),
+             numerics.tflite_pair(twice_max / ((1 << TFLITE_LEFT_SHIFT) * graph.tensor(layer.output).q.scale))]
+    mult = [p[0] for p in pairs]
+    if layer.attrs.get("sub"):
+        mult[1] = -mult[1]
+    return {"mult": np.array(mult, dtype=np.int32),
+            "shift": np.array([p[1] for p in pairs], dtype=np.int32)}
+
+
+def counts(layer, graph) -> dict:
+    if numerics.graph_rule(graph) == "tflite":
+        return {"mult": 3, "shift": 3}
+    return {"mult": 2, "shift": 1}
+
+
 def requant(layer, graph) -> dict:
-    """mult[2], shift[1]: m_i = s_in_i / s_out with one common shift from the larger."""
+    """mult[2], shift[1]: m_i = s_in_i / s_out with one common shift from the larger
+    (TFLite's rule: tflite_requant)."""
+    if numerics.graph_rule(graph) == "tflite":
+        return tflite_requant(layer, graph)
     out = graph.tensor(layer.output).q.scale
     m = [graph.tensor(t).q.scale / out for t in layer.inputs]
     _, s = numerics.quantize_multiplier(max(m))
@@ -56,7 +100,8 @@ def export(w, layer, ins, core_out):
 
 
 OPS = [OpDef("add", onnx={"Add": convert, "Sub": convert, "Sum": sum_}, attrs=("sub",),
+             tflite={"ADD": tfl_add, "SUB": tfl_add},
              shape=same_shape, reference=ref.add,
-             requant=requant, counts=lambda layer, graph: {"mult": 2, "shift": 1},
+             requant=requant, counts=counts,
              macs=n_out, export=export, fusable=True,
              doc="sub (0/1, optional)  (two inputs, each requantized to the output scale; sub: a - b)")]

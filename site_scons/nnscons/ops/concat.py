@@ -15,6 +15,24 @@ def convert(w, name, node, ins, out):
               attrs={"axis": int(attributes(node)["axis"])})
 
 
+def tfl_concat(w, op):
+    """CONCATENATION along the channels (TFLite's int8 kernel requires every input's
+    quantization to equal the output's)."""
+    rank = len(w.tensor(op.outputs[0]).shape)
+    axis = w.ir_axis(op, rank, int(op.options.get("axis", 0)))
+    if axis != 1:
+        raise w.fail(op, f"concatenation along axis {op.options.get('axis')} of a rank-{rank} "
+                         f"tensor is not supported; only along the channels (the last axis)")
+    ins = [w.act(op, k) for k in range(len(op.inputs))]
+    out = w.out(op)
+    for t in ins:
+        if w.qparams[t] != w.qparams[out]:
+            raise w.fail(op, f"input {t!r} is quantized as {w.qparams[t]}, the output as "
+                             f"{w.qparams[out]}; TFLite's int8 concatenation requires them equal")
+    return Op(op.label, "concat", ins, out, op.code, attrs={"axis": 1},
+              act_range=w.act_range(op))
+
+
 def shape(g, op, ins):
     check_axis(g, op, len(ins[0]), op.attrs["axis"], (1,))
     op.attrs["axis"] = 1
@@ -28,6 +46,7 @@ def export(w, layer, ins, core_out):
     w.node("Concat", ins, [core_out], layer.name, exact_name=True, axis=1)
 
 
-OPS = [OpDef("concat", onnx={"Concat": convert}, attrs=("axis",), shape=shape,
+OPS = [OpDef("concat", onnx={"Concat": convert}, tflite={"CONCATENATION": tfl_concat},
+             attrs=("axis",), shape=shape,
              reference=ref.concat, requant=per_input_requant, counts=per_input_counts,
              export=export, doc="axis=1  (channel concat; each input requantized)")]

@@ -26,6 +26,54 @@ def convert(w, name, node, ins, out):
               attrs=attrs, weight=weight, bias=bias, weight_q=wq, bias_q=bq)
 
 
+def _tfl_conv(w, op, weight_q, scale, groups, kernel):
+    from ..frontends import tflite_ops as T
+    x = w.act(op, 0)
+    o = op.options
+    attrs = T.window(w, op, T.in_hw(w, op), kernel,
+                     (int(o.get("stride_h", 1)), int(o.get("stride_w", 1))),
+                     (int(o.get("dilation_h_factor", 1)), int(o.get("dilation_w_factor", 1))))
+    attrs["groups"] = groups
+    s_in = w.qparams[x].scale
+    bias, bq = T.bias(w, op, 2, weight_q.shape[0], s_in, scale)
+    real = weight_q.astype(np.float64) * scale.reshape(-1, 1, 1, 1)
+    return Op(op.label, "conv2d", [x], w.out(op), op.code, attrs=attrs, weight=real,
+              bias=bias, weight_q=(weight_q, scale), bias_q=bq, act_range=w.act_range(op))
+
+
+def tfl_conv(w, op):
+    """CONV_2D: weights (O, KH, KW, I) -> (O, I, KH, KW); I < the input's channels is a
+    grouped convolution."""
+    from ..frontends import tflite_ops as T
+    wt = w.input_tensor(op, 1, "weights")
+    if len(wt.shape) != 4:
+        raise w.fail(op, f"weights have shape {list(wt.shape)}; (O, KH, KW, I) expected")
+    q, scale = T.weights(w, op, 1, wt.shape[0], 0)
+    c_in = w.input_tensor(op, 0).shape[-1]
+    if c_in % wt.shape[3]:
+        raise w.fail(op, f"weights with {wt.shape[3]} input channels do not divide the "
+                         f"input's {c_in}")
+    return _tfl_conv(w, op, q.transpose(0, 3, 1, 2), scale, c_in // wt.shape[3], wt.shape[1:3])
+
+
+def tfl_depthwise(w, op):
+    """DEPTHWISE_CONV_2D: weights (1, KH, KW, C*M) -> (C*M, 1, KH, KW), groups C; output
+    channel c*M + m reads input channel c, as ONNX's grouping does.  Per-channel scales
+    along axis 3 (or 0, as old converters wrote them)."""
+    from ..frontends import tflite_ops as T
+    wt = w.input_tensor(op, 1, "weights")
+    if len(wt.shape) != 4 or wt.shape[0] != 1:
+        raise w.fail(op, f"weights have shape {list(wt.shape)}; (1, KH, KW, C*M) expected")
+    n = wt.shape[3]
+    c_in = w.input_tensor(op, 0).shape[-1]
+    if n % c_in:
+        raise w.fail(op, f"{n} output channels are not a multiple of the input's {c_in}")
+    axis = 0 if (wt.scale is not None and wt.scale.size == n and n > 1
+                 and wt.quantized_dimension == 0) else 3
+    q, scale = T.weights(w, op, 1, n, axis)
+    return _tfl_conv(w, op, q[0].transpose(2, 0, 1)[:, None], scale, c_in, wt.shape[1:3])
+
+
 def shape(g, op, ins):
     x = ins[0]
     need_rank(g, op, x, 4, "N,C,H,W")
@@ -41,7 +89,7 @@ def weighted_requant(layer, graph) -> dict:
     """mult[o], shift[o] for m[o] = s_in * s_w[o] / s_out."""
     s_in = graph.tensor(layer.inputs[0]).q.scale
     s_out = graph.tensor(layer.output).q.scale
-    return pair([numerics.quantize_multiplier(s_in * float(sw) / s_out)
+    return pair([numerics.rule_pair(graph, s_in * float(sw) / s_out)
                  for sw in layer.weight_scale])
 
 
@@ -59,6 +107,7 @@ def export(w, layer, ins, core_out):
 
 OPS = [OpDef(
     "conv2d", onnx={"Conv": convert},
+    tflite={"CONV_2D": tfl_conv, "DEPTHWISE_CONV_2D": tfl_depthwise},
     attrs=("kernel", "stride", "dilation", "pads", "groups"),
     shape=shape, reference=ref.conv2d, requant=weighted_requant, counts=weighted_counts,
     macs=lambda layer, graph: n_out(layer, graph) * int(np.prod(layer.weight.shape[1:])),

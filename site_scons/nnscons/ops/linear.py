@@ -30,6 +30,46 @@ def matmul(w, name, node, ins, out):
               weight=weight, weight_q=wq)
 
 
+def tfl_fully_connected(w, op):
+    """FULLY_CONNECTED: weights (O, I); the input is read as rows of I values in TFLite's
+    order (a relayout to (1, I) first when it is not already), batch 1; keep_num_dims
+    keeps the input's leading dims (a relayout after)."""
+    import numpy as np
+    from ..frontends import tflite_ops as T
+    if int(op.options.get("weights_format", 0)) != 0:
+        raise w.fail(op, "weights_format SHUFFLED4x16INT8 is not supported (DEFAULT only)")
+    wt = w.input_tensor(op, 1, "weights")
+    if len(wt.shape) != 2:
+        raise w.fail(op, f"weights have shape {list(wt.shape)}; (O, I) expected")
+    n_out, n_in = wt.shape
+    q, scale = T.weights(w, op, 1, n_out, 0)
+    x = w.act(op, 0)
+    x_shape = w.input_tensor(op, 0).shape
+    if int(np.prod(x_shape)) != n_in:
+        raise w.fail(op, f"input of shape {list(x_shape)} is not one row of {n_in} values "
+                         f"(batch 1 only)")
+    out_t = w.tensor(op.outputs[0])
+    out = w.out(op)
+    result = []
+    if tuple(x_shape) != (1, n_in):
+        flat = w.fresh(f"{x}_rows")
+        w.qparams[flat] = w.qparams[x]
+        result.append(w.relayout(op, x, x_shape, (1, n_in), flat, name=f"{op.label}_rows"))
+        x = flat
+    s_in = w.qparams[x].scale
+    bias, bq = T.bias(w, op, 2, n_out, s_in, scale)
+    core = out
+    if tuple(out_t.shape) != (1, n_out):
+        core = w.fresh(f"{out}_rows")
+        w.qparams[core] = w.qparams[out]
+    result.append(Op(op.label, "linear", [x], core, op.code,
+                     weight=q.astype(np.float64) * scale[:, None], bias=bias,
+                     weight_q=(q, scale), bias_q=bq, act_range=w.act_range(op)))
+    if core != out:
+        result.append(w.relayout(op, core, (1, n_out), out_t.shape, out, name=f"{op.label}_dims"))
+    return result
+
+
 def shape(g, op, ins):
     x = ins[0]
     need_rank(g, op, x, 2, "1,F; add a Flatten before it")
@@ -45,6 +85,7 @@ def export(w, layer, ins, core_out):
 
 OPS = [OpDef(
     "linear", onnx={"Gemm": gemm, "MatMul": matmul},
+    tflite={"FULLY_CONNECTED": tfl_fully_connected},
     shape=shape, reference=ref.linear, requant=weighted_requant, counts=weighted_counts,
     macs=lambda layer, graph: int(layer.weight.size),
     export=export, weighted=True, fusable=True, doc="-")]

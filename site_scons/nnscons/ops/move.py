@@ -77,6 +77,193 @@ def reshape_step(shape):
     return ("Reshape", (), ((1, "int64", (len(shape),), tuple(int(d) for d in shape)),), 0, OPSET)
 
 
+def transpose_step(perm):
+    return ("Transpose", (("perm", tuple(int(p) for p in perm)),), (), 0, OPSET)
+
+
+def to_channels_last(shape) -> tuple:
+    """Steps taking the IR tensor of a channels-last (TFLite) shape to that shape."""
+    shape = tuple(shape)
+    if len(shape) == 4:
+        return (transpose_step((0, 2, 3, 1)),)
+    if len(shape) == 3:
+        return (transpose_step((0, 2, 3, 1)), reshape_step(shape))
+    if len(shape) == 2:
+        return ()
+    return (reshape_step(shape),)
+
+
+def from_channels_last(shape) -> tuple:
+    """Steps taking a channels-last (TFLite) tensor of `shape` to its IR layout."""
+    shape = tuple(shape)
+    if len(shape) == 4:
+        return (transpose_step((0, 3, 1, 2)),)
+    if len(shape) == 3:
+        return (reshape_step((shape[0], 1) + shape[1:]), transpose_step((0, 3, 1, 2)))
+    if len(shape) == 2:
+        return ()
+    return (reshape_step((1, int(np.prod(shape)) if shape else 1)),)
+
+
+def channels_last_steps(src_shape, middle: tuple, dst_shape) -> tuple:
+    """A TFLite data movement (ONNX steps `middle` on channels-last tensors) as steps on
+    IR tensors."""
+    return to_channels_last(src_shape) + tuple(middle) + from_channels_last(dst_shape)
+
+
+def layout_steps(src_shape, dst_shape) -> tuple:
+    """TFLite's RESHAPE (row-major order of channels-last tensors) on IR tensors."""
+    return channels_last_steps(src_shape, (reshape_step(dst_shape),), dst_shape)
+
+
+# ---- TFLite's data movements (ONNX steps on channels-last tensors) -------------------------
+
+def gather_step(axis: int, indices) -> tuple:
+    idx = tuple(int(i) for i in np.asarray(indices).reshape(-1))
+    return ("Gather", (("axis", int(axis)),), ((1, "int64", (len(idx),), idx),), 0, OPSET)
+
+
+def _tfl_move(w, op, middle, out_k=0, src_k=0, name=None):
+    src = w.input_tensor(op, src_k)
+    dst = w.tensor(op.outputs[out_k])
+    x, out = w.act(op, src_k), w.out(op, out_k)
+    if w.qparams[x] != w.qparams[out]:
+        raise w.fail(op, f"input and output quantization differ ({w.qparams[x]} and "
+                         f"{w.qparams[out]}); TFLite's {op.code} copies the values unchanged")
+    return Op(name or op.label, "move", [x], out, op.code,
+              attrs={"steps": channels_last_steps(src.shape, tuple(middle) + (reshape_step(dst.shape),),
+                                                  dst.shape)})
+
+
+def _ints(w, op, k, what):
+    return [int(v) for v in np.asarray(w.const(op, k, what)).reshape(-1)]
+
+
+def tfl_transpose(w, op):
+    return _tfl_move(w, op, (transpose_step(_ints(w, op, 1, "perm")),))
+
+
+def tfl_pad(w, op):
+    """PAD / PADV2: constant padding (the output's zero point, or PADV2's value)."""
+    shape = w.input_tensor(op, 0).shape
+    pads = np.asarray(w.const(op, 1, "paddings"), dtype=np.int64).reshape(-1, 2)
+    if pads.shape[0] != len(shape) or np.any(pads < 0):
+        raise w.fail(op, f"paddings {pads.tolist()} do not fit an input of shape {list(shape)}")
+    consts = [(1, "int64", (2 * len(shape),), tuple(pads[:, 0].tolist() + pads[:, 1].tolist()))]
+    if op.code == "PADV2" and w.has_input(op, 2):
+        c = w.input_tensor(op, 2, "constant_values")
+        value = float(np.asarray(c.data).reshape(-1)[0])
+        if c.quantized:
+            value = (value - float(c.zero_point[0])) * float(c.scale[0])
+        consts.append((2, "float64", (), (value,)))
+    step = ("Pad", (("mode", "constant"),), tuple(consts), 0, OPSET)
+    return _tfl_move(w, op, (step,))
+
+
+def _slice_steps(shape, begin, end, stride) -> tuple:
+    return tuple(gather_step(a, np.arange(b, e, s))
+                 for a, (n, b, e, s) in enumerate(zip(shape, begin, end, stride))
+                 if (b, e, s) != (0, n, 1))
+
+
+def tfl_slice(w, op):
+    shape = w.input_tensor(op, 0).shape
+    begin, size = _ints(w, op, 1, "begin"), _ints(w, op, 2, "size")
+    end = [n if s == -1 else b + s for n, b, s in zip(shape, begin, size)]
+    if len(begin) != len(shape) or any(not 0 <= b <= e <= n for n, b, e in zip(shape, begin, end)):
+        raise w.fail(op, f"begin {begin} and size {size} do not fit an input of shape {list(shape)}")
+    return _tfl_move(w, op, _slice_steps(shape, begin, end, [1] * len(shape)))
+
+
+def tfl_strided_slice(w, op):
+    """STRIDED_SLICE with begin/end masks and shrink_axis_mask (the output's declared
+    shape drops the shrunk axes); ellipsis and new-axis masks are refused."""
+    o = op.options
+    if int(o.get("ellipsis_mask", 0)) or int(o.get("new_axis_mask", 0)):
+        raise w.fail(op, "ellipsis_mask and new_axis_mask are not supported")
+    shape = w.input_tensor(op, 0).shape
+    begin, end = _ints(w, op, 1, "begin"), _ints(w, op, 2, "end")
+    stride = _ints(w, op, 3, "strides") if w.has_input(op, 3) else [1] * len(begin)
+    if not len(begin) == len(end) == len(stride) <= len(shape) or 0 in stride:
+        raise w.fail(op, f"begin {begin}, end {end}, strides {stride} do not fit shape {list(shape)}")
+    offset = bool(o.get("offset", False))
+    bm, em, sm = int(o.get("begin_mask", 0)), int(o.get("end_mask", 0)), int(o.get("shrink_axis_mask", 0))
+    idx = []
+    for a, n in enumerate(shape):
+        if a >= len(begin):
+            idx.append(np.arange(n))
+            continue
+        b, e, s = begin[a], end[a], stride[a]
+        if offset:
+            e = b + e
+        if sm >> a & 1:
+            b = b + n if b < 0 else b
+            idx.append(np.array([b]))
+            continue
+        rng = range(n)
+        sl = slice(None if bm >> a & 1 else b, None if em >> a & 1 else e, s)
+        idx.append(np.asarray(rng[sl]))
+    if any(i.size == 0 or i.min() < 0 or i.max() >= n for i, n in zip(idx, shape)):
+        raise w.fail(op, f"the slice of shape {list(shape)} is empty or out of range")
+    steps = tuple(gather_step(a, i) for a, (i, n) in enumerate(zip(idx, shape))
+                  if not np.array_equal(i, np.arange(n)))
+    return _tfl_move(w, op, steps)
+
+
+def tfl_split(w, op):
+    """SPLIT (axis tensor first) and SPLIT_V (sizes, axis): one gather per output."""
+    if op.code == "SPLIT":
+        axis, src_k = _ints(w, op, 0, "axis")[0], 1
+    else:
+        axis, src_k = _ints(w, op, 2, "axis")[0], 0
+    shape = w.input_tensor(op, src_k).shape
+    if not -len(shape) <= axis < len(shape):
+        raise w.fail(op, f"axis {axis} is out of range for shape {list(shape)}")
+    axis %= len(shape)
+    result, start = [], 0
+    for k in range(len(op.outputs)):
+        n = w.tensor(op.outputs[k]).shape[axis]
+        result.append(_tfl_move(w, op, (gather_step(axis, np.arange(start, start + n)),), out_k=k,
+                                src_k=src_k, name=op.label if k == 0 else f"{op.label}_{k}"))
+        start += n
+    if start != shape[axis]:
+        raise w.fail(op, f"outputs of {start} elements along axis {axis} do not cover the "
+                         f"input's {shape[axis]}")
+    return result
+
+
+def nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
+    """TFLite's nearest-neighbour source index of each output index (float32 as its
+    reference kernel computes it)."""
+    f32 = np.float32
+    scale = (f32(in_size - 1) / f32(out_size - 1) if align_corners and out_size > 1
+             else f32(in_size) / f32(out_size))
+    offset = f32(0.5) if half_pixel else f32(0.0)
+    out = []
+    for i in range(out_size):
+        v = (f32(i) + offset) * scale
+        k = int(np.sign(v) * np.floor(np.abs(v) + f32(0.5))) if align_corners else int(np.floor(v))
+        k = min(k, in_size - 1)
+        out.append(max(k, 0) if half_pixel else k)
+    return out
+
+
+def tfl_resize_nearest(w, op):
+    shape = w.input_tensor(op, 0).shape
+    if len(shape) != 4:
+        raise w.fail(op, f"input of shape {list(shape)}; a 4-D NHWC tensor is expected")
+    oh, ow = _ints(w, op, 1, "size")
+    ac = bool(op.options.get("align_corners", False))
+    hp = bool(op.options.get("half_pixel_centers", False))
+    return _tfl_move(w, op, (gather_step(1, nearest_indices(shape[1], oh, ac, hp)),
+                             gather_step(2, nearest_indices(shape[2], ow, ac, hp))))
+
+
+TFLITE_MOVES = {"TRANSPOSE": tfl_transpose, "PAD": tfl_pad, "PADV2": tfl_pad,
+                "SLICE": tfl_slice, "STRIDED_SLICE": tfl_strided_slice, "SPLIT": tfl_split,
+                "SPLIT_V": tfl_split, "RESIZE_NEAREST_NEIGHBOR": tfl_resize_nearest}
+
+
 def steps_of(op):
     """The steps of a move, or of a reshape (Flatten/Reshape) as one Reshape step."""
     if op.kind == "move":
@@ -185,6 +372,8 @@ def shape(g, op, ins):
 def lower(g, op, layer):
     from .lut import table
     in_q, out_q = g.qparams[op.inputs[0]], g.qparams[op.output]
+    if g.numerics == "tflite":     # TFLite's data movements copy the codes unchanged
+        in_q = out_q
     layer.weight = table("Identity", (), (), 0, 1, in_q, out_q, layer.act_min, layer.act_max)
     fill = np.rint(pad_value(op.attrs["steps"]) / out_q.scale) + out_q.zero_point
     layer.attrs["fill"] = int(np.clip(fill, max(-128, layer.act_min), min(127, layer.act_max)))
@@ -226,6 +415,7 @@ def export(w, layer, ins, core_out):
 
 
 OPS = [OpDef("move", onnx={t: convert for t in MOVES if t not in ("Split", "Pad")} | {"Split": split},
+             tflite=TFLITE_MOVES,
              attrs=("steps", "in_shape"), shape=shape, reference=reference, lower=lower,
              requant=params, counts=lambda layer, graph: {"index": int(np.prod(
                  graph.tensor(layer.output).shape))},

@@ -25,6 +25,15 @@ def convert(w, name, node, ins, out):
     return Op(name, "mul", [X.activation(w, name, node, t) for t in ins], out, node.op_type)
 
 
+def tfl_mul(w, op):
+    """MUL of two activations, the second the same shape, per channel or one value."""
+    if any(w.input_tensor(op, k).is_const for k in (0, 1)):
+        raise w.fail(op, "MUL with a constant operand is not supported yet; both operands "
+                         "must be activations")
+    return Op(op.label, "mul", [w.act(op, 0), w.act(op, 1)], w.out(op), op.code,
+              act_range=w.act_range(op))
+
+
 def broadcast_mode(g, op, ins):
     """Order the operands (the full-size one first) and name how the second broadcasts."""
     a, b = ins
@@ -54,7 +63,7 @@ def broadcast_mode(g, op, ins):
 
 def requant(layer, graph):
     s = [graph.tensor(t).q.scale for t in layer.inputs]
-    return pair([numerics.quantize_multiplier(s[0] * s[1] / graph.tensor(layer.output).q.scale)])
+    return pair([numerics.rule_pair(graph, s[0] * s[1] / graph.tensor(layer.output).q.scale)])
 
 
 def expand(layer, graph, b):
@@ -77,6 +86,7 @@ def export(w, layer, ins, core_out):
 
 
 OPS = [OpDef("mul", onnx={"Mul": convert, "Div": convert}, attrs=("mode",),
+             tflite={"MUL": tfl_mul},
              shape=broadcast_mode, reference=reference, requant=requant,
              counts=lambda layer, graph: {"mult": 1, "shift": 1}, macs=n_out, export=export,
              fusable=True, doc="mode (same | channel | scalar: how the second input broadcasts)")]

@@ -46,6 +46,26 @@ def global_avgpool(w, name, node, ins, out):
               node.op_type)
 
 
+def tfl_pool(w, op):
+    """AVERAGE_POOL_2D / MAX_POOL_2D: TFLite averages only the window's pixels inside the
+    image and keeps the input's quantization (its kernels require equal parameters)."""
+    from ..frontends import tflite_ops as T
+    o = op.options
+    kind = "avgpool" if op.code == "AVERAGE_POOL_2D" else "maxpool"
+    attrs = T.window(w, op, T.in_hw(w, op), (int(o["filter_height"]), int(o["filter_width"])),
+                     (int(o.get("stride_h", 1)), int(o.get("stride_w", 1))), (1, 1))
+    attrs.pop("dilation")
+    attrs["ceil_mode"] = 0
+    if kind == "avgpool":
+        attrs["count_include_pad"] = 0
+    x = w.act(op, 0)
+    out = w.out(op)
+    if w.qparams[x] != w.qparams[out]:
+        raise w.fail(op, f"input and output quantization differ ({w.qparams[x]} and "
+                         f"{w.qparams[out]}); TFLite's int8 pooling requires them equal")
+    return Op(op.label, kind, [x], out, op.code, attrs=attrs, act_range=w.act_range(op))
+
+
 def shape(g, op, ins):
     need_rank(g, op, ins[0], 4, "N,C,H,W")
     if op.attrs.get("global"):   # GlobalMaxPool: the window is the whole map
@@ -96,11 +116,11 @@ def export_global(w, layer, ins, core_out):
 
 
 OPS = [
-    OpDef("maxpool", onnx={"MaxPool": maxpool}, attrs=("kernel", "stride", "pads", "ceil_mode"),
+    OpDef("maxpool", onnx={"MaxPool": maxpool}, tflite={"MAX_POOL_2D": tfl_pool}, attrs=("kernel", "stride", "pads", "ceil_mode"),
           shape=shape, reference=ref.maxpool, requant=single_requant, counts=single_counts,
           macs=window_macs, export=export_pool("MaxPool"), range_preserving=True,
           calib_inherit=True, doc="kernel stride pads (top,left,bottom,right) ceil_mode"),
-    OpDef("avgpool", onnx={"AveragePool": avgpool},
+    OpDef("avgpool", onnx={"AveragePool": avgpool}, tflite={"AVERAGE_POOL_2D": tfl_pool},
           attrs=("kernel", "stride", "pads", "ceil_mode", "count_include_pad"),
           shape=shape, reference=ref.avgpool, requant=single_requant, counts=single_counts,
           macs=window_macs, export=export_pool("AveragePool"), check=check,

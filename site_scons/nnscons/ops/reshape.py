@@ -27,6 +27,20 @@ def reshape(w, name, node, ins, out):
               attrs={"shape": tuple(int(d) for d in np.asarray(shape).reshape(-1))})
 
 
+def tfl_reshape(w, op):
+    """RESHAPE / SQUEEZE / EXPAND_DIMS: the same elements in TFLite's order, to the shape
+    the file declares for the output (an alias or a gather, frontends.tflite_graph)."""
+    src = w.input_tensor(op, 0)
+    dst = w.tensor(op.outputs[0])
+    x, out = w.act(op, 0), w.out(op)
+    if w.qparams[x] != w.qparams[out]:
+        raise w.fail(op, f"input and output quantization differ ({w.qparams[x]} and "
+                         f"{w.qparams[out]}); TFLite's {op.code} copies the values unchanged")
+    if int(np.prod(src.shape)) != int(np.prod(dst.shape)):
+        raise w.fail(op, f"cannot reshape {list(src.shape)} to {list(dst.shape)}")
+    return w.relayout(op, x, src.shape, dst.shape, out)
+
+
 def shape_rule(g, op, ins):
     x = ins[0]
     if "flatten_axis" in op.attrs:   # batch 1: Flatten on axis 0 or 1 both give (1, N)
@@ -60,6 +74,7 @@ def export(w, layer, ins, core_out):
 
 
 OPS = [OpDef("reshape", onnx={"Flatten": flatten, "Reshape": reshape}, attrs=("shape",),
+             tflite={t: tfl_reshape for t in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")},
              shape=shape_rule, reference=ref.reshape, export=export, range_preserving=True,
              calib_inherit=True, alias=True,
              doc="shape=(...)  (Flatten/Reshape: byte-for-byte the same data)")]

@@ -47,7 +47,8 @@ def _layer(g: OpGraph, op: Op, name: str) -> Layer:
         w, s_w = op.weight_q if op.weight_q is not None else symmetric_per_channel(op.weight)
         layer.weight, layer.weight_scale = w, s_w
         layer.bias = bias_int32(g, op, g.qparams[op.inputs[0]].scale, s_w)
-    layer.act_min, layer.act_max = clamp_bounds(*op.clamp, out_q)
+    layer.act_min, layer.act_max = (op.act_range if op.act_range is not None
+                                    else clamp_bounds(*op.clamp, out_q))
     if d.lower:
         d.lower(g, op, layer)
     return layer
@@ -60,5 +61,6 @@ def to_ir(g: OpGraph, name: str) -> Graph:
     used = [g.input] + [op.output for op in g.ops]
     tensors = {t: Tensor(t, g.shapes[t], g.qparams[t]) for t in used}
     graph = Graph(name=name, input=g.input, output=g.output, tensors=tensors, layers=layers)
+    graph.numerics = g.numerics
     graph.validate()
     return graph

@@ -31,6 +31,7 @@ class Op:
     weight_q: Optional[tuple] = None       # (int8 array like weight, scale float64[O]) as given
     bias_q: Optional[tuple] = None         # (int32[O], scale float64[O]) as given
     clamp: tuple = (None, None)            # fused activation, real bounds
+    act_range: Optional[tuple] = None      # fused activation as int8 bounds (TFLite computes them itself)
     fused: list = field(default_factory=list)
     source_ops: list = field(default_factory=list)
 
@@ -48,6 +49,7 @@ class OpGraph:
     ops: list                  # topological order
     qparams: dict = field(default_factory=dict)   # tensor name -> QParams (model-given)
     shapes: dict = field(default_factory=dict)    # tensor name -> shape (shape pass)
+    numerics: str = "onnx"     # the requantization rule (nnscons.numerics): "onnx" or "tflite"
 
     def producer(self, tensor: str) -> Optional[Op]:
         for op in self.ops:

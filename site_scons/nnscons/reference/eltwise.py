@@ -16,10 +16,25 @@ def add(layer, graph, inputs):
         raise ValueError(f"{layer.name}: add needs equal shapes, got {a.shape} and {b.shape}")
     p = numerics.requant_params(layer, graph)
     za, zb = (_zp(graph, t) for t in layer.inputs)
+    if p["shift"][0] < 0:
+        return _tflite_add(layer, graph, a, b, za, zb, p)
     # Both operands are scaled to the common shift before one rounding.
     acc = ((a.astype(np.int64) - za) * np.int64(p["mult"][0])
            + (b.astype(np.int64) - zb) * np.int64(p["mult"][1]))
     out = numerics.rshift_round(acc, int(p["shift"][0])) + _zp(graph, layer.output)
+    return np.clip(out, layer.act_min, layer.act_max).astype(np.int8)
+
+
+def _tflite_add(layer, graph, a, b, za, zb, p):
+    """TFLite's ADD/SUB (ops/add.py: tflite_requant): a negative second multiplier marks
+    SUB (the scaled second operand is subtracted)."""
+    from ..ops.add import TFLITE_LEFT_SHIFT
+    e = p["shift"].astype(np.int64) + numerics.TFLITE_SHIFT_BIAS
+    mbqm = numerics.multiply_by_quantized_multiplier
+    m2 = int(p["mult"][1])
+    s1 = mbqm((a.astype(np.int64) - za) << TFLITE_LEFT_SHIFT, int(p["mult"][0]), e[0])
+    s2 = mbqm((b.astype(np.int64) - zb) << TFLITE_LEFT_SHIFT, abs(m2), e[1])
+    out = mbqm(s1 - s2 if m2 < 0 else s1 + s2, int(p["mult"][2]), e[2]) + _zp(graph, layer.output)
     return np.clip(out, layer.act_min, layer.act_max).astype(np.int8)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ...resources import data_path
 
+from ... import numerics
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base, library
@@ -77,7 +78,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     layers, kernels = [], set()
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
     source = graph
-    if fuse_residual if fuse_residual is not None else kind in ("host", "arm64"):
+    # (not under TFLite's rule: its ADD recipe is not the fused epilogue's)
+    if (fuse_residual if fuse_residual is not None else kind in ("host", "arm64")) \
+            and numerics.graph_rule(source) != "tflite":
         graph, fusions = gemm.fuse_residual_adds(source)
     else:
         fusions = {}

@@ -204,7 +204,12 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
 
     # the vector epilogue in double: proven exact for every input (kernelgen.f64_safe), else
     # checked for near-ties per vector (nn_avx2_requant8_f64c_i32)
-    epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "f64c"
+    # checked for near-ties per vector (nn_avx2_requant8_f64c_i32); TFLite's rule: its own
+    # integer epilogue (nn_avx2_tfl8_i32)
+    if numerics.graph_rule(graph) == "tflite":
+        epilogue = "tfl"
+    else:
+        epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "f64c"
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
             "epilogue": epilogue, "u8": {k: v for k, v in (("avx2u8", u8), ("avx512vnni", vn)) if v}}
     report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
