@@ -31,9 +31,11 @@ typedef struct {
     double dlo, dhi;            /* clamp bounds minus zp */
     int32_t zp, act_min, act_max;
     const struct nn_res *res;   /* a residual add fused into the epilogue, or NULL */
-    /* TFLite's rule (negative shifts, nn_requant.h): sh/hm1/off then hold its total shift
-     * t = 31 - e, 2**(t-1) and 2**(63-t) (ties toward +inf, nn_avx2_rhu64) */
+    /* TFLite's rules (negative shifts, nn_requant.h): 1 = MultiplyByQuantizedMultiplier
+     * with its left and right shifts and the rounding mask of the right shift; 2 = the
+     * double-precision rule (per lane, nn_requantize) */
     int32_t tfl;
+    int32_t tleft[NN_GEMM_NR_MAX], tright[NN_GEMM_NR_MAX], tmask[NN_GEMM_NR_MAX];
 } nn_epi_t;
 
 /* A residual add fused into a conv's epilogue, exactly the add layer's rule
@@ -58,12 +60,17 @@ static inline void nn_epi_init(nn_epi_t *e, const int32_t *bias, const int32_t *
         e->bias[n] = bias[n];
         e->mult[n] = mult[n];
         e->shift[n] = s;
-        if (s < 0) {            /* TFLite's rule: exponent s + 32, total shift 31 - (s + 32) */
-            const int t = -1 - s;
-            e->tfl = 1;
-            e->sh[p][j] = t;
-            e->hm1[p][j] = (int64_t)1 << (t - 1);
-            e->off[p][j] = (int64_t)((uint64_t)1 << (63 - t));
+        if (s <= NN_TFL_F64_FLAG) {     /* TFLite's double-precision rule */
+            e->tfl = 2;
+            continue;
+        }
+        if (s < 0) {            /* TFLite's MultiplyByQuantizedMultiplier: exponent s + 32 */
+            const int x = s + NN_TFL_SHIFT_BIAS;
+            if (!e->tfl)
+                e->tfl = 1;
+            e->tleft[n] = x > 0 ? x : 0;
+            e->tright[n] = x > 0 ? 0 : -x;
+            e->tmask[n] = (int32_t)(((int64_t)1 << e->tright[n]) - 1);
             continue;
         }
         e->sh[p][j] = s;
@@ -172,19 +179,37 @@ static inline NN_AVX2 __m256i nn_avx2_biased8(__m256i acc, const nn_epi_t *e, in
     return _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
 }
 
-/* TFLite's rounding on four 64-bit lanes: floor((p + 2**(t-1)) / 2**t) (ties toward +inf),
- * clamped; as nn_avx2_rne64 with hm1 = 2**(t-1) and no parity term. */
-static inline NN_AVX2 __m256i nn_avx2_rhu64(__m256i p, const nn_epi_t *e, int par, int v)
+/* TFLite's MultiplyByQuantizedMultiplier on 8 int32 lanes x = acc + bias (wrapping as
+ * TFLite's int32 does): t = round(x * 2**left * M / 2**31), ties toward +inf (M > 0, so the
+ * saturating case never occurs: bits 31..62 of the 64-bit product plus 2**30), then
+ * t / 2**right with ties away from zero; + zp, clamped.  The double-precision rule
+ * (tfl == 2) goes lane by lane through nn_requantize. */
+static inline NN_AVX2 __m256i nn_avx2_tfl8_i32(__m256i x, const nn_epi_t *e, int v)
 {
-    const __m256i s = _mm256_loadu_si256((const __m256i *)(const void *)&e->sh[par][v * 4]);
-    const __m256i half = _mm256_loadu_si256((const __m256i *)(const void *)&e->hm1[par][v * 4]);
-    const __m256i off = _mm256_loadu_si256((const __m256i *)(const void *)&e->off[par][v * 4]);
-    const __m256i lo = _mm256_set1_epi64x(e->lo), hi = _mm256_set1_epi64x(e->hi);
-    __m256i u = _mm256_xor_si256(p, _mm256_set1_epi64x((long long)0x8000000000000000ULL));
-    __m256i q = _mm256_sub_epi64(_mm256_srlv_epi64(_mm256_add_epi64(u, half), s), off);
-    q = _mm256_blendv_epi8(q, lo, _mm256_cmpgt_epi64(lo, q));
-    q = _mm256_blendv_epi8(q, hi, _mm256_cmpgt_epi64(q, hi));
-    return q;
+    const __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)&e->mult[v * 8]);
+    const __m256i left = _mm256_loadu_si256((const __m256i *)(const void *)&e->tleft[v * 8]);
+    const __m256i right = _mm256_loadu_si256((const __m256i *)(const void *)&e->tright[v * 8]);
+    const __m256i mask = _mm256_loadu_si256((const __m256i *)(const void *)&e->tmask[v * 8]);
+    const __m256i nudge = _mm256_set1_epi64x((long long)1 << 30), zero = _mm256_setzero_si256();
+    __m256i pe, po, t, rem, thr;
+    if (e->tfl == 2) {
+        int32_t xs[8], r[8];
+        int i;
+        _mm256_storeu_si256((__m256i *)(void *)xs, x);
+        for (i = 0; i < 8; ++i)
+            r[i] = nn_requantize(xs[i], e->mult[v * 8 + i], e->shift[v * 8 + i], e->zp, e->act_min, e->act_max);
+        return _mm256_loadu_si256((const __m256i *)(const void *)r);
+    }
+    x = _mm256_sllv_epi32(x, left);
+    pe = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), nudge), 31);
+    po = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), nudge), 31);
+    t = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+    rem = _mm256_and_si256(t, mask);
+    thr = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_cmpgt_epi32(zero, t));
+    t = _mm256_sub_epi32(_mm256_srav_epi32(t, right), _mm256_cmpgt_epi32(rem, thr));
+    t = _mm256_add_epi32(t, _mm256_set1_epi32(e->zp));
+    t = _mm256_max_epi32(t, _mm256_set1_epi32(e->act_min));
+    return _mm256_min_epi32(t, _mm256_set1_epi32(e->act_max));
 }
 
 /* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> the 8 requantized values
@@ -193,16 +218,13 @@ static inline NN_AVX2 __m256i nn_avx2_requant8_i32(__m256i acc, const nn_epi_t *
 {
     const __m256i x = nn_avx2_biased8(acc, e, v);
     const __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)&e->mult[v * 8]);
-    __m256i pe = _mm256_mul_epi32(x, m);
-    __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32));
-    __m256i r;
-    if (e->tfl) {
-        pe = nn_avx2_rhu64(pe, e, 0, v);
-        po = nn_avx2_rhu64(po, e, 1, v);
-    } else {
-        pe = nn_avx2_rne64(pe, e, 0, v);
-        po = nn_avx2_rne64(po, e, 1, v);
-    }
+    __m256i pe, po, r;
+    if (e->tfl)
+        return nn_avx2_tfl8_i32(x, e, v);
+    pe = _mm256_mul_epi32(x, m);
+    po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32));
+    pe = nn_avx2_rne64(pe, e, 0, v);
+    po = nn_avx2_rne64(po, e, 1, v);
     r = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
     return _mm256_add_epi32(r, _mm256_set1_epi32(e->zp));
 }

@@ -13,8 +13,9 @@
  *
  * A negative shift selects TFLite's rule instead (a graph imported from TFLite; its
  * exponent e is shift + 32): TFLite's MultiplyByQuantizedMultiplier on the int32
- * accumulator, one rounding with ties toward +inf (LiteRT's single rounding), and for
- * averages the division of the raw sum with ties away from zero.  Every kernel that calls nn_requantize / nn_requantize_avg follows the rule
+ * accumulator with LiteRT's two roundings; at or below NN_TFL_F64_FLAG, its double-
+ * precision rule (FULLY_CONNECTED) with the double multiplier packed in (mult, shift); and
+ * for averages the division of the raw sum with ties away from zero.  Every kernel that calls nn_requantize / nn_requantize_avg follows the rule
  * its parameters carry.
  */
 #ifndef NN_REQUANT_H
@@ -59,14 +60,52 @@ static inline int64_t nn_div_round(int64_t v, int32_t count, int32_t shift)
 #define NN_TFL_SHIFT_BIAS 32
 #define NN_TFL_ADD_LEFT_SHIFT 20    /* TFLite's int8 ADD/SUB (ops/add.py) */
 
-/* MultiplyByQuantizedMultiplier(x, m, e) as LiteRT builds it (TFLITE_SINGLE_ROUNDING):
- * (x * m + 2**(t-1)) >> t, t = 31 - e in [1, 62], on the int32 accumulator (which wraps
- * as TFLite's does). */
+/* SaturatingRoundingDoublingHighMul: round(a * b / 2**31), ties toward +inf. */
+static inline int32_t nn_tfl_srdhm(int32_t a, int32_t b)
+{
+    const int64_t ab = (int64_t)a * b;
+    const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+    if (a == INT32_MIN && b == INT32_MIN)
+        return INT32_MAX;
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* RoundingDivideByPOT: x / 2**e, ties away from zero, 0 <= e <= 31. */
+static inline int32_t nn_tfl_rdbpot(int32_t x, int32_t e)
+{
+    const int64_t mask = ((int64_t)1 << e) - 1;
+    const int64_t rem = (int64_t)x & mask;
+    const int64_t threshold = (mask >> 1) + (x < 0);
+    return (int32_t)(nn_floor_shift(x, e) + (rem > threshold));
+}
+
+/* MultiplyByQuantizedMultiplier(x, m, e) as LiteRT builds it (two roundings) on the int32
+ * accumulator, which wraps as TFLite's does. */
 static inline int32_t nn_tfl_mbqm(int64_t acc, int32_t m, int32_t e)
 {
-    const int32_t t = 31 - e;
-    const int64_t x = (int32_t)(uint32_t)(uint64_t)acc;
-    return (int32_t)nn_floor_shift(x * m + ((int64_t)1 << (t - 1)), t);
+    const int32_t left = e > 0 ? e : 0, right = e > 0 ? 0 : -e;
+    const int32_t x = (int32_t)(uint32_t)((uint64_t)acc << left);
+    return nn_tfl_rdbpot(nn_tfl_srdhm(x, m), right);
+}
+
+/* TFLite's double-precision rule (FULLY_CONNECTED): the double multiplier packed in
+ * (mult, shift) by numerics.tflite_f64_pair: (mult * 2**22 + low) * 2**-k. */
+#define NN_TFL_F64_FLAG (-64)
+static inline double nn_tfl_f64_multiplier(int32_t mult, int32_t shift)
+{
+    const uint32_t code = (uint32_t)shift + 0x80000000u;
+    const uint32_t k = code & 0xFF, low = code >> 8;
+    union { uint64_t u; double d; } p2;
+    p2.u = (uint64_t)(1023 - k) << 52;              /* 2**-k, k <= 255 */
+    return ((double)mult * 4194304.0 + (double)low) * p2.d;
+}
+
+/* round(v), ties away from zero, |v| < 2**62 (no libm: v - trunc(v) is exact). */
+static inline int64_t nn_round_away(double v)
+{
+    const int64_t t = (int64_t)v;
+    const double d = v - (double)t;
+    return t + (d >= 0.5) - (d <= -0.5);
 }
 
 /* TFLite's average of a raw sum: total / count, ties away from zero (count >= 1). */
@@ -87,6 +126,9 @@ static inline int8_t nn_clamp_s8(int64_t v, int32_t lo, int32_t hi)
 static inline int8_t nn_requantize(int64_t acc, int32_t mult, int32_t shift, int32_t zp,
                                    int32_t lo, int32_t hi)
 {
+    if (shift <= NN_TFL_F64_FLAG)
+        return nn_clamp_s8(nn_round_away((double)(int32_t)(uint32_t)(uint64_t)acc
+                                         * nn_tfl_f64_multiplier(mult, shift)) + zp, lo, hi);
     if (shift < 0)
         return nn_clamp_s8((int64_t)nn_tfl_mbqm(acc, mult, shift + NN_TFL_SHIFT_BIAS) + zp, lo, hi);
     return nn_clamp_s8(nn_rshift_round(acc * mult, shift) + zp, lo, hi);

@@ -32,21 +32,26 @@ dtypes are int32):
   concat           mult[n], shift[n]   one (M, s) per input, m_i = s_in_i / s_out
   reshape          (none)
 
-A graph imported from TFLite uses TFLite's rule instead (``Graph.numerics == "tflite"``, set
-by its frontend, recorded in the plan): the layer's parameters are TFLite's own
-(QuantizeMultiplier: M in [2**30, 2**31), an exponent e, m ~= M * 2**(e - 31)) and the
-shift array holds e - 32, always negative, so every consumer (this module, the C kernels'
-nn_requantize) tells the rule from the sign of the shift alone:
+A graph imported from TFLite uses TFLite's rules instead (``Graph.numerics == "tflite"``,
+set by its frontend, recorded in the plan), as LiteRT's reference kernels compute them
+(measured against LiteRT 2.3.0).  The shift field tells the rule, so every consumer (this
+module, the C kernels' nn_requantize) follows the parameters it is given:
 
-    out = clamp(zp_out + floor((acc * M + 2**(t - 1)) / 2**t), act_min, act_max),  t = 31 - e
+* shift >= 0: the ONNX rule above.
+* -64 < shift < 0: TFLite's MultiplyByQuantizedMultiplier (QuantizeMultiplier's M in
+  [2**30, 2**31) and exponent e = shift + 32, m ~= M * 2**(e - 31)), with its two roundings:
+  SRDHM (round(a * b / 2**31), ties toward +inf, INT32_MIN * INT32_MIN saturating), then
+  RDBPOT (a right shift with ties away from zero), on the int32 accumulator:
+      out = clamp(zp_out + RDBPOT(SRDHM(acc * 2**max(e, 0), M), max(-e, 0)), lo, hi)
+  (CONV_2D, DEPTHWISE_CONV_2D, MUL, ADD/SUB's three steps, QUANTIZE's requantization).
+* shift <= -64: TFLite's double-precision requantization (FULLY_CONNECTED's reference
+  kernel): out = clamp(zp_out + round_half_away(double(acc) * m), lo, hi) with the double
+  m packed into the pair (tflite_f64_pair: mult = the top 31 bits of its 53-bit
+  significand, shift = -2**31 + (the low 22 bits << 8 | the power-of-two exponent k)).
 
-on the int32 accumulator: TFLite's MultiplyByQuantizedMultiplier as LiteRT builds it
-(TFLITE_SINGLE_ROUNDING: one rounding, ties toward +inf; measured against LiteRT 2.3.0's
-reference kernels, where the double rounding differs on about 1% of a layer's outputs).
-TFLite Micro and CMSIS-NN build the double rounding by default (a saturating rounding
-doubling high multiply, then a rounding right shift with ties away from zero): srdhm,
-rounding_divide_by_pot and multiply_by_quantized_multiplier_double below.  TFLite's
-averages (pooling) divide the raw sum of codes with ties away from zero (tflite_average).
+TFLite's averages (pooling) divide the raw sum of codes with ties away from zero
+(tflite_average).  LiteRT builds without TFLITE_SINGLE_ROUNDING; the single rounding is
+multiply_by_quantized_multiplier_single (for comparison).
 """
 from __future__ import annotations
 
@@ -158,8 +163,8 @@ def tflite_quantize_multiplier(m: float) -> tuple[int, int]:
         exp += 1
     if exp < -31:
         return 0, 0
-    if exp > 30:                          # single rounding's ceiling
-        return (1 << 31) - 1, 30
+    if exp > 30:
+        raise ValueError(f"requantization multiplier {m!r} is too large (>= 2**30)")
     return M, exp
 
 
@@ -201,21 +206,57 @@ def rounding_divide_by_pot(x, e):
     return (x >> e) + (rem > threshold)
 
 
-def multiply_by_quantized_multiplier(x, M, e):
-    """TFLite's MultiplyByQuantizedMultiplier(int32 x, M, e) as LiteRT builds it (single
-    rounding, ties toward +inf): int64 arrays of int32 values."""
+def multiply_by_quantized_multiplier_single(x, M, e):
+    """MultiplyByQuantizedMultiplier built with TFLITE_SINGLE_ROUNDING (one rounding,
+    ties toward +inf); not LiteRT's, kept for comparison."""
     t = 31 - np.asarray(e, dtype=np.int64)
     v = _wrap32(x) * np.asarray(M, dtype=np.int64) + (np.int64(1) << (t - 1))
     return v >> t
 
 
-def multiply_by_quantized_multiplier_double(x, M, e):
-    """The double-rounding MultiplyByQuantizedMultiplier (TFLite Micro, CMSIS-NN)."""
+def multiply_by_quantized_multiplier(x, M, e):
+    """TFLite's MultiplyByQuantizedMultiplier(int32 x, M, e), LiteRT's double rounding:
+    int64 arrays of int32 values."""
     e = np.asarray(e, dtype=np.int64)
     left = np.maximum(e, 0)
     right = np.maximum(-e, 0)
     shifted = _wrap32(np.asarray(x, dtype=np.int64) << left)
     return rounding_divide_by_pot(srdhm(shifted, M), right)
+
+
+TFLITE_F64_FLAG = -64          # shift fields at or below it carry a packed double
+_F64_LOW_BITS = 22
+
+
+def tflite_f64_pair(m: float) -> tuple[int, int]:
+    """(mult, shift) packing the double m exactly: m = (mult * 2**22 + low) * 2**-k."""
+    if not (m > 0.0 and math.isfinite(m)):
+        raise ValueError(f"requantization multiplier must be positive and finite, got {m!r}")
+    frac, exp = math.frexp(m)              # m = frac * 2**exp, frac in [0.5, 1)
+    significand = int(frac * (1 << 53))    # exact: 53 bits
+    k = 53 - exp
+    if not 0 <= k <= 255:
+        raise ValueError(f"requantization multiplier {m!r} is out of range")
+    hi, lo = significand >> _F64_LOW_BITS, significand & ((1 << _F64_LOW_BITS) - 1)
+    return hi, -(1 << 31) + ((lo << 8) | k)
+
+
+def tflite_f64_value(mult: int, shift: int) -> float:
+    code = int(shift) + (1 << 31)
+    lo, k = code >> 8, code & 0xFF
+    return math.ldexp(float((int(mult) << _F64_LOW_BITS) | lo), -k)
+
+
+def round_half_away(v):
+    """Floating-point values rounded to integers, ties away from zero (std::round, in the
+    values' own precision: v - trunc(v) is exact, unlike |v| + 0.5)."""
+    v = np.asarray(v)
+    t = np.trunc(v)
+    d = v - t
+    return t + (d >= 0.5) - (d <= -0.5)
+
+
+_rha = round_half_away
 
 
 def tflite_average(total, count):
@@ -232,6 +273,13 @@ def tflite_requantize(acc, mult, shift, zp_out, act_min=-128, act_max=127, count
     elements of the raw sum acc + count * zp_out (TFLite averages codes; its pooling
     requires equal input and output parameters, so mult/shift are not used then)."""
     acc = _wrap32(acc)
+    shift = np.asarray(shift)
+    if count is None and np.any(shift <= TFLITE_F64_FLAG):
+        flat_m = np.broadcast_to(np.asarray(mult), np.broadcast(np.asarray(mult), shift).shape)
+        flat_s = np.broadcast_to(shift, flat_m.shape)
+        m = np.vectorize(tflite_f64_value, otypes=[np.float64])(flat_m, flat_s)
+        out = _rha(acc.astype(np.float64) * m).astype(np.int64) + zp_out
+        return np.clip(out, act_min, act_max).astype(np.int8)
     if count is not None:
         count = np.asarray(count, dtype=np.int64)
         raw = acc + np.maximum(count, 1) * zp_out

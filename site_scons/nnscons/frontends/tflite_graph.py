@@ -122,8 +122,8 @@ class TfliteWalker:
         lo_type, hi_type = (-128, 127)
 
         def quant(f):
-            v = np.float32(f) / np.float32(q.scale)
-            return q.zero_point + int(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)))
+            from ..numerics import round_half_away
+            return q.zero_point + int(round_half_away(np.float32(f) / np.float32(q.scale)))
         if fused == 0:
             return lo_type, hi_type
         if fused == 1:     # RELU

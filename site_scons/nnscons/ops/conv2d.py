@@ -86,11 +86,13 @@ def shape(g, op, ins):
 
 
 def weighted_requant(layer, graph) -> dict:
-    """mult[o], shift[o] for m[o] = s_in * s_w[o] / s_out."""
+    """mult[o], shift[o] for m[o] = s_in * s_w[o] / s_out (in double, as TFLite's Prepare
+    does); a TFLite FULLY_CONNECTED (attrs requant "f64") keeps m[o] as a double."""
     s_in = graph.tensor(layer.inputs[0]).q.scale
     s_out = graph.tensor(layer.output).q.scale
-    return pair([numerics.rule_pair(graph, s_in * float(sw) / s_out)
-                 for sw in layer.weight_scale])
+    rule = numerics.tflite_f64_pair if layer.attrs.get("requant") == "f64" else \
+        (lambda m: numerics.rule_pair(graph, m))
+    return pair([rule(s_in * float(sw) / s_out) for sw in layer.weight_scale])
 
 
 def weighted_counts(layer, graph) -> dict:
@@ -108,8 +110,9 @@ def export(w, layer, ins, core_out):
 OPS = [OpDef(
     "conv2d", onnx={"Conv": convert},
     tflite={"CONV_2D": tfl_conv, "DEPTHWISE_CONV_2D": tfl_depthwise},
-    attrs=("kernel", "stride", "dilation", "pads", "groups"),
+    attrs=("kernel", "stride", "dilation", "pads", "groups", "requant"),
     shape=shape, reference=ref.conv2d, requant=weighted_requant, counts=weighted_counts,
     macs=lambda layer, graph: n_out(layer, graph) * int(np.prod(layer.weight.shape[1:])),
     export=export, weighted=True, fusable=True,
-    doc="kernel stride dilation pads (top,left,bottom,right) groups")]
+    doc="kernel stride dilation pads (top,left,bottom,right) groups "
+        "requant (optional: f64, TFLite FULLY_CONNECTED's double-precision rule)")]

@@ -45,10 +45,9 @@ def tfl_fully_connected(w, op):
     q, scale = T.weights(w, op, 1, n_out, 0)
     x = w.act(op, 0)
     x_shape = w.input_tensor(op, 0).shape
-    if int(np.prod(x_shape)) != n_in:
-        raise w.fail(op, f"input of shape {list(x_shape)} is not one row of {n_in} values "
-                         f"(batch 1 only)")
     out_t = w.tensor(op.outputs[0])
+    if int(np.prod(x_shape)) != n_in:
+        return _rows_as_conv(w, op, x, x_shape, out_t, q, scale)
     out = w.out(op)
     result = []
     if tuple(x_shape) != (1, n_in):
@@ -62,12 +61,33 @@ def tfl_fully_connected(w, op):
     if tuple(out_t.shape) != (1, n_out):
         core = w.fresh(f"{out}_rows")
         w.qparams[core] = w.qparams[out]
-    result.append(Op(op.label, "linear", [x], core, op.code,
+    result.append(Op(op.label, "linear", [x], core, op.code, attrs={"requant": "f64"},
                      weight=q.astype(np.float64) * scale[:, None], bias=bias,
                      weight_q=(q, scale), bias_q=bq, act_range=w.act_range(op)))
     if core != out:
         result.append(w.relayout(op, core, (1, n_out), out_t.shape, out, name=f"{op.label}_dims"))
     return result
+
+
+def _rows_as_conv(w, op, x, x_shape, out_t, q, scale):
+    """FULLY_CONNECTED over the last axis of a (1, L, C) or (1, H, W, C) tensor with
+    keep_num_dims: a 1x1 convolution in the IR's layout."""
+    import numpy as np
+    from ..frontends import tflite_ops as T
+    n_out, n_in = q.shape
+    if (len(x_shape) not in (3, 4) or x_shape[-1] != n_in
+            or tuple(out_t.shape) != tuple(x_shape[:-1]) + (n_out,)):
+        raise w.fail(op, f"input of shape {list(x_shape)} is {int(np.prod(x_shape)) // max(n_in, 1)} "
+                         f"rows of {n_in} values and the output {list(out_t.shape)}; several rows "
+                         f"are supported with keep_num_dims on a rank-3 or rank-4 input only "
+                         f"(batch 1)")
+    bias, bq = T.bias(w, op, 2, n_out, w.qparams[x].scale, scale)
+    wq = q.reshape(n_out, n_in, 1, 1)
+    return Op(op.label, "conv2d", [x], w.out(op), op.code,
+              attrs={"kernel": (1, 1), "stride": (1, 1), "dilation": (1, 1),
+                     "pads": (0, 0, 0, 0), "groups": 1, "requant": "f64"},
+              weight=wq.astype(np.float64) * scale.reshape(-1, 1, 1, 1), bias=bias,
+              weight_q=(wq, scale), bias_q=bq, act_range=w.act_range(op))
 
 
 def shape(g, op, ins):
@@ -86,6 +106,8 @@ def export(w, layer, ins, core_out):
 OPS = [OpDef(
     "linear", onnx={"Gemm": gemm, "MatMul": matmul},
     tflite={"FULLY_CONNECTED": tfl_fully_connected},
+    attrs=("requant",),
     shape=shape, reference=ref.linear, requant=weighted_requant, counts=weighted_counts,
     macs=lambda layer, graph: int(layer.weight.size),
-    export=export, weighted=True, fusable=True, doc="-")]
+    export=export, weighted=True, fusable=True,
+    doc="requant (optional: f64, TFLite FULLY_CONNECTED's double-precision rule)")]

@@ -235,6 +235,7 @@ def tfl_split(w, op):
 def nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
     """TFLite's nearest-neighbour source index of each output index (float32 as its
     reference kernel computes it)."""
+    from ..numerics import round_half_away
     f32 = np.float32
     scale = (f32(in_size - 1) / f32(out_size - 1) if align_corners and out_size > 1
              else f32(in_size) / f32(out_size))
@@ -242,7 +243,7 @@ def nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixel
     out = []
     for i in range(out_size):
         v = (f32(i) + offset) * scale
-        k = int(np.sign(v) * np.floor(np.abs(v) + f32(0.5))) if align_corners else int(np.floor(v))
+        k = int(round_half_away(v)) if align_corners else int(np.floor(v))
         k = min(k, in_size - 1)
         out.append(max(k, 0) if half_pixel else k)
     return out

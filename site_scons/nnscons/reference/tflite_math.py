@@ -26,6 +26,23 @@ Each op derives its integer parameters from the file's float32 scales in its own
 e.g. MUL computes s1*s2/so in float32, CONV in double).  Layouts are NHWC; conv weights are
 OHWI, depthwise weights 1HW(C*mult), fully-connected weights (O, I), transpose-conv weights
 OHWI.  int8 arrays go in as any integer dtype and come out as int8 (uint8 where stated).
+Elementwise unary ops also have `*_table(...)`: the 256 outputs for inputs -128..127.
+
+Things the reference kernels do that are easy to get wrong
+----------------------------------------------------------
+* SRDHM ties go UP (toward +inf: -1.5 -> -1), RDBPOT ties go away from zero.
+* FULLY_CONNECTED (reference) requantizes in double: round(acc * s_in*s_w/s_out), not MBQM.
+* AVERAGE_POOL / MAX_POOL ignore scales and zero points (only DCHECKed equal); the average
+  excludes padding and rounds half away from zero.  RESIZE_BILINEAR ignores them too.
+* MEAN under BUILTIN_REF is always the general QuantizedMeanOrSum (1/N folded into the
+  multiplier), also for 4-D over H,W and equal scales; the 4-D special case
+  (`mean_hw_optimized`) only runs in the optimized resolver.
+* int8 CONCATENATION rejects inputs whose scale/zero point differ from the output's.
+* LOGISTIC needs s_out == 1/256 (any zp); SOFTMAX zp -128, s_out 1/256 (+-0.1%); TANH: none.
+* Standalone RELU/RELU6/RELU_N1_TO_1 requantize (s_in/s_out in float32) then clamp.
+* LOGISTIC/TANH tables call the host libm's expf/tanhf; here they are emulated as the
+  correctly rounded float32 values (glibc 2.36 tanhf is not always, but no table among
+  thousands of random scales came out different).
 """
 from __future__ import annotations
 
@@ -57,7 +74,8 @@ __all__ = [
     "LeakyReluParams", "leaky_relu_params", "leaky_relu", "leaky_relu_table",
     "PreluParams", "prelu_params", "prelu",
     "relu_params", "relu_bounds", "relu", "relu6", "relu_n1_to_1", "relu_0_to_1", "relu_table",
-    "requantize_params", "requantize", "requantize_table", "quantize", "dequantize",
+    "relu6_table", "relu_n1_to_1_table", "relu_0_to_1_table",
+    "requantize_params", "requantize", "requantize_table", "quantize_table", "quantize", "dequantize",
     "concatenation", "resize_bilinear", "lookup",
 ]
 
@@ -95,9 +113,10 @@ def _f32(x) -> np.float32:
 def round_half_away(x):
     """std::round / roundf: nearest, ties away from zero (exact for float32 and float64)."""
     x = np.asarray(x)
-    a = np.abs(x)
-    f = np.floor(a)
-    r = f + (a - f >= 0.5)          # a - floor(a) is exact
+    with np.errstate(invalid="ignore"):
+        a = np.abs(x)
+        f = np.floor(a)
+        r = f + (a - f >= 0.5)          # a - floor(a) is exact
     return np.copysign(r, x).astype(x.dtype)
 
 
@@ -731,7 +750,8 @@ def _lut_int8(in_scale, in_zp, out_scale, out_zp, fn):
 
 def _expf(v):
     # glibc expf is correctly rounded in practice: evaluate in double, round once to float32
-    return np.exp(v.astype(np.float64)).astype(np.float32)
+    with np.errstate(over="ignore"):
+        return np.exp(v.astype(np.float64)).astype(np.float32)
 
 
 def _sigmoidf(v):
@@ -938,6 +958,18 @@ def relu_table(in_scale, in_zp, out_scale, out_zp, kind="RELU") -> np.ndarray:
     return _out(out_zp + multiply_by_quantized_multiplier(v - in_zp, M, s), lo, hi)
 
 
+def relu6_table(in_scale, in_zp, out_scale, out_zp) -> np.ndarray:
+    return relu_table(in_scale, in_zp, out_scale, out_zp, "RELU6")
+
+
+def relu_n1_to_1_table(in_scale, in_zp, out_scale, out_zp) -> np.ndarray:
+    return relu_table(in_scale, in_zp, out_scale, out_zp, "RELU_N1_TO_1")
+
+
+def relu_0_to_1_table(in_scale, in_zp, out_scale, out_zp) -> np.ndarray:
+    return relu_table(in_scale, in_zp, out_scale, out_zp, "RELU_0_TO_1")
+
+
 def relu(x, in_scale, in_zp, out_scale, out_zp):
     return lookup(x, relu_table(in_scale, in_zp, out_scale, out_zp, "RELU"))
 
@@ -974,6 +1006,9 @@ def requantize_table(in_scale, in_zp, out_scale, out_zp, out_dtype="int8") -> np
     """QUANTIZE int8 -> int8/uint8 for every int8 input (-128..127)."""
     M, s = requantize_params(in_scale, out_scale)
     return requantize(np.arange(-128, 128), in_zp, out_zp, M, s, out_dtype)
+
+
+quantize_table = requantize_table   # QUANTIZE int8 -> int8/uint8, by its op name
 
 
 def quantize(xf, scale, zp, out_dtype="int8"):
