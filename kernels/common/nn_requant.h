@@ -135,15 +135,17 @@ static inline int8_t nn_requantize(int64_t acc, int32_t mult, int32_t shift, int
 }
 
 /* The average of `count` elements summing to acc; count 0 (a window of padding only)
- * gives acc 0.  TFLite's rule averages the codes (acc + count * zp: its pooling keeps the
- * input's parameters, so mult is not used). */
+ * gives acc 0.  Under TFLite's rule, mult 0 averages the codes (acc + count * zp: its
+ * pooling keeps the input's parameters); TFLite's MEAN has 1 / count in its multiplier. */
 static inline int8_t nn_requantize_avg(int64_t acc, int32_t count, int32_t mult, int32_t shift,
                                        int32_t zp, int32_t lo, int32_t hi)
 {
     if (count <= 0)
         return nn_clamp_s8(zp, lo, hi);
-    if (shift < 0)
+    if (shift < 0 && mult == 0)     /* TFLite's pooling: the average of the codes */
         return nn_clamp_s8(nn_tfl_average(acc + (int64_t)count * zp, count), lo, hi);
+    if (shift < 0)                  /* TFLite's MEAN: 1 / count is in the multiplier */
+        return nn_requantize(acc, mult, shift, zp, lo, hi);
     return nn_clamp_s8(nn_div_round(acc * mult, count, shift) + zp, lo, hi);
 }
 

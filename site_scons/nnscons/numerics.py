@@ -269,9 +269,9 @@ def tflite_average(total, count):
 
 
 def tflite_requantize(acc, mult, shift, zp_out, act_min=-128, act_max=127, count=None):
-    """TFLite's rule on shift fields < 0 (see the module doc); count: average over count
-    elements of the raw sum acc + count * zp_out (TFLite averages codes; its pooling
-    requires equal input and output parameters, so mult/shift are not used then)."""
+    """TFLite's rules on shift fields < 0 (see the module doc); count with mult 0: the
+    average over count elements of the raw sum acc + count * zp_out (TFLite's pooling
+    averages codes and keeps the input's parameters)."""
     acc = _wrap32(acc)
     shift = np.asarray(shift)
     if count is None and np.any(shift <= TFLITE_F64_FLAG):
@@ -280,11 +280,11 @@ def tflite_requantize(acc, mult, shift, zp_out, act_min=-128, act_max=127, count
         m = np.vectorize(tflite_f64_value, otypes=[np.float64])(flat_m, flat_s)
         out = _rha(acc.astype(np.float64) * m).astype(np.int64) + zp_out
         return np.clip(out, act_min, act_max).astype(np.int8)
-    if count is not None:
+    if count is not None and np.all(np.asarray(mult) == 0):
         count = np.asarray(count, dtype=np.int64)
         raw = acc + np.maximum(count, 1) * zp_out
         out = np.where(count > 0, tflite_average(raw, np.maximum(count, 1)), zp_out)
-    else:
+    else:      # MEAN: its multiplier holds 1 / count (ops/pool.py)
         e = np.asarray(shift, dtype=np.int64) + TFLITE_SHIFT_BIAS
         out = multiply_by_quantized_multiplier(acc, mult, e) + zp_out
     return np.clip(out, act_min, act_max).astype(np.int8)

@@ -28,9 +28,11 @@ def tfl_add(w, op):
     """ADD/SUB of two activations of one shape (TFLite's recipe: tflite_requant)."""
     shapes = [tuple(w.input_tensor(op, k).shape) for k in (0, 1)]
     consts = [w.input_tensor(op, k).is_const for k in (0, 1)]
+    if all(consts):
+        raise w.fail(op, f"{op.code} of two constants: fold it before exporting")
     if any(consts):
-        raise w.fail(op, f"{op.code} with a constant operand is not supported yet; both "
-                         f"operands must be activations")
+        from .lut import tfl_const_binary
+        return tfl_const_binary(w, op)
     if shapes[0] != shapes[1]:
         raise w.fail(op, f"operands of shapes {list(shapes[0])} and {list(shapes[1])}: "
                          f"broadcasting is not supported; both must have the same shape")

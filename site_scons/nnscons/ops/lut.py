@@ -142,7 +142,134 @@ def table(fn, fn_attrs, consts, x_pos, tables, in_q, out_q, act_min=-128, act_ma
     return np.clip(out, max(-128, act_min), min(127, act_max)).astype(np.int8)
 
 
+# ---- TFLite's elementwise operators: the table of its integer kernel (reference.tflite_math)
+
+def _tfl_lut(w, op, fn, table_, fn_attrs=(), fn_consts=()):
+    """A lut layer whose (T, 256) table TFLite's kernel gives; fn (an ONNX op type with its
+    attributes and constant operands) describes it for the QDQ export."""
+    x, out = w.act(op, 0), w.out(op)
+    t = np.asarray(table_, dtype=np.int8).reshape(-1, 256)
+    return Op(op.label, "lut", [x], out, op.code,
+              attrs={"fn": fn, "fn_attrs": tuple(fn_attrs), "fn_consts": tuple(fn_consts),
+                     "x_pos": 0, "table": t})
+
+
+def _channel_shape(w, op, n: int, k: int = 0) -> tuple:
+    """The shape of a per-channel constant operand against the IR tensor of input k."""
+    from ..frontends.layout import ir_shape
+    if n == 1:
+        return (1,)
+    return (n, 1, 1) if len(ir_shape(w.input_tensor(op, k).shape)) == 4 else (n,)
+
+
+def _q(w, op):
+    qi, qo = w.qparams[w.act(op, 0)], w.qparams_of(w.tensor(op.outputs[0]), op)
+    return qi.scale, qi.zero_point, qo.scale, qo.zero_point
+
+
+def tfl_unary(w, op):
+    from ..reference import tflite_math as T
+    si, zi, so, zo = _q(w, op)
+    code = op.code
+    if code == "LOGISTIC":
+        return _tfl_lut(w, op, "Sigmoid", T.logistic_table(si, zi, so, zo))
+    if code == "TANH":
+        return _tfl_lut(w, op, "Tanh", T.tanh_table(si, zi, so, zo))
+    if code == "HARD_SWISH":
+        if si >= 128 * so:
+            raise w.fail(op, f"input scale {si} >= 128 x the output scale {so}, which TFLite's "
+                             f"HARD_SWISH refuses")
+        return _tfl_lut(w, op, "HardSwish", T.hard_swish_table(si, zi, so, zo))
+    if code == "LEAKY_RELU":
+        alpha = float(op.options.get("alpha", 0.2))
+        return _tfl_lut(w, op, "LeakyRelu", T.leaky_relu_table(si, zi, so, zo, alpha),
+                        fn_attrs=(("alpha", alpha),))
+    lo, hi = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
+              "RELU_0_TO_1": (0.0, 1.0)}[code]
+    consts = ((1, (), (lo,)),) + (((2, (), (hi,)),) if hi is not None else ())
+    return _tfl_lut(w, op, "Clip", T.relu_table(si, zi, so, zo, kind=code), fn_consts=consts)
+
+
+def tfl_prelu(w, op):
+    """PRELU with a constant slope per tensor or per channel: one table per channel."""
+    from ..reference import tflite_math as T
+    si, zi, so, zo = _q(w, op)
+    a = w.input_tensor(op, 1, "alpha")
+    if not a.is_const or not a.quantized or a.dtype not in ("int8", "uint8"):
+        raise w.fail(op, "alpha must be a constant quantized int8 tensor")
+    vals = a.data.astype(np.int64).reshape(-1)
+    zpa = int(a.zero_point[0])
+    c = w.input_tensor(op, 0).shape[-1]
+    if vals.size not in (1, c) or (vals.size == c and int(np.prod(a.shape)) != c):
+        raise w.fail(op, f"alpha of shape {list(a.shape)} is neither one value nor one per "
+                         f"channel ({c})")
+    params = T.prelu_params(si, float(a.scale[0]), so)
+    v = np.arange(-128, 128, dtype=np.int64)
+    tables = np.stack([T.prelu(v, np.full(256, k), zi, zpa, zo, params) for k in vals])
+    slope = (vals - zpa) * float(a.scale[0])
+    shape = _channel_shape(w, op, vals.size)
+    return _tfl_lut(w, op, "PRelu", tables, fn_consts=((1, shape, tuple(float(x) for x in slope)),))
+
+
+def tfl_const_binary(w, op):
+    """ADD/SUB/MUL with one constant operand (per tensor or per channel): TFLite's kernel on
+    every int8 value, one table per channel."""
+    from ..reference import tflite_math as T
+    k = 1 if w.input_tensor(op, 1).is_const else 0
+    x_k = 1 - k
+    c_t = w.input_tensor(op, k)
+    if not c_t.quantized or c_t.dtype not in ("int8", "uint8"):
+        raise w.fail(op, "the constant operand must be a quantized int8 tensor")
+    x_shape = w.input_tensor(op, x_k).shape
+    if tuple(w.tensor(op.outputs[0]).shape) != tuple(x_shape):
+        raise w.fail(op, f"the constant operand {list(c_t.shape)} would broadcast the "
+                         f"activation {list(x_shape)} to a larger shape")
+    raw = c_t.data.astype(np.int64) - (128 if c_t.dtype == "uint8" else 0)
+    zc = int(c_t.zero_point[0]) - (128 if c_t.dtype == "uint8" else 0)
+    cvals = np.broadcast_to(raw, x_shape).reshape(-1, x_shape[-1] if x_shape else 1)
+    if np.any(cvals != cvals[:1]):
+        raise w.fail(op, f"the constant operand {list(c_t.shape)} varies along other axes "
+                         f"than the channels (the last axis)")
+    per = cvals[0]
+    if np.all(per == per[0]):
+        per = per[:1]
+    qx = w.qparams[w.act(op, x_k)]
+    qo = w.qparams_of(w.tensor(op.outputs[0]), op)
+    sc = float(c_t.scale[0])
+    v = np.arange(-128, 128, dtype=np.int64)
+    lo, hi = w.act_range(op)
+    tables = []
+    for cv in per:
+        a, b = (v, np.full(256, cv)) if x_k == 0 else (np.full(256, cv), v)
+        (sa, za), (sb, zb) = ((qx.scale, qx.zero_point), (sc, zc)) if x_k == 0 else \
+            ((sc, zc), (qx.scale, qx.zero_point))
+        if op.code == "MUL":
+            t = T.mul(a, b, za, zb, qo.zero_point, T.mul_params(sa, sb, qo.scale), lo, hi)
+        else:
+            fn = T.add if op.code == "ADD" else T.sub
+            pf = T.add_params if op.code == "ADD" else T.sub_params
+            t = fn(a, b, za, zb, qo.zero_point, pf(sa, sb, qo.scale), lo, hi)
+        tables.append(t)
+    real = (per - zc) * sc
+    shape = _channel_shape(w, op, per.size, x_k)
+    onnx_fn = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul"}[op.code]
+    x = w.act(op, x_k)
+    out = w.out(op)
+    return Op(op.label, "lut", [x], out, op.code,
+              attrs={"fn": onnx_fn, "fn_attrs": (), "x_pos": x_k,
+                     "fn_consts": ((k, shape, tuple(float(r) for r in real)),),
+                     "table": np.stack(tables).astype(np.int8)})
+
+
+TFLITE_CONVERTERS = {**{c: tfl_unary for c in ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU",
+                                               "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1")},
+                     "PRELU": tfl_prelu}
+
+
 def lower(g, op, layer):
+    if "table" in op.attrs:            # given by the frontend (TFLite's integer kernels)
+        layer.weight = np.asarray(op.attrs["table"], dtype=np.int8)
+        return
     layer.weight = table(op.attrs["fn"], op.attrs["fn_attrs"], op.attrs["fn_consts"],
                          op.attrs["x_pos"], op.attrs["tables"], g.qparams[op.inputs[0]], g.qparams[op.output],
                          layer.act_min, layer.act_max)

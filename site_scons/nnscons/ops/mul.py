@@ -28,8 +28,8 @@ def convert(w, name, node, ins, out):
 def tfl_mul(w, op):
     """MUL of two activations, the second the same shape, per channel or one value."""
     if any(w.input_tensor(op, k).is_const for k in (0, 1)):
-        raise w.fail(op, "MUL with a constant operand is not supported yet; both operands "
-                         "must be activations")
+        from .lut import tfl_const_binary
+        return tfl_const_binary(w, op)
     return Op(op.label, "mul", [w.act(op, 0), w.act(op, 1)], w.out(op), op.code,
               act_range=w.act_range(op))
 
@@ -63,7 +63,11 @@ def broadcast_mode(g, op, ins):
 
 def requant(layer, graph):
     s = [graph.tensor(t).q.scale for t in layer.inputs]
-    return pair([numerics.rule_pair(graph, s[0] * s[1] / graph.tensor(layer.output).q.scale)])
+    s_out = graph.tensor(layer.output).q.scale
+    if numerics.graph_rule(graph) == "tflite":   # TFLite's MUL computes s1 * s2 / s_out in float32
+        f = np.float32
+        return pair([numerics.tflite_pair(float(f(f(s[0]) * f(s[1])) / f(s_out)))])
+    return pair([numerics.quantize_multiplier(s[0] * s[1] / s_out)])
 
 
 def expand(layer, graph, b):

@@ -9,7 +9,7 @@ from ..passes.opgraph import Op
 from ..passes.shapes import need_rank, spatial
 from ..reference import pool as ref
 from . import OpDef
-from ._common import n_in, n_out, single_counts, single_requant
+from ._common import n_in, n_out, pair, single_counts, single_requant
 
 
 def _pool_attrs(w, name, node):
@@ -66,6 +66,24 @@ def tfl_pool(w, op):
     return Op(op.label, kind, [x], out, op.code, attrs=attrs, act_range=w.act_range(op))
 
 
+def pool_requant(layer, graph) -> dict:
+    """The ONNX rule: (M, s) for s_in / s_out.  TFLite's: its pooling averages the codes
+    (mult 0: the raw average, no requantization); its MEAN (attrs mean=1) folds 1/N into
+    the multiplier (reference.tflite_math.mean_params) and requantizes the centred sum."""
+    from .. import numerics
+    if numerics.graph_rule(graph) != "tflite":
+        return single_requant(layer, graph)
+    if layer.op == "maxpool":    # the codes unchanged (MBQM by exactly 1)
+        return pair([numerics.tflite_pair(1.0)])
+    if not layer.attrs.get("mean"):
+        return pair([(0, -numerics.TFLITE_SHIFT_BIAS)])
+    from ..reference.tflite_math import mean_params
+    shape = graph.tensor(layer.inputs[0]).shape
+    p = mean_params(graph.tensor(layer.inputs[0]).q.scale, graph.tensor(layer.output).q.scale,
+                    int(shape[2] * shape[3]))
+    return pair([(p.multiplier, p.shift - numerics.TFLITE_SHIFT_BIAS)])
+
+
 def shape(g, op, ins):
     need_rank(g, op, ins[0], 4, "N,C,H,W")
     if op.attrs.get("global"):   # GlobalMaxPool: the window is the whole map
@@ -117,16 +135,17 @@ def export_global(w, layer, ins, core_out):
 
 OPS = [
     OpDef("maxpool", onnx={"MaxPool": maxpool}, tflite={"MAX_POOL_2D": tfl_pool}, attrs=("kernel", "stride", "pads", "ceil_mode"),
-          shape=shape, reference=ref.maxpool, requant=single_requant, counts=single_counts,
+          shape=shape, reference=ref.maxpool, requant=pool_requant, counts=single_counts,
           macs=window_macs, export=export_pool("MaxPool"), range_preserving=True,
           calib_inherit=True, doc="kernel stride pads (top,left,bottom,right) ceil_mode"),
     OpDef("avgpool", onnx={"AveragePool": avgpool}, tflite={"AVERAGE_POOL_2D": tfl_pool},
           attrs=("kernel", "stride", "pads", "ceil_mode", "count_include_pad"),
-          shape=shape, reference=ref.avgpool, requant=single_requant, counts=single_counts,
+          shape=shape, reference=ref.avgpool, requant=pool_requant, counts=single_counts,
           macs=window_macs, export=export_pool("AveragePool"), check=check,
           range_preserving=True, doc="kernel stride pads ceil_mode count_include_pad (0/1)"),
-    OpDef("global_avgpool", onnx={"GlobalAveragePool": global_avgpool}, attrs=("keepdims",),
+    OpDef("global_avgpool", onnx={"GlobalAveragePool": global_avgpool}, attrs=("keepdims", "mean"),
           shape=global_shape,
-          reference=ref.global_avgpool, requant=single_requant, counts=single_counts,
-          macs=n_in, export=export_global, range_preserving=True, doc="-"),
+          reference=ref.global_avgpool, requant=pool_requant, counts=single_counts,
+          macs=n_in, export=export_global, range_preserving=True,
+          doc="keepdims mean (TFLite's MEAN: its own requantization)"),
 ]

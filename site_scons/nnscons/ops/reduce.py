@@ -36,5 +36,18 @@ def global_maxpool(w, name, node, ins, out):
                      "global": 1})
 
 
+def tfl_mean(w, op):
+    """MEAN over the spatial axes of an NHWC tensor: a global average pool with TFLite's
+    own requantization (ops/pool.py: pool_requant)."""
+    shape = w.input_tensor(op, 0).shape
+    axes = sorted({int(a) % max(len(shape), 1) for a in np.asarray(w.const(op, 1, "axes")).reshape(-1)})
+    if len(shape) != 4 or axes != [1, 2]:
+        raise w.fail(op, f"MEAN over axes {axes} of a rank-{len(shape)} tensor is not supported; "
+                         f"only over the spatial axes [1, 2] of an NHWC tensor (a global average pool)")
+    return Op(op.label, "global_avgpool", [w.act(op, 0)], w.out(op), op.code,
+              attrs={"keepdims": int(bool(op.options.get("keep_dims", False))), "mean": 1})
+
+
 OPS = []   # converters only, of ONNX ops that become other modules' ops
 CONVERTERS = {"ReduceMean": reduce_mean, "GlobalMaxPool": global_maxpool}
+TFLITE_CONVERTERS = {"MEAN": tfl_mean}

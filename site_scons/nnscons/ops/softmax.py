@@ -1,9 +1,15 @@
-"""softmax: ONNX Softmax over the last axis of a (1, F) tensor (a classifier's tail).
+"""softmax: ONNX Softmax and TFLite SOFTMAX over the last axis of a (1, F) tensor (a
+classifier's tail).
 
 Integer semantics: d_i = max(q) - q_i in [0, 255]; E[d] = round(2**16 * exp(-d * s_in))
 (a 256-entry int32 table computed at build time, Layer.bias); S = sum E[d_i];
 out_i = clamp(zp_out + round(E[d_i] * M / (S * 2**s))) with (M, s) for 1 / s_out, rounding
 half to even exactly (numerics.div_round / nn_div_round). Within 1 LSB of the QDQ graph.
+
+Under TFLite's rule its reference kernel's fixed-point recipe (gemmlowp): E[d] = exp(-d)
+in Q0.31 from the scaled difference (the table, -1 where d is below diff_min), the sum of
+E / 2**12, its reciprocal by Newton-Raphson, out = RDBPOT(SRDHM(recip, E), 23 + bits) - 128
+(kernels/common/nn_softmax.c; mult 0 and a negative shift mark the rule).
 """
 from __future__ import annotations
 
@@ -25,6 +31,35 @@ def convert(w, name, node, ins, out):
               attrs={"axis": axis})
 
 
+def tfl_softmax(w, op):
+    x, out = w.act(op, 0), w.out(op)
+    shape = w.input_tensor(op, 0).shape
+    if len(shape) != 2:
+        raise w.fail(op, f"SOFTMAX of a rank-{len(shape)} tensor {list(shape)} is not supported; "
+                         f"only of a (1, F) tensor (a classifier's output)")
+    q = w.qparams[out]
+    if abs(q.scale * 256 - 1) > 1e-3 or q.zero_point != -128:
+        raise w.fail(op, f"output quantization {q} is not TFLite's int8 softmax output "
+                         f"(scale 1/256, zero point -128)")
+    return Op(op.label, "softmax", [x], out, op.code,
+              attrs={"axis": 1, "beta": float(op.options.get("beta", 1.0))})
+
+
+def _tflite_params(layer_or_op, s_in):
+    from ..reference.tflite_math import softmax_params
+    return softmax_params(s_in, layer_or_op.attrs.get("beta", 1.0))
+
+
+def tflite_exp_table(s_in: float, beta: float) -> np.ndarray:
+    """E[d] for d = max - q in 0..255 (Q0.31 exp of the scaled difference), -1 below diff_min."""
+    from ..reference import tflite_math as T
+    p = T.softmax_params(s_in, beta)
+    diff = -np.arange(256, dtype=np.int64)
+    e = T.exp_on_negative_values(T.mbqm_greater_than_one(diff, p.input_multiplier,
+                                                         p.input_left_shift), 5)
+    return np.where(diff >= p.diff_min, e, -1).astype(np.int32)
+
+
 def shape(g, op, ins):
     x = ins[0]
     if len(x) != 2 or op.attrs["axis"] % 2 != 1:
@@ -38,15 +73,25 @@ def shape(g, op, ins):
 
 def lower(g, op, layer):
     s_in = g.qparams[op.inputs[0]].scale
+    if g.numerics == "tflite":
+        layer.bias = tflite_exp_table(s_in, op.attrs.get("beta", 1.0))
+        return
     layer.bias = np.rint(ONE * np.exp(-np.arange(256) * np.float64(s_in))).astype(np.int32)
 
 
 def requant(layer, graph):
+    if numerics.graph_rule(graph) == "tflite":     # the fixed-point recipe, no multiplier
+        return pair([(0, -numerics.TFLITE_SHIFT_BIAS)])
     return pair([numerics.quantize_multiplier(1.0 / graph.tensor(layer.output).q.scale)])
 
 
 def reference(layer, graph, inputs):
     (x,) = inputs
+    if numerics.graph_rule(graph) == "tflite":
+        from ..reference import tflite_math as T
+        p = T.softmax_params(graph.tensor(layer.inputs[0]).q.scale, layer.attrs.get("beta", 1.0))
+        out = T.softmax(x.astype(np.int64), p).astype(np.int64)
+        return np.clip(out, layer.act_min, layer.act_max).astype(np.int8)
     q = x.astype(np.int64)
     e = layer.bias.astype(np.int64)[q.max(axis=-1, keepdims=True) - q]
     s = e.sum(axis=-1, keepdims=True)
@@ -59,7 +104,8 @@ def export(w, layer, ins, core_out):
     w.node("Softmax", ins, [core_out], layer.name, exact_name=True, axis=-1)
 
 
-OPS = [OpDef("softmax", onnx={"Softmax": convert}, attrs=("axis",), shape=shape,
+OPS = [OpDef("softmax", onnx={"Softmax": convert}, tflite={"SOFTMAX": tfl_softmax},
+             attrs=("axis", "beta"), shape=shape,
              reference=reference, lower=lower, requant=requant,
              counts=lambda layer, graph: {"mult": 1, "shift": 1}, macs=n_out, export=export,
              doc="axis=1  (last axis of (1, F); bias: the exp table int32[256])")]
