@@ -96,7 +96,7 @@ static int8_t avg_requant(int32_t acc, const nn_xp_avg_t *d, int32_t zp, int32_t
     int32_t a, r;
     uint32_t t, tq;
     int64_t q, big;
-    if (d->count <= 0 || d->count > 65535)
+    if (d->count <= 0 || d->count > 65535 || d->shift < 0)   /* shift < 0: TFLite's rules */
         return nn_requantize_avg(acc, d->count, d->mult, d->shift, zp, lo, hi);
     a = acc / d->count;
     r = acc - a * d->count;

@@ -177,8 +177,9 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
         s = graph.tensor(layer.inputs[0]).shape
         return tiling.plan_global_pool(int(s[1]), int(s[2] * s[3]), budget, 4 if xpulp else 1)
     n = _numel(graph.tensor(layer.output).shape)
-    if op == "add":
-        return tiling.plan_flat(n, 2, 1, 12, budget)
+    if op == "add":   # its parameters: 2 multipliers and a shift (TFLite's rule: 3 and 3)
+        from ... import ops as registry
+        return tiling.plan_flat(n, 2, 1, 4 * sum(registry.requant_counts(layer, graph).values()), budget)
     if op == "requant":
         return tiling.plan_flat(n, 1, 1, 8, budget)
     if op == "lut":
