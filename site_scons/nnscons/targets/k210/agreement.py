@@ -1,4 +1,6 @@
-"""How far the K210 reference (this target's goldens) is from the ONNX QDQ model, per layer.
+"""How far the K210 reference (this target's goldens) is from the ONNX QDQ model, per layer
+(for a TFLite model: from TFLite's arithmetic, the generic integer reference under TFLite's
+rule, which is LiteRT's reference kernels bit for bit -- tests/test_tflite.py).
 
 The QDQ side is quantized.onnx evaluated by onnxruntime with graph optimizations disabled
 (each QDQ op on its own: ONNX semantics, see export/ort_oracle.py), on the same float input;
@@ -45,11 +47,17 @@ def compare(k210: dict, qdq: dict, graph, run_own) -> dict:
 
 
 def write_agreement(target, source, env):
+    from ... import numerics
     from ...export.ort_oracle import run_intermediates
+    from ...reference import run_graph, run_layer
     session = env["NNS_SESSION"]
     graph = session.graph
-    from ...reference import run_layer
-    qdq = run_intermediates(str(source[0]), session.input_float, exact=False)
+    if numerics.graph_rule(graph) == "tflite":
+        qdq = run_graph(graph, session.quantized_input())
+        oracle = "TFLite (LiteRT's reference kernels' arithmetic)"
+    else:
+        qdq = run_intermediates(str(source[0]), session.input_float, exact=False)
+        oracle = "ONNX QDQ (onnxruntime, no graph optimization)"
     qdq[graph.input] = session.quantized_input()
     kpu_layers = session.plan.extra["kpu_layers"]
 
@@ -64,11 +72,11 @@ def write_agreement(target, source, env):
                "qdq_output_max_err": last and last["qdq_max_err"]}
     if last:
         summary["summary_lines"] = [
-            f"K210 reference vs ONNX QDQ (onnxruntime, no graph optimization): network output "
+            f"K210 reference vs {oracle}: network output "
             f"{100 * last['qdq_within_1lsb']:.2f}% within 1 LSB, max error {last['qdq_max_err']} LSB; "
             f"chained, worst layer '{min(layers, key=lambda n: layers[n]['qdq_within_1lsb'])}' "
             f"{100 * min(v['qdq_within_1lsb'] for v in layers.values()):.2f}%; each layer's own arithmetic "
-            f"(on QDQ inputs): worst {100 * min(v.get('qdq_own_within_1lsb', 1.0) for v in layers.values()):.2f}% "
+            f"(on the oracle's inputs): worst {100 * min(v.get('qdq_own_within_1lsb', 1.0) for v in layers.values()):.2f}% "
             f"within 1 LSB, max error {max(v.get('qdq_own_max_err', 0) for v in layers.values())} LSB"]
     write_if_changed(str(target[0]), json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return 0

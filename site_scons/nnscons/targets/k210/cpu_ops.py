@@ -19,6 +19,7 @@ OPS = {
     "concat": OpImpl("concat.c.j2", (K + "nn_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (K + "nn_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
+    "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
 }
 
 
