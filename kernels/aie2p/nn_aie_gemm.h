@@ -7,7 +7,8 @@
  *   out  {C/8}{T}{C8}                 int8
  *   cls  the border class of each of the T pixels (NULL: class 0 for all, NCLS == 1)
  * acc = bias'[cls[t]] + sum_k a[t][k] * w[k][c]  (int32 sum, exact for K <= 65793), then
- * the one requantization rule of nnscons (numerics.py): clamp(zp + round(acc * M / 2^s)), ties to even.
+ * nnscons's requantization (numerics.py, nn_requant.h): the ONNX rule, clamp(zp + round(acc *
+ * M / 2^s)) with ties to even, or TFLite's rules where the parameters carry them.
  * bias' already holds -zp_in * sum_valid w (the taps of the pixel's class that fall
  * inside the image; padded taps arrive as raw 0), so raw activation bytes are multiplied.
  */
@@ -16,19 +17,12 @@
 
 #include <stdint.h>
 
+#include "nn_requant.h"
+
 static inline int8_t nn_aie_requant(int64_t acc, int32_t mult, int32_t shift, int32_t zp,
                                     int32_t lo, int32_t hi)
 {
-    const int64_t v = acc * (int64_t)mult;
-    /* arithmetic shift of a signed value: floor division by 2^shift in C++20, and on
-     * every compiler nnscons supports before (g++, clang/Peano, chess); then round half
-     * to even as numerics.py does */
-    const int64_t q = v >> shift, rem = v - q * ((int64_t)1 << shift);
-    const int64_t half = (int64_t)1 << (shift - 1);
-    int64_t r = q + (rem > half || (rem == half && (q & 1))) + zp;
-    r = r < lo ? lo : r;
-    r = r > hi ? hi : r;
-    return (int8_t)r;
+    return nn_requantize(acc, mult, shift, zp, lo, hi);
 }
 
 template <typename act_t, int T, int K, int CC, int NCLS>

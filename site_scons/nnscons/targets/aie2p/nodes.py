@@ -34,12 +34,13 @@ def layer_kind(lp) -> str:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = data_path("kernels", "aie2p")
+COMMON = data_path("kernels", "common")     # nn_requant.h: the requantization rules
 PEANO_FLAGS = ["-O2", "-std=c++20", "--target=aie2p-none-unknown-elf", "-Wno-parentheses",
                "-Wno-attributes", "-Wno-macro-redefined", "-DNDEBUG"]
 
 
 def kernel_command(tools: dict, compiler: str, src: str, obj: str) -> list:
-    inc = ["-I" + os.path.join(tools["mlir_aie_dir"], "include"), "-I" + KERNELS]
+    inc = ["-I" + os.path.join(tools["mlir_aie_dir"], "include"), "-I" + KERNELS, "-I" + COMMON]
     if compiler == "chess":
         return [tools["chess"], "aie2p"] + inc + ["-c", src, "-o", obj]
     return [os.path.join(tools["peano_dir"], "bin", "clang++")] + PEANO_FLAGS + inc + ["-c", src, "-o", obj]
@@ -84,7 +85,7 @@ def declare_nodes(env, session, common) -> dict:
         kobj = env.NnsAieCmd(obj, src(lp, ".cc"),
                              NNS_CMD=kernel_command(tools, compiler, str(src(lp, ".cc")), obj),
                              NNS_VERB="KCC", NNS_LABEL=label)
-        env.Depends(kobj, header)
+        env.Depends(kobj, [header, os.path.join(COMMON, "nn_requant.h")])
         xclbin = env.NnsAieCmd([os.path.join(d, "final.xclbin"), os.path.join(d, "insts.bin")],
                                mlir + kobj, NNS_CMD=aiecc_command(tools, compiler), NNS_CWD=d,
                                NNS_ENV=pyenv, NNS_VERB="AIECC", NNS_LABEL=label)
@@ -129,13 +130,13 @@ def _emul_nodes(env, session, common, mapped, src) -> dict:
     env = env.Clone(CC=tc["cc"], LINK=tc["cc"], CXX=tc["cxx"], CFLAGS=list(tc["cflags"]),
                     CXXFLAGS=list(tc["cxxflags"]) + ["-fno-exceptions", "-fno-rtti"],
                     ASPPFLAGS=[library.weights_include(b)])
-    env.Append(CPPPATH=[KERNELS, os.path.join(b, "include")])
+    env.Append(CPPPATH=[KERNELS, COMMON, os.path.join(b, "include")])
     kernels = []
     for lp in mapped:            # the AIE kernel, scalar, as the emulated cores call it
         obj = os.path.join(b, "obj", "kernels", lp.cname + "_aie.o")
         node = env.Object(obj, src(lp, ".cc"), CPPDEFINES=["NNS_EMUL"],
                           CXXCOMSTR=f"CXX {common.label[lp.cname]} [{t}]" if quiet else None)
-        env.Depends(node, os.path.join(KERNELS, "nn_aie_gemm.h"))
+        env.Depends(node, [os.path.join(KERNELS, "nn_aie_gemm.h"), os.path.join(COMMON, "nn_requant.h")])
         kernels += node
     lib_nodes, harness = declare_library(env, session, common, os.path.join(b, "obj"), extra_objects=kernels)
     firmware = env.Program(os.path.join(b, "firmware"), harness + lib_nodes[:1],
