@@ -276,7 +276,7 @@ def _have(*tools):
     ("arm64", None, "build/arm64/{m}/output.npy", ("aarch64-linux-gnu-gcc", "qemu-aarch64")),
     ("gap9", "emul", "build/gap9/{m}/emul/output.npy", ("gcc",)),
     ("gap9", "qemu", "build/gap9/{m}/qemu/output.npy", ("riscv64-unknown-elf-gcc", "qemu-system-riscv32")),
-    ("pulp-open", None, "build/pulp-open/{m}/output.npy", ("riscv64-unknown-elf-gcc",)),
+    ("pulp-open", None, "build/pulp-open/{m}/gvsoc-open/output.npy", ("riscv64-unknown-elf-gcc",)),
     ("k210", "emul", None, ("gcc",)),
     ("k210", "qemu", None, ("riscv64-unknown-elf-gcc", "qemu-system-riscv64")),
 ])
