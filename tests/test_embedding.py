@@ -150,3 +150,25 @@ def test_library_alias_builds_only_the_library(project):
                  "NNS_SIMPLECNN_OUTPUT_ZERO_POINT", "NNS_SIMPLECNN_INPUT_SHAPE { 1, 1, 28, 28 }",
                  "nns_simplecnn_layer_callback"):
         assert name in header, name
+
+
+def test_foreign_sconstruct_builds_a_tflite_model(installed, tmp_path):
+    """NnsNetwork on a manifest model whose source is an int8 .tflite file: the installed
+    package builds it, its check passes, and output.npy is LiteRT's output bit for bit."""
+    from litert_oracle import HAVE_LITERT, SKIP_REASON
+    if not HAVE_LITERT:
+        pytest.skip(SKIP_REASON)
+    from tflite_cases import CASES
+    from test_tflite import litert_output
+    bindir, repo = installed
+    fw = tmp_path / "fw-tflite"
+    shutil.copytree(repo / "examples" / "scons-firmware", fw)
+    b, _ = CASES["fc/after_flatten"](np.random.default_rng(0))
+    (fw / "net.tflite").write_bytes(b.finish())
+    (fw / "nn.yaml").write_text("targets:\n  host:\n    kind: host\nmodels:\n  net:\n    source: net.tflite\n")
+    (fw / "SConstruct").write_text("import nnscons\nenv = Environment(tools=['default', nnscons.tool])\n"
+                                   "lib, header = env.NnsNetwork('nn', manifest='nn.yaml', model='net', target='host')\n"
+                                   "Default('.')\n")
+    out = _run([str(bindir / "scons"), "-Q"], fw, _clean_env())
+    assert "Test PASSED [host] net" in out
+    np.testing.assert_array_equal(np.load(fw / "nn" / "output.npy"), litert_output(str(fw / "net.tflite")))
