@@ -154,7 +154,8 @@ def test_library_alias_builds_only_the_library(project):
 
 def test_foreign_sconstruct_builds_a_tflite_model(installed, tmp_path):
     """NnsNetwork on a manifest model whose source is an int8 .tflite file: the installed
-    package builds it, its check passes, and output.npy is LiteRT's output bit for bit."""
+    package builds it, its check passes, output.npy is LiteRT's output bit for bit, and the
+    application's run_float on NHWC float arrays gives the same values."""
     from litert_oracle import HAVE_LITERT, SKIP_REASON
     if not HAVE_LITERT:
         pytest.skip(SKIP_REASON)
@@ -163,12 +164,14 @@ def test_foreign_sconstruct_builds_a_tflite_model(installed, tmp_path):
     bindir, repo = installed
     fw = tmp_path / "fw-tflite"
     shutil.copytree(repo / "examples" / "scons-firmware", fw)
-    b, _ = CASES["fc/after_flatten"](np.random.default_rng(0))
+    b, _ = CASES["conv/same_stride2_relu"](np.random.default_rng(0))
     (fw / "net.tflite").write_bytes(b.finish())
     (fw / "nn.yaml").write_text("targets:\n  host:\n    kind: host\nmodels:\n  net:\n    source: net.tflite\n")
-    (fw / "SConstruct").write_text("import nnscons\nenv = Environment(tools=['default', nnscons.tool])\n"
-                                   "lib, header = env.NnsNetwork('nn', manifest='nn.yaml', model='net', target='host')\n"
-                                   "Default('.')\n")
-    out = _run([str(bindir / "scons"), "-Q"], fw, _clean_env())
+    out = _run([str(bindir / "scons"), "-Q", "."], fw, _clean_env())
     assert "Test PASSED [host] net" in out
-    np.testing.assert_array_equal(np.load(fw / "nn" / "output.npy"), litert_output(str(fw / "net.tflite")))
+    want = litert_output(str(fw / "net.tflite"))
+    np.testing.assert_array_equal(np.load(fw / "nn" / "output.npy"), want)
+    x = np.random.default_rng(0).standard_normal((1, 9, 9, 3)).astype(np.float32)   # NHWC
+    x.tofile(fw / "x.f32")
+    _run([str(fw / "app"), "x.f32", "y.f32"], fw)
+    np.testing.assert_array_equal(np.fromfile(fw / "y.f32", dtype=np.float32), want.reshape(-1))

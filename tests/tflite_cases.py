@@ -144,6 +144,49 @@ def mean(shape=(1, 6, 6, 8), keep=True, out_q=(0.02, 1)):
     return build
 
 
+def reduce_spatial(opname, shape=(1, 6, 6, 8), keep=True, out_q=(0.05, -7)):
+    def build(rng):
+        b = TfliteWriter()
+        x = b.input("x", shape, 0.05, -7)
+        axes = [1, 2] if len(shape) == 4 else [1]
+        out = ((1,) * (len(shape) - 1) + (shape[-1],)) if keep else (1, shape[-1])
+        b.output(b.op(opname, [x, _i32(b, "axes", axes)], "y", out, *out_q, options=dict(keep_dims=keep)))
+        return b, [rand_in(rng, shape)]
+    return build
+
+
+def prelu(per_channel=True):
+    def build(rng):
+        b = TfliteWriter()
+        x = b.input("x", (1, 4, 4, 8), 0.05, -7)
+        shape = (1, 1, 8) if per_channel else (1,)
+        alpha = b.const("alpha", rng.integers(-60, 100, size=shape, dtype=np.int8), scale=0.005, zero_point=3)
+        b.output(b.op("PRELU", [x, alpha], "y", (1, 4, 4, 8), 0.04, 20))
+        return b, [rand_in(rng, (1, 4, 4, 8))]
+    return build
+
+
+def const_binary(opname, per_channel=True, const_first=False, act="NONE"):
+    """An elementwise operator with a constant operand (per channel or one value)."""
+    def build(rng):
+        b = TfliteWriter()
+        shape = (1, 4, 4, 8)
+        x = b.input("x", shape, 0.04, 3)
+        c = b.const("c", rand_in(rng, (1, 1, 1, 8) if per_channel else (1,)), scale=0.02, zero_point=-5)
+        ins = [c, x] if const_first else [x, c]
+        b.output(b.op(opname, ins, "z", shape, 0.1 if opname != "MUL" else 0.003, -2,
+                      options=dict(fused_activation_function=act)))
+        return b, [rand_in(rng, shape)]
+    return build
+
+
+def softmax4d(rng):
+    b = TfliteWriter()
+    x = b.input("x", (1, 1, 1, 10), 0.1, 3)
+    b.output(b.op("SOFTMAX", [x], "y", (1, 1, 1, 10), 1 / 256, -128, options=dict(beta=0.7)))
+    return b, [rand_in(rng, (1, 1, 1, 10))]
+
+
 def unary(opname, out_q, options=None, shape=(1, 4, 4, 8), in_q=(0.04, 3)):
     def build(rng):
         b = TfliteWriter()
@@ -215,7 +258,22 @@ def nchw_transpose(rng):
     return b, [rand_in(rng, (1, 3, 8, 8))]
 
 
+def transpose_conv(in_hw=(4, 4), out_hw=(8, 8), k=3, stride=2, padding="SAME", bias=True, cin=6, cout=4):
+    def build(rng):
+        b = TfliteWriter()
+        x = b.input("x", (1, *in_hw, cin), 0.05, 1)
+        oshape = _i32(b, "oshape", [1, *out_hw, cout])
+        w, bb = weights(b, rng, "tconv", (cout, k, k, cin), 0, 0.05)
+        b.output(b.op("TRANSPOSE_CONV", [oshape, w, x, bb if bias else None], "y", (1, *out_hw, cout), 0.1, 0,
+                      options=dict(padding=padding, stride_w=stride, stride_h=stride)))
+        return b, [rand_in(rng, (1, *in_hw, cin))]
+    return build
+
+
 CASES = {
+    "transpose_conv/same_stride2": transpose_conv(),
+    "transpose_conv/valid_stride2_no_bias": transpose_conv(out_hw=(9, 9), padding="VALID", bias=False),
+    "transpose_conv/same_stride1_k5": transpose_conv(out_hw=(4, 4), k=5, stride=1),
     "conv/same_stride2_relu": conv(stride=(2, 2), act="RELU"),
     "conv/valid_dilated": conv(dilation=(2, 2), padding="VALID", cout=4),
     "conv/relu6_per_tensor": conv(act="RELU6", per_channel=False, k=(1, 1)),
@@ -243,6 +301,25 @@ CASES = {
     "mean/keep_dims": mean(),
     "mean/no_keep_dims": mean(keep=False),
     "mean/same_params": mean(out_q=(0.05, -7)),
+    "mean/rank3": reduce_spatial("MEAN", shape=(1, 12, 5), out_q=(0.03, 2)),
+    "mean/rank3_no_keep": reduce_spatial("MEAN", shape=(1, 12, 5), keep=False, out_q=(0.03, 2)),
+    "reduce_max/keep": reduce_spatial("REDUCE_MAX"),
+    "reduce_max/no_keep": reduce_spatial("REDUCE_MAX", keep=False),
+    "softmax/rank4_beta": softmax4d,
+    "softmax": unary("SOFTMAX", (1 / 256, -128), dict(beta=1.0), shape=(1, 10), in_q=(0.1, 0)),
+    "logistic": unary("LOGISTIC", (1 / 256, -128)),
+    "tanh": unary("TANH", (1 / 128, 0)),
+    "hard_swish": unary("HARD_SWISH", (0.03, -100)),
+    "relu": unary("RELU", (0.02, -128)),
+    "relu6": unary("RELU6", (6 / 255, -128)),
+    "relu_n1_to_1": unary("RELU_N1_TO_1", (2 / 255, 0)),
+    "leaky_relu": unary("LEAKY_RELU", (0.03, 10), dict(alpha=0.1)),
+    "leaky_relu/negative_alpha": unary("LEAKY_RELU", (0.03, 10), dict(alpha=-0.3)),
+    "prelu/per_channel": prelu(),
+    "prelu/one_value": prelu(per_channel=False),
+    "add/const_per_channel": const_binary("ADD"),
+    "sub/const_first_relu": const_binary("SUB", per_channel=False, const_first=True, act="RELU"),
+    "mul/const_per_channel": const_binary("MUL"),
     "reshape/flatten": moves("RESHAPE", (1, 2, 2, 8), (1, 32), consts=([1, 32],), options=dict(new_shape=[1, 32])),
     "reshape/rank3": moves("RESHAPE", (1, 2, 2, 8), (1, 4, 8), consts=([1, 4, 8],), options=dict(new_shape=[1, 4, 8])),
     "squeeze": moves("SQUEEZE", (1, 1, 1, 16), (1, 16), options=dict(squeeze_dims=[1, 2])),

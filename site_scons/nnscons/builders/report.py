@@ -31,6 +31,7 @@ def plan_summary(session) -> dict:
         "model": session.model_cfg.name,
         "target": session.target_cfg.name,
         "kind": session.target_cfg.kind,
+        "numerics": getattr(g, "numerics", "onnx") or "onnx",
         "input_shape": list(g.tensor(g.input).shape),
         "output_shape": list(g.tensor(g.output).shape),
         "total_macs": sum(l["macs"] for l in layers),

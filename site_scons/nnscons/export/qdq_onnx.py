@@ -143,6 +143,9 @@ class _Writer:
         graph = helper.make_graph(self.nodes, g.name, [x], [y], self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                   producer_name="nnscons", ir_version=IR_VERSION)
+        rule = getattr(g, "numerics", "onnx") or "onnx"
+        if rule != "onnx":   # the network's own arithmetic is not this graph's QDQ semantics
+            helper.set_model_props(model, {"nnscons.numerics": rule})
         onnx.checker.check_model(model)
         return model
 

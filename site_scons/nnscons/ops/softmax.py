@@ -32,17 +32,31 @@ def convert(w, name, node, ins, out):
 
 
 def tfl_softmax(w, op):
+    """SOFTMAX over the last axis of a tensor whose other axes are 1 ((1, F), (1, 1, 1, F),
+    ...): relayouts to (1, F) and back around it where the IR's view differs."""
     x, out = w.act(op, 0), w.out(op)
-    shape = w.input_tensor(op, 0).shape
-    if len(shape) != 2:
-        raise w.fail(op, f"SOFTMAX of a rank-{len(shape)} tensor {list(shape)} is not supported; "
-                         f"only of a (1, F) tensor (a classifier's output)")
+    shape = tuple(w.input_tensor(op, 0).shape)
+    if not shape or int(np.prod(shape[:-1])) != 1:
+        raise w.fail(op, f"SOFTMAX of a {list(shape)} tensor is not supported; only over the "
+                         f"last axis of one row (a classifier's output)")
     q = w.qparams[out]
     if abs(q.scale * 256 - 1) > 1e-3 or q.zero_point != -128:
         raise w.fail(op, f"output quantization {q} is not TFLite's int8 softmax output "
                          f"(scale 1/256, zero point -128)")
-    return Op(op.label, "softmax", [x], out, op.code,
-              attrs={"axis": 1, "beta": float(op.options.get("beta", 1.0))})
+    flat = (1, shape[-1])
+    ops = []
+    if shape != flat:
+        row = w.fresh(f"{x}_row")
+        w.qparams[row] = w.qparams[x]
+        ops.append(w.relayout(op, x, shape, flat, row, name=f"{op.label}_row"))
+        x = row
+    core = out if shape == flat else w.fresh(f"{out}_row")
+    w.qparams[core] = q
+    ops.append(Op(op.label, "softmax", [x], core, op.code,
+                  attrs={"axis": 1, "beta": float(op.options.get("beta", 1.0))}))
+    if core != out:
+        ops.append(w.relayout(op, core, flat, shape, out, name=f"{op.label}_dims"))
+    return ops
 
 
 def _tflite_params(layer_or_op, s_in):

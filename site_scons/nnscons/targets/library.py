@@ -95,19 +95,28 @@ def harness_bins(style: str = "tree") -> dict:
     return {"input": binfiles.INPUT, "golden": binfiles.bin_name("golden", "%s", style)}
 
 
-def _io(graph, tensor_name: str, layout: str) -> dict:
+def _io(graph, tensor_name: str, layout: str, model_shape=None) -> dict:
+    """model_shape: the model's own shape when its layout is not the IR's (a TFLite model's
+    NHWC (1, H, W, C) or NLC (1, L, C)): run_float's arrays are in that layout."""
     t = graph.tensor(tensor_name)
     shape = [int(d) for d in t.shape]
     layout_name = "NCHW" if len(shape) == 4 else "NC"
     internal = layout_name
     if len(shape) == 4 and layout == "hwc":
         internal = "NHWC"
+    model_layout = layout_name
+    if model_shape is not None and len(shape) == 4:
+        model_layout = {4: "NHWC", 3: "NLC"}.get(len(model_shape), layout_name)
     return {"shape": shape, "size": int(np.prod(shape)), "scale": repr(float(np.float32(t.q.scale))),
-            "zero_point": int(t.q.zero_point), "model_layout": layout_name, "layout": internal}
+            "zero_point": int(t.q.zero_point), "model_layout": model_layout, "layout": internal,
+            "model_shape": list(model_shape) if model_shape is not None else shape}
 
 
 def spec(graph, layout: str, model_cname: str) -> dict:
     """The library-level facts (header, float wrappers): nothing per layer."""
+    from .. import numerics
+    lay = getattr(graph, "model_layout", None) or {}
     return {"model": model_cname, "prefix": f"nns_{model_cname}", "macro": f"NNS_{model_cname.upper()}",
-            "name": graph.name, "input": _io(graph, graph.input, layout),
-            "output": _io(graph, graph.output, layout)}
+            "name": graph.name, "numerics": numerics.graph_rule(graph),
+            "input": _io(graph, graph.input, layout, lay.get("input")),
+            "output": _io(graph, graph.output, layout, lay.get("output"))}
