@@ -30,4 +30,9 @@ void nn_gather_s8(int n, const int8_t *in, const int32_t *index, const int8_t *t
 void nn_softmax_s8(int rows, int n, const int8_t *in, const int32_t *exp_table, int32_t mult,
                    int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out);
 
+/* TFLite's int8 bilinear resize (nnscons.ops.resize): rows/cols hold (i0, i1, w1) per
+ * output row/column; hwc 1: HWC tensors, 0: CHW. */
+void nn_resize_bilinear_s8(int c, int ih, int iw, int oh, int ow, int hwc, const int8_t *in,
+                           const int32_t *rows, const int32_t *cols, int8_t *out);
+
 #endif /* NN_OPS_H */

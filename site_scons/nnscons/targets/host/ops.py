@@ -31,6 +31,7 @@ OPS = {
     "mul": OpImpl("mul.c.j2", (K + "nn_broadcast.c",), spec=lambda l, g: {"mode": l.attrs["mode"]}),
     "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
+    "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
 }
 # convs the generator does not take (groups > 1): depthwise (groups = channels) on the
 # vectorized kernel, other grouped convs on the HWC direct kernel

@@ -20,6 +20,7 @@ OPS = {
     "requant": OpImpl("requant.c.j2", (K + "nn_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
     "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
+    "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
 }
 
 
