@@ -50,7 +50,8 @@ def test_npu_flow_command_lines_and_incremental_graph(project, monkeypatch):
     kcc = next(r for r in rec if r["tool"] == "peano-clang++" and r["argv"][-1].endswith("conv3.o"))
     assert kcc["argv"] == ["-O2", "-std=c++20", "--target=aie2p-none-unknown-elf", "-Wno-parentheses",
                            "-Wno-attributes", "-Wno-macro-redefined", "-DNDEBUG",
-                           f"-I{mlir_aie}/include", "-Ikernels/aie2p", "-c", f"{B}/src/layers/conv3.cc",
+                           f"-I{mlir_aie}/include", "-Ikernels/aie2p", "-Ikernels/common", "-c",
+                           f"{B}/src/layers/conv3.cc",
                            "-o", f"{B}/aie/conv3/conv3.o"]
     aiecc = next(r for r in rec if r["tool"] == "aiecc.py" and r["cwd"].endswith("aie/conv3"))
     assert aiecc["argv"] == ["--aie-generate-xclbin", "--aie-generate-npu-insts", "--no-compile-host",

@@ -72,11 +72,13 @@ def _compile_c(tmp_path, body: str):
 def test_c_requantization_equals_the_reference_under_both_tflite_rules(tmp_path):
     """nn_requantize (every kernel's scalar rule) against numerics.requantize on random
     accumulators, the ties of small shifts and int32 wrap-around, for MBQM and the double
-    rule; and nn_requantize_avg's code average with its ties."""
+    rule (emulated in integers in C, float64 in the reference); and nn_requantize_avg's
+    code average with its ties."""
     rng = np.random.default_rng(1)
     acc = np.concatenate([rng.integers(-2**31, 2**31, 300), np.arange(-40, 41), [2**31 + 5, -2**31 - 7]])
     pairs = [numerics.tflite_pair(m) for m in (0.25, 0.375, 1 / 3, 0.0123, 1.7, 3e-9)]
-    pairs += [numerics.tflite_f64_pair(m) for m in (0.25, 0.1, 1 / 3, 0.0123)]
+    pairs += [numerics.tflite_f64_pair(m) for m in (0.25, 0.5, 1.5, 0.1, 1 / 3, 0.0123, 3.7e-5,
+                                                     0.9999999999999999, 2.0**-40)]
     lines = []
     for M, s in pairs:
         vals = ",".join(f"{int(a)}LL" for a in acc)

@@ -88,24 +88,54 @@ static inline int32_t nn_tfl_mbqm(int64_t acc, int32_t m, int32_t e)
     return nn_tfl_rdbpot(nn_tfl_srdhm(x, m), right);
 }
 
-/* TFLite's double-precision rule (FULLY_CONNECTED): the double multiplier packed in
- * (mult, shift) by numerics.tflite_f64_pair: (mult * 2**22 + low) * 2**-k. */
+/* TFLite's double-precision rule (FULLY_CONNECTED): round_half_away(double(acc) * m)
+ * with the double m = S * 2**-k packed in (mult, shift) by numerics.tflite_f64_pair
+ * (S = mult * 2**22 + low, 53 bits).  Computed in integers, exactly as IEEE doubles do it
+ * (no floating point, so no soft-float library on a microcontroller): the product
+ * |acc| * S (up to 86 bits, as a 54-bit high part and a 32-bit low word) rounded to 53
+ * significant bits with ties to even (the double multiply), then scaled by 2**-k with
+ * ties away from zero (std::round).  Returns the magnitude capped at 2**40. */
 #define NN_TFL_F64_FLAG (-64)
-static inline double nn_tfl_f64_multiplier(int32_t mult, int32_t shift)
+static inline int64_t nn_tfl_f64_round(int64_t acc, int32_t mult, int32_t shift)
 {
     const uint32_t code = (uint32_t)shift + 0x80000000u;
-    const uint32_t k = code & 0xFF, low = code >> 8;
-    union { uint64_t u; double d; } p2;
-    p2.u = (uint64_t)(1023 - k) << 52;              /* 2**-k, k <= 255 */
-    return ((double)mult * 4194304.0 + (double)low) * p2.d;
-}
-
-/* round(v), ties away from zero, |v| < 2**62 (no libm: v - trunc(v) is exact). */
-static inline int64_t nn_round_away(double v)
-{
-    const int64_t t = (int64_t)v;
-    const double d = v - (double)t;
-    return t + (d >= 0.5) - (d <= -0.5);
+    const int32_t k = (int32_t)(code & 0xFF);
+    const uint64_t sig = ((uint64_t)(uint32_t)mult << 22) | (code >> 8);
+    const int32_t x = (int32_t)(uint32_t)(uint64_t)acc;
+    const uint64_t a = x < 0 ? (uint64_t)0 - (uint64_t)(int64_t)x : (uint64_t)x;
+    const uint64_t lo64 = a * (sig & 0xFFFFFFFFu);
+    const uint64_t mid = a * (sig >> 32) + (lo64 >> 32);       /* X = mid * 2**32 + low */
+    const uint32_t low = (uint32_t)lo64;
+    uint64_t q, r = 0, half = 0, mag;
+    int32_t bits = 0, d, t;
+    if (a == 0)
+        return 0;
+    for (uint64_t m = mid ? mid : low; m; m >>= 1)
+        ++bits;
+    bits += mid ? 32 : 0;                                       /* bit length of X */
+    d = bits > 53 ? bits - 53 : 0;
+    if (d == 0) {
+        q = (mid << 32) | low;
+    } else if (d <= 32) {
+        q = (mid << (32 - d)) | (d == 32 ? 0 : (uint64_t)low >> d);
+        r = d == 32 ? low : low & (((uint64_t)1 << d) - 1);
+        half = (uint64_t)1 << (d - 1);
+    } else {                                                    /* d == 33 */
+        q = mid >> 1;
+        r = ((mid & 1) << 32) | low;
+        half = (uint64_t)1 << 32;
+    }
+    if (d && (r > half || (r == half && (q & 1))))
+        ++q;                                                    /* the double multiply's rounding */
+    if (d >= k)
+        mag = (uint64_t)1 << 40;                                /* |result| >= 2**52: saturates anyway */
+    else if ((t = k - d) > 62)
+        mag = 0;
+    else
+        mag = (q + ((uint64_t)1 << (t - 1))) >> t;              /* ties away from zero */
+    if (mag > ((uint64_t)1 << 40))
+        mag = (uint64_t)1 << 40;
+    return x < 0 ? -(int64_t)mag : (int64_t)mag;
 }
 
 /* TFLite's average of a raw sum: total / count, ties away from zero (count >= 1). */
@@ -127,8 +157,7 @@ static inline int8_t nn_requantize(int64_t acc, int32_t mult, int32_t shift, int
                                    int32_t lo, int32_t hi)
 {
     if (shift <= NN_TFL_F64_FLAG)
-        return nn_clamp_s8(nn_round_away((double)(int32_t)(uint32_t)(uint64_t)acc
-                                         * nn_tfl_f64_multiplier(mult, shift)) + zp, lo, hi);
+        return nn_clamp_s8(nn_tfl_f64_round(acc, mult, shift) + zp, lo, hi);
     if (shift < 0)
         return nn_clamp_s8((int64_t)nn_tfl_mbqm(acc, mult, shift + NN_TFL_SHIFT_BIAS) + zp, lo, hi);
     return nn_clamp_s8(nn_rshift_round(acc * mult, shift) + zp, lo, hi);

@@ -47,7 +47,8 @@ module, the C kernels' nn_requantize) follows the parameters it is given:
 * shift <= -64: TFLite's double-precision requantization (FULLY_CONNECTED's reference
   kernel): out = clamp(zp_out + round_half_away(double(acc) * m), lo, hi) with the double
   m packed into the pair (tflite_f64_pair: mult = the top 31 bits of its 53-bit
-  significand, shift = -2**31 + (the low 22 bits << 8 | the power-of-two exponent k)).
+  significand, shift = -2**31 + (the low 22 bits << 8 | the power-of-two exponent k));
+  the C kernels emulate the double multiply in integers (nn_tfl_f64_round), exactly.
 
 TFLite's averages (pooling) divide the raw sum of codes with ties away from zero
 (tflite_average).  LiteRT builds without TFLITE_SINGLE_ROUNDING; the single rounding is
