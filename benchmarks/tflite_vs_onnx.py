@@ -34,9 +34,9 @@ def build(model, iterations):
 def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            info = dict(line.split(":", 1) for line in f if ":" in line)
-        fam = info.get("cpu family\t", "").strip()
-        return f"{info.get('model name\t', platform.processor()).strip()} (family {fam})"
+            info = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in f if ":" in line)}
+        name = info.get("model name", platform.processor())
+        return f"{name} (family {info.get('cpu family', '?')} model {info.get('model', '?')})"
     except OSError:
         return platform.processor()
 

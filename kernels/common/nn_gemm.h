@@ -46,6 +46,8 @@ typedef struct nn_res {
     nn_epi_t e;
     int32_t za, ma, zb, mb;
     double fa, fb;              /* ma / 2**s, mb / 2**s (exact: powers of two) */
+    /* TFLite's ADD (tfl != 0): each operand's exponent, the output's multiplier and exponent */
+    int32_t tfl, ea, eb, mo, eo;
 } nn_res_t;
 
 /* One panel of nr channels starting at channel n0 of bias/mult/shift. */
@@ -107,9 +109,35 @@ static inline void nn_res_init(nn_res_t *r, int32_t za, int32_t ma, int32_t zb, 
     r->fb = (double)mb / (double)((uint64_t)1 << shift);
 }
 
+/* TFLite's residual ADD fused into a conv (ops/add.py: tflite_requant): the operands'
+ * multipliers and exponents (the conv's first), the output's, its zero point and clamp. */
+static inline void nn_res_init_tfl(nn_res_t *r, int32_t za, int32_t ma, int32_t ea, int32_t zb, int32_t mb,
+                                   int32_t eb, int32_t mo, int32_t eo, int32_t zp, int32_t lo, int32_t hi)
+{
+    memset(r, 0, sizeof *r);
+    r->e.zp = zp;
+    r->e.act_min = lo;
+    r->e.act_max = hi;
+    r->za = za;
+    r->ma = ma;
+    r->zb = zb;
+    r->mb = mb;
+    r->tfl = 1;
+    r->ea = ea;
+    r->eb = eb;
+    r->mo = mo;
+    r->eo = eo;
+}
+
 /* The fused residual add of one element: q the conv's output, r the other operand. */
 static inline int8_t nn_res_add(int8_t q, int8_t r, const nn_res_t *a)
 {
+    if (a->tfl) {
+        const int32_t s1 = nn_tfl_mbqm((int64_t)(q - a->za) * (1 << NN_TFL_ADD_LEFT_SHIFT), a->ma, a->ea);
+        const int32_t s2 = nn_tfl_mbqm((int64_t)(r - a->zb) * (1 << NN_TFL_ADD_LEFT_SHIFT), a->mb, a->eb);
+        return nn_clamp_s8((int64_t)nn_tfl_mbqm((int64_t)s1 + s2, a->mo, a->eo) + a->e.zp,
+                           a->e.act_min, a->e.act_max);
+    }
     const int64_t acc = (int64_t)(q - a->za) * a->ma + (int64_t)(r - a->zb) * a->mb;
     return nn_clamp_s8(nn_rshift_round(acc, a->e.shift[0]) + a->e.zp, a->e.act_min, a->e.act_max);
 }
@@ -212,6 +240,25 @@ static inline NN_AVX2 __m256i nn_avx2_tfl8_i32(__m256i x, const nn_epi_t *e, int
     return _mm256_min_epi32(t, _mm256_set1_epi32(e->act_max));
 }
 
+/* TFLite's MultiplyByQuantizedMultiplier(x, m, e) on 8 int32 lanes with one m and e for
+ * all (the add's three steps): as nn_avx2_tfl8_i32, without zero point and clamp. */
+static inline NN_AVX2 __m256i nn_avx2_mbqm8(__m256i x, int32_t m, int32_t e)
+{
+    const __m256i mv = _mm256_set1_epi32(m), zero = _mm256_setzero_si256();
+    const __m256i nudge = _mm256_set1_epi64x((long long)1 << 30);
+    const int32_t right = e > 0 ? 0 : -e;
+    const __m256i mask = _mm256_set1_epi32((int32_t)(((int64_t)1 << right) - 1));
+    const __m128i r = _mm_cvtsi32_si128(right);
+    __m256i pe, po, t, rem, thr;
+    x = _mm256_sll_epi32(x, _mm_cvtsi32_si128(e > 0 ? e : 0));
+    pe = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, mv), nudge), 31);
+    po = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), mv), nudge), 31);
+    t = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+    rem = _mm256_and_si256(t, mask);
+    thr = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_cmpgt_epi32(zero, t));
+    return _mm256_sub_epi32(_mm256_sra_epi32(t, r), _mm256_cmpgt_epi32(rem, thr));
+}
+
 /* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> the 8 requantized values
  * (zero point added, clamped) in int32 lanes, by the rule the parameters carry. */
 static inline NN_AVX2 __m256i nn_avx2_requant8_i32(__m256i acc, const nn_epi_t *e, int v)
@@ -295,6 +342,24 @@ static inline NN_AVX2 long long nn_avx2_pack8(__m256i r)
     r = _mm256_packs_epi16(r, r);
     r = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
     return _mm_cvtsi128_si64(_mm256_castsi256_si128(r));
+}
+
+/* TFLite's conv epilogue with its residual ADD fused (nn_res_add's TFLite rule on 8 lanes):
+ * the conv's codes q (requantized, clamped), then the add's three multiplies. */
+static inline NN_AVX2 long long nn_avx2_tfl_res8(__m256i acc, const nn_epi_t *e, int v, const int8_t *r, int n,
+                                                 const nn_res_t *ad)
+{
+    const __m256i q = nn_avx2_requant8_i32(acc, e, v);
+    long long wb = 0;
+    __m256i xa, xb, s;
+    memcpy(&wb, r, n == 8 ? 8 : (size_t)n);
+    xa = _mm256_slli_epi32(_mm256_sub_epi32(q, _mm256_set1_epi32(ad->za)), NN_TFL_ADD_LEFT_SHIFT);
+    xb = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), _mm256_set1_epi32(ad->zb)),
+                           NN_TFL_ADD_LEFT_SHIFT);
+    s = _mm256_add_epi32(nn_avx2_mbqm8(xa, ad->ma, ad->ea), nn_avx2_mbqm8(xb, ad->mb, ad->eb));
+    s = _mm256_add_epi32(nn_avx2_mbqm8(s, ad->mo, ad->eo), _mm256_set1_epi32(ad->e.zp));
+    s = _mm256_min_epi32(_mm256_max_epi32(s, _mm256_set1_epi32(ad->e.act_min)), _mm256_set1_epi32(ad->e.act_max));
+    return nn_avx2_pack8(s);
 }
 
 /* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> 8 int8 in a 64-bit word. */

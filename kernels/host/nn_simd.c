@@ -52,6 +52,36 @@ static NN_AVX2 void add_avx2(int n, const int8_t *a, int32_t a_zp, const int8_t 
         nn_add_s8(n - i, a + i, a_zp, b + i, b_zp, mult, shift, out_zp, act_min, act_max, out + i);
 }
 
+/* TFLite's ADD/SUB (nn_add_s8's rule under negative shifts) on 8 lanes at a time. */
+static NN_AVX2 void add_tfl_avx2(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t b_zp,
+                                 const int32_t *mult, const int32_t *shift, int32_t out_zp,
+                                 int32_t act_min, int32_t act_max, int8_t *out)
+{
+    const int sub = mult[1] < 0;
+    const int32_t m2 = sub ? -mult[1] : mult[1];
+    const int32_t e0 = shift[0] + NN_TFL_SHIFT_BIAS, e1 = shift[1] + NN_TFL_SHIFT_BIAS, e2 = shift[2] + NN_TFL_SHIFT_BIAS;
+    const __m256i za = _mm256_set1_epi32(a_zp), zb = _mm256_set1_epi32(b_zp), zo = _mm256_set1_epi32(out_zp);
+    const __m256i lo = _mm256_set1_epi32(act_min), hi = _mm256_set1_epi32(act_max);
+    int i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        long long wa, wb, res;
+        __m256i xa, xb, s, r;
+        memcpy(&wa, a + i, 8);
+        memcpy(&wb, b + i, 8);
+        xa = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wa)), za), NN_TFL_ADD_LEFT_SHIFT);
+        xb = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), zb), NN_TFL_ADD_LEFT_SHIFT);
+        xa = nn_avx2_mbqm8(xa, mult[0], e0);
+        xb = nn_avx2_mbqm8(xb, m2, e1);
+        s = sub ? _mm256_sub_epi32(xa, xb) : _mm256_add_epi32(xa, xb);
+        r = _mm256_add_epi32(nn_avx2_mbqm8(s, mult[2], e2), zo);
+        r = _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
+        res = nn_avx2_pack8(r);
+        memcpy(out + i, &res, 8);
+    }
+    if (i < n)
+        nn_add_s8(n - i, a + i, a_zp, b + i, b_zp, mult, shift, out_zp, act_min, act_max, out + i);
+}
+
 /* Channels in steps of 32: byte max over the window, then (max - zp_in) requantized. */
 static NN_AVX2 void maxpool_avx2(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                                  const int32_t *shift, int8_t *out, int pix_begin, int pix_end)
@@ -305,8 +335,11 @@ void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t 
 {
     (void)isa;
 #if NN_HAVE_X86
-    if (use_avx2(isa) && shift[0] >= 0) {     /* TFLite's add recipe: nn_add_s8 */
-        add_avx2(n, a, a_zp, b, b_zp, mult, shift, out_zp, act_min, act_max, out);
+    if (use_avx2(isa)) {
+        if (shift[0] < 0)                     /* TFLite's add recipe */
+            add_tfl_avx2(n, a, a_zp, b, b_zp, mult, shift, out_zp, act_min, act_max, out);
+        else
+            add_avx2(n, a, a_zp, b, b_zp, mult, shift, out_zp, act_min, act_max, out);
         return;
     }
 #endif

@@ -605,7 +605,12 @@ def layer_source(spec: dict) -> str:
         L.append("        }")
         L.append("    }")
     conv_zp = res["conv_zp"] if res else spec["out"]["zp"]
-    if res:
+    if res and res.get("tflite"):
+        t = res["tflite"]
+        L.append(f"    nn_res_init_tfl(&res_{cn}, {conv_zp}, {res['mult_conv']}, {t['e_conv']}, {res['zp_other']}, "
+                 f"{res['mult_other']}, {t['e_other']}, {t['mult_out']}, {t['e_out']}, {res['zp']}, "
+                 f"{res['act'][0]}, {res['act'][1]});")
+    elif res:
         L.append(f"    nn_res_init(&res_{cn}, {conv_zp}, {res['mult_conv']}, {res['zp_other']}, {res['mult_other']}, "
                  f"{res['shift']}, {res['zp']}, {res['act'][0]}, {res['act'][1]});")
     L.append(f"    for (int pn = 0; pn < {npan}; ++pn) {{")

@@ -163,8 +163,12 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
             # proven exact in double (kernelgen.f64_safe), else double with the near-tie check
             rq = ("nn_avx2_requant8" if mk.tfl else
                   "nn_avx2_requant8_f64" if mk.f64 else "nn_avx2_requant8_f64c")
-            q = (f"nn_avx2_requant_res8({acc(m, v)}, e, {v}, {0 if mk.f64 else 1}, res + {off}, {cnt}, e->res)"
-                 if mk.res else f"{rq}({acc(m, v)}, e, {v})")
+            if mk.res and mk.tfl:
+                q = f"nn_avx2_tfl_res8({acc(m, v)}, e, {v}, res + {off}, {cnt}, e->res)"
+            elif mk.res:
+                q = f"nn_avx2_requant_res8({acc(m, v)}, e, {v}, {0 if mk.f64 else 1}, res + {off}, {cnt}, e->res)"
+            else:
+                q = f"{rq}({acc(m, v)}, e, {v})"
             out.append(f"    nn_avx2_store8(out + {off}, {q}, {cnt});")
     return out
 

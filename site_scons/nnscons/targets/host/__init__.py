@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from ...resources import data_path
 
-from ... import numerics
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base, library
@@ -78,9 +77,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     layers, kernels = [], set()
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
     source = graph
-    # (not under TFLite's rule: its ADD recipe is not the fused epilogue's)
-    if (fuse_residual if fuse_residual is not None else kind in ("host", "arm64")) \
-            and numerics.graph_rule(source) != "tflite":
+    if fuse_residual if fuse_residual is not None else kind in ("host", "arm64"):
         graph, fusions = gemm.fuse_residual_adds(source)
     else:
         fusions = {}

@@ -253,8 +253,11 @@ def fuse_residual_adds(graph) -> tuple:
         for t in l.inputs:
             readers.setdefault(t, []).append(l.name)
     fusions, into = {}, {}
+    tflite = numerics.graph_rule(graph) == "tflite"
     for add in graph.layers:
         if add.op != "add" or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
+            continue
+        if tflite and add.attrs.get("sub"):     # TFLite's SUB is not the fused epilogue's
             continue
         best = None
         for k, t in enumerate(add.inputs):
@@ -284,7 +287,7 @@ def fuse_residual_adds(graph) -> tuple:
                         fused=list(l.fused) + [add.name] + list(add.fused))
         layers.append(l)
     fused = Graph(name=graph.name, input=graph.input, output=graph.output, tensors=graph.tensors,
-                  layers=layers)
+                  layers=layers, numerics=graph.numerics, model_layout=graph.model_layout)
     return fused, {name: add for name, (add, _) in fusions.items()}
 
 
@@ -293,7 +296,11 @@ def residual_spec(conv, add, graph) -> dict:
     rq = numerics.requant_params(add, graph)
     k = add.inputs.index(conv.output)
     zp = {t: graph.tensor(t).q.zero_point for t in add.inputs}
-    return {"name": add.name, "conv_zp": int(graph.tensor(conv.output).q.zero_point),
+    spec = {"name": add.name, "conv_zp": int(graph.tensor(conv.output).q.zero_point),
             "mult_conv": int(rq["mult"][k]), "zp_other": int(zp[add.inputs[1 - k]]),
             "mult_other": int(rq["mult"][1 - k]), "shift": int(rq["shift"][0]),
             "zp": int(graph.tensor(add.output).q.zero_point), "act": [int(add.act_min), int(add.act_max)]}
+    if numerics.graph_rule(graph) == "tflite":     # TFLite's ADD: three multipliers, exponents
+        e = [int(x) + numerics.TFLITE_SHIFT_BIAS for x in rq["shift"]]
+        spec["tflite"] = {"e_conv": e[k], "e_other": e[1 - k], "mult_out": int(rq["mult"][2]), "e_out": e[2]}
+    return spec
