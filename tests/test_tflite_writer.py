@@ -12,7 +12,7 @@ for p in (HERE, os.path.join(REPO, "site_scons"), REPO):
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-tflite = pytest.importorskip("tflite")      # not pinned in requirements.txt: skip, do not fail
+tflite = pytest.importorskip("tflite")      # pinned in requirements.txt; a user without it skips
 pytest.importorskip("flatbuffers")
 
 from litert_oracle import HAVE_LITERT, SKIP_REASON, run_litert  # noqa: E402
