@@ -18,6 +18,7 @@ from nnscons import numerics, reference  # noqa: E402
 from nnscons.errors import ModelError  # noqa: E402
 from nnscons.frontends import layout, load_model  # noqa: E402
 from nnscons.frontends.tflite_writer import TfliteWriter  # noqa: E402
+from nnscons.reference import tflite_math  # noqa: E402
 from tflite_cases import CASES, rand_in  # noqa: E402
 from tflite_check import compare, model_input_codes  # noqa: E402
 
@@ -29,27 +30,27 @@ ZOO = ("tfl_dscnn", "tfl_resnet8", "tfl_mobilenetv1_025", "tfl_autoencoder")
 
 def test_srdhm_saturates_and_rounds_ties_toward_plus_infinity():
     i32min = -2**31
-    assert numerics.srdhm(i32min, i32min) == 2**31 - 1
-    assert numerics.srdhm(1, 2**30) == 1          # 0.5 -> 1
-    assert numerics.srdhm(-1, 2**30) == 0         # -0.5 -> 0 (toward +inf)
-    assert numerics.srdhm(3, 2**30) == 2          # 1.5 -> 2
-    assert numerics.srdhm(-3, 2**30) == -1        # -1.5 -> -1
+    assert tflite_math.srdhm(i32min, i32min) == 2**31 - 1
+    assert tflite_math.srdhm(1, 2**30) == 1          # 0.5 -> 1
+    assert tflite_math.srdhm(-1, 2**30) == 0         # -0.5 -> 0 (toward +inf)
+    assert tflite_math.srdhm(3, 2**30) == 2          # 1.5 -> 2
+    assert tflite_math.srdhm(-3, 2**30) == -1        # -1.5 -> -1
 
 
 def test_rounding_divide_by_pot_rounds_half_away_from_zero():
     x = np.array([5, -5, 6, -6, 7, -7, 2, -2])
-    assert numerics.rounding_divide_by_pot(x, 2).tolist() == [1, -1, 2, -2, 2, -2, 1, -1]
-    assert numerics.rounding_divide_by_pot(np.array([1, -1, 3, -3]), 1).tolist() == [1, -1, 2, -2]
+    assert tflite_math.rounding_divide_by_pot(x, 2).tolist() == [1, -1, 2, -2, 2, -2, 1, -1]
+    assert tflite_math.rounding_divide_by_pot(np.array([1, -1, 3, -3]), 1).tolist() == [1, -1, 2, -2]
 
 
 def test_multiply_by_quantized_multiplier_is_the_double_rounding():
     """m = 1/4 exactly, x = 6: SRDHM gives 3 (6 * 2**30 / 2**31), RDBPOT(3, 1) = 2 (ties
     away); one rounding of 6/4 = 1.5 toward +inf would also give 2, but x = -6 gives -2
     (double) against -1 (single)."""
-    M, e = numerics.tflite_quantize_multiplier(0.25)
+    M, e = tflite_math.quantize_multiplier(0.25)
     assert (M, e) == (2**30, -1)
-    assert numerics.multiply_by_quantized_multiplier(np.array([6, -6, 2, -2]), M, e).tolist() == [2, -2, 1, -1]
-    assert numerics.multiply_by_quantized_multiplier_single(np.array([-6]), M, e).tolist() == [-1]
+    assert tflite_math.multiply_by_quantized_multiplier(np.array([6, -6, 2, -2]), M, e).tolist() == [2, -2, 1, -1]
+    assert tflite_math.multiply_by_quantized_multiplier_single_rounding(np.array([-6]), M, e).tolist() == [-1]
 
 
 def test_packed_double_multiplier_round_trips_exactly():
@@ -215,7 +216,7 @@ def litert_output(path: str, seed: int = 0) -> np.ndarray:
     if d["dtype"] != np.float32:
         s, z = d["quantization"]
         info = np.iinfo(d["dtype"])
-        q = numerics.round_half_away(x.astype(np.float64) / np.float64(np.float32(s))) + z
+        q = tflite_math.round_half_away(x.astype(np.float64) / np.float64(np.float32(s))) + z
         x = np.clip(q, info.min, info.max).astype(d["dtype"])
     (out,), _ = run_litert(path, [x])
     o = it.get_output_details()[0]
@@ -325,7 +326,7 @@ def test_adhoc_tflite_model_with_a_user_input_is_litert_bit_for_bit(project, tmp
     ours = np.load(project.file(os.path.join(adhoc(project, "host", "net"), "output.npy")))
     it = make_interpreter(str(net))
     s, z = it.get_input_details()[0]["quantization"]
-    q = np.clip(numerics.round_half_away(x.astype(np.float64) / np.float64(np.float32(s))) + z, -128, 127)
+    q = np.clip(tflite_math.round_half_away(x.astype(np.float64) / np.float64(np.float32(s))) + z, -128, 127)
     (out,), _ = run_litert(str(net), [q.astype(np.int8)])
     s, z = it.get_output_details()[0]["quantization"]
     np.testing.assert_array_equal(ours, ((out.astype(np.int32) - z) * np.float32(s)).astype(np.float32))

@@ -304,19 +304,10 @@ def sample(name: str, seed: int = 0):
 
 
 def write(name: str, seed: int, path) -> bool:
-    """Write the model's .tflite to path unless the file already holds these bytes.
-    Returns True if the file was (re)written."""
-    data = build(name, seed)
+    """Write the model's .tflite to path unless the file already holds these bytes
+    (atomically). Returns True if the file was (re)written."""
+    data = build(name, seed)               # also puts nnscons on the path (_writer_module)
+    from nnscons.fileio import write_if_changed
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return False
-    except OSError:
-        pass
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-    return True
+    return write_if_changed(path, data)

@@ -50,9 +50,10 @@ module, the C kernels' nn_requantize) follows the parameters it is given:
   significand, shift = -2**31 + (the low 22 bits << 8 | the power-of-two exponent k));
   the C kernels emulate the double multiply in integers (nn_tfl_f64_round), exactly.
 
-TFLite's averages (pooling) divide the raw sum of codes with ties away from zero
-(tflite_average).  LiteRT builds without TFLITE_SINGLE_ROUNDING; the single rounding is
-multiply_by_quantized_multiplier_single (for comparison).
+TFLite's averages (pooling) divide the raw sum of codes with ties away from zero.  LiteRT
+builds without TFLITE_SINGLE_ROUNDING.  The primitives (QuantizeMultiplier, SRDHM,
+RDBPOT, MultiplyByQuantizedMultiplier, the averages, std::round) are
+reference/tflite_math.py's, checked against LiteRT there.
 """
 from __future__ import annotations
 
@@ -142,7 +143,6 @@ def requantize(acc, mult, shift, zp_out: int, act_min: int = -128, act_max: int 
 # ---- TFLite's rule ----------------------------------------------------------------------
 
 TFLITE_SHIFT_BIAS = 32   # shift field = TFLite exponent - 32 (< 0: the field selects the rule)
-INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 
 
 def graph_rule(graph) -> str:
@@ -150,23 +150,11 @@ def graph_rule(graph) -> str:
     return getattr(graph, "numerics", "onnx") or "onnx"
 
 
-def tflite_quantize_multiplier(m: float) -> tuple[int, int]:
-    """TFLite's QuantizeMultiplier(double): (M, e) with m ~= M * 2**(e - 31), M rounded half
-    away from zero (std::round), e in [-31, 30]; (0, 0) below 2**-32."""
-    if not (m >= 0.0 and math.isfinite(m)):
-        raise ValueError(f"requantization multiplier must be finite and non-negative, got {m!r}")
-    if m == 0.0:
-        return 0, 0
-    frac, exp = math.frexp(m)
-    M = int(math.floor(frac * (1 << 31) + 0.5))   # frac > 0: std::round
-    if M == (1 << 31):
-        M //= 2
-        exp += 1
-    if exp < -31:
-        return 0, 0
-    if exp > 30:
-        raise ValueError(f"requantization multiplier {m!r} is too large (>= 2**30)")
-    return M, exp
+def _tfl():
+    """reference.tflite_math, TFLite's integer primitives measured against LiteRT (imported
+    when a TFLite rule is used: ONNX builds never load it)."""
+    from .reference import tflite_math
+    return tflite_math
 
 
 def rule_pair(graph, m: float) -> tuple[int, int]:
@@ -178,51 +166,12 @@ def rule_pair(graph, m: float) -> tuple[int, int]:
 
 def tflite_pair(m: float) -> tuple[int, int]:
     """(M, shift field) of TFLite's rule for the real multiplier m."""
-    M, e = tflite_quantize_multiplier(m)
+    if not (m >= 0.0 and math.isfinite(m)):
+        raise ValueError(f"requantization multiplier must be finite and non-negative, got {m!r}")
+    M, e = _tfl().quantize_multiplier(m)
+    if e > 30:
+        raise ValueError(f"requantization multiplier {m!r} is too large (>= 2**30)")
     return M, e - TFLITE_SHIFT_BIAS
-
-
-def _wrap32(v):
-    return ((np.asarray(v, dtype=np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
-
-
-def srdhm(a, b):
-    """SaturatingRoundingDoublingHighMul on int32 values (int64 arrays in and out)."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    ab = a * b
-    nudge = np.where(ab >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
-    t = ab + nudge
-    q = np.where(t >= 0, t >> 31, -((-t) >> 31))          # C division truncates toward 0
-    return np.where((a == INT32_MIN) & (b == INT32_MIN), np.int64(INT32_MAX), q)
-
-
-def rounding_divide_by_pot(x, e):
-    """x / 2**e rounded half away from zero (TFLite's RoundingDivideByPOT), 0 <= e <= 31."""
-    x = np.asarray(x, dtype=np.int64)
-    e = np.asarray(e, dtype=np.int64)
-    mask = (np.int64(1) << e) - 1
-    rem = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> e) + (rem > threshold)
-
-
-def multiply_by_quantized_multiplier_single(x, M, e):
-    """MultiplyByQuantizedMultiplier built with TFLITE_SINGLE_ROUNDING (one rounding,
-    ties toward +inf); not LiteRT's, kept for comparison."""
-    t = 31 - np.asarray(e, dtype=np.int64)
-    v = _wrap32(x) * np.asarray(M, dtype=np.int64) + (np.int64(1) << (t - 1))
-    return v >> t
-
-
-def multiply_by_quantized_multiplier(x, M, e):
-    """TFLite's MultiplyByQuantizedMultiplier(int32 x, M, e), LiteRT's double rounding:
-    int64 arrays of int32 values."""
-    e = np.asarray(e, dtype=np.int64)
-    left = np.maximum(e, 0)
-    right = np.maximum(-e, 0)
-    shifted = _wrap32(np.asarray(x, dtype=np.int64) << left)
-    return rounding_divide_by_pot(srdhm(shifted, M), right)
 
 
 TFLITE_F64_FLAG = -64          # shift fields at or below it carry a packed double
@@ -248,46 +197,26 @@ def tflite_f64_value(mult: int, shift: int) -> float:
     return math.ldexp(float((int(mult) << _F64_LOW_BITS) | lo), -k)
 
 
-def round_half_away(v):
-    """Floating-point values rounded to integers, ties away from zero (std::round, in the
-    values' own precision: v - trunc(v) is exact, unlike |v| + 0.5)."""
-    v = np.asarray(v)
-    t = np.trunc(v)
-    d = v - t
-    return t + (d >= 0.5) - (d <= -0.5)
-
-
-_rha = round_half_away
-
-
-def tflite_average(total, count):
-    """total / count rounded half away from zero (TFLite's pooling and mean), count >= 1."""
-    total = np.asarray(total, dtype=np.int64)
-    count = np.asarray(count, dtype=np.int64)
-    half = count // 2
-    num = np.where(total > 0, total + half, total - half)
-    return np.where(num >= 0, num // count, -((-num) // count))
-
-
 def tflite_requantize(acc, mult, shift, zp_out, act_min=-128, act_max=127, count=None):
     """TFLite's rules on shift fields < 0 (see the module doc); count with mult 0: the
     average over count elements of the raw sum acc + count * zp_out (TFLite's pooling
     averages codes and keeps the input's parameters)."""
-    acc = _wrap32(acc)
+    T = _tfl()
+    acc = T.wrap32(acc)
     shift = np.asarray(shift)
     if count is None and np.any(shift <= TFLITE_F64_FLAG):
         flat_m = np.broadcast_to(np.asarray(mult), np.broadcast(np.asarray(mult), shift).shape)
         flat_s = np.broadcast_to(shift, flat_m.shape)
         m = np.vectorize(tflite_f64_value, otypes=[np.float64])(flat_m, flat_s)
-        out = _rha(acc.astype(np.float64) * m).astype(np.int64) + zp_out
+        out = T.round_half_away(acc.astype(np.float64) * m).astype(np.int64) + zp_out
         return np.clip(out, act_min, act_max).astype(np.int8)
     if count is not None and np.all(np.asarray(mult) == 0):
         count = np.asarray(count, dtype=np.int64)
         raw = acc + np.maximum(count, 1) * zp_out
-        out = np.where(count > 0, tflite_average(raw, np.maximum(count, 1)), zp_out)
+        out = np.where(count > 0, T.average(raw, np.maximum(count, 1)), zp_out)
     else:      # MEAN: its multiplier holds 1 / count (ops/pool.py)
         e = np.asarray(shift, dtype=np.int64) + TFLITE_SHIFT_BIAS
-        out = multiply_by_quantized_multiplier(acc, mult, e) + zp_out
+        out = T.multiply_by_quantized_multiplier(acc, mult, e) + zp_out
     return np.clip(out, act_min, act_max).astype(np.int8)
 
 

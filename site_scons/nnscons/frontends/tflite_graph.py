@@ -122,7 +122,7 @@ class TfliteWalker:
         lo_type, hi_type = (-128, 127)
 
         def quant(f):
-            from ..numerics import round_half_away
+            from ..reference.tflite_math import round_half_away
             return q.zero_point + int(round_half_away(np.float32(f) / np.float32(q.scale)))
         if fused == 0:
             return lo_type, hi_type

@@ -65,15 +65,15 @@ def tflite_requant(layer, graph) -> dict:
     """mult[3], shift[3] (TFLite's rule, shift fields < 0): the two operands' and the
     output's multipliers; SUB negates the second operand's multiplier (the kernels then
     subtract the scaled operand)."""
+    from ..reference import tflite_math as T
     s1, s2 = (graph.tensor(t).q.scale for t in layer.inputs)
-    twice_max = 2.0 * max(s1, s2)
-    pairs = [numerics.tflite_pair(s1 / twice_max), numerics.tflite_pair(s2 / twice_max),
-             numerics.tflite_pair(twice_max / ((1 << TFLITE_LEFT_SHIFT) * graph.tensor(layer.output).q.scale))]
-    mult = [p[0] for p in pairs]
-    if layer.attrs.get("sub"):
-        mult[1] = -mult[1]
+    p = (T.sub_params if layer.attrs.get("sub") else T.add_params)(s1, s2, graph.tensor(layer.output).q.scale)
+    assert p.left_shift == TFLITE_LEFT_SHIFT
+    mult = [p.input1_multiplier, -p.input2_multiplier if layer.attrs.get("sub") else p.input2_multiplier,
+            p.output_multiplier]
+    shift = [p.input1_shift, p.input2_shift, p.output_shift]
     return {"mult": np.array(mult, dtype=np.int32),
-            "shift": np.array([p[1] for p in pairs], dtype=np.int32)}
+            "shift": np.array(shift, dtype=np.int32) - numerics.TFLITE_SHIFT_BIAS}
 
 
 def counts(layer, graph) -> dict:

@@ -235,7 +235,7 @@ def tfl_split(w, op):
 def nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
     """TFLite's nearest-neighbour source index of each output index (float32 as its
     reference kernel computes it)."""
-    from ..numerics import round_half_away
+    from ..reference.tflite_math import round_half_away
     f32 = np.float32
     scale = (f32(in_size - 1) / f32(out_size - 1) if align_corners and out_size > 1
              else f32(in_size) / f32(out_size))

@@ -65,8 +65,9 @@ def requant(layer, graph):
     s = [graph.tensor(t).q.scale for t in layer.inputs]
     s_out = graph.tensor(layer.output).q.scale
     if numerics.graph_rule(graph) == "tflite":   # TFLite's MUL computes s1 * s2 / s_out in float32
-        f = np.float32
-        return pair([numerics.tflite_pair(float(f(f(s[0]) * f(s[1])) / f(s_out)))])
+        from ..reference.tflite_math import mul_params
+        M, e = mul_params(s[0], s[1], s_out)
+        return pair([(M, e - numerics.TFLITE_SHIFT_BIAS)])
     return pair([numerics.quantize_multiplier(s[0] * s[1] / s_out)])
 
 

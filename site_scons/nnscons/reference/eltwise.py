@@ -29,8 +29,8 @@ def _tflite_add(layer, graph, a, b, za, zb, p):
     """TFLite's ADD/SUB (ops/add.py: tflite_requant): a negative second multiplier marks
     SUB (the scaled second operand is subtracted)."""
     from ..ops.add import TFLITE_LEFT_SHIFT
+    from .tflite_math import multiply_by_quantized_multiplier as mbqm
     e = p["shift"].astype(np.int64) + numerics.TFLITE_SHIFT_BIAS
-    mbqm = numerics.multiply_by_quantized_multiplier
     m2 = int(p["mult"][1])
     s1 = mbqm((a.astype(np.int64) - za) << TFLITE_LEFT_SHIFT, int(p["mult"][0]), e[0])
     s2 = mbqm((b.astype(np.int64) - zb) << TFLITE_LEFT_SHIFT, abs(m2), e[1])

@@ -17,7 +17,7 @@ def quantize_input(graph: ir.Graph, x_float) -> np.ndarray:
     x = np.asarray(x_float, dtype=np.float32).reshape(t.shape)
     if getattr(graph, "numerics", "onnx") == "tflite":
         # TFLite's QUANTIZE (AffineQuantize): x / scale in double, rounded half away from 0
-        from ..numerics import round_half_away
+        from .tflite_math import round_half_away
         q = round_half_away(x.astype(np.float64) / np.float64(t.q.scale)) + t.q.zero_point
         return np.clip(q, -128, 127).astype(np.int8)
     q = np.rint(x / np.float32(t.q.scale)) + t.q.zero_point

@@ -59,7 +59,7 @@ _I8 = (-128, 127)
 _U8 = (0, 255)
 
 __all__ = [
-    "SINGLE_ROUNDING", "quantize_multiplier", "quantize_multiplier_smaller_than_one_exp",
+    "SINGLE_ROUNDING", "wrap32", "quantize_multiplier", "quantize_multiplier_smaller_than_one_exp",
     "quantize_multiplier_greater_than_one", "srdhm", "rounding_divide_by_pot",
     "multiply_by_quantized_multiplier", "multiply_by_quantized_multiplier_single_rounding",
     "mbqm_smaller_than_one_exp", "mbqm_greater_than_one", "round_half_away",
@@ -67,7 +67,7 @@ __all__ = [
     "AddParams", "add_params", "sub_params", "add", "sub",
     "mul_params", "mul", "conv_params", "fc_params", "requantize_acc", "fc_requantize_float",
     "conv2d", "depthwise_conv2d", "fully_connected", "transpose_conv",
-    "average_pool", "max_pool", "MeanParams", "mean_params", "mean", "mean_hw_optimized",
+    "average", "average_pool", "max_pool", "MeanParams", "mean_params", "mean", "mean_hw_optimized",
     "SoftmaxParams", "softmax_params", "softmax",
     "logistic_table", "logistic", "tanh_table", "tanh",
     "HardSwishParams", "hard_swish_params", "hard_swish", "hard_swish_table",
@@ -94,8 +94,12 @@ def _wrap(x, bits: int) -> np.ndarray:
     return ((x + h) & (m - 1)) - h
 
 
-def _wrap32(x):
+def wrap32(x):
+    """int64 values wrapped to int32 (C's conversion of a wider integer)."""
     return _wrap(x, 32)
+
+
+_wrap32 = wrap32
 
 
 def _cdiv(a, b):
@@ -104,6 +108,13 @@ def _cdiv(a, b):
     b = _i64(b)
     q = np.abs(a) // np.abs(b)
     return np.where((a < 0) != (b < 0), -q, q)
+
+
+def average(total, count):
+    """total / count rounded half away from zero, C integer division (TFLite's average
+    pooling), count >= 1."""
+    total, count = _i64(total), _i64(count)
+    return np.where(total > 0, _cdiv(total + count // 2, count), _cdiv(total - count // 2, count))
 
 
 def _f32(x) -> np.float32:
@@ -575,7 +586,7 @@ def average_pool(x, filter_hw, strides, padding="VALID", act_min=-128, act_max=1
         acc = acc + vals * valid
         cnt = cnt + valid.astype(np.int64)
     cnt = np.broadcast_to(cnt, np.shape(acc))
-    avg = np.where(acc > 0, _cdiv(acc + cnt // 2, cnt), _cdiv(acc - cnt // 2, cnt))
+    avg = average(acc, cnt)
     return _out(avg, act_min, act_max)
 
 
