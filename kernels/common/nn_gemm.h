@@ -207,6 +207,18 @@ static inline NN_AVX2 __m256i nn_avx2_biased8(__m256i acc, const nn_epi_t *e, in
     return _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
 }
 
+/* The 8 lanes of x = acc + bias requantized one by one (nn_requantize): the exact path
+ * behind the vector epilogues. */
+static inline NN_AVX2 __m256i nn_avx2_requant8_lanes(__m256i x, const nn_epi_t *e, int v)
+{
+    int32_t xs[8], r[8];
+    int i;
+    _mm256_storeu_si256((__m256i *)(void *)xs, x);
+    for (i = 0; i < 8; ++i)
+        r[i] = nn_requantize(xs[i], e->mult[v * 8 + i], e->shift[v * 8 + i], e->zp, e->act_min, e->act_max);
+    return _mm256_loadu_si256((const __m256i *)(const void *)r);
+}
+
 /* TFLite's MultiplyByQuantizedMultiplier on 8 int32 lanes x = acc + bias (wrapping as
  * TFLite's int32 does): t = round(x * 2**left * M / 2**31), ties toward +inf (M > 0, so the
  * saturating case never occurs: bits 31..62 of the 64-bit product plus 2**30), then
@@ -220,14 +232,8 @@ static inline NN_AVX2 __m256i nn_avx2_tfl8_i32(__m256i x, const nn_epi_t *e, int
     const __m256i mask = _mm256_loadu_si256((const __m256i *)(const void *)&e->tmask[v * 8]);
     const __m256i nudge = _mm256_set1_epi64x((long long)1 << 30), zero = _mm256_setzero_si256();
     __m256i pe, po, t, rem, thr;
-    if (e->tfl == 2) {
-        int32_t xs[8], r[8];
-        int i;
-        _mm256_storeu_si256((__m256i *)(void *)xs, x);
-        for (i = 0; i < 8; ++i)
-            r[i] = nn_requantize(xs[i], e->mult[v * 8 + i], e->shift[v * 8 + i], e->zp, e->act_min, e->act_max);
-        return _mm256_loadu_si256((const __m256i *)(const void *)r);
-    }
+    if (e->tfl == 2)
+        return nn_avx2_requant8_lanes(x, e, v);
     x = _mm256_sllv_epi32(x, left);
     pe = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), nudge), 31);
     po = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), nudge), 31);
@@ -324,14 +330,8 @@ static inline NN_AVX2 __m256i nn_avx2_requant8_f64c_i32(__m256i acc, const nn_ep
 {
     const __m256i x = nn_avx2_biased8(acc, e, v);
     __m256d ra, rb;
-    if (__builtin_expect(nn_avx2_round8_pd(x, e, v, &ra, &rb), 0)) {
-        int32_t xs[8], r[8];
-        int i;
-        _mm256_storeu_si256((__m256i *)(void *)xs, x);
-        for (i = 0; i < 8; ++i)
-            r[i] = nn_requantize(xs[i], e->mult[v * 8 + i], e->shift[v * 8 + i], e->zp, e->act_min, e->act_max);
-        return _mm256_loadu_si256((const __m256i *)(const void *)r);
-    }
+    if (__builtin_expect(nn_avx2_round8_pd(x, e, v, &ra, &rb), 0))
+        return nn_avx2_requant8_lanes(x, e, v);
     return nn_avx2_clamp8_i32(ra, rb, e);
 }
 
