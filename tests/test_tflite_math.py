@@ -1,6 +1,6 @@
 """nnscons.reference.tflite_math against LiteRT's reference kernels (BUILTIN_REF), bit for bit.
 
-Every test builds a one-op int8 .tflite in memory (tflite builder functions + flatbuffers),
+Every test builds a one-op int8 .tflite in memory (nnscons.frontends.tflite_writer),
 runs it with ai_edge_litert's BUILTIN_REF resolver on random / exhaustive int8 inputs, and
 compares with the NumPy function.  The pure arithmetic tests at the top need no LiteRT.
 """
@@ -88,16 +88,6 @@ def test_activation_range():
 
 # ====================================================================== LiteRT harness
 
-def _vec(b, start, vals, kind):
-    vals = list(vals)
-    start(b, len(vals))
-    add = {"i32": b.PrependInt32, "i64": b.PrependInt64, "f32": b.PrependFloat32,
-           "off": b.PrependUOffsetTRelative}[kind]
-    for v in reversed(vals):
-        add(v)
-    return b.EndVector()
-
-
 class T:
     """A tensor of the one-op model: shape, dtype, quantization, optional constant data."""
 
@@ -107,92 +97,22 @@ class T:
 
 
 def _model(tensors, op, inputs, outputs, options=None, **fields):
-    import flatbuffers
+    """A one-op model, written by nnscons.frontends.tflite_writer: op is the builtin code,
+    fields the options table's fields as the schema's Add functions name them (StrideW);
+    the model's inputs are the non-constant tensors among the op's inputs."""
+    import re
+
     import tflite
-    tt = tflite.TensorType
-    types = {"int8": tt.INT8, "uint8": tt.UINT8, "int32": tt.INT32, "float32": tt.FLOAT32}
-    b = flatbuffers.Builder(4096)
-    tflite.BufferStart(b)
-    buffers = [tflite.BufferEnd(b)]
-    buf_idx = []
-    for t in tensors:
-        if t.data is None:
-            buf_idx.append(0)
-            continue
-        raw = t.data.tobytes()
-        b.StartVector(1, len(raw), 16)
-        b.head -= len(raw)
-        b.Bytes[b.head:b.head + len(raw)] = raw
-        vec = b.EndVector()
-        tflite.BufferStart(b)
-        tflite.BufferAddData(b, vec)
-        buffers.append(tflite.BufferEnd(b))
-        buf_idx.append(len(buffers) - 1)
-    offs = []
-    for i, t in enumerate(tensors):
-        name = b.CreateString(f"t{i}")
-        shape = _vec(b, tflite.TensorStartShapeVector, t.shape, "i32")
-        q = None
-        if t.scale is not None:
-            sc = np.atleast_1d(np.asarray(t.scale, dtype=np.float32))
-            zp = np.broadcast_to(np.atleast_1d(np.asarray(t.zp, dtype=np.int64)), sc.shape)
-            sv = _vec(b, tflite.QuantizationParametersStartScaleVector, sc.tolist(), "f32")
-            zv = _vec(b, tflite.QuantizationParametersStartZeroPointVector, zp.tolist(), "i64")
-            tflite.QuantizationParametersStart(b)
-            tflite.QuantizationParametersAddScale(b, sv)
-            tflite.QuantizationParametersAddZeroPoint(b, zv)
-            tflite.QuantizationParametersAddQuantizedDimension(b, t.qdim)
-            q = tflite.QuantizationParametersEnd(b)
-        tflite.TensorStart(b)
-        tflite.TensorAddShape(b, shape)
-        tflite.TensorAddType(b, types[t.dtype])
-        tflite.TensorAddBuffer(b, buf_idx[i])
-        tflite.TensorAddName(b, name)
-        if q is not None:
-            tflite.TensorAddQuantization(b, q)
-        offs.append(tflite.TensorEnd(b))
-    opt = None
-    if options:
-        getattr(tflite, options + "Start")(b)
-        for k, v in fields.items():
-            getattr(tflite, f"{options}Add{k}")(b, v)
-        opt = getattr(tflite, options + "End")(b)
-    oi = _vec(b, tflite.OperatorStartInputsVector, inputs, "i32")
-    oo = _vec(b, tflite.OperatorStartOutputsVector, outputs, "i32")
-    tflite.OperatorStart(b)
-    tflite.OperatorAddOpcodeIndex(b, 0)
-    tflite.OperatorAddInputs(b, oi)
-    tflite.OperatorAddOutputs(b, oo)
-    if opt is not None:
-        tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, options))
-        tflite.OperatorAddBuiltinOptions(b, opt)
-    operator = tflite.OperatorEnd(b)
-    graph_inputs = [i for i in inputs if i >= 0 and tensors[i].data is None]
-    tv = _vec(b, tflite.SubGraphStartTensorsVector, offs, "off")
-    gi = _vec(b, tflite.SubGraphStartInputsVector, graph_inputs, "i32")
-    go = _vec(b, tflite.SubGraphStartOutputsVector, outputs, "i32")
-    ov = _vec(b, tflite.SubGraphStartOperatorsVector, [operator], "off")
-    tflite.SubGraphStart(b)
-    tflite.SubGraphAddTensors(b, tv)
-    tflite.SubGraphAddInputs(b, gi)
-    tflite.SubGraphAddOutputs(b, go)
-    tflite.SubGraphAddOperators(b, ov)
-    sg = tflite.SubGraphEnd(b)
-    tflite.OperatorCodeStart(b)
-    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(op, 127))
-    tflite.OperatorCodeAddBuiltinCode(b, op)
-    tflite.OperatorCodeAddVersion(b, 1)
-    oc = tflite.OperatorCodeEnd(b)
-    ocv = _vec(b, tflite.ModelStartOperatorCodesVector, [oc], "off")
-    sgv = _vec(b, tflite.ModelStartSubgraphsVector, [sg], "off")
-    bv = _vec(b, tflite.ModelStartBuffersVector, buffers, "off")
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, ocv)
-    tflite.ModelAddSubgraphs(b, sgv)
-    tflite.ModelAddBuffers(b, bv)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    from nnscons.frontends.tflite_writer import TfliteWriter
+    w = TfliteWriter()
+    ts = [w.tensor(f"t{i}", t.shape, t.dtype, t.scale, None if t.scale is None else t.zp, t.data, t.qdim)
+          for i, t in enumerate(tensors)]
+    w.inputs.extend(ts[i].index for i in inputs if i >= 0 and tensors[i].data is None)
+    name = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}[op]
+    opts = {re.sub(r"(?<!^)(?=[A-Z])", "_", k).lower(): v for k, v in fields.items()}
+    w.op_outputs(name, [None if i < 0 else ts[i] for i in inputs], [ts[i] for i in outputs], opts, version=1)
+    w.output(*[ts[i] for i in outputs])
+    return w.finish()
 
 
 def _run(model, *feeds, resolver="BUILTIN_REF"):
