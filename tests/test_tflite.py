@@ -334,3 +334,24 @@ def test_adhoc_tflite_model_with_a_user_input_is_litert_bit_for_bit(project, tmp
     proc = project.scons("target=host", f"model={net}", f"input={tmp_path / 'wrong.npy'}", check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "(1, 3, 8, 8)" in proc.stderr + proc.stdout
+
+
+@needs_litert
+def test_a_full_integer_model_takes_its_int8_codes_as_input(project, tmp_path):
+    """input=x.npy of the model's own int8 input type: the codes go in as they are (what
+    LiteRT's interpreter takes), output.npy equals LiteRT's dequantized output."""
+    b, (x,) = CASES["conv/same_stride2_relu"](np.random.default_rng(1))
+    net = tmp_path / "intin.tflite"
+    net.write_bytes(b.finish())
+    assert x.dtype == np.int8
+    np.save(tmp_path / "x.npy", x)
+    proc = project.scons("target=host", f"model={net}", f"input={tmp_path / 'x.npy'}")
+    assert "Test PASSED [host] intin:" in proc.stdout
+    ours = np.load(project.file(os.path.join(adhoc(project, "host", "intin"), "output.npy")))
+    (out,), _ = run_litert(str(net), [x])
+    s, z = make_interpreter(str(net)).get_output_details()[0]["quantization"]
+    np.testing.assert_array_equal(ours, ((out.astype(np.int32) - z) * np.float32(s)).astype(np.float32))
+    np.save(tmp_path / "wide.npy", x.astype(np.int16))
+    proc = project.scons("target=host", f"model={net}", f"input={tmp_path / 'wide.npy'}", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "got dtype int16; expected float32 values, or int8 codes" in proc.stderr + proc.stdout

@@ -80,6 +80,8 @@ class Graph:
     numerics: str = "onnx"    # requantization rule: "onnx" (QDQ) or "tflite" (nnscons.numerics)
     model_layout: Optional[dict] = None   # {"input"/"output": model shape} when the model's own
                                           # layout is not the IR's (TFLite NHWC: frontends.layout)
+    model_dtype: Optional[dict] = None    # {"input"/"output": "int8" | "uint8" | "float32"}: the
+                                          # file's own types (None: float in, float out, as QDQ)
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]

@@ -28,13 +28,14 @@ MANIFEST = "targets.yaml"
 def _variables():
     v = Variables(None, ARGUMENTS)
     v.Add("target", "target name(s) from targets.yaml, comma-separated, or all (default: defaults.target)", "")
-    v.Add("model", "model name(s) from targets.yaml, comma-separated, or all, or a path to an .onnx file "
-                   "(default: defaults.model)", "")
+    v.Add("model", "model name(s) from targets.yaml, comma-separated, or all, or a path to an .onnx or "
+                   ".tflite file (default: defaults.model)", "")
     v.Add("shard", "i/n: build the i-th of n deterministic slices of the target x model matrix", "")
     v.Add("cache", "a shared build cache folder (default: defaults.cache in targets.yaml)", "")
     v.Add("iterations", "benchmark: N timed inferences after a warm-up, writes bench.json (host; also the "
                         "`bench` alias)", "")
-    v.Add("input", "run on this float32 .npy input (model layout) instead of the default input", "")
+    v.Add("input", "run on this .npy input (float32, or an int8/uint8 model's codes; the model's "
+                   "layout) instead of the default input", "")
     v.Add("platform", "where to run (default: the target's run.platform in targets.yaml)", "")
     v.Add(BoolVariable("verbose", "print full command lines instead of one line per node", False))
     return v

@@ -49,6 +49,7 @@ class Session:
         self._check_override_names(overrides)
         self.plan = self.kind.plan(self.graph, self.cnames, self.options, overrides, self._where)
         self.plan_by_cname = {lp.cname: lp for lp in self.plan.layers}
+        self._input_codes = None          # the run's int8 input when given as codes
         self.input_float, input_desc = self._load_input(input_path)
         self.input_key = keys.digest(input_desc, self.input_float)
         # hashing the weights is the costliest part of a no-op call: once per layer
@@ -98,10 +99,19 @@ class Session:
     # ---- the run input
 
     def _load_input(self, input_path):
-        """The run's float input in the IR's layout (given in the model's own layout)."""
+        """The run's float input in the IR's layout (given in the model's own layout).
+
+        A model whose file takes int8 or uint8 (TFLite's full-integer models) also takes
+        its codes as they are: they set the quantized input directly, and the float input
+        is their exact dequantized value."""
         from ..frontends import layout
+        from ..reference import dequantize
         x, desc = self._read_input(input_path, layout.model_input_shape(self.graph))
-        return layout.model_input(self.graph, x), desc
+        if x.dtype == np.float32:
+            return layout.model_input(self.graph, x), desc
+        codes = x.astype(np.int16) - (128 if x.dtype == np.uint8 else 0)
+        self._input_codes = layout.model_input(self.graph, codes).astype(np.int8)
+        return dequantize(self.graph.tensor(self.graph.input), self._input_codes), desc
 
     def _read_input(self, input_path, shape):
         source = input_path or self.model_cfg.input or getattr(self.graph, "default_input", None)
@@ -118,8 +128,13 @@ class Session:
         if x.shape != shape:
             raise UserError(f"input {source}: shape {tuple(x.shape)} does not match the model "
                             f"'{self.model_cfg.name}' input shape {shape} (layout as in the model)")
+        code_type = (getattr(self.graph, "model_dtype", None) or {}).get("input")
+        if code_type in ("int8", "uint8") and x.dtype == np.dtype(code_type):
+            return x, ["codes", code_type]
         if not np.issubdtype(x.dtype, np.floating):
-            raise UserError(f"input {source}: expected float32 values, got dtype {x.dtype}")
+            codes = (f", or {code_type} codes as the model's input takes them"
+                     if code_type in ("int8", "uint8") else "")
+            raise UserError(f"input {source}: got dtype {x.dtype}; expected float32 values{codes}")
         if not np.all(np.isfinite(x)):
             bad = int(np.size(x) - np.count_nonzero(np.isfinite(x)))
             raise UserError(f"input {source}: {bad} value(s) are NaN or infinite; expected "
@@ -138,4 +153,6 @@ class Session:
 
     def quantized_input(self) -> np.ndarray:
         from .. import reference
+        if self._input_codes is not None:
+            return self._input_codes
         return reference.quantize_input(self.graph, self.input_float)

@@ -280,6 +280,8 @@ def load_tflite(path: str, *, name: str, input_shape=None):
     w.check_shapes(g)
     graph = to_ir(g, name)
     graph.model_layout = {"input": tuple(w.model_in_shape), "output": tuple(w.model_out_shape)}
+    graph.model_dtype = {"input": w.tensor(w.f.inputs[0]).dtype,
+                         "output": w.tensor(w.f.outputs[0]).dtype}
     graph.default_input = None
     graph.notes = []
     return graph

@@ -3,6 +3,7 @@ blocking (layer key > tuning file > target key > cost model), the weights .bin l
 and packing, and the report fields."""
 from __future__ import annotations
 
+
 import json
 import os
 
@@ -246,7 +247,6 @@ def fuse_residual_adds(graph) -> tuple:
     made on the returned graph.  The add's arithmetic is unchanged (nn_res_add): the conv's
     int8 result, then the add's rule exactly."""
     from dataclasses import replace
-    from ...ir import Graph
     index = {l.output: i for i, l in enumerate(graph.layers)}
     readers = {}
     for l in graph.layers:
@@ -286,8 +286,7 @@ def fuse_residual_adds(graph) -> tuple:
             l = replace(l, inputs=[l.inputs[0], add.inputs[1 - k]], output=add.output,
                         fused=list(l.fused) + [add.name] + list(add.fused))
         layers.append(l)
-    fused = Graph(name=graph.name, input=graph.input, output=graph.output, tensors=graph.tensors,
-                  layers=layers, numerics=graph.numerics, model_layout=graph.model_layout)
+    fused = replace(graph, layers=layers)
     return fused, {name: add for name, (add, _) in fusions.items()}
 
 
