@@ -4,6 +4,7 @@ layer of the zoo's TFLite networks, and end to end through the built programs.""
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 
@@ -92,6 +93,86 @@ def test_c_requantization_equals_the_reference_under_both_tflite_rules(tmp_path)
     want.append(numerics.requantize(np.array([t for t, _ in counts]), 0, -32, -5,
                                     count=np.array([c for _, c in counts])))
     np.testing.assert_array_equal(got, np.concatenate(want).astype(np.int64))
+
+
+_TFL_ADD8 = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nn_kernels.h"
+#include "nn_requant.h"
+#include "nn_gemm.h"
+/* argv: za zb zo lo hi m1 e1 m2 e2 mo eo (m2 < 0: SUB) -> stdout: 65536 int8, all (a, b) */
+NN_AVX2 static void run(char **v)
+{
+    static int8_t a[65536], b[65536], o[65536];
+    nn_tfl_add_t t;
+    int i;
+    nn_tfl_add_init(&t, atoi(v[1]), atoi(v[6]), atoi(v[7]), atoi(v[2]), atoi(v[8]), atoi(v[9]), atoi(v[10]),
+                    atoi(v[11]), atoi(v[3]), atoi(v[4]), atoi(v[5]));
+    for (i = 0; i < 65536; ++i) {
+        a[i] = (int8_t)(i & 255);
+        b[i] = (int8_t)(i >> 8);
+    }
+    for (i = 0; i < 65536; i += 8) {
+        long long wa, wb, r;
+        memcpy(&wa, a + i, 8);
+        memcpy(&wb, b + i, 8);
+        r = nn_avx2_pack8(nn_avx2_tfl_add8(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wa)),
+                                           _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), &t));
+        memcpy(o + i, &r, 8);
+    }
+    fwrite(o, 1, sizeof o, stdout);
+}
+int main(int argc, char **argv)
+{
+    (void)argc;
+    run(argv);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the AVX2 kernels need x86-64")
+def test_avx2_tflite_add_equals_the_reference_on_every_pair_of_codes(tmp_path):
+    """The host's vector ADD/SUB (nn_avx2_tfl_add8: the fused residual epilogue and the add
+    layer), both its folded fast path and its general one, on all 65536 pairs of int8
+    codes, against TFLite's recipe (reference/tflite_math) for scale triples from the
+    usual (operands of similar scales) to the extreme (a ratio of 2**-14, which takes the
+    general path)."""
+    src = tmp_path / "add8.c"
+    src.write_text(_TFL_ADD8)
+    exe = tmp_path / "add8"
+    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Werror", "-I", os.path.join(ROOT, "kernels", "common"),
+                    str(src), os.path.join(ROOT, "kernels", "common", "nn_eltwise.c"), "-o", str(exe)], check=True)
+    i = np.arange(65536)
+    a, b = (i & 255).astype(np.uint8).view(np.int8), (i >> 8).astype(np.uint8).view(np.int8)
+    rng = np.random.default_rng(5)
+    triples = [(0.05, 0.05, 0.08), (0.02, 0.07, 0.06), (0.1, 0.1, 0.02), (0.003, 0.9, 1.0),
+               (1.0, 2.0**-14, 1.0), (0.5, 0.25, 2.0**-8)]
+    triples += [tuple(float(x) for x in rng.uniform(0.005, 0.2, 3)) for _ in range(8)]
+    # and raw parameters: output exponents down to 0, where one unit of an operand's term
+    # shows in the output (from real scales it is about 2**-19 of an output step)
+    def raw_params(eo_lo, eo_hi):
+        m = rng.integers(2**30, 2**31, 3)
+        return tflite_math.AddParams(20, int(m[0]), -int(rng.integers(0, 13)), int(m[1]),
+                                     -int(rng.integers(0, 13)), int(m[2]), -int(rng.integers(eo_lo, eo_hi)))
+    raw = [raw_params(0, 4) for _ in range(48)] + [raw_params(4, 34) for _ in range(16)]
+    for i, scales in enumerate(triples + raw):
+        sub = i % 3 == 2
+        if isinstance(scales, tflite_math.AddParams):
+            p = scales
+        else:
+            p = (tflite_math.sub_params if sub else tflite_math.add_params)(*scales)
+        za, zb, zo = (int(z) for z in rng.integers(-128, 128, 3))
+        lo, hi = (zo, 127) if i % 2 else (-128, 127)
+        want = (tflite_math.sub if sub else tflite_math.add)(a, b, za, zb, zo, p, lo, hi)
+        m2 = -p.input2_multiplier if sub else p.input2_multiplier
+        args = [za, zb, zo, lo, hi, p.input1_multiplier, p.input1_shift, m2, p.input2_shift,
+                p.output_multiplier, p.output_shift]
+        got = np.frombuffer(subprocess.run([str(exe)] + [str(x) for x in args], check=True,
+                                           stdout=subprocess.PIPE).stdout, dtype=np.int8)
+        np.testing.assert_array_equal(got, want.astype(np.int8), err_msg=f"{scales} sub={sub}")
 
 
 # ---- each operator against LiteRT, through the import and the integer reference --------

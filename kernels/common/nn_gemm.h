@@ -38,6 +38,62 @@ typedef struct {
     int32_t tleft[NN_GEMM_NR_MAX], tright[NN_GEMM_NR_MAX], tmask[NN_GEMM_NR_MAX];
 } nn_epi_t;
 
+/* TFLite's ADD/SUB of two int8 operands prepared for 8 lanes at a time (nn_avx2_tfl_add8).
+ * Each operand's term RDBPOT(SRDHM((q - z) << 20, m), r) is one floor division:
+ * SRDHM(x * 2**20, m) = floor((x*m + 2**10) / 2**11) (ties toward +inf, both signs), and
+ * the rounding right shift after it folds into the same floor, with 2**11 less in the
+ * constant where x < 0 (ties away from zero; t < 0 exactly when x < 0 since m >= 2**30):
+ *     term = floor((x*m + c0 + (x < 0 ? nadj : 0)) / 2**k),  k = 11 + r,
+ * computed in int32 as x*mh + ((x*ml + c) >> k) with m = mh * 2**k + ml (|x| <= 255, so
+ * every product fits when r <= 10).  The output stage, RDBPOT(SRDHM(s, mo), ro), is the
+ * same fold on the 64-bit product: floor((s*mo + 2**30 + 2**(ro+30)) / 2**31), minus 1
+ * where s < 0 (ro > 0), then >> ro.  Parameters outside those bounds (fast == 0) take the
+ * general path, three MultiplyByQuantizedMultiplier. */
+typedef struct {
+    int32_t fast, sub;                  /* sub: b's term is subtracted (TFLite's SUB) */
+    int32_t za, zb, zp, act_min, act_max;
+    int32_t ma, ea, mb, eb, mo, eo;     /* the general path: multipliers, exponents */
+    int32_t mh[2], ml[2], c0[2], nadj[2], k[2];   /* the operands' terms (a, b) */
+    long long c0o;                      /* the output stage */
+    int32_t nadjo, ro;
+} nn_tfl_add_t;
+
+static inline void nn_tfl_add_init(nn_tfl_add_t *t, int32_t za, int32_t ma, int32_t ea, int32_t zb,
+                                   int32_t mb, int32_t eb, int32_t mo, int32_t eo, int32_t zp,
+                                   int32_t lo, int32_t hi)
+{
+    const int32_t m[2] = {ma, mb < 0 ? -mb : mb}, e[2] = {ea, eb};
+    int i;
+    memset(t, 0, sizeof *t);
+    t->sub = mb < 0;
+    t->za = za;
+    t->zb = zb;
+    t->zp = zp;
+    t->act_min = lo;
+    t->act_max = hi;
+    t->ma = m[0];
+    t->ea = ea;
+    t->mb = m[1];
+    t->eb = eb;
+    t->mo = mo;
+    t->eo = eo;
+    t->fast = mo >= (1 << 30) && eo <= 0 && eo >= -30;
+    for (i = 0; i < 2; ++i) {
+        const int32_t r = -e[i], k = 11 + r;
+        t->fast &= m[i] >= (1 << 30) && e[i] <= 0 && e[i] >= -10;
+        if (!t->fast)
+            return;
+        t->k[i] = k;
+        t->mh[i] = m[i] >> k;
+        t->ml[i] = m[i] & ((1 << k) - 1);
+        t->c0[i] = (1 << 10) + (r > 0 ? 1 << (r + 10) : 0);
+        t->nadj[i] = r > 0 ? -(1 << 11) : 0;
+    }
+    t->ro = -eo;
+    t->c0o = (1LL << 30) + (t->ro > 0 ? 1LL << (t->ro + 30) : 0);
+    t->nadjo = t->ro > 0 ? -1 : 0;
+}
+
 /* A residual add fused into a conv's epilogue, exactly the add layer's rule
  * (nn_add_s8): q = the conv's int8 output (zero point za, multiplier ma), r = the other
  * operand (zb, mb); out = clamp(zp + rne(((q - za) * ma + (r - zb) * mb) / 2**s)).
@@ -48,6 +104,7 @@ typedef struct nn_res {
     double fa, fb;              /* ma / 2**s, mb / 2**s (exact: powers of two) */
     /* TFLite's ADD (tfl != 0): each operand's exponent, the output's multiplier and exponent */
     int32_t tfl, ea, eb, mo, eo;
+    nn_tfl_add_t t;             /* the same, prepared for the vector path (nn_avx2_tfl_add8) */
 } nn_res_t;
 
 /* One panel of nr channels starting at channel n0 of bias/mult/shift. */
@@ -127,6 +184,7 @@ static inline void nn_res_init_tfl(nn_res_t *r, int32_t za, int32_t ma, int32_t 
     r->eb = eb;
     r->mo = mo;
     r->eo = eo;
+    nn_tfl_add_init(&r->t, za, ma, ea, zb, mb, eb, mo, eo, zp, lo, hi);
 }
 
 /* The fused residual add of one element: q the conv's output, r the other operand. */
@@ -180,6 +238,7 @@ static inline void nn_flip_s8(uint8_t *d, const int8_t *s, long n)
 #include <immintrin.h>
 #define NN_HAVE_X86 1
 #define NN_AVX2 __attribute__((target("avx2")))
+#define NN_ALWAYS_INLINE __attribute__((always_inline))
 /* vpdpbusd on 256-bit vectors (AVX-512 VNNI + VL, which also gives 32 vector registers) */
 #define NN_VNNI __attribute__((target("avx2,avx512f,avx512vl,avx512vnni")))
 
@@ -222,9 +281,10 @@ static inline NN_AVX2 __m256i nn_avx2_requant8_lanes(__m256i x, const nn_epi_t *
 /* TFLite's MultiplyByQuantizedMultiplier on 8 int32 lanes x = acc + bias (wrapping as
  * TFLite's int32 does): t = round(x * 2**left * M / 2**31), ties toward +inf (M > 0, so the
  * saturating case never occurs: bits 31..62 of the 64-bit product plus 2**30), then
- * t / 2**right with ties away from zero; + zp, clamped.  The double-precision rule
- * (tfl == 2) goes lane by lane through nn_requantize. */
-static inline NN_AVX2 __m256i nn_avx2_tfl8_i32(__m256i x, const nn_epi_t *e, int v)
+ * t / 2**right with ties away from zero; + zp, clamped.  Every channel under this rule
+ * (the generator's "tfl" epilogue); always inlined: a call per vector costs more than
+ * the arithmetic. */
+static inline NN_AVX2 NN_ALWAYS_INLINE __m256i nn_avx2_mbqm8_pc(__m256i x, const nn_epi_t *e, int v)
 {
     const __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)&e->mult[v * 8]);
     const __m256i left = _mm256_loadu_si256((const __m256i *)(const void *)&e->tleft[v * 8]);
@@ -232,8 +292,6 @@ static inline NN_AVX2 __m256i nn_avx2_tfl8_i32(__m256i x, const nn_epi_t *e, int
     const __m256i mask = _mm256_loadu_si256((const __m256i *)(const void *)&e->tmask[v * 8]);
     const __m256i nudge = _mm256_set1_epi64x((long long)1 << 30), zero = _mm256_setzero_si256();
     __m256i pe, po, t, rem, thr;
-    if (e->tfl == 2)
-        return nn_avx2_requant8_lanes(x, e, v);
     x = _mm256_sllv_epi32(x, left);
     pe = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), nudge), 31);
     po = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), nudge), 31);
@@ -246,9 +304,17 @@ static inline NN_AVX2 __m256i nn_avx2_tfl8_i32(__m256i x, const nn_epi_t *e, int
     return _mm256_min_epi32(t, _mm256_set1_epi32(e->act_max));
 }
 
+/* The same for any TFLite layer: the double-precision rule (tfl == 2) lane by lane. */
+static inline NN_AVX2 __m256i nn_avx2_tfl8_i32(__m256i x, const nn_epi_t *e, int v)
+{
+    if (e->tfl == 2)
+        return nn_avx2_requant8_lanes(x, e, v);
+    return nn_avx2_mbqm8_pc(x, e, v);
+}
+
 /* TFLite's MultiplyByQuantizedMultiplier(x, m, e) on 8 int32 lanes with one m and e for
  * all (the add's three steps): as nn_avx2_tfl8_i32, without zero point and clamp. */
-static inline NN_AVX2 __m256i nn_avx2_mbqm8(__m256i x, int32_t m, int32_t e)
+static inline NN_AVX2 NN_ALWAYS_INLINE __m256i nn_avx2_mbqm8(__m256i x, int32_t m, int32_t e)
 {
     const __m256i mv = _mm256_set1_epi32(m), zero = _mm256_setzero_si256();
     const __m256i nudge = _mm256_set1_epi64x((long long)1 << 30);
@@ -263,6 +329,43 @@ static inline NN_AVX2 __m256i nn_avx2_mbqm8(__m256i x, int32_t m, int32_t e)
     rem = _mm256_and_si256(t, mask);
     thr = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_cmpgt_epi32(zero, t));
     return _mm256_sub_epi32(_mm256_sra_epi32(t, r), _mm256_cmpgt_epi32(rem, thr));
+}
+
+/* One operand's term of TFLite's ADD on 8 lanes of x = q - z (nn_tfl_add_t). */
+static inline NN_AVX2 NN_ALWAYS_INLINE __m256i nn_avx2_tfl_term8(__m256i x, const nn_tfl_add_t *t, int i)
+{
+    const __m256i c = _mm256_add_epi32(_mm256_set1_epi32(t->c0[i]),
+                                       _mm256_and_si256(_mm256_srai_epi32(x, 31), _mm256_set1_epi32(t->nadj[i])));
+    const __m256i low = _mm256_sra_epi32(_mm256_add_epi32(_mm256_mullo_epi32(x, _mm256_set1_epi32(t->ml[i])), c),
+                                         _mm_cvtsi32_si128(t->k[i]));
+    return _mm256_add_epi32(_mm256_mullo_epi32(x, _mm256_set1_epi32(t->mh[i])), low);
+}
+
+/* TFLite's ADD/SUB of 8 lanes of int8 codes qa, qb (as int32): the clamped output codes. */
+static inline NN_AVX2 NN_ALWAYS_INLINE __m256i nn_avx2_tfl_add8(__m256i qa, __m256i qb, const nn_tfl_add_t *t)
+{
+    const __m256i xa = _mm256_sub_epi32(qa, _mm256_set1_epi32(t->za));
+    const __m256i xb = _mm256_sub_epi32(qb, _mm256_set1_epi32(t->zb));
+    __m256i s, r;
+    if (t->fast) {
+        const __m256i mo = _mm256_set1_epi32(t->mo), c = _mm256_set1_epi64x(t->c0o);
+        __m256i pe, po;
+        s = t->sub ? _mm256_sub_epi32(nn_avx2_tfl_term8(xa, t, 0), nn_avx2_tfl_term8(xb, t, 1))
+                   : _mm256_add_epi32(nn_avx2_tfl_term8(xa, t, 0), nn_avx2_tfl_term8(xb, t, 1));
+        pe = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(s, mo), c), 31);
+        po = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(s, 32), mo), c), 31);
+        r = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+        r = _mm256_add_epi32(r, _mm256_and_si256(_mm256_srai_epi32(s, 31), _mm256_set1_epi32(t->nadjo)));
+        r = _mm256_sra_epi32(r, _mm_cvtsi32_si128(t->ro));
+    } else {
+        const __m256i ta = nn_avx2_mbqm8(_mm256_slli_epi32(xa, NN_TFL_ADD_LEFT_SHIFT), t->ma, t->ea);
+        const __m256i tb = nn_avx2_mbqm8(_mm256_slli_epi32(xb, NN_TFL_ADD_LEFT_SHIFT), t->mb, t->eb);
+        s = t->sub ? _mm256_sub_epi32(ta, tb) : _mm256_add_epi32(ta, tb);
+        r = nn_avx2_mbqm8(s, t->mo, t->eo);
+    }
+    r = _mm256_add_epi32(r, _mm256_set1_epi32(t->zp));
+    r = _mm256_max_epi32(r, _mm256_set1_epi32(t->act_min));
+    return _mm256_min_epi32(r, _mm256_set1_epi32(t->act_max));
 }
 
 /* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> the 8 requantized values
@@ -346,20 +449,19 @@ static inline NN_AVX2 long long nn_avx2_pack8(__m256i r)
 
 /* TFLite's conv epilogue with its residual ADD fused (nn_res_add's TFLite rule on 8 lanes):
  * the conv's codes q (requantized, clamped), then the add's three multiplies. */
-static inline NN_AVX2 long long nn_avx2_tfl_res8(__m256i acc, const nn_epi_t *e, int v, const int8_t *r, int n,
-                                                 const nn_res_t *ad)
+static inline NN_AVX2 NN_ALWAYS_INLINE long long nn_avx2_tfl_res8(__m256i acc, const nn_epi_t *e, int v,
+                                                                  const int8_t *r, int n, const nn_res_t *ad)
 {
-    const __m256i q = nn_avx2_requant8_i32(acc, e, v);
+    const __m256i q = nn_avx2_mbqm8_pc(nn_avx2_biased8(acc, e, v), e, v);
     long long wb = 0;
-    __m256i xa, xb, s;
     memcpy(&wb, r, n == 8 ? 8 : (size_t)n);
-    xa = _mm256_slli_epi32(_mm256_sub_epi32(q, _mm256_set1_epi32(ad->za)), NN_TFL_ADD_LEFT_SHIFT);
-    xb = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), _mm256_set1_epi32(ad->zb)),
-                           NN_TFL_ADD_LEFT_SHIFT);
-    s = _mm256_add_epi32(nn_avx2_mbqm8(xa, ad->ma, ad->ea), nn_avx2_mbqm8(xb, ad->mb, ad->eb));
-    s = _mm256_add_epi32(nn_avx2_mbqm8(s, ad->mo, ad->eo), _mm256_set1_epi32(ad->e.zp));
-    s = _mm256_min_epi32(_mm256_max_epi32(s, _mm256_set1_epi32(ad->e.act_min)), _mm256_set1_epi32(ad->e.act_max));
-    return nn_avx2_pack8(s);
+    return nn_avx2_pack8(nn_avx2_tfl_add8(q, _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), &ad->t));
+}
+
+/* TFLite's "tfl" epilogue: int32 accumulators -> 8 int8 in a 64-bit word. */
+static inline NN_AVX2 NN_ALWAYS_INLINE long long nn_avx2_tfl8(__m256i acc, const nn_epi_t *e, int v)
+{
+    return nn_avx2_pack8(nn_avx2_mbqm8_pc(nn_avx2_biased8(acc, e, v), e, v));
 }
 
 /* Channels v*8 .. v*8+7 of one pixel: int32 accumulators -> 8 int8 in a 64-bit word. */

@@ -57,25 +57,16 @@ static NN_AVX2 void add_tfl_avx2(int n, const int8_t *a, int32_t a_zp, const int
                                  const int32_t *mult, const int32_t *shift, int32_t out_zp,
                                  int32_t act_min, int32_t act_max, int8_t *out)
 {
-    const int sub = mult[1] < 0;
-    const int32_t m2 = sub ? -mult[1] : mult[1];
-    const int32_t e0 = shift[0] + NN_TFL_SHIFT_BIAS, e1 = shift[1] + NN_TFL_SHIFT_BIAS, e2 = shift[2] + NN_TFL_SHIFT_BIAS;
-    const __m256i za = _mm256_set1_epi32(a_zp), zb = _mm256_set1_epi32(b_zp), zo = _mm256_set1_epi32(out_zp);
-    const __m256i lo = _mm256_set1_epi32(act_min), hi = _mm256_set1_epi32(act_max);
+    nn_tfl_add_t t;
     int i;
+    nn_tfl_add_init(&t, a_zp, mult[0], shift[0] + NN_TFL_SHIFT_BIAS, b_zp, mult[1], shift[1] + NN_TFL_SHIFT_BIAS,
+                    mult[2], shift[2] + NN_TFL_SHIFT_BIAS, out_zp, act_min, act_max);
     for (i = 0; i + 8 <= n; i += 8) {
         long long wa, wb, res;
-        __m256i xa, xb, s, r;
         memcpy(&wa, a + i, 8);
         memcpy(&wb, b + i, 8);
-        xa = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wa)), za), NN_TFL_ADD_LEFT_SHIFT);
-        xb = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), zb), NN_TFL_ADD_LEFT_SHIFT);
-        xa = nn_avx2_mbqm8(xa, mult[0], e0);
-        xb = nn_avx2_mbqm8(xb, m2, e1);
-        s = sub ? _mm256_sub_epi32(xa, xb) : _mm256_add_epi32(xa, xb);
-        r = _mm256_add_epi32(nn_avx2_mbqm8(s, mult[2], e2), zo);
-        r = _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
-        res = nn_avx2_pack8(r);
+        res = nn_avx2_pack8(nn_avx2_tfl_add8(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wa)),
+                                             _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), &t));
         memcpy(out + i, &res, 8);
     }
     if (i < n)

@@ -317,10 +317,10 @@ def bias_u8(wm: np.ndarray, fb: np.ndarray, steps, nr: int) -> np.ndarray:
 
 # ---- C source ------------------------------------------------------------------------
 
-def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False, f64: bool = False,
-              tfl: bool = False) -> dict:
+def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False,
+              epilogue: str = "f64c") -> dict:
     """{(mr, nv): Micro} needed by a layer: main, M edge, N edge, corner; res: their
-    epilogue adds a residual; f64: the double-precision requantization (f64_safe)."""
+    epilogue adds a residual; epilogue: the requantization (Micro.epilogue)."""
     p = padded(g)
     taps = tap_offsets(g)
     mr, nr = blk["mr"], blk["nr"]
@@ -332,7 +332,7 @@ def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False, f64: bool = 
     if rem:
         nvs.append(-(-rem // 8))
     return {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=taps, pairs=p["seg"] // 2, ku=blk["k_unroll"],
-                         ostride=g["oc"], res=res, f64=f64, tfl=tfl)
+                         ostride=g["oc"], res=res, epilogue=epilogue)
             for r in mrs for nv in nvs}
 
 
@@ -354,12 +354,12 @@ def layer_source(spec: dict) -> str:
     # a residual add fused into the epilogue (plan-level fusion: the add layer is gone,
     # this layer reads its other operand as in[1] and writes the add's output)
     res = gm.get("residual")
-    tfl = gm.get("epilogue") == "tfl"
-    micros = micro_set(g, blk, gm["band"], res=bool(res), f64=gm.get("epilogue") == "f64", tfl=tfl)
+    epilogue = gm.get("epilogue", "f64c")
+    micros = micro_set(g, blk, gm["band"], res=bool(res), epilogue=epilogue)
     u8 = gm.get("u8") or {}             # {u8-buffer variant: its blocking} (variants has them)
     micros_u8 = {iv: {key: replace(mk, pairs=u8_quads(g))
                       for key, mk in micro_set(g, ub, gm["band"], res=bool(res),
-                                               f64=gm.get("epilogue") == "f64", tfl=tfl).items()}
+                                               epilogue=epilogue).items()}
                  for iv, ub in u8.items()}
     par = spec["params"]
     L = []
@@ -717,7 +717,8 @@ def _u8_test_driver(iv: str, tag: str, k: int, mr: int, nr: int, ku: int, f64: b
     q = -(-k // 4)
     kq = 4 * q
     npan = -(-max_mn // nr)
-    micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=q, ku=ku, ostride=max_mn, f64=f64)
+    micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=q, ku=ku, ostride=max_mn,
+                           epilogue="f64" if f64 else "f64c")
               for r in range(1, mr + 1) for nv in range(1, nr // 8 + 1)}
     name = f"gemm_{iv}_{tag}"
     L = [f"#if {ISAS[iv].guard}"]
@@ -833,7 +834,8 @@ def gemm_test_source(cases, max_mn: int = 64) -> str:
         kp = k + (k & 1)
         if True:
             tag = f"k{k}_m{mr}n{nr}u{ku}" + ("_f64" if f64 else "")
-            micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=kp // 2, ku=ku, ostride=max_mn, f64=f64)
+            micros = {(r, nv): Micro(mr=r, nv=nv, nr=nr, taps=(0,), pairs=kp // 2, ku=ku, ostride=max_mn,
+                           epilogue="f64" if f64 else "f64c")
                       for r in range(1, mr + 1) for nv in range(1, nr // 8 + 1)}
             for isa_name, isa in ISAS.items():
                 if not _fits(isa_name, mr, nr):

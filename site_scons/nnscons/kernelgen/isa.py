@@ -32,8 +32,10 @@ class Micro:
     ku: int
     ostride: int
     res: bool = False       # the epilogue adds a residual (e->res, the `res` argument)
-    f64: bool = False       # the layer's requantization is exact in double (kernelgen.f64_safe)
-    tfl: bool = False       # TFLite's rule (negative shifts): the integer epilogue
+    # the requantization: "f64" exact in double (kernelgen.f64_safe), "f64c" double with the
+    # near-tie check, "tfl" TFLite's MultiplyByQuantizedMultiplier in integers, "tfl64"
+    # TFLite's double-precision rule (FULLY_CONNECTED: lane by lane, exact)
+    epilogue: str = "f64c"
 
     def name(self, isa: str, prefix: str) -> str:
         return f"{prefix}_{isa}_m{self.mr}n{self.nv}"
@@ -152,6 +154,10 @@ class Avx2(Isa):
         return "\n".join(out) + "\n"
 
 
+_REQUANT8 = {"f64": "nn_avx2_requant8_f64", "f64c": "nn_avx2_requant8_f64c",
+             "tfl": "nn_avx2_tfl8", "tfl64": "nn_avx2_requant8"}
+
+
 def _avx2_epilogue(mk: Micro, acc) -> list:
     """Requantize (and add the fused residual), store: acc(m, v) is the int32 vector
     expression of pixel m, channels v*8..v*8+7."""
@@ -160,15 +166,14 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
         for v in range(mk.nv):
             cnt = "last" if v == mk.nv - 1 else "8"
             off = m * mk.ostride + v * 8
-            # proven exact in double (kernelgen.f64_safe), else double with the near-tie check
-            rq = ("nn_avx2_requant8" if mk.tfl else
-                  "nn_avx2_requant8_f64" if mk.f64 else "nn_avx2_requant8_f64c")
-            if mk.res and mk.tfl:
+            tfl = mk.epilogue in ("tfl", "tfl64")
+            if mk.res and tfl:
                 q = f"nn_avx2_tfl_res8({acc(m, v)}, e, {v}, res + {off}, {cnt}, e->res)"
             elif mk.res:
-                q = f"nn_avx2_requant_res8({acc(m, v)}, e, {v}, {0 if mk.f64 else 1}, res + {off}, {cnt}, e->res)"
+                checked = int(mk.epilogue != "f64")
+                q = f"nn_avx2_requant_res8({acc(m, v)}, e, {v}, {checked}, res + {off}, {cnt}, e->res)"
             else:
-                q = f"{rq}({acc(m, v)}, e, {v})"
+                q = f"{_REQUANT8[mk.epilogue]}({acc(m, v)}, e, {v})"
             out.append(f"    nn_avx2_store8(out + {off}, {q}, {cnt});")
     return out
 

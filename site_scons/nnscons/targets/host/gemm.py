@@ -204,11 +204,11 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
         return bytes(blob)
 
     # the vector epilogue in double: proven exact for every input (kernelgen.f64_safe), else
-    # checked for near-ties per vector (nn_avx2_requant8_f64c_i32)
     # checked for near-ties per vector (nn_avx2_requant8_f64c_i32); TFLite's rule: its own
-    # integer epilogue (nn_avx2_tfl8_i32)
+    # integer epilogue (nn_avx2_tfl8), or its double rule lane by lane (FULLY_CONNECTED)
     if numerics.graph_rule(graph) == "tflite":
-        epilogue = "tfl"
+        shifts = numerics.requant_params(layer, graph)["shift"]
+        epilogue = "tfl64" if np.any(np.asarray(shifts) <= numerics.TFLITE_F64_FLAG) else "tfl"
     else:
         epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "f64c"
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
