@@ -180,6 +180,18 @@ def const_binary(opname, per_channel=True, const_first=False, act="NONE"):
     return build
 
 
+def minmax(opname, per_channel=True, const_first=False, q=(0.04, 3)):
+    """MAXIMUM/MINIMUM against a constant: the codes compared as they are."""
+    def build(rng):
+        b = TfliteWriter()
+        shape = (1, 4, 4, 8)
+        x = b.input("x", shape, 0.04, 3)
+        c = b.const("c", rand_in(rng, (1, 1, 1, 8) if per_channel else (1,)), scale=q[0], zero_point=q[1])
+        b.output(b.op(opname, [c, x] if const_first else [x, c], "z", shape, 0.04, 3))
+        return b, [rand_in(rng, shape)]
+    return build
+
+
 def softmax4d(rng):
     b = TfliteWriter()
     x = b.input("x", (1, 1, 1, 10), 0.1, 3)
@@ -320,6 +332,8 @@ CASES = {
     "add/const_per_channel": const_binary("ADD"),
     "sub/const_first_relu": const_binary("SUB", per_channel=False, const_first=True, act="RELU"),
     "mul/const_per_channel": const_binary("MUL"),
+    "maximum/const_per_channel": minmax("MAXIMUM"),
+    "minimum/const_first_other_scale": minmax("MINIMUM", per_channel=False, const_first=True, q=(0.02, -5)),
     "reshape/flatten": moves("RESHAPE", (1, 2, 2, 8), (1, 32), consts=([1, 32],), options=dict(new_shape=[1, 32])),
     "reshape/rank3": moves("RESHAPE", (1, 2, 2, 8), (1, 4, 8), consts=([1, 4, 8],), options=dict(new_shape=[1, 4, 8])),
     "squeeze": moves("SQUEEZE", (1, 1, 1, 16), (1, 16), options=dict(squeeze_dims=[1, 2])),

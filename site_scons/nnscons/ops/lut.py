@@ -211,16 +211,14 @@ def tfl_prelu(w, op):
     return _tfl_lut(w, op, "PRelu", tables, fn_consts=((1, shape, tuple(float(x) for x in slope)),))
 
 
-def tfl_const_binary(w, op):
-    """ADD/SUB/MUL with one constant operand (per tensor or per channel): TFLite's kernel on
-    every int8 value, one table per channel."""
-    from ..reference import tflite_math as T
+def _const_operand(w, op):
+    """(k, codes per channel (or one), zero point, scale) of the constant operand k of a
+    binary operator whose other operand is the activation, in the IR's int8 domain."""
     k = 1 if w.input_tensor(op, 1).is_const else 0
-    x_k = 1 - k
     c_t = w.input_tensor(op, k)
     if not c_t.quantized or c_t.dtype not in ("int8", "uint8"):
         raise w.fail(op, "the constant operand must be a quantized int8 tensor")
-    x_shape = w.input_tensor(op, x_k).shape
+    x_shape = w.input_tensor(op, 1 - k).shape
     if tuple(w.tensor(op.outputs[0]).shape) != tuple(x_shape):
         raise w.fail(op, f"the constant operand {list(c_t.shape)} would broadcast the "
                          f"activation {list(x_shape)} to a larger shape")
@@ -233,9 +231,35 @@ def tfl_const_binary(w, op):
     per = cvals[0]
     if np.all(per == per[0]):
         per = per[:1]
+    return k, per, zc, float(c_t.scale[0])
+
+
+def tfl_minmax(w, op):
+    """MAXIMUM/MINIMUM with a constant operand. TFLite's int8 kernel compares the codes as
+    they are (the converter gives both operands and the output one scale and zero point;
+    LiteRT does not check it), so the table is max(code, c) per channel."""
+    if not (w.input_tensor(op, 0).is_const or w.input_tensor(op, 1).is_const):
+        raise w.fail(op, f"{op.code} of two activations is not supported (one constant "
+                         f"operand is: a clamp)")
+    k, per, zc, sc = _const_operand(w, op)
+    pick = np.maximum if op.code == "MAXIMUM" else np.minimum
+    v = np.arange(-128, 128, dtype=np.int64)
+    tables = np.stack([pick(v, cv) for cv in per]).astype(np.int8)
+    real = (per - zc) * sc
+    return Op(op.label, "lut", [w.act(op, 1 - k)], w.out(op), op.code,
+              attrs={"fn": "Max" if op.code == "MAXIMUM" else "Min", "fn_attrs": (), "x_pos": 1 - k,
+                     "fn_consts": ((k, _channel_shape(w, op, per.size, 1 - k), tuple(float(r) for r in real)),),
+                     "table": tables})
+
+
+def tfl_const_binary(w, op):
+    """ADD/SUB/MUL with one constant operand (per tensor or per channel): TFLite's kernel on
+    every int8 value, one table per channel."""
+    from ..reference import tflite_math as T
+    k, per, zc, sc = _const_operand(w, op)
+    x_k = 1 - k
     qx = w.qparams[w.act(op, x_k)]
     qo = w.qparams_of(w.tensor(op.outputs[0]), op)
-    sc = float(c_t.scale[0])
     v = np.arange(-128, 128, dtype=np.int64)
     lo, hi = w.act_range(op)
     tables = []
@@ -263,7 +287,7 @@ def tfl_const_binary(w, op):
 
 TFLITE_CONVERTERS = {**{c: tfl_unary for c in ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU",
                                                "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1")},
-                     "PRELU": tfl_prelu}
+                     "PRELU": tfl_prelu, "MAXIMUM": tfl_minmax, "MINIMUM": tfl_minmax}
 
 
 def lower(g, op, layer):
