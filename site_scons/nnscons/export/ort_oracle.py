@@ -15,6 +15,9 @@ Three evaluations of a QDQ model, from the most exact to the one users usually r
   use u8 x s8 `vpmaddubsw`, which saturates int16 pair sums: the result depends on the
   CPU.  Only the documenting test and the benchmarks use it, never as a verdict.
 
+A model in onnxruntime's QOperator form (QLinearConv, QGemm, ...) is first spelled as the QDQ
+graph it stands for (frontends/onnx_qoperator.to_qdq); the evaluations above then apply.
+
 run_intermediates keys every QuantizeLinear output by the IR tensor name the frontend
 gives that tensor (same walk as nnscons.frontends), in the int8 domain (uint8 - 128), so it
 can be compared tensor by tensor with nnscons.reference.run_graph.
@@ -27,6 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..frontends.onnx_file import read_onnx
 from ..frontends.onnx_graph import OnnxWalker
+from ..frontends.onnx_qoperator import to_qdq
 
 _QRANGE = {TensorProto.INT8: (-128, 127), TensorProto.UINT8: (0, 255)}
 
@@ -51,12 +55,12 @@ def run(model_path: str, x: np.ndarray, exact: bool = False) -> np.ndarray:
     """The model's float output for float input x: exact (float64 QDQ) or onnxruntime
     with graph optimizations disabled."""
     x = np.asarray(x, dtype=np.float32)
+    proto = to_qdq(onnx.load_from_string(_read(model_path)))
     if exact:
-        proto = onnx.load_from_string(_read(model_path))
         name = proto.graph.input[0].name
         out = proto.graph.output[0].name
         return _evaluator(to_float64(proto)).run([out], {name: x.astype(np.float64)})[0]
-    sess = _session(_read(model_path))
+    sess = _session(proto.SerializeToString())
     return sess.run(None, {sess.get_inputs()[0].name: x})[0]
 
 
@@ -81,7 +85,7 @@ def run_intermediates(model_path: str, x_float: np.ndarray, exact: bool = True) 
     walker = OnnxWalker(f)
     walker.walk()
     proto = onnx.ModelProto()
-    proto.CopyFrom(f.proto)
+    proto.CopyFrom(to_qdq(f.proto))
     q_nodes = {n.output[0]: n for n in proto.graph.node if n.op_type == "QuantizeLinear"}
     outputs = [t for t in q_nodes if t in walker.q_names]
     for node in proto.graph.node:   # onnxruntime rejects duplicate node names; it needs none

@@ -47,6 +47,11 @@ class QuantConst:
     zero_point: np.ndarray    # int64, like scale
     axis: int
     dtype: str                # "int8" (uint8 converted) or "int32"
+    file_dtype: str = "int8"  # the initializer's own type (messages show its zero points)
+
+    def file_zero_point(self) -> np.ndarray:
+        """The zero point as the file stores it (uint8 ones back in 0..255)."""
+        return self.zero_point + (128 if self.file_dtype == "uint8" else 0)
 
     def real(self) -> np.ndarray:
         return ((self.q - along_axis(self.zero_point, self.q.ndim, self.axis))
@@ -144,7 +149,7 @@ class OnnxWalker:
                                             f"int8, uint8 or int32 expected")
             q = raw.astype(np.int64) - (128 if raw.dtype == np.uint8 else 0)
             self.qconsts[out] = QuantConst(q, scale, zp, attributes(node).get("axis", 1),
-                                           "int32" if dtype == np.int32 else "int8")
+                                           "int32" if dtype == np.int32 else "int8", raw.dtype.name)
         elif src in self.q_names:
             self.alias[out] = self.resolve(src)
         else:
@@ -157,7 +162,7 @@ class OnnxWalker:
             name = node_label(node, index)
             inputs = list(node.input)
             out = node.output[0] if node.output else ""
-            if node.domain not in ("", "ai.onnx"):
+            if node.domain not in ("", "ai.onnx", "com.microsoft"):   # onnxruntime's QOperator ops
                 raise self.fail(name, node, f"operator domain {node.domain!r} is not "
                                             f"supported; {onnx_ops.supported_list()}")
             if node.op_type == "Constant":

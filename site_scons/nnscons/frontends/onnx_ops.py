@@ -42,9 +42,12 @@ def weight(w, name, node, tensor, out_axis, ndim):
     exact = None
     if qc is not None:
         if qc.dtype != "int8" or np.any(qc.zero_point != 0):
-            raise w.fail(name, node, f"weight {tensor!r} is not symmetric int8 (zero point "
-                                     f"{qc.zero_point.reshape(-1)[:4]}...); quantize weights "
-                                     f"as QInt8 with WeightSymmetric=True")
+            zps = qc.file_zero_point().reshape(-1)
+            raise w.fail(name, node, f"weight {tensor!r} is not symmetric int8 ({qc.file_dtype} "
+                                     f"zero point{'s' if zps.size > 1 else ''} "
+                                     f"{zps[:4].tolist()}{'...' if zps.size > 4 else ''}; "
+                                     f"symmetric is {128 if qc.file_dtype == 'uint8' else 0}); "
+                                     f"quantize weights as QInt8 with WeightSymmetric=True")
         if qc.scale.size != 1 and (qc.scale.size != n_out or qc.axis % ndim != out_axis):
             raise w.fail(name, node, f"weight {tensor!r} is quantized along axis {qc.axis}; "
                                      f"only per-tensor or per-output-channel (axis "

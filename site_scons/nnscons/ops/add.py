@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import numerics
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..passes.opgraph import Op
 from ..reference import eltwise as ref
 from . import OpDef
@@ -107,3 +108,6 @@ OPS = [OpDef("add", onnx={"Add": convert, "Sub": convert, "Sum": sum_}, attrs=("
              requant=requant, counts=counts,
              macs=n_out, export=export, fusable=True,
              doc="sub (0/1, optional)  (two inputs, each requantized to the output scale; sub: a - b)")]
+
+# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+CONVERTERS = onnx_qoperator.converters("QLinearAdd")

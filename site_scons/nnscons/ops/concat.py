@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from ..passes.shapes import check_axis
@@ -50,3 +51,6 @@ OPS = [OpDef("concat", onnx={"Concat": convert}, tflite={"CONCATENATION": tfl_co
              attrs=("axis",), shape=shape,
              reference=ref.concat, requant=per_input_requant, counts=per_input_counts,
              export=export, doc="axis=1  (channel concat; each input requantized)")]
+
+# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+CONVERTERS = onnx_qoperator.converters("QLinearConcat")

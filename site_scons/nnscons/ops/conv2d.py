@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import numerics
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from ..passes.shapes import need_rank, spatial
@@ -116,3 +117,6 @@ OPS = [OpDef(
     export=export, weighted=True, fusable=True,
     doc="kernel stride dilation pads (top,left,bottom,right) groups "
         "requant (optional: f64, TFLite FULLY_CONNECTED's double-precision rule)")]
+
+# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+CONVERTERS = onnx_qoperator.converters("QLinearConv")

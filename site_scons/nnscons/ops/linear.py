@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from ..passes.shapes import need_rank
@@ -111,3 +112,6 @@ OPS = [OpDef(
     macs=lambda layer, graph: int(layer.weight.size),
     export=export, weighted=True, fusable=True,
     doc="requant (optional: f64, TFLite FULLY_CONNECTED's double-precision rule)")]
+
+# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+CONVERTERS = onnx_qoperator.converters("QLinearMatMul", "QGemm")

@@ -15,6 +15,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from . import OpDef
@@ -324,3 +325,6 @@ OPS = [OpDef("lut", onnx={t: convert for t in UNARY},
              reference=reference, lower=lower, macs=n_out, export=export, fusable=True,
              doc="fn fn_attrs fn_consts tables  (unary op as int8 table(s): weight (T, 256), "
                  "T = 1 or C)")]
+
+# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+CONVERTERS = onnx_qoperator.converters("QLinearSigmoid", "QLinearLeakyRelu")

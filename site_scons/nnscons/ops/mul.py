@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import numerics
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..passes.opgraph import Op
 from . import OpDef
 from ._common import n_out, pair, zp
@@ -95,3 +96,6 @@ OPS = [OpDef("mul", onnx={"Mul": convert, "Div": convert}, attrs=("mode",),
              shape=broadcast_mode, reference=reference, requant=requant,
              counts=lambda layer, graph: {"mult": 1, "shift": 1}, macs=n_out, export=export,
              fusable=True, doc="mode (same | channel | scalar: how the second input broadcasts)")]
+
+# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+CONVERTERS = onnx_qoperator.converters("QLinearMul")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from ..passes.shapes import need_rank, spatial
@@ -149,3 +150,6 @@ OPS = [
           macs=n_in, export=export_global, range_preserving=True,
           doc="keepdims mean (TFLite's MEAN: its own requantization)"),
 ]
+
+# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+CONVERTERS = onnx_qoperator.converters("QLinearAveragePool", "QLinearGlobalAveragePool")

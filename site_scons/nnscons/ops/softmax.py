@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import numerics
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from . import OpDef
@@ -123,3 +124,6 @@ OPS = [OpDef("softmax", onnx={"Softmax": convert}, tflite={"SOFTMAX": tfl_softma
              reference=reference, lower=lower, requant=requant,
              counts=lambda layer, graph: {"mult": 1, "shift": 1}, macs=n_out, export=export,
              doc="axis=1  (last axis of (1, F); bias: the exp table int32[256])")]
+
+# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+CONVERTERS = onnx_qoperator.converters("QLinearSoftmax")
