@@ -365,3 +365,46 @@ def test_batch_and_io_count(tmp_path):
     p = save_model(tmp_path / "twoout.onnx", nodes, {}, outputs=two_out)
     with pytest.raises(ModelError, match="1 inputs and 2 outputs"):
         load_model(p, name="n")
+
+
+# -- models as people export them (issue 23's bugs) --------------------------------------------
+
+def test_a_float_model_of_range_preserving_ops_only_calibrates(tmp_path):
+    """MaxPool and GlobalMaxPool keep their input's parameters: calibration observes the
+    input alone (onnxruntime refused a session with no output to observe)."""
+    path = save_model(tmp_path / "rp.onnx", [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+                                             helper.make_node("GlobalMaxPool", ["p"], ["y"])], {})
+    g = load_model(path, name="rp")
+    assert [l.op for l in g.layers] == ["maxpool", "maxpool"]
+    assert g.tensor(g.output).q == g.tensor(g.input).q
+
+
+def test_a_model_in_the_newest_ir_version_is_read_by_onnxruntime_too(tmp_path):
+    """The pinned onnx writes IR version 14 by default, the pinned onnxruntime reads up to
+    13: calibration and the oracle hand onnxruntime the lower version."""
+    from nnscons.export.ort_oracle import run
+    path = save_model(tmp_path / "ir.onnx", [helper.make_node("Conv", ["x", "w"], ["y"])],
+                      {"w": np.random.default_rng(0).normal(0, 0.3, (4, 3, 1, 1)).astype(np.float32)})
+    m = onnx.load(path)
+    m.ir_version = 14
+    onnx.save(m, path)
+    g = load_model(path, name="ir")
+    assert g.layers[0].op == "conv2d"
+    x = np.random.default_rng(1).standard_normal(IN_SHAPE).astype(np.float32)
+    assert run(path, x).shape == (1, 4, 8, 8)
+
+
+def test_a_1d_model_takes_and_gives_its_own_rank_3_arrays(project, tmp_path):
+    """Conv1d's input=x.npy is (1, C, L) as the model declares it, output.npy (1, C', L')."""
+    from conftest import adhoc
+    rng = np.random.default_rng(0)
+    path = save_model(tmp_path / "c1d.onnx", [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1])],
+                      {"w": rng.normal(0, 0.3, (5, 4, 3)).astype(np.float32)}, in_shape=(1, 4, 10),
+                      out_shape=[1, 5, 10])
+    np.save(tmp_path / "x.npy", rng.standard_normal((1, 4, 10)).astype(np.float32))
+    proc = project.scons("target=host", f"model={path}", f"input={tmp_path / 'x.npy'}")
+    assert "Test PASSED [host] c1d:" in proc.stdout
+    out = np.load(project.file(os.path.join(adhoc(project, "host", "c1d"), "output.npy")))
+    assert out.shape == (1, 5, 10)
+    header = open(project.file(os.path.join(adhoc(project, "host", "c1d"), "include", "nns_c1d.h"))).read()
+    assert "#define NNS_C1D_INPUT_MODEL_SHAPE { 1, 4, 10 }" in header

@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..frontends.onnx_file import read_onnx
+from ..frontends.onnx_file import cap_ir_version, read_onnx
 from ..frontends.onnx_graph import OnnxWalker
 from ..frontends.onnx_qoperator import to_qdq
 
@@ -55,7 +55,7 @@ def run(model_path: str, x: np.ndarray, exact: bool = False) -> np.ndarray:
     """The model's float output for float input x: exact (float64 QDQ) or onnxruntime
     with graph optimizations disabled."""
     x = np.asarray(x, dtype=np.float32)
-    proto = to_qdq(onnx.load_from_string(_read(model_path)))
+    proto = cap_ir_version(to_qdq(onnx.load_from_string(_read(model_path))))
     if exact:
         name = proto.graph.input[0].name
         out = proto.graph.output[0].name
@@ -66,7 +66,7 @@ def run(model_path: str, x: np.ndarray, exact: bool = False) -> np.ndarray:
 
 def run_optimized(model_path: str, x: np.ndarray) -> np.ndarray:
     """onnxruntime's default (optimized, CPU-dependent) result: for reports, not verdicts."""
-    sess = _session(_read(model_path), optimized=True)
+    sess = _session(cap_ir_version(onnx.load_from_string(_read(model_path))).SerializeToString(), optimized=True)
     return sess.run(None, {sess.get_inputs()[0].name: np.asarray(x, dtype=np.float32)})[0]
 
 
@@ -86,6 +86,7 @@ def run_intermediates(model_path: str, x_float: np.ndarray, exact: bool = True) 
     walker.walk()
     proto = onnx.ModelProto()
     proto.CopyFrom(to_qdq(f.proto))
+    cap_ir_version(proto)
     q_nodes = {n.output[0]: n for n in proto.graph.node if n.op_type == "QuantizeLinear"}
     outputs = [t for t in q_nodes if t in walker.q_names]
     for node in proto.graph.node:   # onnxruntime rejects duplicate node names; it needs none

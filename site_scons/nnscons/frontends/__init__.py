@@ -56,6 +56,10 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
                          f"were quantized with the built-in calibration: "
                          f"{', '.join(islands[:8])}{' ...' if len(islands) > 8 else ''}")
     graph = to_ir(g, name)
+    if len(f.input_shape) == 3:     # a 1-D network: the run's arrays keep (1, C, L)
+        out_shape = tuple(graph.tensor(graph.output).shape)
+        graph.model_layout = {"input": tuple(f.input_shape), "channels": "first",
+                              "output": out_shape[:2] + out_shape[3:] if len(out_shape) == 4 else out_shape}
     graph.default_input = None
     graph.notes = notes
     return graph

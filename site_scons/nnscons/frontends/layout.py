@@ -4,7 +4,8 @@ The IR holds 4-D activations as (1, C, H, W) and 2-D ones as (1, F). TFLite mode
 channels-last: a rank-4 tensor (1, H, W, C) is (1, C, H, W) inside nnscons, a rank-3 one
 (1, L, C) (a 1-D network) is (1, C, 1, L), ranks 1 and 2 keep their elements in order,
 (F,) becoming (1, F). The run's input (`input=x.npy`) and `output.npy` stay in the model's
-layout: Graph.model_layout records the model's shapes and these functions convert.
+layout: Graph.model_layout records the model's shapes ("channels": "first" for an ONNX
+1-D model, whose (1, C, L) is the IR's (1, C, 1, L) by a reshape) and these functions convert.
 """
 from __future__ import annotations
 
@@ -58,15 +59,29 @@ def flat_order(shape: tuple) -> np.ndarray:
     return from_ir(np.arange(n).reshape(ir_shape(shape)), shape).reshape(-1)
 
 
+def _channels_first(lay) -> bool:
+    return lay.get("channels") == "first"
+
+
 def model_input(graph, x: np.ndarray) -> np.ndarray:
-    """The run's input in the model's layout -> the IR's (identity for IR-layout models)."""
+    """The run's input in the model's layout -> the IR's (identity for IR-layout models).
+    A channels-first model (ONNX's 1-D (1, C, L)) only reshapes: (1, C, 1, L) has the
+    same element order."""
     lay = getattr(graph, "model_layout", None)
-    return to_ir(x, lay["input"]) if lay else x
+    if not lay:
+        return x
+    if _channels_first(lay):
+        return np.asarray(x).reshape(graph.tensor(graph.input).shape)
+    return to_ir(x, lay["input"])
 
 
 def model_output(graph, x: np.ndarray) -> np.ndarray:
     lay = getattr(graph, "model_layout", None)
-    return from_ir(x, lay["output"]) if lay else x
+    if not lay:
+        return x
+    if _channels_first(lay):
+        return np.asarray(x).reshape(lay["output"])
+    return from_ir(x, lay["output"])
 
 
 def model_input_shape(graph) -> tuple:
@@ -77,3 +92,14 @@ def model_input_shape(graph) -> tuple:
 def model_output_shape(graph) -> tuple:
     lay = getattr(graph, "model_layout", None)
     return tuple(lay["output"]) if lay else tuple(graph.tensor(graph.output).shape)
+
+
+def model_layout_name(lay, rank: int, ir_name: str) -> str:
+    """The name of a model's own layout for a tensor of that model rank (the header's
+    comments, run_float's index order): NHWC/NLC for channels-last models, NCL for a
+    channels-first 1-D one, else the IR's."""
+    if not lay:
+        return ir_name
+    if _channels_first(lay):
+        return "NCL" if rank == 3 else ir_name
+    return {4: "NHWC", 3: "NLC"}.get(rank, ir_name)

@@ -140,6 +140,18 @@ def read_onnx(path: str, input_shape=None) -> OnnxFile:
     return OnnxFile(path, proto, inputs[0].name, graph.output[0].name, shape, opset)
 
 
+# The pinned onnxruntime reads IR versions up to 13, the pinned onnx writes 14 by default:
+# a model gets the lower version for onnxruntime (the IR features nnscons reads exist there).
+ORT_MAX_IR_VERSION = 13
+
+
+def cap_ir_version(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """proto itself, its IR version lowered to what onnxruntime reads (in place)."""
+    if proto.ir_version > ORT_MAX_IR_VERSION:
+        proto.ir_version = ORT_MAX_IR_VERSION
+    return proto
+
+
 def constant_value(node: onnx.NodeProto) -> np.ndarray:
     """The tensor a Constant node produces."""
     (attr,) = node.attribute

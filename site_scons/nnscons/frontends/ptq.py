@@ -14,7 +14,7 @@ from .. import ops
 from ..errors import ModelError
 from ..passes.opgraph import OpGraph
 from ..passes.quantize import inherit_qparams, minmax_qparams
-from .onnx_file import OnnxFile
+from .onnx_file import OnnxFile, cap_ir_version
 
 DEFAULT_COUNT = 8
 DEFAULT_SEED = 0
@@ -66,6 +66,7 @@ def _observer_model(f: OnnxFile, tensors: list) -> bytes:
     """The float model with a concrete input shape and `tensors` as its outputs."""
     proto = onnx.ModelProto()
     proto.CopyFrom(f.proto)
+    cap_ir_version(proto)
     graph = proto.graph
     (inp,) = [i for i in graph.input if i.name == f.input]
     inp.type.tensor_type.shape.Clear()
@@ -91,9 +92,12 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
     opts.intra_op_num_threads = THREADS
     opts.log_severity_level = 3
     try:
-        sess = ort.InferenceSession(_observer_model(f, observed), opts,
-                                    providers=["CPUExecutionProvider"])
-        runs = [sess.run(observed, {f.input: x}) for x in samples]
+        if observed:
+            sess = ort.InferenceSession(_observer_model(f, observed), opts,
+                                        providers=["CPUExecutionProvider"])
+            runs = [sess.run(observed, {f.input: x}) for x in samples]
+        else:           # only range-preserving ops: the input's range is every range
+            runs = []
     except Exception as e:
         raise ModelError(f"{f.path}: onnxruntime cannot run the float model for calibration "
                          f"({type(e).__name__}: {e})") from None

@@ -97,7 +97,9 @@ def harness_bins(style: str = "tree") -> dict:
 
 def _io(graph, tensor_name: str, layout: str, model_shape=None) -> dict:
     """model_shape: the model's own shape when its layout is not the IR's (a TFLite model's
-    NHWC (1, H, W, C) or NLC (1, L, C)): run_float's arrays are in that layout."""
+    NHWC (1, H, W, C) or NLC (1, L, C), an ONNX 1-D model's NCL (1, C, L)): run_float's
+    arrays are in that layout."""
+    from ..frontends.layout import model_layout_name
     t = graph.tensor(tensor_name)
     shape = [int(d) for d in t.shape]
     layout_name = "NCHW" if len(shape) == 4 else "NC"
@@ -106,7 +108,7 @@ def _io(graph, tensor_name: str, layout: str, model_shape=None) -> dict:
         internal = "NHWC"
     model_layout = layout_name
     if model_shape is not None and len(shape) == 4:
-        model_layout = {4: "NHWC", 3: "NLC"}.get(len(model_shape), layout_name)
+        model_layout = model_layout_name(getattr(graph, "model_layout", None), len(model_shape), layout_name)
     return {"shape": shape, "size": int(np.prod(shape)), "scale": repr(float(np.float32(t.q.scale))),
             "zero_point": int(t.q.zero_point), "model_layout": model_layout, "layout": internal,
             "model_shape": list(model_shape) if model_shape is not None else shape}
