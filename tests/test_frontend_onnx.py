@@ -408,3 +408,42 @@ def test_a_1d_model_takes_and_gives_its_own_rank_3_arrays(project, tmp_path):
     assert out.shape == (1, 5, 10)
     header = open(project.file(os.path.join(adhoc(project, "host", "c1d"), "include", "nns_c1d.h"))).read()
     assert "#define NNS_C1D_INPUT_MODEL_SHAPE { 1, 4, 10 }" in header
+
+
+def test_a_reshape_between_differently_quantized_tensors_requantizes(tmp_path):
+    """A Q after a Reshape with other parameters than the Reshape's input (what a quantizer
+    writes after a float tail): the codes are requantized where ONNX rounds, not
+    reinterpreted (equal to the exact QDQ evaluation on every tensor)."""
+    from nnscons.export.ort_oracle import run_intermediates
+    from nnscons.reference import run_graph
+    rng = np.random.default_rng(2)
+
+    def qdq(t, s, z, tag):
+        return [helper.make_node("QuantizeLinear", [t, f"{tag}_s", f"{tag}_z"], [f"{t}_q"]),
+                helper.make_node("DequantizeLinear", [f"{t}_q", f"{tag}_s", f"{tag}_z"], [f"{t}_d"])], \
+            {f"{tag}_s": np.float32(s), f"{tag}_z": np.int8(z)}
+
+    nodes, inits = [], {}
+    for t, s, z, tag in (("x", 0.05, 0, "qx"),):
+        n, i = qdq(t, s, z, tag)
+        nodes += n
+        inits.update(i)
+    inits.update({"w": rng.integers(-100, 100, (4, 3, 1, 1)).astype(np.int8), "ws": np.float32(0.01),
+                  "wz": np.int8(0), "shape": np.array([1, -1], dtype=np.int64)})
+    nodes += [helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"]),
+              helper.make_node("Conv", ["x_d", "wd"], ["c"])]
+    n, i = qdq("c", 0.1, 3, "qc")
+    nodes += n
+    inits.update(i)
+    nodes.append(helper.make_node("Reshape", ["c_d", "shape"], ["r"]))
+    n, i = qdq("r", 0.13, -2, "qr")
+    nodes += n
+    inits.update(i)
+    nodes.append(helper.make_node("Identity", ["r_d"], ["y"]))
+    path = save_model(tmp_path / "r.onnx", nodes, inits, out_shape=[1, 256])
+    g = load_model(path, name="r")
+    assert [l.op for l in g.layers] == ["conv2d", "reshape", "requant"]
+    x = np.random.default_rng(3).standard_normal(IN_SHAPE).astype(np.float32)
+    want = run_intermediates(path, x)
+    got = run_graph(g, want["x"])
+    np.testing.assert_array_equal(got[g.output], want[g.output])

@@ -17,7 +17,7 @@ import os
 from ..errors import ModelError
 from ..ir import Graph
 from ..passes import prepare, to_ir
-from ..passes.quantize import inherit_qparams
+from ..passes.quantize import inherit_qparams, requantize_aliases
 from .onnx_file import is_qdq, read_onnx
 from .onnx_graph import OnnxWalker
 
@@ -55,6 +55,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
             notes.append(f"{len(islands)} tensor(s) left in float by the model's quantizer "
                          f"were quantized with the built-in calibration: "
                          f"{', '.join(islands[:8])}{' ...' if len(islands) > 8 else ''}")
+    requantize_aliases(g)
     graph = to_ir(g, name)
     if len(f.input_shape) == 3:     # a 1-D network: the run's arrays keep (1, C, L)
         out_shape = tuple(graph.tensor(graph.output).shape)

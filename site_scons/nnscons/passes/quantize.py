@@ -56,3 +56,24 @@ def inherit_qparams(g: OpGraph) -> None:
         if op.output not in g.qparams and ops.get(op.kind).range_preserving \
                 and op.inputs[0] in g.qparams:
             g.qparams[op.output] = g.qparams[op.inputs[0]]
+
+
+def requantize_aliases(g: OpGraph) -> None:
+    """An alias op (a reshape: the same bytes) whose output is quantized otherwise than its
+    input (a QDQ model's Q after a Flatten/Reshape, a float island's calibrated tail) would
+    reinterpret the codes at the wrong scale: it keeps its input's parameters and a requant
+    to the output's follows it, where ONNX rounds."""
+    from .opgraph import Op
+    out_ops = []
+    for op in g.ops:
+        q_in = g.qparams.get(op.inputs[0]) if op.inputs else None
+        q_out = g.qparams.get(op.output)
+        if ops.get(op.kind).alias and q_in is not None and q_out is not None and q_in != q_out:
+            mid = f"{op.output}__as_{op.inputs[0]}"
+            g.qparams[mid] = q_in
+            g.shapes[mid] = g.shapes[op.output]
+            final, op.output = op.output, mid
+            out_ops += [op, Op(f"{op.name}_requant", "requant", [mid], final, "QuantizeLinear")]
+        else:
+            out_ops.append(op)
+    g.ops = out_ops
