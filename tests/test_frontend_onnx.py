@@ -333,8 +333,8 @@ def test_unsupported_op(tmp_path):
      r"'mp' \(MaxPool\): dilations"),
     (helper.make_node("AveragePool", ["x"], ["y"], "ap", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                       ceil_mode=1, count_include_pad=1), r"'ap' \(AveragePool\): ceil_mode"),
-    (helper.make_node("Conv", ["x", "w"], ["y"], "cv", auto_pad="SAME_UPPER"),
-     r"'cv' \(Conv\): auto_pad=SAME_UPPER"),
+    (helper.make_node("Conv", ["x", "w"], ["y"], "cv", auto_pad="SAME_MIDDLE"),
+     r"'cv' \(Conv\): auto_pad=SAME_MIDDLE is not supported; use NOTSET, VALID, SAME_UPPER or SAME_LOWER"),
     (helper.make_node("Div", ["x", "x"], ["y"], "dv"), r"'dv' \(Div\): Div of two activations"),
     (helper.make_node("Concat", ["x", "x"], ["y"], "cc", axis=2), r"'cc' \(Concat\): axis 2"),
 ])
@@ -447,3 +447,38 @@ def test_a_reshape_between_differently_quantized_tensors_requantizes(tmp_path):
     want = run_intermediates(path, x)
     got = run_graph(g, want["x"])
     np.testing.assert_array_equal(got[g.output], want[g.output])
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_auto_pad_same_gives_onnxs_pads(tmp_path, auto_pad):
+    """Conv (stride 2, an 8x8 input: one padding element) and MaxPool with auto_pad
+    SAME_*: every tensor equals the exact QDQ evaluation."""
+    from nnscons.export.ort_oracle import run_intermediates
+    from nnscons.reference import run_graph
+    rng = np.random.default_rng(4)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], auto_pad=auto_pad, strides=[2, 2]),
+             helper.make_node("MaxPool", ["c"], ["y"], auto_pad=auto_pad, kernel_shape=[2, 2])]
+    path = save_model(tmp_path / "f.onnx", nodes, {"w": rng.normal(0, 0.3, (6, 3, 3, 3)).astype(np.float32)},
+                      in_shape=(1, 3, 8, 8), out_shape=[1, 6, 4, 4])
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.data = iter([{"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.data, None)
+
+    q = str(tmp_path / "q.onnx")
+    quantize_static(path, q, Reader(), quant_format=QuantFormat.QDQ, weight_type=QuantType.QInt8,
+                    activation_type=QuantType.QInt8)
+    g = load_model(q, name="same")
+    conv = g.layers[0]
+    want_pads = (0, 0, 1, 1) if auto_pad == "SAME_UPPER" else (1, 1, 0, 0)
+    assert tuple(conv.attrs["pads"]) == want_pads and g.tensor(g.output).shape == (1, 6, 4, 4)
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    want = run_intermediates(q, x)
+    got = run_graph(g, want["x"])
+    for t in want:
+        if t in got:
+            np.testing.assert_array_equal(got[t], want[t], err_msg=t)

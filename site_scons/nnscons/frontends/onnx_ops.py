@@ -87,12 +87,17 @@ def window_1d_as_2d(a: dict) -> dict:
     return a
 
 
+SAME_PADS = ("SAME_UPPER", "SAME_LOWER")
+
+
 def window(w, name, node, a, kernel):
-    """stride/pads/dilation of a 2-D window op; auto_pad NOTSET or VALID only."""
+    """stride/pads/dilation of a 2-D window op. auto_pad SAME_UPPER/SAME_LOWER is kept as
+    an attribute: the shape pass turns it into pads once the input's size is known
+    (passes.shapes.spatial)."""
     auto_pad = text(a.get("auto_pad", "NOTSET"))
-    if auto_pad not in ("NOTSET", "VALID"):
-        raise w.fail(name, node, f"auto_pad={auto_pad} is not supported; use explicit pads "
-                                 f"(auto_pad NOTSET) or VALID")
+    if auto_pad not in ("NOTSET", "VALID") + SAME_PADS:
+        raise w.fail(name, node, f"auto_pad={auto_pad} is not supported; use NOTSET, VALID, "
+                                 f"SAME_UPPER or SAME_LOWER")
     pads = tuple(a.get("pads", (0, 0, 0, 0))) if auto_pad == "NOTSET" else (0, 0, 0, 0)
     stride = tuple(a.get("strides", (1, 1)))
     dilation = tuple(a.get("dilations", (1, 1)))
@@ -101,8 +106,11 @@ def window(w, name, node, a, kernel):
                                  f"pads {pads}, strides {stride})")
     if min(pads) < 0 or min(stride) < 1 or min(dilation) < 1:
         raise w.fail(name, node, f"invalid pads {pads}, strides {stride} or dilations {dilation}")
-    return {"kernel": tuple(int(k) for k in kernel), "stride": stride, "pads": pads,
-            "dilation": dilation}
+    attrs = {"kernel": tuple(int(k) for k in kernel), "stride": stride, "pads": pads,
+             "dilation": dilation}
+    if auto_pad in SAME_PADS:
+        attrs["auto_pad"] = auto_pad
+    return attrs
 
 
 def convert(w, name, node, ins, out) -> Op:

@@ -20,9 +20,23 @@ def _pool_out(size, k, s, p0, p1, dil, ceil_mode):
     return out
 
 
+def same_pads(size: int, k: int, stride: int, dilation: int, lower: bool) -> tuple:
+    """ONNX auto_pad SAME_UPPER/SAME_LOWER: the output is ceil(size / stride), the odd
+    padding element at the end (UPPER) or the beginning (LOWER)."""
+    total = max(0, (-(-size // stride) - 1) * stride + (k - 1) * dilation + 1 - size)
+    small = total // 2
+    return (total - small, small) if lower else (small, total - small)
+
+
 def spatial(g, op, x, dilation=(1, 1), ceil_mode=0):
     kh, kw = op.attrs["kernel"]
     sh, sw = op.attrs["stride"]
+    auto_pad = op.attrs.pop("auto_pad", None)
+    if auto_pad is not None:        # frontends.onnx_ops.window: now the input size is known
+        lower = auto_pad == "SAME_LOWER"
+        (pt, pb), (pl, pr) = (same_pads(x[2], kh, sh, dilation[0], lower),
+                              same_pads(x[3], kw, sw, dilation[1], lower))
+        op.attrs["pads"] = (pt, pl, pb, pr)
     pt, pl, pb, pr = op.attrs["pads"]
     h = _pool_out(x[2], kh, sh, pt, pb, dilation[0], ceil_mode)
     w = _pool_out(x[3], kw, sw, pl, pr, dilation[1], ceil_mode)
