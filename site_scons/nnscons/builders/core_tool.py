@@ -6,6 +6,7 @@ NnsGolden    Value(golden key)       -> a layer's golden output .bin
 NnsInput     Value(input key)        -> the quantized input .bin
 NnsZooModel  Value(zoo args) + generator sources -> model.onnx
 NnsQdq       Value(graph key)        -> quantized.onnx
+NnsFidelity  Value(input, goldens, float model) -> fidelity.json (a float model's SQNR; builders/fidelity.py)
 NnsReport    Value(plan summary) + run.log -> report.json (per-layer table data and the verdict)
 NnsCheck     report.json             -> check.txt (only when it passed; else prints the table and
                                         fails the build naming the first wrong layer)
@@ -17,7 +18,7 @@ import SCons.Builder
 import SCons.Scanner
 
 from nnscons import codegen
-from nnscons.builders import actions
+from nnscons.builders import actions, fidelity
 
 
 def _scan_templates(node, env, path):
@@ -34,7 +35,8 @@ def _scan_templates(node, env, path):
 _COMSTR = "$NNS_VERB $NNS_LABEL [$NNS_TARGET]"
 _COMSTR_VERBOSE = "$NNS_VERB $NNS_LABEL [$NNS_TARGET]: $TARGETS"
 NAMES = {"NnsCodegen": "CODEGEN", "NnsWeights": "WEIGHTS", "NnsGolden": "GOLDEN", "NnsInput": "INPUT",
-         "NnsZooModel": "MODEL", "NnsQdq": "EXPORT", "NnsCheck": "CHECK", "NnsReport": "REPORT"}
+         "NnsZooModel": "MODEL", "NnsQdq": "EXPORT", "NnsCheck": "CHECK", "NnsReport": "REPORT",
+         "NnsFidelity": "FIDELITY"}
 
 
 def _builder(func, name, **kw):
@@ -56,6 +58,7 @@ def generate(env):
         "NnsQdq": _builder(actions.write_qdq, "EXPORT"),
         "NnsCheck": _builder(actions.run_check, "CHECK"),
         "NnsReport": _builder(actions.write_report, "REPORT"),
+        "NnsFidelity": _builder(fidelity.write_fidelity, "FIDELITY"),
     })
 
 

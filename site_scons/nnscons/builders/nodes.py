@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import SCons.Action
 
 from .. import binfiles
+from ..fileio import file_digest
 from ..planning import keys
 from ..resources import data_path, zoo_dir
 from . import actions, report, workspace
@@ -158,8 +159,18 @@ def declare(env, session) -> dict:
     env.AddPreAction(run, SCons.Action.Action(
         lambda target, source, env: actions.remove_stale([report_path, html_path, check_path]), None))
     # report_extra: JSON files a target adds to the report ({"layers": {name: {...}}, ...})
+    report_extra = list(target_nodes.pop("report_extra", []))
+    float_source = getattr(session.graph, "float_source", None)
+    if float_source:        # a float model quantized here: its fidelity joins the report
+        fid = env.NnsFidelity(os.path.join(b, "fidelity.json"),
+                              value(env, [session.input_key, session.golden_keys[session.graph.output],
+                                          {k: v for k, v in float_source.items() if k != "path"},
+                                          file_digest(float_source["path"])]),
+                              NNS_VERB="FIDELITY", NNS_LABEL=session.model_cfg.name)
+        env.Depends(fid, py_sources("builders/fidelity.py"))
+        report_extra += fid
     rep = env.NnsReport([report_path, html_path], [value(env, report.plan_summary(session)), run[0]]
-                        + list(target_nodes.pop("report_extra", [])),
+                        + report_extra,
                         NNS_VERB="REPORT", NNS_LABEL=session.model_cfg.name)
     env.Depends(rep, py_sources("builders/report.py", "builders/runlog.py", "builders/html.py"))
     check = env.NnsCheck(check_path, rep[0], NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)

@@ -137,6 +137,8 @@ def table(report: dict) -> str:
     columns = list(report.get("columns") or [("tiles", "n_tiles")])
     if any("cycles" in layer for layer in report["layers"]):
         columns += [("cycles", "cycles"), ("MAC/cyc", "macs_per_cycle")]
+    if any("sqnr_db" in layer for layer in report["layers"]):
+        columns += [("SQNR dB", "sqnr_db")]     # fidelity to the float model (builders/fidelity.py)
     rows = [("#", "layer", "op", "in", "out", "MACs", "params B")
             + tuple(h for h, _ in columns) + ("fused", "status")]
     for i, l in enumerate(report["layers"]):

@@ -45,6 +45,8 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     notes = []
     if fmt == "float":
         calibrate(f, g, calibration_samples(source, f.input_shape, calibration))
+        float_source = {"path": os.path.abspath(source), "input_shape": list(f.input_shape),
+                        "calibration": _calibration_text(calibration)}
     else:
         inherit_qparams(g)
         islands = [op.output for op in g.ops if op.output not in g.qparams]
@@ -57,6 +59,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
                          f"{', '.join(islands[:8])}{' ...' if len(islands) > 8 else ''}")
     requantize_aliases(g)
     graph = to_ir(g, name)
+    graph.float_source = float_source if fmt == "float" else None   # builders/fidelity.py
     if len(f.input_shape) == 3:     # a 1-D network: the run's arrays keep (1, C, L)
         out_shape = tuple(graph.tensor(graph.output).shape)
         graph.model_layout = {"input": tuple(f.input_shape), "channels": "first",
@@ -64,6 +67,15 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     graph.default_input = None
     graph.notes = notes
     return graph
+
+
+def _calibration_text(calibration) -> str:
+    from .ptq import DEFAULT_COUNT, DEFAULT_SEED
+    cal = dict(calibration or {})
+    if cal.get("files"):
+        return f"calibration files ({len(cal['files'])})"
+    return (f"random calibration (seed {cal.get('seed', DEFAULT_SEED)}, "
+            f"{cal.get('count', DEFAULT_COUNT)} normal samples)")
 
 
 def load_model(source: str, *, name: str, input_shape: tuple | None = None,

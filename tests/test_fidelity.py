@@ -1,0 +1,43 @@
+"""Fidelity to the float model (issue 23, part 5): a float model quantized here reports, on
+the run's input, its output's SQNR, largest error in LSB and top-1 agreement against the
+float model, each layer's SQNR, and warns (without failing the build) when the input
+saturates or the output drifts below 20 dB."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from nnscons.builders.fidelity import EXACT_DB, sqnr_db
+
+B = "build/host/simplecnn"
+
+
+def test_sqnr_of_known_signals():
+    ref = np.array([1.0, -2.0, 3.0, 0.5])
+    assert sqnr_db(ref, ref) == EXACT_DB
+    noise = np.array([0.01, -0.01, 0.01, -0.01])
+    want = 10 * np.log10(np.sum(ref ** 2) / np.sum(noise ** 2))
+    assert abs(sqnr_db(ref, ref + noise) - want) < 0.01
+    assert sqnr_db(ref, ref * 0) < 1
+
+
+def test_float_model_reports_its_fidelity_and_warns_when_the_input_saturates(project):
+    proc = project.scons("target=host", "model=simplecnn")
+    assert "Test PASSED [host] simplecnn" in proc.stdout
+    rep = json.loads(project.read(f"{B}/report.json"))
+    fid = rep["fidelity"]
+    assert fid["output_sqnr_db"] > 20 and fid["top1_agrees"] is True
+    assert fid["calibration"].startswith("random calibration")
+    assert all(layer["sqnr_db"] > 20 for layer in rep["layers"])
+    assert "fidelity to the float model on this input: output SQNR" in proc.stdout
+    assert "SQNR dB" in proc.stdout           # the table's column
+
+    x = (np.random.default_rng(0).standard_normal((1, 1, 28, 28)) * 20).astype(np.float32)
+    np.save(project.file("big.npy"), x)
+    proc = project.scons("target=host", "model=simplecnn", "input=big.npy")
+    assert "Test PASSED [host] simplecnn" in proc.stdout    # a warning, not a failure
+    assert "warning: the output's SQNR" in proc.stdout
+    assert "% of the input lies outside the input's quantization range" in proc.stdout
+    fid = json.loads(project.read(f"{B}/report.json"))["fidelity"]
+    assert fid["output_sqnr_db"] < 20 and fid["input_saturated"] > 0.5 and fid["output_max_err_lsb"] > 100
