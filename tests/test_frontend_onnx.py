@@ -482,3 +482,25 @@ def test_auto_pad_same_gives_onnxs_pads(tmp_path, auto_pad):
     for t in want:
         if t in got:
             np.testing.assert_array_equal(got[t], want[t], err_msg=t)
+
+
+def test_the_kernels_a_layer_needs_are_derived_from_what_its_code_calls():
+    """A standalone requant layer's code calls nn_requant_s8 (kernels/common/nn_eltwise.c),
+    which the host's op table does not list: the plan adds the file that defines it (and
+    what that file calls in turn), so the library links."""
+    from nnscons.resources import data_path
+    from nnscons.targets.base import template_calls, with_kernel_dependencies
+    from nnscons.targets.host.ops import OPS
+    impl = OPS["requant"]
+    calls = template_calls(data_path("templates", "host"), impl.template)
+    assert "nn_requant_s8" in calls
+    got = with_kernel_dependencies(impl.kernels, calls)
+    assert data_path("kernels", "common", "nn_eltwise.c") in got
+    assert set(impl.kernels) <= set(got)
+
+
+def test_a_float_model_of_one_relu_links_and_passes(project, tmp_path):
+    path = save_model(tmp_path / "relu.onnx", [helper.make_node("Relu", ["x"], ["y"])], {},
+                      out_shape=list(IN_SHAPE))
+    proc = project.scons("target=host", f"model={path}")
+    assert "Test PASSED [host] relu:" in proc.stdout

@@ -5,6 +5,10 @@ emits the layer's code, the kernel sources it needs, and a constraint check.
 """
 from __future__ import annotations
 
+import functools
+import glob
+import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -13,6 +17,92 @@ import numpy as np
 
 from .. import binfiles, numerics, ops
 from ..errors import UserError
+
+
+_C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_C_NAME = re.compile(r"\b(nn_\w+)\s*\(")
+
+
+def _c_symbols(path: str) -> tuple:
+    """(nn_ functions a C file defines with external linkage, nn_ functions it calls);
+    read once per process and file version (a no-op build plans every model)."""
+    st = os.stat(path)
+    return _c_symbols_of(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _c_symbols_of(path: str, mtime_ns: int, size: int) -> tuple:
+    with open(path, encoding="utf-8") as f:
+        text = _C_COMMENT.sub(" ", f.read())
+    defined, called = set(), set()
+    for m in _C_NAME.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        head = text[line_start:m.start()]
+        depth, i = 0, m.end() - 1          # the parameter list's end, then '{' or ';'
+        while i < len(text):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+            if depth == 0:
+                break
+        nxt = text[i:].lstrip()[:1]
+        at_top = head[:1].isalpha() and not head.startswith(("static", "return", "if", "else"))
+        if at_top and nxt == "{":
+            defined.add(m.group(1))
+        else:
+            called.add(m.group(1))
+    return frozenset(defined), frozenset(called - defined)
+
+
+def template_calls(templates_dir: str, template: str) -> set:
+    """nn_ functions a layer template and the templates it pulls in may call."""
+    st = os.stat(os.path.join(templates_dir, template))
+    return set(_template_calls(templates_dir, template, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=None)
+def _template_calls(templates_dir: str, template: str, _mtime_ns: int) -> frozenset:
+    from .. import codegen
+    calls, seen, todo = set(), set(), [template]
+    while todo:
+        name = todo.pop()
+        path = os.path.join(templates_dir, name)
+        if name in seen or not os.path.isfile(path):
+            continue
+        seen.add(name)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        calls |= set(_C_NAME.findall(text))
+        todo += codegen.template_references(text)
+    return frozenset(calls)
+
+
+def with_kernel_dependencies(kernels, calls=(), folders=()) -> list:
+    """The kernel sources plus, transitively, each one in the same folders (and `folders`,
+    kernels/common) that alone defines an nn_ function they or the generated code
+    (`calls`: template_calls) call, so no op table has to list what its kernels call in
+    turn (a requant layer's nn_requant_s8 in nn_eltwise.c). A function defined in several
+    files (target variants) is not chosen."""
+    from ..resources import data_path
+    chosen = set(kernels)
+    folders = ({os.path.dirname(k) for k in chosen} | set(folders)
+               | {data_path("kernels", "common")})
+    index, symbols = {}, {}
+    for folder in sorted(folders):
+        for path in sorted(glob.glob(os.path.join(folder, "*.c"))):
+            symbols[path] = _c_symbols(path)
+            for name in symbols[path][0]:
+                index.setdefault(name, []).append(path)
+    todo = [None] + sorted(chosen)          # None: the generated code's calls
+    while todo:
+        path = todo.pop()
+        defined = set().union(set(), *(symbols.get(p, _c_symbols(p))[0] for p in chosen))
+        wanted = set(calls) if path is None else symbols.get(path, _c_symbols(path))[1]
+        for name in sorted(wanted - defined):
+            where = index.get(name, [])
+            if len(where) == 1 and where[0] not in chosen:
+                chosen.add(where[0])
+                todo.append(where[0])
+    return sorted(chosen)
 
 
 @dataclass(frozen=True)

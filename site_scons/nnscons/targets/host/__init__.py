@@ -74,7 +74,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     # plan on another architecture, e.g. arm64, passes its own)
     isa_codes = isa_codes or ISA_CODES
     model = library.c_model_name(graph.name)
-    layers, kernels = [], set()
+    layers, kernels, calls = [], set(), set()
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
     source = graph
     if fuse_residual if fuse_residual is not None else kind in ("host", "arm64"):
@@ -130,6 +130,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
                                      pack=g["pack"] if g else gemm.pack_depthwise if dw else gemm.pack_hwc,
                                      pack_key=g["pack_key"] if g else None, report=report))
         kernels.update(impl.kernels)
+        calls |= base.template_calls(TEMPLATES, impl.template)
+    kernels = base.with_kernel_dependencies(kernels, calls)
     buffers = plan_buffers(graph)
     if buffers["arena_size"] > opts["memory"]["l2"]:
         raise UserError(f"{where(None, 'memory', 'l2')}: activations need {buffers['arena_size']} B, more than "
