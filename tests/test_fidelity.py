@@ -41,3 +41,24 @@ def test_float_model_reports_its_fidelity_and_warns_when_the_input_saturates(pro
     assert "% of the input lies outside the input's quantization range" in proc.stdout
     fid = json.loads(project.read(f"{B}/report.json"))["fidelity"]
     assert fid["output_sqnr_db"] < 20 and fid["input_saturated"] > 0.5 and fid["output_max_err_lsb"] > 100
+
+
+def test_calibration_on_the_command_line_requantizes_everything_the_input_included(project):
+    """calibration=FILE.npz (or a folder of .npy) replaces the manifest's calibration; the
+    new scales reach the weights, the goldens and the quantized input (same float input, a
+    new input scale: the input .bin is rewritten, the check still passes), and the
+    fidelity of a wide input improves."""
+    from conftest import steps
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((1, 1, 28, 28)) * 20).astype(np.float32)
+    np.save(project.file("big.npy"), x)
+    project.scons("target=host", "model=simplecnn", "input=big.npy")
+    before = json.loads(project.read(f"{B}/report.json"))["fidelity"]["output_sqnr_db"]
+    np.savez(project.file("cal.npz"), a=(rng.standard_normal((4, 1, 28, 28)) * 20).astype(np.float32))
+    proc = project.scons("target=host", "model=simplecnn", "input=big.npy", "calibration=cal.npz")
+    assert "Test PASSED [host] simplecnn" in proc.stdout, proc.stdout[-2000:]
+    assert "INPUT simplecnn" in steps(proc.stdout)
+    fid = json.loads(project.read(f"{B}/report.json"))["fidelity"]
+    assert fid["calibration"] == "calibration files (1)" and fid["output_sqnr_db"] > before + 10
+    proc = project.scons("target=host", "model=simplecnn", "calibration=nowhere", check=False)
+    assert proc.returncode == 2 and "calibration=nowhere: no such file or folder" in proc.stderr

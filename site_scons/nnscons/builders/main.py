@@ -37,6 +37,8 @@ def _variables():
     v.Add("input", "run on this .npy input (float32, or an int8/uint8 model's codes; the model's "
                    "layout) instead of the default input", "")
     v.Add("platform", "where to run (default: the target's run.platform in targets.yaml)", "")
+    v.Add("calibration", "a float model's calibration samples: a folder of .npy files, an .npz or an "
+                         ".npy (over the manifest's quantization.calibration)", "")
     v.Add(BoolVariable("verbose", "print full command lines instead of one line per node", False))
     return v
 
@@ -164,7 +166,8 @@ def _build(env, manifest, root) -> None:
         try:
             with workspace.cleanup_on_error(target_dir):
                 session = network.plan(manifest, t, m, input_path=env["input"] or None,
-                                       platform=platform, root=root)
+                                       platform=platform, root=root,
+                                       calibration=env["calibration"] or None)
             aliases = network.declare(env, session, verbose=env["verbose"],
                                       check_tools=not GetOption("clean"))
         except UserError as e:

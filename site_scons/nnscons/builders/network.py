@@ -21,15 +21,37 @@ def load_manifest(path: str):
 
 
 def plan(manifest, target: str | None, model: str | None, *, build_dir=None,
-         input_path: str | None = None, platform: str | None = None, root: str | None = None):
-    """The planned Session. build_dir None: build/<target>/<model folder>."""
+         input_path: str | None = None, platform: str | None = None, root: str | None = None,
+         calibration: str | None = None):
+    """The planned Session. build_dir None: build/<target>/<model folder>. calibration: a
+    folder of .npy files, an .npz or an .npy of samples for a float model (the command
+    line's calibration=), over the manifest's."""
+    import dataclasses
+
     from .session import Session
 
     target_cfg, model_cfg = manifest.select(target or None, model or None)
     if input_path and not os.path.isfile(input_path):
         raise UserError(f"input={input_path}: no such file")
+    if calibration:
+        model_cfg = dataclasses.replace(model_cfg, calibration={"files": calibration_files(calibration)})
     return Session(root or os.getcwd(), manifest, target_cfg, model_cfg, input_path, platform,
                    build_dir=build_dir)
+
+
+def calibration_files(arg: str) -> list:
+    """calibration=PATH: the sample files it names (absolute)."""
+    path = os.path.abspath(arg)
+    if os.path.isdir(path):
+        files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith((".npy", ".npz")))
+        if not files:
+            raise UserError(f"calibration={arg}: the folder holds no .npy or .npz files")
+        return files
+    if not os.path.isfile(path):
+        raise UserError(f"calibration={arg}: no such file or folder")
+    if not path.endswith((".npy", ".npz")):
+        raise UserError(f"calibration={arg}: expected a folder of .npy files, an .npz or an .npy")
+    return [path]
 
 
 def _step_printer(session):

@@ -51,7 +51,11 @@ class Session:
         self.plan_by_cname = {lp.cname: lp for lp in self.plan.layers}
         self._input_codes = None          # the run's int8 input when given as codes
         self.input_float, input_desc = self._load_input(input_path)
-        self.input_key = keys.digest(input_desc, self.input_float)
+        # the quantized input also depends on the input's quantization (a new calibration
+        # with the same float input) and on the rule that rounds it
+        q_in = self.graph.tensor(self.graph.input).q
+        self.input_key = keys.digest(input_desc, self.input_float, float(q_in.scale),
+                                     int(q_in.zero_point), getattr(self.graph, "numerics", "onnx"))
         # hashing the weights is the costliest part of a no-op call: once per layer
         self.numeric_keys = {l.name: keys.layer_numeric_key(l, self.graph) for l in self.graph.layers}
         self.golden_keys = keys.golden_keys(self.graph, self.input_key, self.numeric_keys)

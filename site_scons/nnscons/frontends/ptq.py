@@ -23,15 +23,26 @@ DEFAULT_SEED = 0
 THREADS = 2
 
 
+def _arrays(path: str, files):
+    """(file label, array) of every .npy file and of every array in an .npz."""
+    for name in files:
+        name = str(name)
+        try:
+            data = np.load(name, allow_pickle=False)
+            if isinstance(data, np.lib.npyio.NpzFile):
+                with data:
+                    arrays = [(f"{name}[{k}]", data[k]) for k in sorted(data.files)]
+            else:
+                arrays = [(name, data)]
+        except Exception as e:
+            raise ModelError(f"{path}: cannot read calibration file {name!r} "
+                             f"({type(e).__name__}: {e})") from None
+        yield from arrays
+
+
 def _file_samples(path: str, files, shape: tuple) -> list:
     samples = []
-    for npy in files:
-        npy = str(npy)
-        try:
-            arr = np.load(npy, allow_pickle=False)
-        except Exception as e:
-            raise ModelError(f"{path}: cannot read calibration file {npy!r} "
-                             f"({type(e).__name__}: {e})") from None
+    for npy, arr in _arrays(path, files):
         if arr.dtype.kind != "f":
             raise ModelError(f"{path}: calibration file {npy!r} has dtype {arr.dtype}; "
                              f"float32 samples are expected")
