@@ -91,7 +91,7 @@ class OnnxWalker:
         return self.qconsts.get(tensor)
 
     # -- Q/DQ -------------------------------------------------------------------------------
-    def _qparams_of(self, name, node, inputs) -> tuple:
+    def qparams_of(self, name, node, inputs) -> tuple:
         scale = np.asarray(self.const(inputs[1], name, node, "scale"), dtype=np.float64)
         if len(inputs) > 2 and inputs[2]:
             zp_arr = self.consts.get(inputs[2])
@@ -110,14 +110,14 @@ class OnnxWalker:
             raise self.fail(name, node, f"scale must be positive and finite, got {scale}")
         return scale, zp, dtype
 
-    def _activation_q(self, name, node, scale, zp) -> QParams:
+    def activation_q(self, name, node, scale, zp) -> QParams:
         if scale.size != 1:
             raise self.fail(name, node, "per-axis quantization of an activation is not "
                                         "supported; quantize activations per tensor")
         return QParams(float(np.float32(scale.reshape(()))), int(zp.reshape(())))
 
     def _quantize(self, name, node, inputs, out):
-        scale, zp, dtype = self._qparams_of(name, node, inputs)
+        scale, zp, dtype = self.qparams_of(name, node, inputs)
         src = self.resolve(inputs[0])
         axis = attributes(node).get("axis", 1)
         if self.is_const(src):   # Q(constant): fold into integers for a later DQ
@@ -129,7 +129,7 @@ class OnnxWalker:
             return
         if dtype == np.int32:
             raise self.fail(name, node, "int32 quantization of an activation is not supported")
-        q = self._activation_q(name, node, scale, zp)
+        q = self.activation_q(name, node, scale, zp)
         if src not in self.qparams:
             self.qparams[src] = q
         elif self.qparams[src] != q:
@@ -143,7 +143,7 @@ class OnnxWalker:
         src = inputs[0]
         if src in self.consts:
             raw = self.consts[src]
-            scale, zp, dtype = self._qparams_of(name, node, inputs)
+            scale, zp, dtype = self.qparams_of(name, node, inputs)
             if raw.dtype not in (np.int8, np.uint8, np.int32):
                 raise self.fail(name, node, f"initializer {src!r} has type {raw.dtype}; "
                                             f"int8, uint8 or int32 expected")

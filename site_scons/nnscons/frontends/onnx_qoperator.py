@@ -52,11 +52,11 @@ class _Quantized:
 
     def params(self, s, z):
         """(float64 scale array, int8-domain zero point array, zero point dtype)."""
-        return self.w._qparams_of(self.name, self.node, [None, self.raw[s], _zero_point_name(self.raw, z)])
+        return self.w.qparams_of(self.name, self.node, [None, self.raw[s], _zero_point_name(self.raw, z)])
 
     def activation(self, tensor, s, z):
         scale, zp, _ = self.params(s, z)
-        q = self.w._activation_q(self.name, self.node, scale, zp)
+        q = self.w.activation_q(self.name, self.node, scale, zp)
         have = self.w.qparams.get(tensor)
         if have is None:
             self.w.qparams[tensor] = q
@@ -126,7 +126,7 @@ def qlinear(spec: QSpec) -> Callable:
                                  name=node.name, **attrs)
         got = onnx_ops.convert(w, name, fnode, [float_in.get(k, "") for k in order], out)
         scale, zp, _ = n.params(*spec.out_q)
-        w.qparams[out] = w._activation_q(name, node, scale, zp)
+        w.qparams[out] = w.activation_q(name, node, scale, zp)
         w.q_names[out] = out
         return got
 
