@@ -236,9 +236,16 @@ def test_unsupported_operator_is_named_with_its_index(tmp_path):
     def build(b):
         x = b.input("x", (1, 4, 4, 8), 0.05, 0)
         y = b.op("RELU", [x], "y", (1, 4, 4, 8), 0.05, 0)
-        b.output(b.op("MAXIMUM", [y, x], "z", (1, 4, 4, 8), 0.05, 0))
+        b.output(b.op("SQUARED_DIFFERENCE", [y, x], "z", (1, 4, 4, 8), 0.05, 0))
     msg = _err(tmp_path, build)
-    assert "operator #1 MAXIMUM" in msg and "is not supported" in msg and "CONV_2D" in msg
+    assert "operator #1 SQUARED_DIFFERENCE" in msg and "is not supported" in msg and "CONV_2D" in msg
+
+    def two_activations(b):
+        x = b.input("x", (1, 4, 4, 8), 0.05, 0)
+        y = b.op("RELU", [x], "y", (1, 4, 4, 8), 0.05, 0)
+        b.output(b.op("MAXIMUM", [y, x], "z", (1, 4, 4, 8), 0.05, 0))
+    msg = _err(tmp_path, two_activations)
+    assert "operator #1 MAXIMUM: MAXIMUM of two activations is not supported (one constant operand is" in msg
 
 
 def test_int16_activations_and_float_models_are_refused(tmp_path):
