@@ -4,7 +4,6 @@ layer of the zoo's TFLite networks, and end to end through the built programs.""
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 import sys
 
@@ -98,53 +97,46 @@ def test_c_requantization_equals_the_reference_under_both_tflite_rules(tmp_path)
 _TFL_ADD8 = r"""
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include "nn_kernels.h"
-#include "nn_requant.h"
-#include "nn_gemm.h"
+#include "nn_simd.h"
 /* argv: za zb zo lo hi m1 e1 m2 e2 mo eo (m2 < 0: SUB) -> stdout: 65536 int8, all (a, b) */
-NN_AVX2 static void run(char **v)
+int main(int argc, char **argv)
 {
     static int8_t a[65536], b[65536], o[65536];
-    nn_tfl_add_t t;
+    int32_t mult[3], shift[3];
     int i;
-    nn_tfl_add_init(&t, atoi(v[1]), atoi(v[6]), atoi(v[7]), atoi(v[2]), atoi(v[8]), atoi(v[9]), atoi(v[10]),
-                    atoi(v[11]), atoi(v[3]), atoi(v[4]), atoi(v[5]));
+    (void)argc;
+    for (i = 0; i < 3; ++i) {      /* the add layer's parameters: shift = exponent - 32 */
+        mult[i] = atoi(argv[6 + 2 * i]);
+        shift[i] = atoi(argv[7 + 2 * i]) - NN_TFL_SHIFT_BIAS;
+    }
     for (i = 0; i < 65536; ++i) {
         a[i] = (int8_t)(i & 255);
         b[i] = (int8_t)(i >> 8);
     }
-    for (i = 0; i < 65536; i += 8) {
-        long long wa, wb, r;
-        memcpy(&wa, a + i, 8);
-        memcpy(&wb, b + i, 8);
-        r = nn_avx2_pack8(nn_avx2_tfl_add8(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wa)),
-                                           _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), &t));
-        memcpy(o + i, &r, 8);
-    }
+    nn_add_s8_fast(0, 65536, a, atoi(argv[1]), b, atoi(argv[2]), mult, shift, atoi(argv[3]), atoi(argv[4]),
+                   atoi(argv[5]), o);
     fwrite(o, 1, sizeof o, stdout);
-}
-int main(int argc, char **argv)
-{
-    (void)argc;
-    run(argv);
     return 0;
 }
 """
 
 
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the AVX2 kernels need x86-64")
-def test_avx2_tflite_add_equals_the_reference_on_every_pair_of_codes(tmp_path):
-    """The host's vector ADD/SUB (nn_avx2_tfl_add8: the fused residual epilogue and the add
-    layer), both its folded fast path and its general one, on all 65536 pairs of int8
-    codes, against TFLite's recipe (reference/tflite_math) for scale triples from the
-    usual (operands of similar scales) to the extreme (a ratio of 2**-14, which takes the
-    general path)."""
+def test_host_tflite_add_equals_the_reference_on_every_pair_of_codes(tmp_path):
+    """The host's ADD/SUB kernel (nn_add_s8_fast; on an AVX2 CPU nn_avx2_tfl_add8, which the
+    fused residual epilogue also runs), both its folded fast path and its general one, on
+    all 65536 pairs of int8 codes, against TFLite's recipe (reference/tflite_math) for
+    scale triples from the usual (operands of similar scales) to the extreme (a ratio of
+    2**-14, which takes the general path)."""
+    from nnscons.resources import data_path
+    from nnscons.targets.base import with_kernel_dependencies
     src = tmp_path / "add8.c"
     src.write_text(_TFL_ADD8)
     exe = tmp_path / "add8"
-    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Werror", "-I", os.path.join(ROOT, "kernels", "common"),
-                    str(src), os.path.join(ROOT, "kernels", "common", "nn_eltwise.c"), "-o", str(exe)], check=True)
+    kernels = with_kernel_dependencies([data_path("kernels", "host", "nn_simd.c")],
+                                       folders=[data_path("kernels", "gap9")])
+    includes = [f"-I{os.path.join(ROOT, 'kernels', d)}" for d in ("common", "host", "gap9")]
+    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Werror", *includes, str(src),
+                    *(os.path.join(ROOT, k) for k in kernels), "-o", str(exe), "-lpthread"], check=True)
     i = np.arange(65536)
     a, b = (i & 255).astype(np.uint8).view(np.int8), (i >> 8).astype(np.uint8).view(np.int8)
     rng = np.random.default_rng(5)

@@ -38,7 +38,8 @@ typedef struct {
     int32_t tleft[NN_GEMM_NR_MAX], tright[NN_GEMM_NR_MAX], tmask[NN_GEMM_NR_MAX];
 } nn_epi_t;
 
-/* TFLite's ADD/SUB of two int8 operands prepared for 8 lanes at a time (nn_avx2_tfl_add8).
+/* TFLite's ADD/SUB of two int8 operands: its parameters (the general fields, which the
+ * scalar nn_res_add reads) and the same prepared for 8 lanes at a time (nn_avx2_tfl_add8).
  * Each operand's term RDBPOT(SRDHM((q - z) << 20, m), r) is one floor division:
  * SRDHM(x * 2**20, m) = floor((x*m + 2**10) / 2**11) (ties toward +inf, both signs), and
  * the rounding right shift after it folds into the same floor, with 2**11 less in the
@@ -102,9 +103,8 @@ typedef struct nn_res {
     nn_epi_t e;
     int32_t za, ma, zb, mb;
     double fa, fb;              /* ma / 2**s, mb / 2**s (exact: powers of two) */
-    /* TFLite's ADD (tfl != 0): each operand's exponent, the output's multiplier and exponent */
-    int32_t tfl, ea, eb, mo, eo;
-    nn_tfl_add_t t;             /* the same, prepared for the vector path (nn_avx2_tfl_add8) */
+    int32_t tfl;                /* TFLite's ADD instead: every parameter is in t */
+    nn_tfl_add_t t;
 } nn_res_t;
 
 /* One panel of nr channels starting at channel n0 of bias/mult/shift. */
@@ -172,18 +172,7 @@ static inline void nn_res_init_tfl(nn_res_t *r, int32_t za, int32_t ma, int32_t 
                                    int32_t eb, int32_t mo, int32_t eo, int32_t zp, int32_t lo, int32_t hi)
 {
     memset(r, 0, sizeof *r);
-    r->e.zp = zp;
-    r->e.act_min = lo;
-    r->e.act_max = hi;
-    r->za = za;
-    r->ma = ma;
-    r->zb = zb;
-    r->mb = mb;
     r->tfl = 1;
-    r->ea = ea;
-    r->eb = eb;
-    r->mo = mo;
-    r->eo = eo;
     nn_tfl_add_init(&r->t, za, ma, ea, zb, mb, eb, mo, eo, zp, lo, hi);
 }
 
@@ -191,10 +180,11 @@ static inline void nn_res_init_tfl(nn_res_t *r, int32_t za, int32_t ma, int32_t 
 static inline int8_t nn_res_add(int8_t q, int8_t r, const nn_res_t *a)
 {
     if (a->tfl) {
-        const int32_t s1 = nn_tfl_mbqm((int64_t)(q - a->za) * (1 << NN_TFL_ADD_LEFT_SHIFT), a->ma, a->ea);
-        const int32_t s2 = nn_tfl_mbqm((int64_t)(r - a->zb) * (1 << NN_TFL_ADD_LEFT_SHIFT), a->mb, a->eb);
-        return nn_clamp_s8((int64_t)nn_tfl_mbqm((int64_t)s1 + s2, a->mo, a->eo) + a->e.zp,
-                           a->e.act_min, a->e.act_max);
+        const nn_tfl_add_t *t = &a->t;
+        const int32_t s1 = nn_tfl_mbqm((int64_t)(q - t->za) * (1 << NN_TFL_ADD_LEFT_SHIFT), t->ma, t->ea);
+        const int32_t s2 = nn_tfl_mbqm((int64_t)(r - t->zb) * (1 << NN_TFL_ADD_LEFT_SHIFT), t->mb, t->eb);
+        return nn_clamp_s8((int64_t)nn_tfl_mbqm(t->sub ? (int64_t)s1 - s2 : (int64_t)s1 + s2, t->mo, t->eo)
+                           + t->zp, t->act_min, t->act_max);
     }
     const int64_t acc = (int64_t)(q - a->za) * a->ma + (int64_t)(r - a->zb) * a->mb;
     return nn_clamp_s8(nn_rshift_round(acc, a->e.shift[0]) + a->e.zp, a->e.act_min, a->e.act_max);
