@@ -16,7 +16,7 @@ the same IR as the equivalent QDQ graph's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
@@ -29,14 +29,24 @@ from .onnx_file import attributes
 @dataclass(frozen=True)
 class QSpec:
     float_type: str
-    acts: tuple                   # ((tensor, scale, zero point) input positions, ...)
+    acts: object                  # ((tensor, scale, zero point) input positions, ...), or a
+                                  # callable(node inputs) giving them (QLinearConcat)
     out_q: tuple                  # (scale, zero point) positions of the output's quantization
+    float_inputs: Callable        # (node inputs) -> the float op's inputs, as positions
     weights: tuple = ()           # ((tensor, scale, zero point, axis or callable(attrs)), ...)
     bias: Optional[tuple] = None  # (tensor position, (the two quantized inputs whose scales
                                   #  multiply: position of each tensor, its scale is next))
     drop: tuple = ()              # attributes of the QOperator that the float op lacks
-    float_inputs: Optional[Callable] = None   # (node inputs) -> float op input positions
-    attrs: dict = field(default_factory=dict)  # fixed attributes of the float op
+
+    def activations(self, raw) -> tuple:
+        return self.acts(raw) if callable(self.acts) else self.acts
+
+    def weight_inputs(self, attrs) -> list:
+        """(tensor, scale, zero point, axis) of each weight input."""
+        return [(t, s, z, axis(attrs) if callable(axis) else axis) for t, s, z, axis in self.weights]
+
+    def float_attrs(self, attrs) -> dict:
+        return {k: v for k, v in attrs.items() if k not in self.drop + ("channels_last",)}
 
 
 def _zero_point_name(inputs, k):
@@ -107,30 +117,25 @@ def qlinear(spec: QSpec) -> Callable:
             raise w.fail(name, node, "the output scale is missing (a float output is not "
                                      "supported; end the graph with DequantizeLinear)")
         float_in, scales = {}, {}
-        for t, s, z in spec.acts(n.raw) if callable(spec.acts) else spec.acts:
+        for t, s, z in spec.activations(n.raw):
             if n.raw[t] and w.is_const(ins[t]):
                 float_in[t], scales[t] = n.constant(t, s, z, 1)
             else:
                 float_in[t] = onnx_ops.activation(w, name, node, ins[t])
                 scales[t] = n.activation(ins[t], s, z)
-        for t, s, z, axis in spec.weights:
-            ax = axis(a) if callable(axis) else axis
-            float_in[t], scales[t] = n.constant(t, s, z, ax)
+        for t, s, z, axis in spec.weight_inputs(a):
+            float_in[t], scales[t] = n.constant(t, s, z, axis)
         if spec.bias is not None:
             k, (sa, sw) = spec.bias
             float_in[k] = n.bias(k, np.asarray(scales[sa], np.float64) * np.asarray(scales[sw], np.float64))
-        order = spec.float_inputs(n.raw) if spec.float_inputs else sorted(float_in)
-        attrs = {k: v for k, v in a.items() if k not in spec.drop + ("channels_last",)}
-        attrs.update(spec.attrs)
-        fnode = helper.make_node(spec.float_type, [float_in.get(k, "") for k in order], [out],
-                                 name=node.name, **attrs)
-        got = onnx_ops.convert(w, name, fnode, [float_in.get(k, "") for k in order], out)
+        inputs = [float_in.get(k, "") for k in spec.float_inputs(n.raw)]
+        fnode = helper.make_node(spec.float_type, inputs, [out], name=node.name, **spec.float_attrs(a))
+        got = onnx_ops.convert(w, name, fnode, inputs, out)
         scale, zp, _ = n.params(*spec.out_q)
         w.qparams[out] = w.activation_q(name, node, scale, zp)
         w.q_names[out] = out
         return got
 
-    convert.qoperator = spec
     return convert
 
 
@@ -142,7 +147,7 @@ def _concat_inputs(raw):
     return list(range(2, len(raw), 3))
 
 
-UNARY_IO = dict(acts=((0, 1, 2),), out_q=(3, 4))
+UNARY_IO = dict(acts=((0, 1, 2),), out_q=(3, 4), float_inputs=lambda raw: [0])
 
 QLINEAR = {
     "QLinearConv": QSpec("Conv", acts=((0, 1, 2),), weights=((3, 4, 5, 0),), bias=(8, (0, 3)),
@@ -155,11 +160,11 @@ QLINEAR = {
                         float_inputs=lambda raw: [0, 3]),
     "QLinearMul": QSpec("Mul", acts=((0, 1, 2), (3, 4, 5)), out_q=(6, 7),
                         float_inputs=lambda raw: [0, 3]),
-    "QLinearAveragePool": QSpec("AveragePool", **UNARY_IO, float_inputs=lambda raw: [0]),
-    "QLinearGlobalAveragePool": QSpec("GlobalAveragePool", **UNARY_IO, float_inputs=lambda raw: [0]),
-    "QLinearSigmoid": QSpec("Sigmoid", **UNARY_IO, float_inputs=lambda raw: [0]),
-    "QLinearLeakyRelu": QSpec("LeakyRelu", **UNARY_IO, float_inputs=lambda raw: [0]),
-    "QLinearSoftmax": QSpec("Softmax", **UNARY_IO, drop=("opset",), float_inputs=lambda raw: [0]),
+    "QLinearAveragePool": QSpec("AveragePool", **UNARY_IO),
+    "QLinearGlobalAveragePool": QSpec("GlobalAveragePool", **UNARY_IO),
+    "QLinearSigmoid": QSpec("Sigmoid", **UNARY_IO),
+    "QLinearLeakyRelu": QSpec("LeakyRelu", **UNARY_IO),
+    "QLinearSoftmax": QSpec("Softmax", **UNARY_IO, drop=("opset",)),
     "QLinearConcat": QSpec("Concat", acts=_concat_acts, out_q=(0, 1), float_inputs=_concat_inputs),
 }
 
@@ -201,13 +206,9 @@ def to_qdq(proto):
                                           **({} if axis is None else {"axis": axis})))
             return name
 
-        float_in = {}
-        for t, s, z in spec.acts(raw) if callable(spec.acts) else spec.acts:
-            float_in[t] = dq(t, s, z)
-        scales = {}
-        for t, s, z, axis in spec.weights:
-            float_in[t] = dq(t, s, z, axis(a) if callable(axis) else axis, "w")
-            scales[t] = inits[raw[s]]
+        float_in = {t: dq(t, s, z) for t, s, z in spec.activations(raw)}
+        for t, s, z, axis in spec.weight_inputs(a):
+            float_in[t] = dq(t, s, z, axis, "w")
         if spec.bias is not None and spec.bias[0] < len(raw) and raw[spec.bias[0]]:
             b, (sa, sw) = spec.bias
             scale = (np.asarray(inits[raw[sa + 1]], np.float32).reshape(-1)
@@ -218,11 +219,8 @@ def to_qdq(proto):
             nodes.append(helper.make_node("DequantizeLinear", [raw[b], sname], [bname],
                                           **({"axis": 0} if scale.size > 1 else {})))
             float_in[b] = bname
-        order = spec.float_inputs(raw) if spec.float_inputs else sorted(float_in)
-        attrs = {key: v for key, v in a.items() if key not in spec.drop + ("channels_last",)}
-        attrs.update(spec.attrs)
-        nodes.append(helper.make_node(spec.float_type, [float_in.get(i, "") for i in order],
-                                      [f"{y}__f"], **attrs))
+        nodes.append(helper.make_node(spec.float_type, [float_in.get(i, "") for i in spec.float_inputs(raw)],
+                                      [f"{y}__f"], **spec.float_attrs(a)))
         oq = [raw[spec.out_q[0]]] + ([raw[spec.out_q[1]]] if len(raw) > spec.out_q[1] else [])
         nodes.append(helper.make_node("QuantizeLinear", [f"{y}__f"] + oq, [y]))
     del g.node[:]

@@ -92,16 +92,13 @@ def with_kernel_dependencies(kernels, calls=(), folders=()) -> list:
             symbols[path] = _c_symbols(path)
             for name in symbols[path][0]:
                 index.setdefault(name, []).append(path)
-    todo = [None] + sorted(chosen)          # None: the generated code's calls
+    todo = [set(calls)] + [symbols[p][1] for p in sorted(chosen)]   # what each one calls
     while todo:
-        path = todo.pop()
-        defined = set().union(set(), *(symbols.get(p, _c_symbols(p))[0] for p in chosen))
-        wanted = set(calls) if path is None else symbols.get(path, _c_symbols(path))[1]
-        for name in sorted(wanted - defined):
+        for name in sorted(todo.pop()):
             where = index.get(name, [])
             if len(where) == 1 and where[0] not in chosen:
                 chosen.add(where[0])
-                todo.append(where[0])
+                todo.append(symbols[where[0]][1])
     return sorted(chosen)
 
 
