@@ -84,6 +84,19 @@ def fully_connected(shape=(1, 16), n_out=10, keep=False, act="NONE", bias=True):
     return build
 
 
+def fc_residual(shape=(1, 3, 16)):
+    """FULLY_CONNECTED over rows (keep_num_dims: a 1x1 conv under the double-precision
+    rule) whose output an ADD sums with the input: the host fuses the add into it."""
+    def build(rng):
+        b = TfliteWriter()
+        x = b.input("x", shape, 0.05, -1)
+        w, bb = weights(b, rng, "fc", (shape[-1], shape[-1]), 0, 0.05)
+        y = b.op("FULLY_CONNECTED", [x, w, bb], "y", shape, 0.1, 4, options=dict(keep_num_dims=True))
+        b.output(b.op("ADD", [y, x], "z", shape, 0.12, 2))
+        return b, [rand_in(rng, shape)]
+    return build
+
+
 def flatten_fc(shape=(1, 3, 4, 5), n_out=6):
     """RESHAPE of a spatial NHWC tensor to (1, HWC), then FULLY_CONNECTED: the flatten
     order is TFLite's (channels last), which the IR's layout must reproduce."""
@@ -299,6 +312,7 @@ CASES = {
     "fc/keep_num_dims_rank3": fully_connected(shape=(1, 3, 16), keep=True),
     "fc/keep_num_dims_rank4": fully_connected(shape=(1, 1, 1, 16), keep=True),
     "fc/after_flatten": flatten_fc(),
+    "fc/keep_num_dims_residual_add": fc_residual(),
     "add": binary("ADD"),
     "add/relu": binary("ADD", "RELU"),
     "sub": binary("SUB"),

@@ -438,11 +438,12 @@ static inline NN_AVX2 long long nn_avx2_pack8(__m256i r)
 }
 
 /* TFLite's conv epilogue with its residual ADD fused (nn_res_add's TFLite rule on 8 lanes):
- * the conv's codes q (requantized, clamped), then the add's three multiplies. */
-static inline NN_AVX2 NN_ALWAYS_INLINE long long nn_avx2_tfl_res8(__m256i acc, const nn_epi_t *e, int v,
-                                                                  const int8_t *r, int n, const nn_res_t *ad)
+ * q the conv's codes (requantized by its own rule, clamped: the generator picks
+ * nn_avx2_mbqm8_pc or, under the double rule, nn_avx2_requant8_lanes), r the other
+ * operand's n codes. */
+static inline NN_AVX2 NN_ALWAYS_INLINE long long nn_avx2_tfl_res8(__m256i q, const int8_t *r, int n,
+                                                                  const nn_res_t *ad)
 {
-    const __m256i q = nn_avx2_mbqm8_pc(nn_avx2_biased8(acc, e, v), e, v);
     long long wb = 0;
     memcpy(&wb, r, n == 8 ? 8 : (size_t)n);
     return nn_avx2_pack8(nn_avx2_tfl_add8(q, _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), &ad->t));

@@ -156,6 +156,8 @@ class Avx2(Isa):
 
 _REQUANT8 = {"f64": "nn_avx2_requant8_f64", "f64c": "nn_avx2_requant8_f64c",
              "tfl": "nn_avx2_tfl8", "tfl64": "nn_avx2_requant8"}
+# the conv's own codes before a fused TFLite ADD, by its rule
+_TFL_CODES8 = {"tfl": "nn_avx2_mbqm8_pc", "tfl64": "nn_avx2_requant8_lanes"}
 
 
 def _avx2_epilogue(mk: Micro, acc) -> list:
@@ -166,9 +168,9 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
         for v in range(mk.nv):
             cnt = "last" if v == mk.nv - 1 else "8"
             off = m * mk.ostride + v * 8
-            tfl = mk.epilogue in ("tfl", "tfl64")
-            if mk.res and tfl:
-                q = f"nn_avx2_tfl_res8({acc(m, v)}, e, {v}, res + {off}, {cnt}, e->res)"
+            if mk.res and mk.epilogue in _TFL_CODES8:
+                codes = f"{_TFL_CODES8[mk.epilogue]}(nn_avx2_biased8({acc(m, v)}, e, {v}), e, {v})"
+                q = f"nn_avx2_tfl_res8({codes}, res + {off}, {cnt}, e->res)"
             elif mk.res:
                 checked = int(mk.epilogue != "f64")
                 q = f"nn_avx2_requant_res8({acc(m, v)}, e, {v}, {checked}, res + {off}, {cnt}, e->res)"

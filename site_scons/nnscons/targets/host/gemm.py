@@ -3,7 +3,6 @@ blocking (layer key > tuning file > target key > cost model), the weights .bin l
 and packing, and the report fields."""
 from __future__ import annotations
 
-
 import json
 import os
 
@@ -206,11 +205,11 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> di
     # the vector epilogue in double: proven exact for every input (kernelgen.f64_safe), else
     # checked for near-ties per vector (nn_avx2_requant8_f64c_i32); TFLite's rule: its own
     # integer epilogue (nn_avx2_tfl8), or its double rule lane by lane (FULLY_CONNECTED)
+    rq = numerics.requant_params(layer, graph)
     if numerics.graph_rule(graph) == "tflite":
-        shifts = numerics.requant_params(layer, graph)["shift"]
-        epilogue = "tfl64" if np.any(np.asarray(shifts) <= numerics.TFLITE_F64_FLAG) else "tfl"
+        epilogue = "tfl64" if np.any(np.asarray(rq["shift"]) <= numerics.TFLITE_F64_FLAG) else "tfl"
     else:
-        epilogue = "f64" if kernelgen.f64_safe(wm, fb, numerics.requant_params(layer, graph)["mult"]) else "f64c"
+        epilogue = "f64" if kernelgen.f64_safe(wm, fb, rq["mult"]) else "f64c"
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
             "epilogue": epilogue, "u8": {k: v for k, v in (("avx2u8", u8), ("avx512vnni", vn)) if v}}
     report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
