@@ -27,6 +27,12 @@ def activation(w, name, node, tensor, what="input"):
     return tensor
 
 
+def narrowest(q: np.ndarray) -> np.ndarray:
+    """Integer weights as int8 when every value fits, else int16."""
+    fits = q.size == 0 or (q.min() >= -128 and q.max() <= 127)
+    return q.astype(np.int8 if fits else np.int16)
+
+
 def weight(w, name, node, tensor, out_axis, ndim):
     """(real weight with output channels first, exact (int8, scale[O]) or None). A 1-D
     conv weight (O, I, k) where ndim is 4 reads as (O, I, 1, k)."""
@@ -41,19 +47,20 @@ def weight(w, name, node, tensor, out_axis, ndim):
     qc = w.quant_const(tensor)
     exact = None
     if qc is not None:
-        if qc.dtype != "int8" or np.any(qc.zero_point != 0):
-            zps = qc.file_zero_point().reshape(-1)
-            raise w.fail(name, node, f"weight {tensor!r} is not symmetric int8 ({qc.file_dtype} "
-                                     f"zero point{'s' if zps.size > 1 else ''} "
-                                     f"{zps[:4].tolist()}{'...' if zps.size > 4 else ''}; "
-                                     f"symmetric is {128 if qc.file_dtype == 'uint8' else 0}); "
-                                     f"quantize weights as QInt8 with WeightSymmetric=True")
-        if qc.scale.size != 1 and (qc.scale.size != n_out or qc.axis % ndim != out_axis):
-            raise w.fail(name, node, f"weight {tensor!r} is quantized along axis {qc.axis}; "
-                                     f"only per-tensor or per-output-channel (axis "
-                                     f"{out_axis}) weight quantization is supported")
+        if qc.dtype != "int8":
+            raise w.fail(name, node, f"weight {tensor!r} is {qc.file_dtype}; 8-bit (int8 or "
+                                     f"uint8) weights are supported")
+        for what, a in (("scale", qc.scale), ("zero point", qc.zero_point)):
+            if a.size != 1 and (a.size != n_out or qc.axis % ndim != out_axis):
+                raise w.fail(name, node, f"weight {tensor!r} has its {what} along axis "
+                                         f"{qc.axis}; only per-tensor or per-output-channel "
+                                         f"(axis {out_axis}) weight quantization is supported")
         scale = np.broadcast_to(qc.scale.reshape(-1), (n_out,)).astype(np.float64)
-        exact = (np.moveaxis(qc.q, out_axis, 0).astype(np.int8), scale)
+        # q - zero point, exact: an asymmetric (uint8 or int8) weight is a centred integer
+        # in [-255, 255]; passes/weight_slots.py splits those beyond int8 into int8 slots
+        zp = np.broadcast_to(qc.zero_point.reshape(-1), (n_out,))
+        centred = np.moveaxis(qc.q, out_axis, 0) - zp.reshape((-1,) + (1,) * (ndim - 1))
+        exact = (narrowest(centred), scale)
     return np.moveaxis(real, out_axis, 0), exact
 
 

@@ -6,6 +6,7 @@ from ..errors import ModelError
 from ..ir import Graph, Layer, Tensor
 from .opgraph import Op, OpGraph, clamp_bounds
 from .quantize import bias_int32, symmetric_per_channel
+from .weight_slots import split_wide_weights
 
 
 def unique_names(names: list) -> list:
@@ -56,6 +57,7 @@ def _layer(g: OpGraph, op: Op, name: str) -> Layer:
 
 def to_ir(g: OpGraph, name: str) -> Graph:
     _require_qparams(g)
+    split_wide_weights(g)
     names = unique_names([op.name for op in g.ops])
     layers = [_layer(g, op, n) for op, n in zip(g.ops, names)]
     used = [g.input] + [op.output for op in g.ops]

@@ -21,6 +21,7 @@ OPS = {
     "reshape": OpImpl("reshape.c.j2", ()),
     "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
     "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
+    "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
 }
 
 
