@@ -7,6 +7,8 @@ NnsInput     Value(input key)        -> the quantized input .bin
 NnsZooModel  Value(zoo args) + generator sources -> model.onnx
 NnsQdq       Value(graph key)        -> quantized.onnx
 NnsFidelity  Value(input, goldens, float model) -> fidelity.json (a float model's SQNR; builders/fidelity.py)
+NnsConsistency quantized.onnx + Value(input, goldens) -> consistency.json (quantized.onnx
+             evaluated exactly against the reference; builders/consistency.py)
 NnsReport    Value(plan summary) + run.log -> report.json (per-layer table data and the verdict)
 NnsCheck     report.json             -> check.txt (only when it passed; else prints the table and
                                         fails the build naming the first wrong layer)
@@ -18,7 +20,7 @@ import SCons.Builder
 import SCons.Scanner
 
 from nnscons import codegen
-from nnscons.builders import actions, fidelity
+from nnscons.builders import actions, consistency, fidelity
 
 
 def _scan_templates(node, env, path):
@@ -36,7 +38,7 @@ _COMSTR = "$NNS_VERB $NNS_LABEL [$NNS_TARGET]"
 _COMSTR_VERBOSE = "$NNS_VERB $NNS_LABEL [$NNS_TARGET]: $TARGETS"
 NAMES = {"NnsCodegen": "CODEGEN", "NnsWeights": "WEIGHTS", "NnsGolden": "GOLDEN", "NnsInput": "INPUT",
          "NnsZooModel": "MODEL", "NnsQdq": "EXPORT", "NnsCheck": "CHECK", "NnsReport": "REPORT",
-         "NnsFidelity": "FIDELITY"}
+         "NnsFidelity": "FIDELITY", "NnsConsistency": "VERIFY"}
 
 
 def _builder(func, name, **kw):
@@ -59,6 +61,7 @@ def generate(env):
         "NnsCheck": _builder(actions.run_check, "CHECK"),
         "NnsReport": _builder(actions.write_report, "REPORT"),
         "NnsFidelity": _builder(fidelity.write_fidelity, "FIDELITY"),
+        "NnsConsistency": _builder(consistency.write_consistency, "VERIFY"),
     })
 
 

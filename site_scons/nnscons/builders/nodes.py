@@ -19,7 +19,7 @@ from .. import binfiles
 from ..fileio import file_digest
 from ..planning import keys
 from ..resources import data_path, zoo_dir
-from . import actions, report, workspace
+from . import actions, consistency, report, workspace
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -169,6 +169,21 @@ def declare(env, session) -> dict:
                               NNS_VERB="FIDELITY", NNS_LABEL=session.model_cfg.name)
         env.Depends(fid, py_sources("builders/fidelity.py"))
         report_extra += fid
+    graph_key = keys.digest([session.numeric_keys[l.name] for l in session.graph.layers],
+                            [(l.name, l.inputs, l.output, l.fused) for l in session.graph.layers])
+    qdq = env.NnsQdq(os.path.join(b, "quantized.onnx"), value(env, graph_key),
+                     NNS_VERB="EXPORT", NNS_LABEL="quantized.onnx")
+    env.Depends(qdq, py_sources("export/*.py"))
+    verify = []
+    if consistency.applies(session.graph):   # quantized.onnx, evaluated exactly, = the reference
+        cons = env.NnsConsistency(os.path.join(b, "consistency.json"),
+                                  qdq + [value(env, [session.input_key, sorted(session.golden_keys.items())])],
+                                  NNS_VERB="VERIFY", NNS_LABEL=session.model_cfg.name)
+        env.Depends(cons, py_sources("builders/consistency.py", "export/*.py", "reference/*.py"))
+        if sum(lp.macs for lp in session.plan.layers) <= consistency.CHEAP_MACS:
+            report_extra += cons
+        verify = env.AlwaysBuild(env.Alias(f"verify-{session.target_cfg.name}-{session.model_cfg.name}",
+                                           cons, SCons.Action.Action(consistency.print_consistency, None)))
     rep = env.NnsReport([report_path, html_path], [value(env, report.plan_summary(session)), run[0]]
                         + report_extra,
                         NNS_VERB="REPORT", NNS_LABEL=session.model_cfg.name)
@@ -178,11 +193,6 @@ def declare(env, session) -> dict:
     verdict = env.AlwaysBuild(env.Alias(f"verdict-{session.target_cfg.name}-{session.model_cfg.name}",
                                         [check, rep[0]], SCons.Action.Action(actions.print_verdict, None)))
 
-    graph_key = keys.digest([session.numeric_keys[l.name] for l in session.graph.layers],
-                            [(l.name, l.inputs, l.output, l.fused) for l in session.graph.layers])
-    qdq = env.NnsQdq(os.path.join(b, "quantized.onnx"), value(env, graph_key),
-                     NNS_VERB="EXPORT", NNS_LABEL="quantized.onnx")
-    env.Depends(qdq, py_sources("export/*.py"))
 
     extra = []
     if session.model_cfg.zoo:
@@ -200,6 +210,7 @@ def declare(env, session) -> dict:
     aliases = {
         "codegen": sources, "weights": weights + inp, "goldens": goldens,
         "run": run, "check": verdict, "report": rep, "quantized": qdq, "model": extra,
+        "verify": verify,
     }
     aliases.update(target_nodes)
     aliases.setdefault("compiledb", [])

@@ -70,9 +70,13 @@ def write(session, summary: dict, log_text: str, path: str, extra=()) -> dict:
     passed, verdict, first_wrong = runlog.check(session, log_text)
     report = json.loads(json.dumps(summary))
     for more in extra:
+        failure = more.get("check_failure")
+        if failure and passed:      # an extra check (builders/consistency.py) overrules a pass
+            passed, verdict, first_wrong = False, failure["verdict"], failure["layer"]
         for layer in report["layers"]:
             layer.update(more.get("layers", {}).get(layer["name"], {}))
-        report.update({k: v for k, v in more.items() if k not in ("layers", "summary_lines")})
+        report.update({k: v for k, v in more.items()
+                       if k not in ("layers", "summary_lines", "check_failure")})
         report["summary_lines"] = list(report.get("summary_lines", [])) + list(more.get("summary_lines", []))
     for i, layer in enumerate(report["layers"]):
         entry = result["layers"].get(i)
