@@ -62,3 +62,28 @@ def test_calibration_on_the_command_line_requantizes_everything_the_input_includ
     assert fid["calibration"] == "calibration files (1)" and fid["output_sqnr_db"] > before + 10
     proc = project.scons("target=host", "model=simplecnn", "calibration=nowhere", check=False)
     assert proc.returncode == 2 and "calibration=nowhere: no such file or folder" in proc.stderr
+
+
+def test_a_quantized_model_measures_its_fidelity_against_its_float_source(project):
+    """`float_source:` names the float model a QDQ or QOperator model was made from: the
+    same report, tensors matched by name (QDQ) and the output by position (QOperator)."""
+    from test_asymmetric_weights import float_model, quantize
+    f = float_model(project.file("f.onnx"))
+    quantize(f, project.file("qdq.onnx"), "QDQ", "QInt8", True)
+    quantize(f, project.file("qop.onnx"), "QOperator", "QUInt8", False)
+    with open(project.file("targets.yaml"), "a") as fh:
+        fh.write("  qdqf:\n    source: qdq.onnx\n    float_source: f.onnx\n"
+                 "  qopf:\n    source: qop.onnx\n    float_source: f.onnx\n")
+    proc = project.scons("target=host", "model=qdqf,qopf", "-j2")
+    for m in ("qdqf", "qopf"):
+        assert f"Test PASSED [host] {m}" in proc.stdout, proc.stdout[-2000:]
+        rep = json.loads(project.read(f"build/host/{m}/report.json"))
+        assert rep["fidelity"]["calibration"] == "the model's own quantization"
+        assert rep["fidelity"]["output_sqnr_db"] > 20
+    qdq_layers = json.loads(project.read("build/host/qdqf/report.json"))["layers"]
+    assert sum("sqnr_db" in l for l in qdq_layers) >= 4           # matched by tensor name
+    assert "fidelity to the float model on this input: output SQNR" in proc.stdout
+    with open(project.file("targets.yaml"), "a") as fh:
+        fh.write("  badf:\n    source: qdq.onnx\n    float_source: qdq.onnx.missing\n")
+    bad = project.scons("target=host", "model=badf", check=False)
+    assert bad.returncode != 0 and "float model not found: qdq.onnx.missing" in bad.stdout + bad.stderr

@@ -29,7 +29,8 @@ from .sizes import parse_size
 TOP_KEYS = ("defaults", "targets", "models")
 DEFAULTS_KEYS = ("target", "model", "cache")
 TARGET_KEYS = ("kind", "description")
-MODEL_KEYS = ("zoo", "source", "format", "seed", "input_shape", "input", "quantization", "targets")
+MODEL_KEYS = ("zoo", "source", "format", "seed", "input_shape", "input", "quantization", "targets",
+              "float_source")
 FORMATS = ("auto", "onnx", "tflite", "ares")
 MODEL_SUFFIXES = (".onnx", ".tflite")
 CALIBRATION_KEYS = ("files", "count", "seed")
@@ -58,6 +59,7 @@ class ModelConfig:
     calibration: dict = field(default_factory=dict)      # files (absolute), count, seed
     layer_overrides: dict = field(default_factory=dict)  # target -> layer -> {key: value}
     folder: Optional[str] = None   # build folder name when it is not `name` (ad-hoc models)
+    float_source: Optional[str] = None  # absolute path of the float .onnx a quantized model came from
 
 
 # --- YAML loading with positions -------------------------------------------------
@@ -358,7 +360,19 @@ class _Validator:
         npy = self.existing(*val("input"), "input file") if "input" in m else None
         calibration = self.quantization(*sub("quantization")) if "quantization" in m else {}
         overrides = self.overrides(*sub("targets"), targets) if "targets" in m else {}
-        return ModelConfig(name, zoo, source, fmt, seed, input_shape, npy, calibration, overrides)
+        float_source = self.float_source(*val("float_source"), zoo) if "float_source" in m else None
+        return ModelConfig(name, zoo, source, fmt, seed, input_shape, npy, calibration, overrides,
+                           float_source=float_source)
+
+    def float_source(self, value, path, line, zoo):
+        if zoo:
+            raise self.error(line, path, "applies only to 'source' models that are already quantized; "
+                             "a zoo model is float and its fidelity is measured on every build")
+        resolved = self.existing(value, path, line, "float model")
+        if not resolved.lower().endswith(".onnx") or os.path.isdir(resolved):
+            raise self.error(line, path, f"expected the float .onnx model the quantized one was made "
+                             f"from, got {value}")
+        return resolved
 
     def check_format(self, source, fmt, path, line):
         is_dir = os.path.isdir(source)

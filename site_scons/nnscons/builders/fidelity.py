@@ -42,7 +42,8 @@ def sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
     return round(min(EXACT_DB, 10.0 * math.log10(signal / noise)), 2)
 
 
-def _float_values(source: dict, names: list, x: np.ndarray) -> dict:
+def _float_values(source: dict, names: list, x: np.ndarray) -> tuple[dict, np.ndarray]:
+    """(the float model's values of the tensors it also names, its output)."""
     import onnxruntime as ort
 
     from ..frontends.onnx_file import read_onnx
@@ -52,10 +53,11 @@ def _float_values(source: dict, names: list, x: np.ndarray) -> dict:
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 3
     known = _onnx_tensor_names(f.proto)
-    names = [n for n in names if n in known]
+    out = f.proto.graph.output[0].name
+    names = [n for n in names if n in known and n != out] + [out]
     sess = ort.InferenceSession(_observer_model(f, names), opts, providers=["CPUExecutionProvider"])
     outs = sess.run(names, {f.input: x.reshape(tuple(source["input_shape"])).astype(np.float32)})
-    return dict(zip(names, outs))
+    return dict(zip(names, outs)), outs[-1]
 
 
 def _onnx_tensor_names(proto) -> set:
@@ -69,7 +71,8 @@ def measure(session) -> dict:
     source = g.float_source
     ref = session.reference()
     tensors = [l.output for l in g.layers]
-    floats = _float_values(source, tensors, session.input_float)
+    floats, f_out = _float_values(source, tensors, session.input_float)
+    floats[g.output] = f_out    # by position: a QOperator model renames its tensors
     layers = {}
     for layer in g.layers:
         f = floats.get(layer.output)
@@ -83,8 +86,7 @@ def measure(session) -> dict:
     saturated = float(np.mean((x < lo - q_in.scale / 2) | (x > hi + q_in.scale / 2)))
     net = {"calibration": source["calibration"], "input_saturated": round(saturated, 6)}
     lines = []
-    f_out = floats.get(g.output)
-    if f_out is not None:
+    if f_out.size == ref[g.output].size:
         q_out = dequantize(out_t, ref[g.output]).reshape(-1)
         f_out = f_out.reshape(-1)
         net["output_sqnr_db"] = sqnr_db(f_out, q_out)

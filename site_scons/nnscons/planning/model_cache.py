@@ -50,7 +50,8 @@ def cache_key(model_cfg, root: str) -> str:
     calib = dict(model_cfg.calibration or {})
     calib_files = [file_digest(f) for f in calib.get("files", [])]
     return digest(CACHE_VERSION, source, list(model_cfg.input_shape or []),
-                  sorted(calib.items(), key=lambda kv: kv[0]), calib_files, frontend)
+                  sorted(calib.items(), key=lambda kv: kv[0]), calib_files, frontend,
+                  model_cfg.float_source)
 
 
 def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
@@ -74,8 +75,27 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
     graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
                                  fmt=fmt, calibration=model_cfg.calibration)
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)
+    if model_cfg.float_source:
+        graph.float_source = _given_float_source(graph, model_cfg)
     write_if_changed(cache_path, pickle.dumps({"key": key, "graph": graph}, protocol=5))
     return graph
+
+
+def _given_float_source(graph, model_cfg) -> dict:
+    """`float_source:` of a quantized model: the float model its fidelity is measured
+    against (builders/fidelity.py); it must take the quantized model's input."""
+    from ..frontends.onnx_file import read_onnx
+    if getattr(graph, "float_source", None):
+        raise ModelError(f"{model_cfg.source}: float_source applies to quantized models; this "
+                         f"model is float, quantized here, and measured against itself already")
+    shape = tuple((graph.model_layout or {}).get("input") or graph.tensor(graph.input).shape)
+    f = read_onnx(model_cfg.float_source, shape)
+    if tuple(f.input_shape) != shape:
+        raise ModelError(f"{model_cfg.float_source}: the float model's input has shape "
+                         f"{list(f.input_shape)}; the quantized model {model_cfg.source} takes "
+                         f"{list(shape)}")
+    return {"path": model_cfg.float_source, "input_shape": list(shape),
+            "calibration": "the model's own quantization"}
 
 
 def _check_requantization(graph, source) -> None:
