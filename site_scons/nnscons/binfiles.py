@@ -42,6 +42,12 @@ def input_path(build_dir: str) -> str:
     return os.path.join(build_dir, "bin", INPUT)
 
 
+def output_array(n_outputs: int) -> str:
+    """The run's dequantized output beside run.log: output.npy, or output.npz (keyed by
+    output name) for a model with several outputs."""
+    return "output.npy" if n_outputs == 1 else "output.npz"
+
+
 def output_path(run_dir: str, bench: bool = False) -> str:
     """The raw network output a run writes beside its run.log (bench: a timed run's)."""
     return os.path.join(run_dir, BENCH_OUTPUT if bench else OUTPUT)

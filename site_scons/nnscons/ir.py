@@ -82,6 +82,18 @@ class Graph:
                                           # layout is not the IR's (TFLite NHWC: frontends.layout)
     model_dtype: Optional[dict] = None    # {"input"/"output": "int8" | "uint8" | "float32"}: the
                                           # file's own types (None: float in, float out, as QDQ)
+    extra_inputs: list = field(default_factory=list)    # network inputs after the first, model order
+    extra_outputs: list = field(default_factory=list)   # network outputs after the first
+
+    @property
+    def inputs(self) -> list:
+        """Every network input, in the model's order; `input` is the first."""
+        return [self.input] + list(getattr(self, "extra_inputs", []))
+
+    @property
+    def outputs(self) -> list:
+        """Every network output, in the model's order; `output` is the first."""
+        return [self.output] + list(getattr(self, "extra_outputs", []))
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]
@@ -97,11 +109,11 @@ class Graph:
 
     def validate(self) -> None:
         """Internal consistency check (programming errors, not user errors)."""
-        known = {self.input}
+        known = set(self.inputs)
         for layer in self.layers:
             assert layer.op in __getattr__("OPS"), layer.op
             for t in layer.inputs:
                 assert t in known, f"{layer.name}: input {t} used before defined"
             assert layer.output in self.tensors, layer.output
             known.add(layer.output)
-        assert self.output in known
+        assert all(t in known for t in self.outputs)

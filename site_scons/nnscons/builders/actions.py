@@ -53,8 +53,13 @@ def write_golden(target, source, env):
 
 def write_input(target, source, env):
     session = env["NNS_SESSION"]
-    data = base.to_layout(session.quantized_input().astype(np.int8), session.plan.layout)
-    write_if_changed(str(target[0]), data.tobytes())
+    codes = session.quantized_input()
+    if not isinstance(codes, dict):
+        codes = {session.graph.input: codes}
+    # several inputs: their codes back to back, in the model's order (the C API's packing)
+    data = b"".join(base.to_layout(codes[t].astype(np.int8), session.plan.layout).tobytes()
+                    for t in session.graph.inputs)
+    write_if_changed(str(target[0]), data)
     return 0
 
 

@@ -51,7 +51,10 @@ def measure(session, qdq_path: str) -> dict:
     from ..export.ort_oracle import run_intermediates
     g = session.graph
     codes = session.quantized_input()
-    x = reference.dequantize(g.tensor(g.input), codes).astype(np.float64)
+    if isinstance(codes, dict):
+        x = {t: reference.dequantize(g.tensor(t), codes[t]).astype(np.float64) for t in g.inputs}
+    else:
+        x = reference.dequantize(g.tensor(g.input), codes).astype(np.float64)
     want = run_intermediates(qdq_path, x)
     got = reference.run_graph(g, codes)
     result = compare(g, want, got)

@@ -42,13 +42,15 @@ def sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
     return round(min(EXACT_DB, 10.0 * math.log10(signal / noise)), 2)
 
 
-def _float_values(source: dict, names: list, x: np.ndarray) -> tuple[dict, np.ndarray]:
-    """(the float model's values of the tensors it also names, its output)."""
+def _float_values(source: dict, names: list, x) -> tuple[dict, np.ndarray]:
+    """(the float model's values of the tensors it also names, its first output). x: the
+    input, or {input name: array} for a model with several."""
     import onnxruntime as ort
 
     from ..frontends.onnx_file import read_onnx
     from ..frontends.ptq import _observer_model
-    f = read_onnx(source["path"], tuple(source["input_shape"]))
+    shapes = source.get("input_shapes") or {}
+    f = read_onnx(source["path"], None if len(shapes) > 1 else tuple(source["input_shape"]))
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.log_severity_level = 3
@@ -56,7 +58,9 @@ def _float_values(source: dict, names: list, x: np.ndarray) -> tuple[dict, np.nd
     out = f.proto.graph.output[0].name
     names = [n for n in names if n in known and n != out] + [out]
     sess = ort.InferenceSession(_observer_model(f, names), opts, providers=["CPUExecutionProvider"])
-    outs = sess.run(names, {f.input: x.reshape(tuple(source["input_shape"])).astype(np.float32)})
+    feeds = ({k: v.reshape(tuple(shapes[k])).astype(np.float32) for k, v in x.items()}
+             if isinstance(x, dict) else {f.input: x.reshape(tuple(source["input_shape"])).astype(np.float32)})
+    outs = sess.run(names, feeds)
     return dict(zip(names, outs)), outs[-1]
 
 
@@ -80,10 +84,13 @@ def measure(session) -> dict:
             continue
         layers[layer.name] = {"sqnr_db": sqnr_db(f, dequantize(g.tensor(layer.output), ref[layer.output]))}
     out_t = g.tensor(g.output)
-    q_in = g.tensor(g.input).q
-    lo, hi = (-128 - q_in.zero_point) * q_in.scale, (127 - q_in.zero_point) * q_in.scale
-    x = session.input_float
-    saturated = float(np.mean((x < lo - q_in.scale / 2) | (x > hi + q_in.scale / 2)))
+    xs = session.input_float if isinstance(session.input_float, dict) else {g.input: session.input_float}
+    outside = 0
+    for t, x in xs.items():
+        q_in = g.tensor(t).q
+        lo, hi = (-128 - q_in.zero_point) * q_in.scale, (127 - q_in.zero_point) * q_in.scale
+        outside += int(np.count_nonzero((x < lo - q_in.scale / 2) | (x > hi + q_in.scale / 2)))
+    saturated = outside / sum(x.size for x in xs.values())
     net = {"calibration": source["calibration"], "input_saturated": round(saturated, 6)}
     lines = []
     if f_out.size == ref[g.output].size:

@@ -36,16 +36,30 @@ def parse(text: str) -> dict:
 
 
 def write_output(session, output_bin: str, output_npy: str) -> None:
-    """Dequantize the program's int8 output into float32 in the model's layout."""
+    """Dequantize the program's int8 output into float32 in the model's layout: output.npy,
+    or for several outputs (output_npy is then output.npz) one array per output name, cut
+    from the packed buffer in the model's order."""
     from ..frontends.layout import model_output
     from ..reference import dequantize
     from ..targets.base import from_layout
-    tensor = session.graph.tensor(session.graph.output)
-    q = from_layout(np.fromfile(output_bin, dtype=np.int8), tensor.shape, session.plan.layout,
-                    session.plan.tensor_layouts.get(session.graph.output))
+    g = session.graph
+    data = np.fromfile(output_bin, dtype=np.int8)
+    arrays, offset = {}, 0
+    for name in g.outputs:
+        tensor = g.tensor(name)
+        size = int(np.prod(tensor.shape))
+        q = from_layout(data[offset:offset + size], tensor.shape, session.plan.layout,
+                        session.plan.tensor_layouts.get(name))
+        offset += size
+        real = dequantize(tensor, q)
+        extra = ((getattr(g, "model_layout", None) or {}).get("outputs") or {}).get(name)
+        real = model_output(g, real) if name == g.output else real.reshape(extra or real.shape)
+        arrays[name] = real.astype(np.float32)
     buf = io.BytesIO()
-    np.save(buf, model_output(session.graph, dequantize(tensor, q)).astype(np.float32),
-            allow_pickle=False)
+    if len(g.outputs) == 1:
+        np.save(buf, arrays[g.output], allow_pickle=False)
+    else:
+        np.savez(buf, **arrays)
     write_if_changed(output_npy, buf.getvalue())
 
 

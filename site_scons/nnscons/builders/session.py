@@ -53,9 +53,11 @@ class Session:
         self.input_float, input_desc = self._load_input(input_path)
         # the quantized input also depends on the input's quantization (a new calibration
         # with the same float input) and on the rule that rounds it
-        q_in = self.graph.tensor(self.graph.input).q
-        self.input_key = keys.digest(input_desc, self.input_float, float(q_in.scale),
-                                     int(q_in.zero_point), getattr(self.graph, "numerics", "onnx"))
+        xs = self.input_float if isinstance(self.input_float, dict) else {self.graph.input: self.input_float}
+        self.input_key = keys.digest(input_desc, getattr(self.graph, "numerics", "onnx"),
+                                     *[part for t in self.graph.inputs for part in
+                                       (t, xs[t], float(self.graph.tensor(t).q.scale),
+                                        int(self.graph.tensor(t).q.zero_point))])
         # hashing the weights is the costliest part of a no-op call: once per layer
         self.numeric_keys = {l.name: keys.layer_numeric_key(l, self.graph) for l in self.graph.layers}
         self.golden_keys = keys.golden_keys(self.graph, self.input_key, self.numeric_keys)
@@ -110,12 +112,50 @@ class Session:
         is their exact dequantized value."""
         from ..frontends import layout
         from ..reference import dequantize
+        if len(self.graph.inputs) > 1:
+            return self._load_inputs(input_path)
         x, desc = self._read_input(input_path, layout.model_input_shape(self.graph))
         if x.dtype == np.float32:
             return layout.model_input(self.graph, x), desc
         codes = x.astype(np.int16) - (128 if x.dtype == np.uint8 else 0)
         self._input_codes = layout.model_input(self.graph, codes).astype(np.int8)
         return dequantize(self.graph.tensor(self.graph.input), self._input_codes), desc
+
+    def _load_inputs(self, input_path):
+        """A model with several inputs: {name: float array} from an .npz keyed by input name
+        (in the IR's layout, which is the ONNX model's own), or seeded random arrays."""
+        g = self.graph
+        shapes = {t: tuple(g.tensor(t).shape) for t in g.inputs}
+        source = input_path or self.model_cfg.input
+        if source is None:
+            rng = np.random.default_rng(self.model_cfg.seed or 0)
+            return ({t: rng.standard_normal(shapes[t]).astype(np.float32) for t in g.inputs},
+                    ["random", self.model_cfg.seed or 0])
+        try:
+            with np.load(source, allow_pickle=False) as data:
+                if not isinstance(data, np.lib.npyio.NpzFile):
+                    raise ValueError("a single array")
+                arrays = {k: data[k] for k in data.files}
+        except (OSError, ValueError) as e:
+            raise UserError(f"input {source}: the model '{self.model_cfg.name}' has {len(g.inputs)} "
+                            f"inputs ({', '.join(g.inputs)}); give an .npz with one array per input "
+                            f"name ({e})") from None
+        if set(arrays) != set(g.inputs):
+            raise UserError(f"input {source}: holds {sorted(arrays)}; the model "
+                            f"'{self.model_cfg.name}' takes {', '.join(g.inputs)} (one array per input name)")
+        xs = {}
+        for t in g.inputs:
+            x = arrays[t]
+            if x.shape != shapes[t] and x.shape == shapes[t][1:]:
+                x = x.reshape(shapes[t])
+            if x.shape != shapes[t]:
+                raise UserError(f"input {source}: array {t!r} has shape {tuple(x.shape)}; the model "
+                                f"'{self.model_cfg.name}' input {t!r} has shape {shapes[t]}")
+            if not np.issubdtype(x.dtype, np.floating) or not np.all(np.isfinite(x)):
+                raise UserError(f"input {source}: array {t!r} must hold finite float32 values "
+                                f"(got {x.dtype})")
+            xs[t] = x.astype(np.float32)
+        return xs, ["file"]
 
     def _read_input(self, input_path, shape):
         source = input_path or self.model_cfg.input or getattr(self.graph, "default_input", None)
@@ -155,7 +195,8 @@ class Session:
                 self._reference = run(self.graph, self.quantized_input())
             return self._reference
 
-    def quantized_input(self) -> np.ndarray:
+    def quantized_input(self):
+        """The input's codes (IR layout); {input name: codes} for a model with several."""
         from .. import reference
         if self._input_codes is not None:
             return self._input_codes

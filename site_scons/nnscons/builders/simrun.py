@@ -64,7 +64,7 @@ def vetted(what: str, session, status, log: str, fatal: list) -> bool:
 
 
 def network_output_size(session) -> int:
-    return int(np.prod(session.graph.tensor(session.graph.output).shape))
+    return sum(int(np.prod(session.graph.tensor(t).shape)) for t in session.graph.outputs)
 
 
 def write_results(session, data: bytes, log: str, log_path: str, npy_path: str) -> None:

@@ -77,11 +77,17 @@ def _q_type(proto: onnx.ModelProto, node: onnx.NodeProto) -> int:
     return TensorProto.UINT8   # ONNX default when the zero point is omitted
 
 
-def run_intermediates(model_path: str, x_float: np.ndarray, exact: bool = True) -> dict:
+def run_intermediates(model_path: str, x_float, exact: bool = True) -> dict:
     """{IR tensor name: int8 array} for every QuantizeLinear on an activation, from the
-    exact float64 evaluation (default) or unoptimized onnxruntime."""
-    x_float = np.asarray(x_float, dtype=np.float32)
-    f = read_onnx(model_path, x_float.shape)
+    exact float64 evaluation (default) or unoptimized onnxruntime. x_float: the input, or
+    {input name: array} for a model with several inputs."""
+    if isinstance(x_float, dict):
+        feeds = {k: np.asarray(v, dtype=np.float32) for k, v in x_float.items()}
+        f = read_onnx(model_path)
+    else:
+        x_float = np.asarray(x_float, dtype=np.float32)
+        f = read_onnx(model_path, x_float.shape)
+        feeds = {f.input: x_float}
     walker = OnnxWalker(f)
     walker.walk()
     proto = onnx.ModelProto()
@@ -95,9 +101,9 @@ def run_intermediates(model_path: str, x_float: np.ndarray, exact: bool = True) 
     proto.graph.output.extend(helper.make_tensor_value_info(t, _q_type(proto, q_nodes[t]), None)
                               for t in outputs if t not in existing)
     if exact:
-        values = _evaluator(to_float64(proto)).run(outputs, {f.input: x_float.astype(np.float64)})
+        values = _evaluator(to_float64(proto)).run(outputs, {k: v.astype(np.float64) for k, v in feeds.items()})
     else:
-        values = _session(proto.SerializeToString()).run(outputs, {f.input: x_float})
+        values = _session(proto.SerializeToString()).run(outputs, feeds)
     result = {}
     for t, v in zip(outputs, values):
         if v.dtype == np.uint8:

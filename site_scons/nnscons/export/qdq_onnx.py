@@ -69,7 +69,7 @@ class _Writer:
         scale = self.const(f"{t}_scale", np.array(q.scale, dtype=np.float32))
         zp = self.const(f"{t}_zero_point", np.array(q.zero_point + 128, dtype=np.uint8))
         q_out = q_out or self.names.fresh(f"{t}_q")
-        deq = t if t == self.g.output else self.names.fresh(f"{t}_dq")
+        deq = t if t in self.g.outputs else self.names.fresh(f"{t}_dq")
         self.nodes.append(helper.make_node("QuantizeLinear", [src, scale, zp], [q_out],
                                            name=q_name or self.names.fresh(f"{t}_quantize")))
         self.node("DequantizeLinear", [q_out, scale, zp], [deq], f"{t}_dequantize")
@@ -77,7 +77,7 @@ class _Writer:
 
     def float_name(self, t: str) -> str:
         """Name of the float tensor quantized into t (t itself unless t is the output)."""
-        return self.names.fresh(f"{t}_float") if t == self.g.output else t
+        return self.names.fresh(f"{t}_float") if t in self.g.outputs else t
 
     def weights(self, layer: Layer):
         s_in = self.g.tensor(layer.inputs[0]).q.scale
@@ -133,14 +133,15 @@ class _Writer:
 
     def model(self) -> onnx.ModelProto:
         g = self.g
-        self.qdq(g.input, g.input)
+        for t in g.inputs:
+            self.qdq(t, t)
         for layer in g.layers:
             self.layer(layer)
-        x = helper.make_tensor_value_info(g.input, TensorProto.FLOAT,
-                                          list(g.tensor(g.input).shape))
-        y = helper.make_tensor_value_info(g.output, TensorProto.FLOAT,
-                                          list(g.tensor(g.output).shape))
-        graph = helper.make_graph(self.nodes, g.name, [x], [y], self.inits)
+        xs = [helper.make_tensor_value_info(t, TensorProto.FLOAT, list(g.tensor(t).shape))
+              for t in g.inputs]
+        ys = [helper.make_tensor_value_info(t, TensorProto.FLOAT, list(g.tensor(t).shape))
+              for t in g.outputs]
+        graph = helper.make_graph(self.nodes, g.name, xs, ys, self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                   producer_name="nnscons", ir_version=IR_VERSION)
         rule = getattr(g, "numerics", "onnx") or "onnx"

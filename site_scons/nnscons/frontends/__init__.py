@@ -25,7 +25,7 @@ FORMATS = ("auto", "onnx", "qdq", "float", "tflite", "ares")
 
 
 def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
-    from .ptq import calibrate, calibration_samples
+    from .ptq import calibrate, calibration_feeds
 
     f = read_onnx(source, input_shape)
     quantized = is_qdq(f.proto)
@@ -44,8 +44,9 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     prepare(g)
     notes = []
     if fmt == "float":
-        calibrate(f, g, calibration_samples(source, f.input_shape, calibration))
+        calibrate(f, g, calibration_feeds(f, calibration))
         float_source = {"path": os.path.abspath(source), "input_shape": list(f.input_shape),
+                        "input_shapes": {n: list(s) for n, s in zip(f.inputs, f.input_shapes)},
                         "calibration": _calibration_text(calibration)}
     else:
         inherit_qparams(g)
@@ -53,20 +54,30 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
         if islands and g.input in g.qparams:
             # float islands (ops the quantizer left in float): the built-in calibration
             # quantizes them, from the QDQ model's own values on seeded random inputs
-            calibrate(f, g, calibration_samples(source, f.input_shape, None), only=islands)
+            calibrate(f, g, calibration_feeds(f, None), only=islands)
             notes.append(f"{len(islands)} tensor(s) left in float by the model's quantizer "
                          f"were quantized with the built-in calibration: "
                          f"{', '.join(islands[:8])}{' ...' if len(islands) > 8 else ''}")
     requantize_aliases(g)
     graph = to_ir(g, name)
     graph.float_source = float_source if fmt == "float" else None   # builders/fidelity.py
+    if len(f.inputs) > 1 and any(len(s) == 3 for s in f.input_shapes):
+        raise ModelError(f"{source}: a 1-D model (rank-3 inputs) with several inputs is not "
+                         f"supported yet; give it one input")
     if len(f.input_shape) == 3:     # a 1-D network: the run's arrays keep (1, C, L)
         out_shape = tuple(graph.tensor(graph.output).shape)
         graph.model_layout = {"input": tuple(f.input_shape), "channels": "first",
+                              "outputs": {t: _ncl(graph.tensor(t).shape) for t in graph.outputs},
                               "output": out_shape[:2] + out_shape[3:] if len(out_shape) == 4 else out_shape}
     graph.default_input = None
     graph.notes = notes
     return graph
+
+
+def _ncl(shape) -> tuple:
+    """A 1-D network's tensor in its model shape: (1, C, 1, L) -> (1, C, L)."""
+    shape = tuple(shape)
+    return shape[:2] + shape[3:] if len(shape) == 4 else shape
 
 
 def _calibration_text(calibration) -> str:

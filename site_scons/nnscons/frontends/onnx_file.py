@@ -15,10 +15,13 @@ from ..errors import ModelError
 class OnnxFile:
     path: str
     proto: onnx.ModelProto
-    input: str
-    output: str
-    input_shape: tuple         # resolved, batch 1
+    input: str                 # the first graph input (that is not an initializer)
+    output: str                # the first graph output
+    input_shape: tuple         # the first input's, resolved, batch 1
     opset: int
+    inputs: tuple = ()         # every graph input that is not an initializer
+    input_shapes: tuple = ()   # theirs
+    outputs: tuple = ()        # every graph output
 
 
 def node_label(node: onnx.NodeProto, index: int) -> str:
@@ -126,18 +129,27 @@ def read_onnx(path: str, input_shape=None) -> OnnxFile:
         raise ModelError(f"{path}: invalid ONNX model: {e}") from None
     inits = {i.name for i in graph.initializer}
     inputs = [i for i in graph.input if i.name not in inits]
-    if len(inputs) != 1 or len(graph.output) != 1:
-        raise ModelError(f"{path}: the model has {len(inputs)} inputs and {len(graph.output)} "
-                         f"outputs; exactly one of each is supported")
+    if not inputs:
+        raise ModelError(f"{path}: the model has no input (every graph input is an "
+                         f"initializer); nothing to run")
+    if len(inputs) > 1 and input_shape is not None:
+        raise ModelError(f"{path}: input_shape applies to a model with one input; this one has "
+                         f"{len(inputs)} ({', '.join(i.name for i in inputs)}): fix their shapes "
+                         f"in the model")
     opset = max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
                 default=0)
     if 0 < opset < MIN_OPSET:
         proto, opset = _upgrade(proto, opset)
         graph = proto.graph
         inputs = [i for i in graph.input if i.name not in inits]
-    shape = resolve_input_shape(path, inputs[0].name, _declared_shape(path, inputs[0]),
-                                input_shape)
-    return OnnxFile(path, proto, inputs[0].name, graph.output[0].name, shape, opset)
+    shapes = tuple(resolve_input_shape(path, i.name, _declared_shape(path, i), input_shape)
+                   for i in inputs)
+    names = tuple(i.name for i in inputs)
+    outputs = tuple(o.name for o in graph.output)
+    if len(set(outputs)) != len(outputs) or set(outputs) & set(names):
+        raise ModelError(f"{path}: graph outputs {list(outputs)} repeat a name or name a graph "
+                         f"input; each output must be its own computed tensor")
+    return OnnxFile(path, proto, names[0], outputs[0], shapes[0], opset, names, shapes, outputs)
 
 
 # The pinned onnxruntime reads IR versions up to 13, the pinned onnx writes 14 by default:

@@ -198,10 +198,12 @@ class OnnxWalker:
             import onnx
             proto = onnx.ModelProto()
             proto.CopyFrom(self.f.proto)
-            inp = [i for i in proto.graph.input if i.name == self.f.input][0]
-            inp.type.tensor_type.shape.Clear()
-            for d in self.f.input_shape:
-                inp.type.tensor_type.shape.dim.add().dim_value = d
+            shapes = dict(zip(self.f.inputs or (self.f.input,), self.f.input_shapes or (self.f.input_shape,)))
+            for inp in proto.graph.input:
+                if inp.name in shapes:
+                    inp.type.tensor_type.shape.Clear()
+                    for d in shapes[inp.name]:
+                        inp.type.tensor_type.shape.dim.add().dim_value = d
             try:
                 inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True)
             except Exception:   # noqa: BLE001 - shapes only enable folding
@@ -257,20 +259,30 @@ class OnnxWalker:
 
     def _unused_output(self, name, node, tensor):
         users = [n for n in self.f.proto.graph.node if tensor in n.input]
-        if users or tensor == self.f.output:
+        if users or tensor in (self.f.outputs or (self.f.output,)):
             raise self.fail(name, node, f"its second output {tensor!r} is used; only the "
                                         f"main output is supported")
 
     def _graph(self) -> OpGraph:
-        out = self.resolve(self.f.output)
-        g = OpGraph(source=self.f.path, input=self.f.input, output=out,
-                    input_shape=as_2d_shape(self.f.input_shape), ops=self.ops,
-                    qparams=self.qparams)
-        if out == self.f.input or g.producer(out) is None:
-            raise ModelError(f"{self.f.path}: the network output {self.f.output!r} is not "
-                             f"computed by any supported layer")
-        if out != self.f.output:
-            rename_tensor(g, out, self.f.output)
-            self.q_names = {k: (self.f.output if v == out else v)
-                            for k, v in self.q_names.items()}
+        f = self.f
+        inputs, shapes = list(f.inputs or (f.input,)), list(f.input_shapes or (f.input_shape,))
+        outputs = list(f.outputs or (f.output,))
+        g = OpGraph(source=f.path, input=inputs[0], output=self.resolve(outputs[0]),
+                    input_shape=as_2d_shape(shapes[0]), ops=self.ops, qparams=self.qparams,
+                    extra_inputs=inputs[1:], extra_input_shapes=[as_2d_shape(s) for s in shapes[1:]],
+                    extra_outputs=[self.resolve(o) for o in outputs[1:]])
+        seen = {}
+        for k, name in enumerate(outputs):
+            out = g.outputs[k]
+            if out in inputs or g.producer(out) is None:
+                raise ModelError(f"{f.path}: the network output {name!r} is not computed by "
+                                 f"any supported layer")
+            if out in seen:
+                raise ModelError(f"{f.path}: the network outputs {seen[out]!r} and {name!r} are "
+                                 f"the same tensor; give each output its own computation")
+            seen[out] = name
+        for name, out in zip(outputs, list(g.outputs)):
+            if out != name:
+                rename_tensor(g, out, name)
+                self.q_names = {k: (name if v == out else v) for k, v in self.q_names.items()}
         return g

@@ -43,15 +43,7 @@ def _arrays(path: str, files):
 def _file_samples(path: str, files, shape: tuple) -> list:
     samples = []
     for npy, arr in _arrays(path, files):
-        if arr.dtype.kind != "f":
-            raise ModelError(f"{path}: calibration file {npy!r} has dtype {arr.dtype}; "
-                             f"float32 samples are expected")
-        if arr.shape == shape[1:]:
-            arr = arr[None]
-        elif arr.ndim != len(shape) or arr.shape[1:] != shape[1:] or len(arr) == 0:
-            raise ModelError(f"{path}: calibration file {npy!r} has shape {arr.shape}; "
-                             f"expected one sample {shape[1:]} or a batch (N,) + {shape[1:]}")
-        samples.extend(arr[i:i + 1].astype(np.float32) for i in range(len(arr)))
+        samples.extend(_as_samples(path, npy, arr, shape))
     return samples
 
 
@@ -73,16 +65,61 @@ def calibration_samples(path: str, shape: tuple, calibration) -> list:
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
 
 
+def calibration_feeds(f: OnnxFile, calibration) -> list:
+    """One {input name: float32 array} per calibration sample. A model with several inputs
+    takes .npz files keyed by input name (each array one sample or a batch), or random
+    normal samples of every input."""
+    names, shapes = list(f.inputs or (f.input,)), list(f.input_shapes or (f.input_shape,))
+    if len(names) == 1:
+        return [{names[0]: x} for x in calibration_samples(f.path, shapes[0], calibration)]
+    cal = dict(calibration or {})
+    calibration_samples(f.path, shapes[0], {k: v for k, v in cal.items() if k != "files"})  # checks keys
+    if not cal.get("files"):
+        rng = np.random.default_rng(int(cal.get("seed", DEFAULT_SEED)))
+        return [{n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
+                for _ in range(int(cal.get("count", DEFAULT_COUNT)))]
+    feeds = []
+    for name in cal["files"]:
+        per_input = {}
+        for label, arr in _arrays(f.path, [name]):
+            key = label[len(str(name)) + 1:-1] if label.endswith("]") else None
+            per_input[key] = (label, arr)
+        if set(per_input) != set(names):
+            raise ModelError(f"{f.path}: calibration file {str(name)!r} holds {sorted(k for k in per_input if k)}; "
+                             f"a model with inputs {names} takes .npz files with one array per input name")
+        batches = [_as_samples(f.path, *per_input[n], s) for n, s in zip(names, shapes)]
+        if len({len(b) for b in batches}) != 1:
+            raise ModelError(f"{f.path}: calibration file {str(name)!r}: the inputs' arrays hold "
+                             f"different numbers of samples ({[len(b) for b in batches]})")
+        feeds += [dict(zip(names, xs)) for xs in zip(*batches)]
+    return feeds
+
+
+def _as_samples(path, label, arr, shape) -> list:
+    if arr.dtype.kind != "f":
+        raise ModelError(f"{path}: calibration file {label!r} has dtype {arr.dtype}; float32 "
+                         f"samples are expected")
+    if arr.shape == tuple(shape[1:]):
+        arr = arr[None]
+    elif arr.ndim != len(shape) or arr.shape[1:] != tuple(shape[1:]) or len(arr) == 0:
+        raise ModelError(f"{path}: calibration file {label!r} has shape {arr.shape}; "
+                         f"expected one sample {tuple(shape[1:])} or a batch (N,) + {tuple(shape[1:])}")
+    return [arr[i:i + 1].astype(np.float32) for i in range(len(arr))]
+
+
 def _observer_model(f: OnnxFile, tensors: list) -> bytes:
-    """The float model with a concrete input shape and `tensors` as its outputs."""
+    """The float model with concrete input shapes and `tensors` as its outputs."""
     proto = onnx.ModelProto()
     proto.CopyFrom(f.proto)
     cap_ir_version(proto)
     graph = proto.graph
-    (inp,) = [i for i in graph.input if i.name == f.input]
-    inp.type.tensor_type.shape.Clear()
-    for d in f.input_shape:
-        inp.type.tensor_type.shape.dim.add().dim_value = d
+    shapes = dict(zip(f.inputs or (f.input,), f.input_shapes or (f.input_shape,)))
+    for inp in graph.input:
+        if inp.name not in shapes:
+            continue
+        inp.type.tensor_type.shape.Clear()
+        for d in shapes[inp.name]:
+            inp.type.tensor_type.shape.dim.add().dim_value = d
     for node in graph.node:   # onnxruntime rejects duplicate node names; it needs none
         node.name = ""
     del graph.output[:]
@@ -92,8 +129,9 @@ def _observer_model(f: OnnxFile, tensors: list) -> bytes:
 
 
 def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
-    """Fill g.qparams for the input and every op output from min/max over `samples`
-    (only: just these tensors, keeping the model's other parameters)."""
+    """Fill g.qparams for the inputs and every op output from min/max over `samples`
+    ({input name: array} each; only: just these tensors, keeping the model's other
+    parameters)."""
     import onnxruntime as ort
 
     observed = [op.output for op in g.ops if not ops.get(op.kind).calib_inherit]
@@ -106,13 +144,14 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
         if observed:
             sess = ort.InferenceSession(_observer_model(f, observed), opts,
                                         providers=["CPUExecutionProvider"])
-            runs = [sess.run(observed, {f.input: x}) for x in samples]
+            runs = [sess.run(observed, feed) for feed in samples]
         else:           # only range-preserving ops: the input's range is every range
             runs = []
     except Exception as e:
         raise ModelError(f"{f.path}: onnxruntime cannot run the float model for calibration "
                          f"({type(e).__name__}: {e})") from None
-    ranges = {} if only is not None else {g.input: [np.stack(samples)]}
+    ranges = {} if only is not None else {t: [np.stack([feed[t] for feed in samples])]
+                                          for t in g.inputs}
     for outs in runs:
         for t, v in zip(observed, outs):
             ranges.setdefault(t, []).append(v)

@@ -36,7 +36,7 @@ def _as_table(g, bn):
 def fold(g, bn):
     src = g.producer(bn.inputs[0])
     if (src is None or not get(src.kind).weighted or len(g.consumers(bn.inputs[0])) != 1
-            or bn.inputs[0] == g.output):
+            or bn.inputs[0] in g.outputs):
         _as_table(g, bn)
         return
     a = bn.attrs

@@ -278,7 +278,7 @@ def merge_moves(g) -> None:
     for op in [o for o in g.ops if o.kind == "move"]:
         while True:
             p = g.producer(op.inputs[0])
-            if (p is None or p.kind not in ("move", "reshape") or p.output == g.output
+            if (p is None or p.kind not in ("move", "reshape") or p.output in g.outputs
                     or g.consumers(p.output) != [op]):
                 break
             op.attrs["steps"] = steps_of(p) + op.attrs["steps"]
@@ -286,7 +286,7 @@ def merge_moves(g) -> None:
             op.fused = [p.name] + p.fused + op.fused
             op.source_ops = p.source_ops + op.source_ops
             g.ops.remove(p)
-        while op.output != g.output:
+        while op.output not in g.outputs:
             users = g.consumers(op.output)
             if len(users) != 1 or users[0].kind != "reshape":
                 break

@@ -46,7 +46,7 @@ def _spatial_pads(g, op, rank):
 
 def fold(g, pad):
     users = g.consumers(pad.output)
-    dst = users[0] if len(users) == 1 and pad.output != g.output else None
+    dst = users[0] if len(users) == 1 and pad.output not in g.outputs else None
     ok = dst is not None and (dst.kind == "conv2d" or (
         dst.kind == "avgpool" and (dst.attrs.get("count_include_pad")
                                    or not any(dst.attrs["pads"]))))

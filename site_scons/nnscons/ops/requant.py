@@ -35,7 +35,7 @@ def lower_clamp(g, op, layer):
 def export(w, layer, ins, core_out):
     if layer.act_min == -128 and layer.act_max == 127:   # a pure QuantizeLinear
         t = layer.output
-        q_out = w.names.fresh(f"{t}_q") if t == w.g.output else t
+        q_out = w.names.fresh(f"{t}_q") if t in w.g.outputs else t
         w.qdq(t, ins[0], q_name=layer.name, q_out=q_out)
         return DONE
     return ins[0]

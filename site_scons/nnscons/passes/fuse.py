@@ -22,7 +22,7 @@ def _tighter(a, b, pick):
 def fuse_activations(g: OpGraph) -> None:
     for act in [op for op in g.ops if ops.get(op.kind).activation]:
         src = g.producer(act.inputs[0])
-        if (src is None or not ops.get(src.kind).fusable or act.inputs[0] == g.output
+        if (src is None or not ops.get(src.kind).fusable or act.inputs[0] in g.outputs
                 or len(g.consumers(act.inputs[0])) != 1):
             continue
         lo, hi = src.clamp

@@ -25,10 +25,11 @@ def unique_names(names: list) -> list:
 
 
 def _require_qparams(g: OpGraph) -> None:
-    if g.input not in g.qparams:
-        raise ModelError(f"{g.source}: the network input {g.input!r} has no quantization "
-                         f"parameters (no QuantizeLinear on it); quantize the model's input "
-                         f"or load it as a float model")
+    for t in g.inputs:
+        if t not in g.qparams:
+            raise ModelError(f"{g.source}: the network input {t!r} has no quantization "
+                             f"parameters (no QuantizeLinear on it); quantize the model's input "
+                             f"or load it as a float model")
     for op in g.ops:
         if op.output not in g.qparams:
             raise g.fail(op, f"its output tensor {op.output!r} has no quantization parameters "
@@ -60,9 +61,10 @@ def to_ir(g: OpGraph, name: str) -> Graph:
     split_wide_weights(g)
     names = unique_names([op.name for op in g.ops])
     layers = [_layer(g, op, n) for op, n in zip(g.ops, names)]
-    used = [g.input] + [op.output for op in g.ops]
+    used = g.inputs + [op.output for op in g.ops]
     tensors = {t: Tensor(t, g.shapes[t], g.qparams[t]) for t in used}
-    graph = Graph(name=name, input=g.input, output=g.output, tensors=tensors, layers=layers)
+    graph = Graph(name=name, input=g.input, output=g.output, tensors=tensors, layers=layers,
+                  extra_inputs=list(g.extra_inputs), extra_outputs=list(g.extra_outputs))
     graph.numerics = g.numerics
     graph.validate()
     return graph

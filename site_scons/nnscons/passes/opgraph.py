@@ -50,6 +50,17 @@ class OpGraph:
     qparams: dict = field(default_factory=dict)   # tensor name -> QParams (model-given)
     shapes: dict = field(default_factory=dict)    # tensor name -> shape (shape pass)
     numerics: str = "onnx"     # the requantization rule (nnscons.numerics): "onnx" or "tflite"
+    extra_inputs: list = field(default_factory=list)        # inputs after the first (model order)
+    extra_input_shapes: list = field(default_factory=list)  # theirs
+    extra_outputs: list = field(default_factory=list)       # outputs after the first
+
+    @property
+    def inputs(self) -> list:
+        return [self.input] + list(self.extra_inputs)
+
+    @property
+    def outputs(self) -> list:
+        return [self.output] + list(self.extra_outputs)
 
     def producer(self, tensor: str) -> Optional[Op]:
         for op in self.ops:
@@ -80,5 +91,7 @@ def rename_tensor(g: OpGraph, old: str, new: str) -> None:
         op.inputs = [sub(t) for t in op.inputs]
         op.output = sub(op.output)
     g.input, g.output = sub(g.input), sub(g.output)
+    g.extra_inputs = [sub(t) for t in g.extra_inputs]
+    g.extra_outputs = [sub(t) for t in g.extra_outputs]
     g.qparams = {sub(k): v for k, v in g.qparams.items()}
     g.shapes = {sub(k): v for k, v in g.shapes.items()}

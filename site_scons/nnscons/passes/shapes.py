@@ -60,6 +60,7 @@ def check_axis(g, op, rank, axis, allowed):
 
 def infer_shapes(g: OpGraph) -> None:
     g.shapes = {g.input: tuple(g.input_shape)}
+    g.shapes.update({t: tuple(s) for t, s in zip(g.extra_inputs, g.extra_input_shapes)})
     for op in g.ops:
         ins = [g.shapes[t] for t in op.inputs]
         g.shapes[op.output] = tuple(int(d) for d in ops.get(op.kind).shape(g, op, ins))

@@ -20,9 +20,9 @@ def _size(graph, name) -> int:
 def plan_buffers(graph) -> dict:
     """{'arena_size': int, 'tensors': {tensor name: {'offset', 'size'}}, 'lives': {buffer
     tensor: [first layer writing or reading it, last layer reading it]} (-1: the input)}."""
-    root = {graph.input: graph.input}
-    birth = {graph.input: -1}
-    death = {graph.input: -1}
+    root = {t: t for t in graph.inputs}
+    birth = {t: -1 for t in graph.inputs}
+    death = {t: -1 for t in graph.inputs}
     for i, layer in enumerate(graph.layers):
         for t in layer.inputs:
             death[root[t]] = max(death[root[t]], i)
@@ -32,7 +32,8 @@ def plan_buffers(graph) -> dict:
             root[layer.output] = layer.output
             birth[layer.output] = i
             death[layer.output] = i
-    death[root[graph.output]] = len(graph.layers)
+    for t in graph.outputs:          # every network output lives to the end
+        death[root[t]] = len(graph.layers)
 
     order = sorted(birth, key=lambda t: (-_size(graph, t), birth[t]))
     placed = []  # (offset, end, birth, death)

@@ -45,7 +45,7 @@ def layer_numeric_key(layer, graph) -> str:
 def golden_keys(graph, input_key: str, numeric_keys: dict) -> dict:
     """{tensor name: chain key} for the input and every layer output.
     numeric_keys: {layer name: layer_numeric_key}."""
-    keys = {graph.input: input_key}
+    keys = {t: input_key for t in graph.inputs}
     for layer in graph.layers:
         keys[layer.output] = digest(numeric_keys[layer.name], [keys[t] for t in layer.inputs])
     return keys

@@ -6,14 +6,21 @@ import numpy as np
 from .. import ir
 
 
-def quantize_input(graph: ir.Graph, x_float) -> np.ndarray:
-    """int8 network input, exactly as ONNX QuantizeLinear computes it.
+def quantize_input(graph: ir.Graph, x_float):
+    """int8 network input, exactly as ONNX QuantizeLinear computes it ({input name: codes}
+    when x_float is {input name: values}: a model with several inputs).
 
     onnxruntime divides in float32 and rounds half to even, so we do the same
     to get the identical int8 input for agreement tests; a TFLite graph quantizes as
     TFLite's QUANTIZE does.
     """
-    t = graph.tensor(graph.input)
+    if isinstance(x_float, dict):
+        return {name: quantize_tensor(graph, name, x_float[name]) for name in graph.inputs}
+    return quantize_tensor(graph, graph.input, x_float)
+
+
+def quantize_tensor(graph: ir.Graph, name: str, x_float) -> np.ndarray:
+    t = graph.tensor(name)
     x = np.asarray(x_float, dtype=np.float32).reshape(t.shape)
     if getattr(graph, "numerics", "onnx") == "tflite":
         # TFLite's QUANTIZE (AffineQuantize): x / scale in double, rounded half away from 0

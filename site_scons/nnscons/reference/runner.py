@@ -15,13 +15,17 @@ def run_layer(layer: ir.Layer, graph: ir.Graph, inputs: list) -> np.ndarray:
     return out
 
 
-def run_graph(graph: ir.Graph, x_q: np.ndarray) -> dict:
-    """{tensor name: int8 array} for the network input and every layer output."""
-    x_q = np.asarray(x_q)
-    shape = tuple(graph.tensor(graph.input).shape)
-    if x_q.dtype != np.int8 or x_q.shape != shape:
-        raise ValueError(f"network input must be int8 {shape}, got {x_q.dtype} {x_q.shape}")
-    values = {graph.input: x_q}
+def run_graph(graph: ir.Graph, x_q) -> dict:
+    """{tensor name: int8 array} for the network inputs and every layer output. x_q: the
+    input's codes, or {input name: codes} (every input of a model with several)."""
+    feeds = x_q if isinstance(x_q, dict) else {graph.input: x_q}
+    values = {}
+    for t in graph.inputs:
+        x = np.asarray(feeds[t])
+        shape = tuple(graph.tensor(t).shape)
+        if x.dtype != np.int8 or x.shape != shape:
+            raise ValueError(f"network input {t!r} must be int8 {shape}, got {x.dtype} {x.shape}")
+        values[t] = x
     for layer in graph.layers:
         values[layer.output] = run_layer(layer, graph, [values[t] for t in layer.inputs])
     return values

@@ -260,6 +260,16 @@ def to_layout(array, layout: str, flattened_from=None):
     return np.ascontiguousarray(a).reshape(-1)
 
 
+def one_input_one_output(graph, kind: str) -> None:
+    """The targets whose harness and network source move one input and one output."""
+    if len(graph.inputs) > 1 or len(graph.outputs) > 1:
+        from ..errors import UserError
+        raise UserError(f"target kind '{kind}' runs models with one input and one output; "
+                        f"'{graph.name}' has {len(graph.inputs)} input(s) ({', '.join(graph.inputs)}) "
+                        f"and {len(graph.outputs)} output(s) ({', '.join(graph.outputs)}); build it "
+                        f"for a target of kind host or arm64")
+
+
 def from_layout(flat, shape, layout: str, flattened_from=None):
     """Inverse of to_layout: back to the model's NCHW shape."""
     shape = tuple(shape)

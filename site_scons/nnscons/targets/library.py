@@ -114,11 +114,28 @@ def _io(graph, tensor_name: str, layout: str, model_shape=None) -> dict:
             "model_shape": list(model_shape) if model_shape is not None else shape}
 
 
+def _packed(graph, names: list, layout: str, first_model_shape) -> list:
+    """Each tensor's facts plus its model name, a C identifier (upper case, for macros) and
+    its offset in the packed buffer: a model with several inputs (outputs) takes (gives)
+    them back to back, in the model's order."""
+    from ..names import c_names
+    ids = c_names(names)
+    out, offset = [], 0
+    for k, name in enumerate(names):
+        io = _io(graph, name, layout, first_model_shape if k == 0 else None)
+        io.update(name=name, id=ids[name].upper(), offset=offset)
+        offset += io["size"]
+        out.append(io)
+    return out
+
+
 def spec(graph, layout: str, model_cname: str) -> dict:
     """The library-level facts (header, float wrappers): nothing per layer."""
     from .. import numerics
     lay = getattr(graph, "model_layout", None) or {}
+    inputs = _packed(graph, graph.inputs, layout, lay.get("input"))
+    outputs = _packed(graph, graph.outputs, layout, lay.get("output"))
     return {"model": model_cname, "prefix": f"nns_{model_cname}", "macro": f"NNS_{model_cname.upper()}",
             "name": graph.name, "numerics": numerics.graph_rule(graph),
-            "input": _io(graph, graph.input, layout, lay.get("input")),
-            "output": _io(graph, graph.output, layout, lay.get("output"))}
+            "input": inputs[0], "output": outputs[0], "inputs": inputs, "outputs": outputs,
+            "input_size": sum(t["size"] for t in inputs), "output_size": sum(t["size"] for t in outputs)}

@@ -85,6 +85,7 @@ def check_tools(env, session) -> None:
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    base.one_input_one_output(graph, "aie2p")
     layers = []
     fallback = opts["mapping"]["fallback"] == "host"
     model = library.c_model_name(graph.name)

@@ -83,6 +83,7 @@ def _budget(layer, opts, overrides, where):
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    base.one_input_one_output(graph, "gap9")
     if opts["run"]["platform"] == "gvsoc-open":
         gvsoc_open.check_memory(opts, where)
     layers, kernels, budgets = [], set(), {}

@@ -163,6 +163,9 @@ def network_spec(graph, layers, buffers, lib) -> dict:
         "arena_size": buffers["arena_size"],
         "input": t[graph.input],
         "output": t[graph.output],
+        # several inputs/outputs: each one's arena slot and its offset in the packed buffer
+        "inputs": [dict(t[n], packed=io["offset"]) for n, io in zip(graph.inputs, lib["inputs"])],
+        "outputs": [dict(t[n], packed=io["offset"]) for n, io in zip(graph.outputs, lib["outputs"])],
         "layers": [{"cname": lp.cname, "name": lp.layer.name, "symbol": lp.spec["symbol"],
                     "inputs": [t[i]["offset"] for i in lp.layer.inputs],
                     "output": t[lp.layer.output],

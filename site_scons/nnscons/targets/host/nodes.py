@@ -26,7 +26,8 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     lib_nodes, harness = declare_library(env, session, common, os.path.join(b, "obj"))
     firmware = env.Program(os.path.join(b, "firmware"), harness + lib_nodes[:1],
                            LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
-    run = env.NnsRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy")],
+    run = env.NnsRun([os.path.join(b, "run.log"),
+                      os.path.join(b, binfiles.output_array(len(session.graph.outputs)))],
                      firmware + common.input + common.goldens,
                      NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
     env.SideEffect(binfiles.output_path(b), run)

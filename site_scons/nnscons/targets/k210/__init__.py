@@ -78,6 +78,7 @@ def _placement(layer, graph, overrides, where):
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    base.one_input_one_output(graph, "k210")
     layers, kernels, kpu_layers, placements = [], set(), {}, {}
     model = library.c_model_name(graph.name)
     for layer in graph.layers:

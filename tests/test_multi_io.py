@@ -1,0 +1,174 @@
+"""Several inputs and outputs (issue 23, part 3): a two-input (image + auxiliary map),
+three-output graph (box head, score head, and a fused feature map that later layers also
+read) imports, equals the float64 QDQ evaluation tensor by tensor, builds on the host with
+`input=` as an .npz keyed by input name and `output.npz` keyed by output name, and its C API
+(packed buffers, per-tensor macros, run-time descriptors, run_float) gives the harness's
+bytes; targets that move one input and one output say so."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import adhoc
+from nnscons import reference
+from nnscons.errors import ModelError
+from nnscons.export import ort_oracle, qdq_onnx
+from nnscons.frontends import load_model
+
+SHAPES = {"img": (1, 3, 8, 8), "aux": (1, 2, 8, 8)}
+OUTPUTS = ["scores", "boxes", "fused"]
+
+
+def two_by_three(path, seed=0, outputs=OUTPUTS):
+    rng = np.random.default_rng(seed)
+
+    def init(n, shape, s=0.3):
+        return numpy_helper.from_array(rng.normal(0, s, shape).astype(np.float32), n)
+
+    nodes = [helper.make_node("Conv", ["img", "w1", "b1"], ["a"], pads=[1, 1, 1, 1], name="conv_img"),
+             helper.make_node("Conv", ["aux", "w2", "b2"], ["b"], pads=[1, 1, 1, 1], name="conv_aux"),
+             helper.make_node("Add", ["a", "b"], ["fused"], name="fuse"),
+             helper.make_node("Relu", ["fused"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "w3", "b3"], ["boxes"], name="box_head"),
+             helper.make_node("GlobalAveragePool", ["r"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["fl"], name="flat"),
+             helper.make_node("Gemm", ["fl", "wf", "bf"], ["scores"], transB=1, name="score_head")]
+    inits = [init("w1", (8, 3, 3, 3)), init("b1", (8,), 0.1), init("w2", (8, 2, 3, 3)),
+             init("b2", (8,), 0.1), init("w3", (4, 8, 1, 1)), init("b3", (4,), 0.1),
+             init("wf", (5, 8)), init("bf", (5,), 0.1)]
+    shapes = {"scores": [1, 5], "boxes": [1, 4, 8, 8], "fused": [1, 8, 8, 8]}
+    graph = helper.make_graph(nodes, "mio", [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v))
+                                             for k, v in SHAPES.items()],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, shapes[o]) for o in outputs],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def _inputs(seed):
+    rng = np.random.default_rng(seed)
+    return {k: rng.standard_normal(s).astype(np.float32) for k, s in SHAPES.items()}
+
+
+def test_every_tensor_equals_the_float64_qdq_evaluation(tmp_path):
+    g = load_model(two_by_three(tmp_path / "f.onnx"), name="mio")
+    assert g.inputs == ["img", "aux"] and g.outputs == OUTPUTS
+    qdq = str(tmp_path / "q.onnx")
+    qdq_onnx.write_qdq(g, qdq)
+    for seed in range(3):
+        x = _inputs(seed)
+        ours = reference.run_graph(g, reference.quantize_input(g, x))
+        want = ort_oracle.run_intermediates(qdq, x)
+        assert set(OUTPUTS) <= set(want)
+        for t in want:
+            np.testing.assert_array_equal(ours[t], want[t].reshape(ours[t].shape), err_msg=t)
+    back = load_model(qdq, name="back")                 # the QDQ export reads back the same
+    assert back.inputs == g.inputs and back.outputs == g.outputs
+
+
+def test_calibration_files_key_every_input_by_name(tmp_path):
+    f = two_by_three(tmp_path / "f.onnx")
+    wide = {k: 10 * v for k, v in _inputs(3).items()}
+    np.savez(tmp_path / "cal.npz", **wide)
+    g = load_model(f, name="m", calibration={"files": [str(tmp_path / "cal.npz")]})
+    assert g.tensor("img").q.scale > 0.1                 # the wide sample's range, not N(0, 1)'s
+    np.savez(tmp_path / "bad.npz", img=wide["img"])
+    with pytest.raises(ModelError, match=r"calibration file .*bad.npz.* holds \['img'\]; a model with "
+                                         r"inputs \['img', 'aux'\] takes .npz files"):
+        load_model(f, name="m", calibration={"files": [str(tmp_path / "bad.npz")]})
+
+
+def test_an_output_that_is_another_outputs_tensor_is_refused(tmp_path):
+    p = two_by_three(tmp_path / "f.onnx")
+    m = onnx.load(p)
+    m.graph.node.append(helper.make_node("Identity", ["scores"], ["scores2"], name="id"))
+    m.graph.output.append(helper.make_tensor_value_info("scores2", TensorProto.FLOAT, [1, 5]))
+    onnx.save(m, p)
+    with pytest.raises(ModelError, match="the network outputs 'scores' and 'scores2' are the same tensor"):
+        load_model(p, name="m")
+
+
+APP = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nns_f.h"
+
+int main(void)
+{
+    static float x[NNS_F_INPUT_SIZE], y[NNS_F_OUTPUT_SIZE];
+    static int8_t q[NNS_F_OUTPUT_SIZE];
+    void *arena = malloc(NNS_F_ARENA_SIZE);
+    FILE *f = fopen("x.f32", "rb");
+    if (!f || fread(x, sizeof(float), NNS_F_INPUT_SIZE, f) != NNS_F_INPUT_SIZE)
+        return 2;
+    fclose(f);
+    if (nns_f_run_float(x, y, arena) != NNS_F_OK)
+        return 3;
+    f = fopen("y.f32", "wb");
+    fwrite(y, sizeof(float), NNS_F_OUTPUT_SIZE, f);
+    fclose(f);
+    for (int k = 0; k < NNS_F_NUM_OUTPUTS; ++k) {
+        const nns_f_tensor *t = nns_f_output(k);
+        printf("output %d %s offset %zu size %zu rank %d scale %g\n", k, t->name, t->offset, t->size,
+               t->rank, (double)t->scale);
+    }
+    printf("boxes at %d, %d inputs, input 9: %s\n", NNS_F_OUTPUT_BOXES_OFFSET, NNS_F_NUM_INPUTS,
+           nns_f_input(9) == NULL ? "none" : "?");
+    (void)q;
+    return 0;
+}
+"""
+
+
+def test_host_build_takes_an_npz_and_writes_output_npz_and_the_c_api_packs_them(project, tmp_path):
+    f = two_by_three(project.file("f.onnx"))
+    x = _inputs(5)
+    np.savez(project.file("x.npz"), **x)
+    proc = project.scons("target=host", f"model={f}", "input=x.npz")
+    assert "Test PASSED [host] f: all 7 layers match" in proc.stdout, proc.stdout[-2000:]
+    assert "self-consistency: quantized.onnx evaluated exactly" in proc.stdout
+    b = adhoc(project, "host", "f")
+    out = np.load(project.file(os.path.join(b, "output.npz")))
+    assert out.files == OUTPUTS
+    g = load_model(f, name="f")
+    ref = reference.run_graph(g, reference.quantize_input(g, x))
+    for t in OUTPUTS:
+        np.testing.assert_array_equal(out[t], reference.dequantize(g.tensor(t), ref[t]))
+    assert not os.path.exists(project.file(os.path.join(b, "output.npy")))
+
+    # the C API: packed float arrays in the model's order, descriptors, per-tensor macros
+    packed = np.concatenate([x[k].reshape(-1) for k in SHAPES]).astype(np.float32)
+    packed.tofile(tmp_path / "x.f32")
+    (tmp_path / "app.c").write_text(APP)
+    inc, lib = project.file(os.path.join(b, "include")), project.file(os.path.join(b, "lib"))
+    subprocess.run(["gcc", "-O1", "-I", inc, "app.c", os.path.join(lib, "libnns_f.a"), "-lpthread", "-o", "app"],
+                   cwd=tmp_path, check=True)
+    r = subprocess.run(["./app"], cwd=tmp_path, stdout=subprocess.PIPE, text=True, check=True)
+    assert "output 0 scores offset 0 size 5 rank 2" in r.stdout
+    assert "output 1 boxes offset 5 size 256 rank 4" in r.stdout
+    assert "boxes at 5, 2 inputs, input 9: none" in r.stdout
+    y = np.fromfile(tmp_path / "y.f32", dtype=np.float32)
+    want = np.concatenate([out[t].reshape(-1) for t in OUTPUTS])
+    assert y.tobytes() == want.tobytes()
+
+    # input= must name every input
+    np.savez(project.file("one.npz"), img=x["img"])
+    bad = project.scons("target=host", f"model={f}", "input=one.npz", check=False)
+    assert bad.returncode != 0
+    assert "holds ['img']; the model 'f' takes img, aux (one array per input name)" in bad.stdout + bad.stderr
+
+
+def test_targets_that_move_one_input_and_one_output_say_so(project):
+    f = two_by_three(project.file("f.onnx"))
+    bad = project.scons("target=gap9", f"model={f}", check=False)
+    assert bad.returncode != 0
+    assert ("target kind 'gap9' runs models with one input and one output; 'f' has 2 input(s) "
+            "(img, aux) and 3 output(s) (scores, boxes, fused)") in bad.stdout + bad.stderr
