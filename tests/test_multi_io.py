@@ -172,3 +172,18 @@ def test_targets_that_move_one_input_and_one_output_say_so(project):
     assert bad.returncode != 0
     assert ("target kind 'gap9' runs models with one input and one output; 'f' has 2 input(s) "
             "(img, aux) and 3 output(s) (scores, boxes, fused)") in bad.stdout + bad.stderr
+
+
+@pytest.mark.slow
+def test_arm64_runs_several_inputs_and_outputs_like_the_host(project):
+    import shutil
+    if not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")):
+        pytest.skip("aarch64-linux-gnu-gcc / qemu-aarch64 not installed")
+    f = two_by_three(project.file("f.onnx"))
+    proc = project.scons("target=host,arm64", f"model={f}", "-j2")
+    for t in ("host", "arm64"):
+        assert f"Test PASSED [{t}] f:" in proc.stdout, proc.stdout[-2000:]
+    host = np.load(project.file(os.path.join(adhoc(project, "host", "f"), "output.npz")))
+    arm = np.load(project.file(os.path.join(adhoc(project, "arm64", "f"), "output.npz")))
+    for t in OUTPUTS:
+        assert host[t].tobytes() == arm[t].tobytes()
