@@ -149,7 +149,20 @@ def to_float64(proto: onnx.ModelProto) -> onnx.ModelProto:
     del g.node[:]
     g.node.extend(nodes)
     g.initializer.extend(new_inits)
+    _inference_batchnorm(out)
     return out
+
+
+def _inference_batchnorm(proto: onnx.ModelProto) -> None:
+    """onnx's reference evaluator runs BatchNormalization below opset 15 in training mode
+    (batch statistics); an inference graph's BN (one output) means the same at opset 15,
+    where it evaluates the running statistics: the graph is read at 15 then."""
+    if not any(n.op_type == "BatchNormalization" and len([o for o in n.output if o]) == 1
+               for n in proto.graph.node):
+        return
+    for imp in proto.opset_import:
+        if imp.domain in ("", "ai.onnx") and imp.version < 15:
+            imp.version = 15
 
 
 def _ranks(proto: onnx.ModelProto) -> dict:

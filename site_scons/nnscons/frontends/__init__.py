@@ -17,7 +17,7 @@ import os
 from ..errors import ModelError
 from ..ir import Graph
 from ..passes import prepare, to_ir
-from ..passes.quantize import inherit_qparams, requantize_aliases
+from ..passes.quantize import inherit_qparams, inherit_qparams_backward, requantize_aliases
 from .onnx_file import is_qdq, read_onnx
 from .onnx_graph import OnnxWalker
 
@@ -50,6 +50,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
                         "calibration": _calibration_text(calibration)}
     else:
         inherit_qparams(g)
+        inherit_qparams_backward(g)
         islands = [op.output for op in g.ops if op.output not in g.qparams]
         if islands and g.input in g.qparams:
             # float islands (ops the quantizer left in float): the built-in calibration

@@ -43,6 +43,8 @@ class OpDef:
     fusable: bool = False                  # a following clamp fuses into it (act_min/act_max)
     activation: bool = False               # a real-valued clamp that fuses into its producer
     range_preserving: bool = False         # output may reuse its input's params (QDQ, PTQ)
+    selects: bool = False                  # each output value is an input value (maybe clamped):
+                                           # a monotone rounding commutes with the op
     calib_inherit: bool = False            # PTQ needs not observe its output (same params)
     alias: bool = False                    # output is its input's bytes (no code, shared buffer)
     doc: str = ""

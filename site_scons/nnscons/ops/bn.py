@@ -35,8 +35,10 @@ def _as_table(g, bn):
 
 def fold(g, bn):
     src = g.producer(bn.inputs[0])
+    # a quantized model that rounds the conv's output before the BN (onnxruntime's QDQ
+    # quantizer without pre-processing) computes the BN on those codes: a table, not a fold
     if (src is None or not get(src.kind).weighted or len(g.consumers(bn.inputs[0])) != 1
-            or bn.inputs[0] in g.outputs):
+            or bn.inputs[0] in g.outputs or bn.inputs[0] in g.qparams):
         _as_table(g, bn)
         return
     a = bn.attrs
@@ -47,8 +49,17 @@ def fold(g, bn):
     bias = src.bias if src.bias is not None else np.zeros(n_out)
     src.weight = src.weight * k.reshape((-1,) + (1,) * (src.weight.ndim - 1))
     src.bias = (bias - a["mean"]) * k + a["bias"]
-    # The model's integer weights/bias no longer describe the folded layer.
-    src.weight_q = src.bias_q = None
+    # The model's integer weights stay, each channel's scale times |k| (rounded to float32
+    # as every scale is, the sign moved into the integers); its integer bias does not.
+    if src.weight_q is not None and np.all(k != 0):
+        q, s_w = src.weight_q
+        sign = np.sign(k).astype(np.int16).reshape((-1,) + (1,) * (q.ndim - 1))
+        s_new = (s_w * np.abs(k)).astype(np.float32).astype(np.float64)
+        src.weight_q = (X.narrowest(q.astype(np.int16) * sign), s_new)
+        src.weight = (q.astype(np.float64) * sign) * s_new.reshape((-1,) + (1,) * (q.ndim - 1))
+    else:
+        src.weight_q = None
+    src.bias_q = None
     src.output = bn.output
     src.fused.append(bn.name)
     src.source_ops.append(bn.source_op)

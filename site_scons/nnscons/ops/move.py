@@ -420,6 +420,6 @@ OPS = [OpDef("move", onnx={t: convert for t in MOVES if t not in ("Split", "Pad"
              attrs=("steps", "in_shape"), shape=shape, reference=reference, lower=lower,
              requant=params, counts=lambda layer, graph: {"index": int(np.prod(
                  graph.tensor(layer.output).shape))},
-             export=export, range_preserving=True, calib_inherit=True,
+             export=export, range_preserving=True, calib_inherit=True, selects=True,
              doc="steps in_shape fill  (data movement as a gather: index int32 per output "
                  "element in the .bin, -1 = fill; weight: the (1, 256) requant table)")]

@@ -138,7 +138,7 @@ OPS = [
     OpDef("maxpool", onnx={"MaxPool": maxpool}, tflite={"MAX_POOL_2D": tfl_pool}, attrs=("kernel", "stride", "pads", "ceil_mode"),
           shape=shape, reference=ref.maxpool, requant=pool_requant, counts=single_counts,
           macs=window_macs, export=export_pool("MaxPool"), range_preserving=True,
-          calib_inherit=True, doc="kernel stride pads (top,left,bottom,right) ceil_mode"),
+          calib_inherit=True, selects=True, doc="kernel stride pads (top,left,bottom,right) ceil_mode"),
     OpDef("avgpool", onnx={"AveragePool": avgpool}, tflite={"AVERAGE_POOL_2D": tfl_pool},
           attrs=("kernel", "stride", "pads", "ceil_mode", "count_include_pad"),
           shape=shape, reference=ref.avgpool, requant=pool_requant, counts=single_counts,

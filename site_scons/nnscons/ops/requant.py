@@ -43,10 +43,11 @@ def export(w, layer, ins, core_out):
 
 OPS = [
     OpDef("requant", shape=first_input_shape, reference=ref.requant, requant=single_requant,
-          counts=single_counts, export=export, range_preserving=True,
+          counts=single_counts, export=export, range_preserving=True, selects=True,
           doc="-  (elementwise rescale + clamp: standalone Relu/Clip, or a change of "
               "quantization)"),
     OpDef("clamp", ir=False, onnx={"Relu": relu, "Clip": clip}, shape=first_input_shape,
           lowers_to="requant", lower=lower_clamp, activation=True, range_preserving=True,
+          selects=True,
           doc="real-valued Relu/Clip (attrs lo/hi, None = unbounded)"),
 ]

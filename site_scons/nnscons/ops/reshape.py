@@ -76,5 +76,5 @@ def export(w, layer, ins, core_out):
 OPS = [OpDef("reshape", onnx={"Flatten": flatten, "Reshape": reshape}, attrs=("shape",),
              tflite={t: tfl_reshape for t in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")},
              shape=shape_rule, reference=ref.reshape, export=export, range_preserving=True,
-             calib_inherit=True, alias=True,
+             calib_inherit=True, alias=True, selects=True,
              doc="shape=(...)  (Flatten/Reshape: byte-for-byte the same data)")]

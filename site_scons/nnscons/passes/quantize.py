@@ -58,6 +58,24 @@ def inherit_qparams(g: OpGraph) -> None:
             g.qparams[op.output] = g.qparams[op.inputs[0]]
 
 
+def inherit_qparams_backward(g: OpGraph) -> None:
+    """A float island's tensor read only by an op that selects its values (a max pool, a
+    data movement, a reshape, a Relu/Clip: OpDef.selects) whose output the model
+    quantizes: ONNX rounds once, at that output; the island's tensor takes its params, so
+    the op moves codes and rounds nothing itself (a monotone rounding, saturation
+    included, commutes with it). Averages are not selections: their input keeps a scale of
+    its own."""
+    for op in reversed(g.ops):
+        d = ops.get(op.kind)
+        if not d.selects or not op.inputs or op.output not in g.qparams:
+            continue
+        src = op.inputs[0]
+        if (src in g.qparams or src in g.inputs or src in g.outputs
+                or [o for o in g.consumers(src) if o is not op] or g.producer(src) is None):
+            continue
+        g.qparams[src] = g.qparams[op.output]
+
+
 def requantize_aliases(g: OpGraph) -> None:
     """An alias op (a reshape: the same bytes) whose output is quantized otherwise than its
     input (a QDQ model's Q after a Flatten/Reshape, a float island's calibrated tail) would
