@@ -13,6 +13,7 @@ from ...errors import UserError
 from ...resources import data_path
 from ..base import OpImpl, flattened_from, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
+from ...ops import bilinear
 
 C = data_path("kernels", "common") + "/"
 G = data_path("kernels", "gap9") + "/"
@@ -34,6 +35,7 @@ OPS = {
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
+    "bilinear": OpImpl("bilinear.c.j2", (C + "nn_bilinear.c",), spec=lambda l, g: bilinear.spec(l, g)),
 }
 
 
@@ -42,6 +44,12 @@ def _mul_spec(layer, graph):
     c = hwc(graph.tensor(layer.output).shape)["c"]
     return {"mode": mode, "unit": c if mode == "channel" else 1,
             "b_bytes": _numel(graph.tensor(layer.inputs[1]).shape)}
+
+
+def registry_counts(layer, graph) -> int:
+    """The number of 4-byte parameter values of a layer whose sections are all int32."""
+    from ... import ops as registry
+    return sum(registry.requant_counts(layer, graph).values())
 
 
 def _lut_check(layer):
@@ -189,6 +197,9 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
     if op == "move":   # the whole input and the table stay in L1; index chunks stream
         n_in = _numel(graph.tensor(layer.inputs[0]).shape)
         return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)
+    if op == "bilinear":   # the whole input and output in L1, one chunk; the index section
+        return tiling.plan_flat(1, _numel(graph.tensor(layer.inputs[0]).shape), n,
+                                4 * registry_counts(layer, graph), budget)
     if op == "mul":
         m = _mul_spec(layer, graph)
         if m["mode"] == "same":

