@@ -87,3 +87,72 @@ def test_resize_net_matches_the_oracle(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_resize_net_builds_bit_exact(project, target):
     _passes(project, resize_net(project.file("m/resizenet.onnx")), target)
+
+
+def _div_nodes(case):
+    """Div of two activations: the divisor a Sigmoid (exact zeros once quantized), per
+    channel (a global pool), one value (a Gemm to one output), or the dividend broadcast."""
+    sig = helper.make_node("Sigmoid", ["c"], ["s"], "sig")
+    gap = helper.make_node("GlobalAveragePool", ["s"], ["g"], "gap")
+    if case == "same":
+        return [sig, helper.make_node("Div", ["c", "s"], ["y"], "div")], {}
+    if case == "channel":
+        return [sig, gap, helper.make_node("Div", ["c", "g"], ["y"], "div")], {}
+    if case == "swapped":
+        return [sig, gap, helper.make_node("Div", ["g", "c"], ["y"], "div")], {}
+    rng = np.random.default_rng(5)
+    return [sig, gap, helper.make_node("Flatten", ["g"], ["f"], "flat"),
+            helper.make_node("Gemm", ["f", "wg", "bg"], ["k"], "fc", transB=1),
+            helper.make_node("Div", ["c", "k"], ["y"], "div")], \
+        {"wg": rng.standard_normal((1, 4)), "bg": np.array([0.5])}
+
+
+@pytest.mark.parametrize("case", ["same", "channel", "scalar", "swapped"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_div_of_two_activations_matches_the_exact_oracle(tmp_path, case, seed):
+    nodes, inits = _div_nodes(case)
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, inits, seed=seed)
+    g = check_against_oracle(tmp_path, path, seed=seed)
+    div = g.layers[-1]
+    assert div.op == "div" and div.attrs["mode"] == {"same": "same", "scalar": "scalar"}.get(case, "channel")
+    assert div.attrs["swap"] == (case == "swapped")
+
+
+def test_div_by_zero_saturates_and_zero_by_zero_is_the_minimum(tmp_path):
+    """Codes at the zero point: x / 0 saturates by the sign of x, 0 / 0 gives -128, as
+    onnxruntime and the float64 oracle."""
+    nodes, inits = _div_nodes("same")
+    g = load_model(opsgen.conv_then(tmp_path / "m.onnx", nodes, inits), name="m")
+    layer = g.layers[-1]
+    za, zb = (g.tensor(t).q.zero_point for t in layer.inputs)
+    a = np.array([za + 5, za - 5, za], np.int8).reshape(1, 3, 1, 1)
+    b = np.array([zb, zb, zb], np.int8).reshape(1, 3, 1, 1)
+    g.tensor(layer.output).shape = (1, 3, 1, 1)
+    from nnscons import ops
+    out = ops.get("div").reference(layer, g, [a, b]).reshape(-1)
+    assert out.tolist() == [127, -128, -128]
+
+
+def div_net(path, seed=0):
+    """A conv, a Sigmoid gate, and the three broadcasts of Div of two activations."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.standard_normal((6, 3, 3, 3)) * 0.4, "b1": rng.standard_normal(6) * 0.2,
+             "w2": rng.standard_normal((6, 6, 1, 1)) * 0.4}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c1"], ["s1"], "sig"),
+             helper.make_node("Div", ["c1", "s1"], ["d1"], "div_same"),
+             helper.make_node("GlobalAveragePool", ["s1"], ["g1"], "gap"),
+             helper.make_node("Div", ["d1", "g1"], ["d2"], "div_channel"),
+             helper.make_node("Conv", ["d2", "w2"], ["c2"], "conv2"),
+             helper.make_node("Div", ["g1", "c2"], ["y"], "div_swapped")]
+    return opsgen.save(nodes, inits, (1, 3, 7, 7), (1, 6, 7, 7), path, name="divnet")
+
+
+def test_div_net_matches_the_oracle(tmp_path):
+    g = exact_net(tmp_path, div_net(tmp_path / "d.onnx"))
+    assert [l.op for l in g.layers].count("div") == 3
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_div_net_builds_bit_exact(project, target):
+    _passes(project, div_net(project.file("m/divnet.onnx")), target)

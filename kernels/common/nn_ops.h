@@ -44,4 +44,11 @@ void nn_bilinear_f64_s8(int c, int ih, int iw, int oh, int ow, int hwc, int y_be
                         const double *cc, double out_scale, int32_t out_zp, int32_t act_min,
                         int32_t act_max, int8_t *out);
 
+/* a / b (b / a when swap) in float64 (nnscons.ops.div), broadcast as nn_mul_s8; the
+ * scales are the operands' and the output's; NaN gives nan_code. */
+void nn_div_f64_s8(int outer, int c, int inner, const int8_t *a, int32_t a_zp, double a_scale,
+                   const int8_t *b, int32_t b_zp, double b_scale, int b_so, int b_sc, int b_si,
+                   int swap, double out_scale, int32_t out_zp, int32_t act_min, int32_t act_max,
+                   int8_t nan_code, int8_t *out);
+
 #endif /* NN_OPS_H */
