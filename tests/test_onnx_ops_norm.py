@@ -156,3 +156,53 @@ def test_div_net_matches_the_oracle(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_div_net_builds_bit_exact(project, target):
     _passes(project, div_net(project.file("m/divnet.onnx")), target)
+
+
+LRN_CASES = [  # AlexNet / ZFNet / GoogLeNet's; beta 0.5 and 1; windows wider than C (onnxruntime takes odd sizes only)
+    {"size": 5, "alpha": 1e-4, "beta": 0.75, "bias": 1.0}, {"size": 3, "alpha": 0.5, "beta": 0.75, "bias": 1.0},
+    {"size": 7, "alpha": 2.0, "beta": 0.5, "bias": 2.0}, {"size": 9, "alpha": 1.0, "beta": 1.0, "bias": 0.5},
+]
+
+
+@pytest.mark.parametrize("attrs", LRN_CASES, ids=[f"lrn{i}" for i in range(len(LRN_CASES))])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lrn_matches_the_exact_oracle(tmp_path, attrs, seed):
+    nodes = [helper.make_node("LRN", ["c"], ["y"], "lrn", **attrs)]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, c=6, seed=seed)
+    g = check_against_oracle(tmp_path, path, seed=seed)
+    assert [l.op for l in g.layers] == ["conv2d", "lrn"]
+
+
+def test_the_oracle_lrn_sums_over_channels(tmp_path):
+    """onnx's reference LRN (1.23) sums the window over the batch axis (onnx/onnx#7805); the
+    oracle's is the spec's, as onnxruntime's."""
+    from nnscons.export.ort_oracle import run
+    nodes = [helper.make_node("LRN", ["x"], ["y"], "lrn", size=3, alpha=0.5, beta=0.75, bias=1.0)]
+    path = opsgen.save(nodes, {}, (1, 4, 1, 1), (1, 4, 1, 1), tmp_path / "lrn.onnx")
+    x = np.arange(1, 5, dtype=np.float32).reshape(1, 4, 1, 1)
+    np.testing.assert_allclose(run(path, x, exact=True), run(path, x), rtol=1e-6)
+
+
+def lrn_net(path, seed=0):
+    """AlexNet's first block in small: conv, Relu, LRN, max pool, conv, Relu, LRN."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.standard_normal((8, 3, 3, 3)) * 0.5, "b1": rng.standard_normal(8) * 0.2,
+             "w2": rng.standard_normal((12, 8, 3, 3)) * 0.3, "b2": rng.standard_normal(12) * 0.2}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], "relu1"),
+             helper.make_node("LRN", ["r1"], ["n1"], "norm1", size=5, alpha=0.5, beta=0.75, bias=1.0),
+             helper.make_node("MaxPool", ["n1"], ["p1"], "pool1", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], "conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"], "relu2"),
+             helper.make_node("LRN", ["r2"], ["y"], "norm2", size=3, alpha=1e-2, beta=0.75, bias=2.0)]
+    return opsgen.save(nodes, inits, (1, 3, 10, 10), (1, 12, 5, 5), path, name="lrnnet")
+
+
+def test_lrn_net_matches_the_oracle(tmp_path):
+    g = exact_net(tmp_path, lrn_net(tmp_path / "l.onnx"))
+    assert [l.op for l in g.layers].count("lrn") == 2
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_lrn_net_builds_bit_exact(project, target):
+    _passes(project, lrn_net(project.file("m/lrnnet.onnx")), target)

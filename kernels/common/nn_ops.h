@@ -51,4 +51,10 @@ void nn_div_f64_s8(int outer, int c, int inner, const int8_t *a, int32_t a_zp, d
                    int swap, double out_scale, int32_t out_zp, int32_t act_min, int32_t act_max,
                    int8_t nan_code, int8_t *out);
 
+/* ONNX LRN across channels in float64 (nnscons.ops.lrn) over outer x c x inner elements:
+ * the window is channels [ch - before, ch + after]; alpha_n = alpha / size. Needs libm. */
+void nn_lrn_f64_s8(int outer, int c, int inner, const int8_t *in, int32_t in_zp, double in_scale,
+                   int before, int after, double bias, double alpha_n, double beta,
+                   double out_scale, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out);
+
 #endif /* NN_OPS_H */
