@@ -206,3 +206,54 @@ def test_lrn_net_matches_the_oracle(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_lrn_net_builds_bit_exact(project, target):
     _passes(project, lrn_net(project.file("m/lrnnet.onnx")), target)
+
+
+def _instnorm(seed, c=4, eps=1e-5):
+    rng = np.random.default_rng(seed + 10)
+    return ([helper.make_node("InstanceNormalization", ["c", "g", "bb"], ["y"], "inorm", epsilon=eps)],
+            {"g": rng.uniform(0.5, 2.0, c) * rng.choice([-1, 1], c), "bb": rng.standard_normal(c) * 0.5})
+
+
+@pytest.mark.parametrize("eps", [1e-5, 0.3])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_instance_norm_matches_the_exact_oracle(tmp_path, eps, seed):
+    nodes, inits = _instnorm(seed, eps=eps)
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, inits, seed=seed, hw=7)
+    g = check_against_oracle(tmp_path, path, seed=seed)
+    assert [l.op for l in g.layers] == ["conv2d", "instnorm"]
+
+
+def test_instance_norm_of_a_constant_channel(tmp_path):
+    """A Relu'd channel that is all zero: variance 0, the output is B."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Relu", ["c"], ["r"], "relu"),
+             helper.make_node("InstanceNormalization", ["r", "g", "bb"], ["y"], "inorm")]
+    inits = {"b": np.array([0.2, -50.0, 0.1, 0.3]), "g": rng.uniform(0.5, 2.0, 4), "bb": np.array([0.1, 0.7, -0.2, 0.4])}
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, inits)
+    check_against_oracle(tmp_path, path)
+
+
+def instnorm_net(path, seed=0):
+    """A style-transfer block in small: conv, InstanceNorm, Relu, conv, InstanceNorm, residual Add."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.standard_normal((6, 3, 3, 3)) * 0.5, "b1": rng.standard_normal(6) * 0.2,
+             "g1": rng.uniform(0.5, 1.5, 6), "t1": rng.standard_normal(6) * 0.3,
+             "w2": rng.standard_normal((6, 6, 3, 3)) * 0.3, "g2": rng.uniform(0.5, 1.5, 6),
+             "t2": rng.standard_normal(6) * 0.3}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("InstanceNormalization", ["c1", "g1", "t1"], ["n1"], "in1"),
+             helper.make_node("Relu", ["n1"], ["r1"], "relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], "conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("InstanceNormalization", ["c2", "g2", "t2"], ["n2"], "in2", epsilon=1e-3),
+             helper.make_node("Add", ["n2", "r1"], ["y"], "residual")]
+    return opsgen.save(nodes, inits, (1, 3, 9, 9), (1, 6, 9, 9), path, name="instnormnet")
+
+
+def test_instnorm_net_matches_the_oracle(tmp_path):
+    g = exact_net(tmp_path, instnorm_net(tmp_path / "i.onnx"))
+    assert [l.op for l in g.layers].count("instnorm") == 2
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_instnorm_net_builds_bit_exact(project, target):
+    _passes(project, instnorm_net(project.file("m/instnormnet.onnx")), target)

@@ -57,4 +57,12 @@ void nn_lrn_f64_s8(int outer, int c, int inner, const int8_t *in, int32_t in_zp,
                    int before, int after, double bias, double alpha_n, double beta,
                    double out_scale, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out);
 
+/* ONNX InstanceNormalization (nnscons.ops.instnorm) of channels [ch_begin, ch_end) over
+ * outer x c x inner elements: statistics from exact integer sums, the rest in float64;
+ * gamma/beta: the per-channel scale and B. Needs libm (sqrt). */
+void nn_instnorm_f64_s8(int outer, int c, int inner, int ch_begin, int ch_end, const int8_t *in,
+                        int32_t in_zp, double in_scale, const double *gamma, const double *beta,
+                        double eps, double out_scale, int32_t out_zp, int32_t act_min,
+                        int32_t act_max, int8_t *out);
+
 #endif /* NN_OPS_H */

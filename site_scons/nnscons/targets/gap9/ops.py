@@ -13,7 +13,7 @@ from ...errors import UserError
 from ...resources import data_path
 from ..base import OpImpl, flattened_from, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
-from ...ops import bilinear, div, lrn
+from ...ops import bilinear, div, instnorm, lrn
 
 C = data_path("kernels", "common") + "/"
 G = data_path("kernels", "gap9") + "/"
@@ -35,6 +35,7 @@ OPS = {
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
+    "instnorm": OpImpl("instnorm.c.j2", (C + "nn_instnorm.c",), spec=lambda l, g: instnorm.spec(l, g)),
     "lrn": OpImpl("lrn.c.j2", (C + "nn_lrn.c",), spec=lambda l, g: lrn.spec(l, g)),
     "div": OpImpl("div.c.j2", (C + "nn_div.c",), spec=lambda l, g: {**div.spec(l, g), **_mul_spec(l, g)}),
     "bilinear": OpImpl("bilinear.c.j2", (C + "nn_bilinear.c",), spec=lambda l, g: bilinear.spec(l, g)),
@@ -202,6 +203,8 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
     if op == "bilinear":   # the whole input and output in L1, one chunk; the index section
         return tiling.plan_flat(1, _numel(graph.tensor(layer.inputs[0]).shape), n,
                                 4 * registry_counts(layer, graph), budget)
+    if op == "instnorm":   # the whole tensor in L1: a channel's statistics cover all pixels
+        return tiling.plan_flat(1, n, n, 0, budget)
     if op == "lrn":   # chunks of whole pixels: the window runs over the channels
         c = hwc(graph.tensor(layer.output).shape)["c"]
         return tiling.plan_flat(n // c, c, c, 0, budget)
