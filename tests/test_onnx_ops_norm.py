@@ -257,3 +257,34 @@ def test_instnorm_net_matches_the_oracle(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_instnorm_net_builds_bit_exact(project, target):
     _passes(project, instnorm_net(project.file("m/instnormnet.onnx")), target)
+
+
+RESIZE_REFUSED = [
+    ({"mode": "cubic"}, [1, 1, 2, 2], "mode 'cubic' is not supported; supported: nearest"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2],
+     "coordinate_transformation_mode 'tf_crop_and_resize' is not supported with mode 'linear'"),
+    ({"mode": "linear", "antialias": 1}, [1, 1, 0.5, 0.5], "antialias=1 is not supported"),
+    ({"mode": "linear"}, [1, 2, 2, 2], "only H and W may be resized"),
+]
+
+
+@pytest.mark.parametrize("attrs,scales,message", RESIZE_REFUSED, ids=[m[:20] for _, _, m in RESIZE_REFUSED])
+def test_resize_refusals_name_the_node_and_what_is_supported(tmp_path, attrs, scales, message):
+    node = helper.make_node("Resize", ["c", "", "sc"], ["y"], "up", **attrs)
+    path = opsgen.conv_then(tmp_path / "m.onnx", [node], {"sc": np.array(scales, np.float32)},
+                            out_shape=None, opset=18)
+    with pytest.raises(ModelError) as e:
+        load_model(path, name="m")
+    assert message in str(e.value) and "node 'up' (Resize)" in str(e.value)
+
+
+def test_k210_refuses_the_float_ops_clearly(tmp_path):
+    """k210's CPU layers have no float64 kernels: planning names the layer and the op."""
+    from nnscons.errors import UserError
+    from nnscons.targets import k210
+    nodes = [helper.make_node("GlobalAveragePool", ["c"], ["g"], "gap"),
+             helper.make_node("Div", ["c", "g"], ["y"], "div")]
+    g = load_model(opsgen.conv_then(tmp_path / "m.onnx", nodes), name="m")
+    opts = {k: dict(v) for k, v in k210.DEFAULTS.items()}
+    with pytest.raises(UserError, match="layer 'div' .*op 'div' is not supported by target kind 'k210'"):
+        k210.plan(g, {l.name: l.name for l in g.layers}, opts, {}, lambda *a: "targets.yaml")
