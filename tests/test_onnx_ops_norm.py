@@ -288,3 +288,37 @@ def test_k210_refuses_the_float_ops_clearly(tmp_path):
     opts = {k: dict(v) for k, v in k210.DEFAULTS.items()}
     with pytest.raises(UserError, match="layer 'div' .*op 'div' is not supported by target kind 'k210'"):
         k210.plan(g, {l.name: l.name for l in g.layers}, opts, {}, lambda *a: "targets.yaml")
+
+
+def band_net(path, seed=0):
+    """Resizes whose tensors exceed a small L1 budget: gap9 runs them in bands of rows."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.standard_normal((8, 3, 3, 3)) * 0.5, "b1": rng.standard_normal(8) * 0.2,
+             "sc": np.array([1, 1, 2, 2], np.float32), "sz": np.array([1, 8, 20, 40], np.int64)}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Resize", ["c1", "", "sc"], ["u1"], "up2", mode="linear"),
+             helper.make_node("Resize", ["u1", "", "", "sz"], ["y"], "to_20x40", mode="linear",
+                              coordinate_transformation_mode="asymmetric")]
+    return opsgen.save(nodes, inits, (1, 3, 16, 16), (1, 8, 20, 40), path, name="bandnet")
+
+
+def test_gap9_bilinear_bands_cover_the_output(tmp_path):
+    from nnscons.targets.gap9 import ops as gap9_ops
+    g = load_model(band_net(tmp_path / "b.onnx"), name="m")
+    for layer in [l for l in g.layers if l.op == "bilinear"]:
+        til, _ = gap9_ops.bilinear_tiling(layer, g, 4096)
+        assert til is not None and til.n_tiles > 1 and til.l1_bytes <= 4096
+        bands = gap9_ops.bilinear_rows(layer, g, til.tw)
+        assert sum(b[1] for b in bands) == layer.attrs["out_hw"][0]
+        assert max(b[3] for b in bands) == til.in_rows
+        _, need = gap9_ops.bilinear_tiling(layer, g, 1)     # the smallest budget that works
+        assert gap9_ops.bilinear_tiling(layer, g, need)[0] is not None
+        assert gap9_ops.bilinear_tiling(layer, g, need - 1)[0] is None
+
+
+def test_gap9_bilinear_in_bands_builds_bit_exact(project):
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("  pulp-open:\n", "  gap9-bands:\n    kind: gap9\n"
+                                               "    tiling: {l1_budget: 4KiB}\n    run: {platform: emul}\n\n"
+                                               "  pulp-open:\n", 1))
+    _passes(project, band_net(project.file("m/bandnet.onnx")), "gap9-bands")

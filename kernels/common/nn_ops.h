@@ -37,9 +37,10 @@ void nn_resize_bilinear_s8(int c, int ih, int iw, int oh, int ow, int hwc, const
 
 /* ONNX Resize linear in float64 (nnscons.ops.bilinear), output rows [y_begin, y_end):
  * rows/cols hold the two source indices per output row/column, rc/cc their float64
- * coefficients (unused when resize_h / resize_w is 0: that axis is not resized). */
+ * coefficients (unused when resize_h / resize_w is 0: that axis is not resized); `in`
+ * starts at input row in_row0, `out` at output row out_row0. */
 void nn_bilinear_f64_s8(int c, int ih, int iw, int oh, int ow, int hwc, int y_begin, int y_end,
-                        const int8_t *in, int32_t in_zp, double in_scale, int resize_h,
+                        int in_row0, int out_row0, const int8_t *in, int32_t in_zp, double in_scale, int resize_h,
                         const int32_t *rows, const double *rc, int resize_w, const int32_t *cols,
                         const double *cc, double out_scale, int32_t out_zp, int32_t act_min,
                         int32_t act_max, int8_t *out);

@@ -49,6 +49,43 @@ def _mul_spec(layer, graph):
             "b_bytes": _numel(graph.tensor(layer.inputs[1]).shape)}
 
 
+def bilinear_rows(layer, graph, rows_per_band: int) -> list:
+    """[(first output row, rows, first input row, input rows)] of each band of output rows:
+    the input rows its two source rows per output row span."""
+    from ...ops import bilinear
+    oh = layer.attrs["out_hw"][0]
+    table = bilinear.tables(layer)[0]
+    src = table[0] if table is not None else np.stack([np.arange(oh)] * 2, axis=1)
+    bands = []
+    for r0 in range(0, oh, rows_per_band):
+        r1 = min(oh, r0 + rows_per_band)
+        lo, hi = int(src[r0:r1].min()), int(src[r0:r1].max())
+        bands.append((r0, r1 - r0, lo, hi - lo + 1))
+    return bands
+
+
+def bilinear_tiling(layer, graph, budget):
+    """Bands of output rows with the input rows they read, double-buffered when there are
+    several (tiling 'flat': tw = output rows per band, in_rows = the most input rows a band
+    reads); the index section stays in L1."""
+    i, o = hwc(graph.tensor(layer.inputs[0]).shape), hwc(graph.tensor(layer.output).shape)
+    params = tiling._align4(4 * registry_counts(layer, graph))
+    smallest = None
+    for t in range(o["h"], 0, -1):
+        bands = bilinear_rows(layer, graph, t)
+        rows_in = max(b[3] for b in bands)
+        l1_in, l1_out = tiling._align4(rows_in * i["w"] * i["c"]), tiling._align4(t * o["w"] * o["c"])
+        l1 = (l1_in + l1_out) * (1 if len(bands) == 1 else 2) + params
+        smallest = l1 if smallest is None else min(smallest, l1)
+        if l1 <= budget:
+            moved = sum(b[3] for b in bands) * i["w"] * i["c"] + o["h"] * o["w"] * o["c"] + params
+            return tiling.Tiling(pipeline="flat", th=1, tw=t, tc=1, n_h=1, n_w=len(bands), n_c=1,
+                                 in_rows=rows_in, in_cols=i["w"], in_chans=i["c"], l1_in=l1_in,
+                                 l1_out=l1_out, l1_params=params, l1_bytes=l1, l2_l1_bytes=moved,
+                                 lower_bound=i["h"] * i["w"] * i["c"] + o["h"] * o["w"] * o["c"] + params), smallest
+    return None, smallest
+
+
 def registry_counts(layer, graph) -> int:
     """The number of 4-byte parameter values of a layer whose sections are all int32."""
     from ... import ops as registry
@@ -200,9 +237,8 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
     if op == "move":   # the whole input and the table stay in L1; index chunks stream
         n_in = _numel(graph.tensor(layer.inputs[0]).shape)
         return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)
-    if op == "bilinear":   # the whole input and output in L1, one chunk; the index section
-        return tiling.plan_flat(1, _numel(graph.tensor(layer.inputs[0]).shape), n,
-                                4 * registry_counts(layer, graph), budget)
+    if op == "bilinear":
+        return bilinear_tiling(layer, graph, budget)
     if op == "instnorm":   # the whole tensor in L1: a channel's statistics cover all pixels
         return tiling.plan_flat(1, n, n, 0, budget)
     if op == "lrn":   # chunks of whole pixels: the window runs over the channels
