@@ -322,3 +322,29 @@ def test_gap9_bilinear_in_bands_builds_bit_exact(project):
                                                "    tiling: {l1_budget: 4KiB}\n    run: {platform: emul}\n\n"
                                                "  pulp-open:\n", 1))
     _passes(project, band_net(project.file("m/bandnet.onnx")), "gap9-bands")
+
+
+def all_net(path, seed=0):
+    """The four float64 ops in one network (the arm64 check: AArch64 compilers fuse
+    multiply-adds unless told not to, and the kernels must not)."""
+    rng = np.random.default_rng(seed)
+    inits = {"w1": rng.standard_normal((6, 3, 3, 3)) * 0.5, "b1": rng.standard_normal(6) * 0.2,
+             "sc": np.array([1, 1, 1.5, 2], np.float32), "g": rng.uniform(0.5, 1.5, 6),
+             "t": rng.standard_normal(6) * 0.3}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("LRN", ["c1"], ["n1"], "lrn", size=3, alpha=0.3, beta=0.75, bias=1.0),
+             helper.make_node("Resize", ["n1", "", "sc"], ["u"], "up", mode="linear",
+                              coordinate_transformation_mode="pytorch_half_pixel"),
+             helper.make_node("InstanceNormalization", ["u", "g", "t"], ["i"], "inorm"),
+             helper.make_node("Sigmoid", ["i"], ["s"], "sig"),
+             helper.make_node("Div", ["i", "s"], ["y"], "div")]
+    return opsgen.save(nodes, inits, (1, 3, 8, 8), (1, 6, 12, 16), path, name="allnet")
+
+
+def test_all_net_matches_the_oracle(tmp_path):
+    g = exact_net(tmp_path, all_net(tmp_path / "a.onnx"))
+    assert {"lrn", "bilinear", "instnorm", "div"} <= {l.op for l in g.layers}
+
+
+def test_all_net_builds_bit_exact_on_arm64(project):
+    _passes(project, all_net(project.file("m/allnet.onnx")), "arm64")
