@@ -348,3 +348,22 @@ def test_all_net_matches_the_oracle(tmp_path):
 
 def test_all_net_builds_bit_exact_on_arm64(project):
     _passes(project, all_net(project.file("m/allnet.onnx")), "arm64")
+
+
+@pytest.mark.parametrize("opset,op_type", [(10, "Resize"), (9, "Upsample")])
+def test_old_opset_linear_resize_keeps_its_asymmetric_coordinates(tmp_path, opset, op_type):
+    """Models below opset 11 are upgraded by onnx's version converter, which gives Resize-13's
+    default half_pixel; Resize-10 and Upsample interpolate at x / scale (as onnxruntime runs
+    the original model)."""
+    import onnxruntime as ort
+    from nnscons.frontends.onnx_file import read_onnx
+    node = helper.make_node(op_type, ["c", "sc"], ["y"], "up", mode="linear")
+    path = opsgen.conv_then(tmp_path / "m.onnx", [node], {"sc": np.array([1, 1, 2, 2], np.float32)},
+                            out_shape=None, opset=opset)
+    x = np.random.default_rng(0).standard_normal((1, 3, 6, 6)).astype(np.float32)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    upgraded = read_onnx(path).proto.SerializeToString()
+    got = ort.InferenceSession(upgraded, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, want)
+    g = check_against_oracle(tmp_path, path)
+    assert g.layers[-1].op == "bilinear" and g.layers[-1].attrs["coord"] == "asymmetric"
