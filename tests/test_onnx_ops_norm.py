@@ -367,3 +367,16 @@ def test_old_opset_linear_resize_keeps_its_asymmetric_coordinates(tmp_path, opse
     np.testing.assert_array_equal(got, want)
     g = check_against_oracle(tmp_path, path)
     assert g.layers[-1].op == "bilinear" and g.layers[-1].attrs["coord"] == "asymmetric"
+
+
+def test_aie2p_host_fallback_refuses_the_float_ops_clearly(tmp_path):
+    """aie2p's host fallback has no float64 kernels: planning names the layer and lists what
+    it runs (instead of a C #error at compile time)."""
+    from nnscons.errors import UserError
+    from nnscons.targets import aie2p
+    nodes = [helper.make_node("LRN", ["c"], ["y"], "norm", size=3)]
+    g = load_model(opsgen.conv_then(tmp_path / "m.onnx", nodes), name="m")
+    opts = {k: dict(v) for k, v in aie2p.DEFAULTS.items()}
+    opts["mapping"]["fallback"], opts["run"]["platform"] = "host", "emul"
+    with pytest.raises(UserError, match="layer 'norm' .*op 'lrn' has no AIE kernel and no host fallback"):
+        aie2p.plan(g, {l.name: l.name for l in g.layers}, opts, {}, lambda *a: "targets.yaml")
