@@ -158,7 +158,9 @@ def test_div_net_builds_bit_exact(project, target):
     _passes(project, div_net(project.file("m/divnet.onnx")), target)
 
 
-LRN_CASES = [  # AlexNet / ZFNet / GoogLeNet's; beta 0.5 and 1; windows wider than C (onnxruntime takes odd sizes only)
+# AlexNet / ZFNet / GoogLeNet's; beta 0.5 and 1; windows wider than C (onnxruntime takes
+# odd sizes only)
+LRN_CASES = [
     {"size": 5, "alpha": 1e-4, "beta": 0.75, "bias": 1.0}, {"size": 3, "alpha": 0.5, "beta": 0.75, "bias": 1.0},
     {"size": 7, "alpha": 2.0, "beta": 0.5, "bias": 2.0}, {"size": 9, "alpha": 1.0, "beta": 1.0, "bias": 0.5},
 ]
@@ -228,7 +230,8 @@ def test_instance_norm_of_a_constant_channel(tmp_path):
     rng = np.random.default_rng(3)
     nodes = [helper.make_node("Relu", ["c"], ["r"], "relu"),
              helper.make_node("InstanceNormalization", ["r", "g", "bb"], ["y"], "inorm")]
-    inits = {"b": np.array([0.2, -50.0, 0.1, 0.3]), "g": rng.uniform(0.5, 2.0, 4), "bb": np.array([0.1, 0.7, -0.2, 0.4])}
+    inits = {"b": np.array([0.2, -50.0, 0.1, 0.3]), "g": rng.uniform(0.5, 2.0, 4),
+             "bb": np.array([0.1, 0.7, -0.2, 0.4])}
     path = opsgen.conv_then(tmp_path / "m.onnx", nodes, inits)
     check_against_oracle(tmp_path, path)
 
