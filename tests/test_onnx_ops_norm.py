@@ -294,14 +294,17 @@ def test_k210_refuses_the_float_ops_clearly(tmp_path):
 
 
 def band_net(path, seed=0):
-    """Resizes whose tensors exceed a small L1 budget: gap9 runs them in bands of rows."""
+    """Resizes and an InstanceNormalization whose tensors exceed a small L1 budget: gap9 runs
+    the resizes in bands of rows, the normalization in two passes over chunks of pixels."""
     rng = np.random.default_rng(seed)
     inits = {"w1": rng.standard_normal((8, 3, 3, 3)) * 0.5, "b1": rng.standard_normal(8) * 0.2,
-             "sc": np.array([1, 1, 2, 2], np.float32), "sz": np.array([1, 8, 20, 40], np.int64)}
+             "sc": np.array([1, 1, 2, 2], np.float32), "sz": np.array([1, 8, 20, 40], np.int64),
+             "g": rng.uniform(0.5, 1.5, 8), "t": rng.standard_normal(8) * 0.3}
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
              helper.make_node("Resize", ["c1", "", "sc"], ["u1"], "up2", mode="linear"),
-             helper.make_node("Resize", ["u1", "", "", "sz"], ["y"], "to_20x40", mode="linear",
-                              coordinate_transformation_mode="asymmetric")]
+             helper.make_node("Resize", ["u1", "", "", "sz"], ["u2"], "to_20x40", mode="linear",
+                              coordinate_transformation_mode="asymmetric"),
+             helper.make_node("InstanceNormalization", ["u2", "g", "t"], ["y"], "inorm")]
     return opsgen.save(nodes, inits, (1, 3, 16, 16), (1, 8, 20, 40), path, name="bandnet")
 
 
@@ -317,6 +320,13 @@ def test_gap9_bilinear_bands_cover_the_output(tmp_path):
         _, need = gap9_ops.bilinear_tiling(layer, g, 1)     # the smallest budget that works
         assert gap9_ops.bilinear_tiling(layer, g, need)[0] is not None
         assert gap9_ops.bilinear_tiling(layer, g, need - 1)[0] is None
+
+
+def test_gap9_instnorm_streams_chunks_of_pixels(tmp_path):
+    from nnscons.targets.gap9 import ops as gap9_ops
+    g = load_model(band_net(tmp_path / "b.onnx"), name="m")
+    til, _ = gap9_ops.plan_tiling(g.layers[-1], g, 4096)
+    assert g.layers[-1].op == "instnorm" and til.n_tiles > 1 and til.l1_bytes <= 4096
 
 
 def test_gap9_bilinear_in_bands_builds_bit_exact(project):

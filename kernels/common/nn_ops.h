@@ -58,12 +58,19 @@ void nn_lrn_f64_s8(int outer, int c, int inner, const int8_t *in, int32_t in_zp,
                    int before, int after, double bias, double alpha_n, double beta,
                    double out_scale, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out);
 
-/* ONNX InstanceNormalization (nnscons.ops.instnorm) of channels [ch_begin, ch_end) over
- * outer x c x inner elements: statistics from exact integer sums, the rest in float64;
- * gamma/beta: the per-channel scale and B. Needs libm (sqrt). */
-void nn_instnorm_f64_s8(int outer, int c, int inner, int ch_begin, int ch_end, const int8_t *in,
-                        int32_t in_zp, double in_scale, const double *gamma, const double *beta,
-                        double eps, double out_scale, int32_t out_zp, int32_t act_min,
-                        int32_t act_max, int8_t *out);
+/* ONNX InstanceNormalization (nnscons.ops.instnorm) over outer x c x inner elements,
+ * channels [ch_begin, ch_end): nn_instnorm_sums_s8 adds the exact integer sums of the codes
+ * (less in_zp) and of their squares to s1, s2 (zero them first; call it per chunk of
+ * pixels); nn_instnorm_stats_f64 gives each channel's mean and denominator (n values per
+ * channel); nn_instnorm_apply_f64_s8 the outputs. gamma/beta: the per-channel scale and B.
+ * Needs libm (sqrt). */
+void nn_instnorm_sums_s8(int outer, int c, int inner, int ch_begin, int ch_end, const int8_t *in,
+                         int32_t in_zp, int64_t *s1, int64_t *s2);
+void nn_instnorm_stats_f64(int64_t n, int ch_begin, int ch_end, const int64_t *s1, const int64_t *s2,
+                           double in_scale, double eps, double *mean, double *den);
+void nn_instnorm_apply_f64_s8(int outer, int c, int inner, int ch_begin, int ch_end, const int8_t *in,
+                              int32_t in_zp, double in_scale, const double *mean, const double *den,
+                              const double *gamma, const double *beta, double out_scale, int32_t out_zp,
+                              int32_t act_min, int32_t act_max, int8_t *out);
 
 #endif /* NN_OPS_H */

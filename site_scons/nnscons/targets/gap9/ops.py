@@ -239,8 +239,9 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
         return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)
     if op == "bilinear":
         return bilinear_tiling(layer, graph, budget)
-    if op == "instnorm":   # the whole tensor in L1: a channel's statistics cover all pixels
-        return tiling.plan_flat(1, n, n, 0, budget)
+    if op == "instnorm":   # chunks of whole pixels, read twice; the statistics (32 B per channel)
+        c = hwc(graph.tensor(layer.output).shape)["c"]
+        return tiling.plan_flat(n // c, c, c, 32 * c, budget)
     if op == "lrn":   # chunks of whole pixels: the window runs over the channels
         c = hwc(graph.tensor(layer.output).shape)["c"]
         return tiling.plan_flat(n // c, c, c, 0, budget)
