@@ -393,3 +393,20 @@ def test_aie2p_host_fallback_refuses_the_float_ops_clearly(tmp_path):
     opts["mapping"]["fallback"], opts["run"]["platform"] = "host", "emul"
     with pytest.raises(UserError, match="layer 'norm' .*op 'lrn' has no AIE kernel and no host fallback"):
         aie2p.plan(g, {l.name: l.name for l in g.layers}, opts, {}, lambda *a: "targets.yaml")
+
+
+@pytest.mark.parametrize("mode", ["half_pixel", "align_corners"])
+def test_resize_linear_with_its_own_output_quantization(tmp_path, mode):
+    """A QDQ model may give the resize's output other parameters than its input's."""
+    from dataclasses import replace
+    nodes, inits = _resize(mode, None, [1, 4, 9, 11])
+    g = load_model(opsgen.conv_then(tmp_path / "m.onnx", nodes, inits, out_shape=None), name="m")
+    t = g.tensor(g.layers[-1].output)
+    t.q = replace(t.q, scale=float(np.float32(t.q.scale * 0.37)), zero_point=t.q.zero_point + 11)
+    qdq = str(tmp_path / "m_qdq.onnx")
+    write_qdq(g, qdq)
+    x = np.random.default_rng(4).standard_normal(g.tensor(g.input).shape).astype(np.float32)
+    ours = run_graph(g, quantize_input(g, x))
+    want = run_intermediates(qdq, x, exact=True)
+    assert np.count_nonzero(ours[t.name] == 127) + np.count_nonzero(ours[t.name] == -128) > 0
+    np.testing.assert_array_equal(ours[t.name], want[t.name])
