@@ -35,4 +35,42 @@ void nn_softmax_s8(int rows, int n, const int8_t *in, const int32_t *exp_table, 
 void nn_resize_bilinear_s8(int c, int ih, int iw, int oh, int ow, int hwc, const int8_t *in,
                            const int32_t *rows, const int32_t *cols, int8_t *out);
 
+/* ONNX Resize linear in float64 (nnscons.ops.bilinear), output rows [y_begin, y_end):
+ * rows/cols hold the two source indices per output row/column, rc/cc their float64
+ * coefficients (unused when resize_h / resize_w is 0: that axis is not resized); `in`
+ * starts at input row in_row0, `out` at output row out_row0. */
+void nn_bilinear_f64_s8(int c, int ih, int iw, int oh, int ow, int hwc, int y_begin, int y_end,
+                        int in_row0, int out_row0, const int8_t *in, int32_t in_zp, double in_scale, int resize_h,
+                        const int32_t *rows, const double *rc, int resize_w, const int32_t *cols,
+                        const double *cc, double out_scale, int32_t out_zp, int32_t act_min,
+                        int32_t act_max, int8_t *out);
+
+/* a / b (b / a when swap) in float64 (nnscons.ops.div), broadcast as nn_mul_s8; the
+ * scales are the operands' and the output's; NaN gives nan_code. */
+void nn_div_f64_s8(int outer, int c, int inner, const int8_t *a, int32_t a_zp, double a_scale,
+                   const int8_t *b, int32_t b_zp, double b_scale, int b_so, int b_sc, int b_si,
+                   int swap, double out_scale, int32_t out_zp, int32_t act_min, int32_t act_max,
+                   int8_t nan_code, int8_t *out);
+
+/* ONNX LRN across channels in float64 (nnscons.ops.lrn) over outer x c x inner elements:
+ * the window is channels [ch - before, ch + after]; alpha_n = alpha / size. Needs libm. */
+void nn_lrn_f64_s8(int outer, int c, int inner, const int8_t *in, int32_t in_zp, double in_scale,
+                   int before, int after, double bias, double alpha_n, double beta,
+                   double out_scale, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out);
+
+/* ONNX InstanceNormalization (nnscons.ops.instnorm) over outer x c x inner elements,
+ * channels [ch_begin, ch_end): nn_instnorm_sums_s8 adds the exact integer sums of the codes
+ * (less in_zp) and of their squares to s1, s2 (zero them first; call it per chunk of
+ * pixels); nn_instnorm_stats_f64 gives each channel's mean and denominator (n values per
+ * channel); nn_instnorm_apply_f64_s8 the outputs. gamma/beta: the per-channel scale and B.
+ * Needs libm (sqrt). */
+void nn_instnorm_sums_s8(int outer, int c, int inner, int ch_begin, int ch_end, const int8_t *in,
+                         int32_t in_zp, int64_t *s1, int64_t *s2);
+void nn_instnorm_stats_f64(int64_t n, int ch_begin, int ch_end, const int64_t *s1, const int64_t *s2,
+                           double in_scale, double eps, double *mean, double *den);
+void nn_instnorm_apply_f64_s8(int outer, int c, int inner, int ch_begin, int ch_end, const int8_t *in,
+                              int32_t in_zp, double in_scale, const double *mean, const double *den,
+                              const double *gamma, const double *beta, double out_scale, int32_t out_zp,
+                              int32_t act_min, int32_t act_max, int8_t *out);
+
 #endif /* NN_OPS_H */

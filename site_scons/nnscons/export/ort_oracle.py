@@ -115,7 +115,23 @@ def run_intermediates(model_path: str, x_float, exact: bool = True) -> dict:
 def _evaluator(proto: onnx.ModelProto):
     from onnx.reference import ReferenceEvaluator
 
-    return ReferenceEvaluator(proto)
+    return ReferenceEvaluator(proto, new_ops=_fixed_ops())
+
+
+def _fixed_ops() -> list:
+    """Ops whose onnx reference implementation is wrong, done by the spec: LRN (onnx/onnx#7805:
+    onnx 1.23's sums the window over the batch axis instead of the channels)."""
+    from onnx.reference.op_run import OpRun
+
+    from ..ops.lrn import lrn_f64
+
+    class LRN(OpRun):
+        op_domain = ""
+
+        def _run(self, x, alpha=None, beta=None, bias=None, size=None):
+            return (lrn_f64(x, size, alpha, beta, bias).astype(x.dtype),)
+
+    return [LRN]
 
 
 # -- the float64 rewrite --------------------------------------------------------------------

@@ -116,6 +116,15 @@ def _upgrade(proto: onnx.ModelProto, opset: int):
         onnx.checker.check_model(new)
     except Exception:   # noqa: BLE001 - the original model is still importable
         return proto, opset
+    for node in new.graph.node:
+        # Resize-10 and Upsample interpolate linearly in asymmetric coordinates (x / scale);
+        # the converter leaves Resize-13's default, half_pixel, which moves every sample
+        if node.op_type == "Resize" and not any(a.name == "coordinate_transformation_mode"
+                                                for a in node.attribute):
+            mode = next((a.s for a in node.attribute if a.name == "mode"), b"nearest")
+            if mode == b"linear":
+                node.attribute.append(onnx.helper.make_attribute("coordinate_transformation_mode",
+                                                                 "asymmetric"))
     return new, UPGRADE_OPSET
 
 

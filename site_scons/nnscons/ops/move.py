@@ -52,9 +52,13 @@ def _step(w, name, node, ins, out_index=0):
 
 def convert(w, name, node, ins, out):
     a = attributes(node)
-    if node.op_type in ("Resize", "Upsample") and X.text(a.get("mode", "nearest")) != "nearest":
-        raise w.fail(name, node, f"mode {X.text(a['mode'])!r} is not supported; only nearest "
-                                 f"(a data movement)")
+    mode = X.text(a.get("mode", "nearest"))
+    if node.op_type == "Resize" and mode == "linear":
+        from .bilinear import convert as bilinear
+        return bilinear(w, name, node, ins, out)
+    if node.op_type in ("Resize", "Upsample") and mode != "nearest":
+        raise w.fail(name, node, f"mode {mode!r} is not supported; supported: nearest (a data "
+                                 f"movement){' and linear' if node.op_type == 'Resize' else ''}")
     return Op(name, "move", [X.activation(w, name, node, ins[0])], out, node.op_type,
               attrs={"steps": (_step(w, name, node, ins),)})
 

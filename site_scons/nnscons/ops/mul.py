@@ -21,8 +21,8 @@ def convert(w, name, node, ins, out):
     if op is not None:
         return op
     if node.op_type == "Div":
-        raise w.fail(name, node, "Div of two activations is not supported (only Div by a "
-                                 "constant, per tensor or per channel)")
+        from .div import convert as div
+        return div(w, name, node, ins, out)
     return Op(name, "mul", [X.activation(w, name, node, t) for t in ins], out, node.op_type)
 
 

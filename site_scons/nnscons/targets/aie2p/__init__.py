@@ -84,6 +84,11 @@ def check_tools(env, session) -> None:
                         + ". Or run without the NPU toolchain: platform=emul")
 
 
+# the ops host_layers.py (and templates/aie2p/host_layer.c.j2) run on the host CPU
+FALLBACK_OPS = ("maxpool", "avgpool", "global_avgpool", "add", "requant", "concat", "conv2d", "linear",
+                "lut", "mul", "move", "softmax")
+
+
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
     base.one_input_one_output(graph, "aie2p")
     layers = []
@@ -95,6 +100,10 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     for layer in graph.layers:
         cname = cnames[layer.name]
         if fallback and mapping.why_not(layer, graph):
+            if layer.op not in FALLBACK_OPS:
+                raise UserError(f"layer '{layer.name}' ({'+'.join(layer.source_ops) or layer.op}): op "
+                                f"'{layer.op}' has no AIE kernel and no host fallback kernel "
+                                f"(host_layers.py); the fallback runs: {', '.join(FALLBACK_OPS)}")
             lp = host_layer(layer, graph, cname, mapping.why_not(layer, graph))
             if emul:        # the library's C for it
                 lp.files.append((f"src/layers/{cname}_host.c", "host_layer.c.j2",

@@ -13,6 +13,7 @@ from ...errors import UserError
 from ...resources import data_path
 from ..base import OpImpl, flattened_from, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
+from ...ops import bilinear, div, instnorm, lrn
 
 C = data_path("kernels", "common") + "/"
 G = data_path("kernels", "gap9") + "/"
@@ -34,6 +35,10 @@ OPS = {
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
+    "instnorm": OpImpl("instnorm.c.j2", (C + "nn_instnorm.c",), spec=lambda l, g: instnorm.spec(l, g)),
+    "lrn": OpImpl("lrn.c.j2", (C + "nn_lrn.c",), spec=lambda l, g: lrn.spec(l, g)),
+    "div": OpImpl("div.c.j2", (C + "nn_div.c",), spec=lambda l, g: {**div.spec(l, g), **_mul_spec(l, g)}),
+    "bilinear": OpImpl("bilinear.c.j2", (C + "nn_bilinear.c",), spec=lambda l, g: bilinear.spec(l, g)),
 }
 
 
@@ -42,6 +47,49 @@ def _mul_spec(layer, graph):
     c = hwc(graph.tensor(layer.output).shape)["c"]
     return {"mode": mode, "unit": c if mode == "channel" else 1,
             "b_bytes": _numel(graph.tensor(layer.inputs[1]).shape)}
+
+
+def bilinear_rows(layer, graph, rows_per_band: int) -> list:
+    """[(first output row, rows, first input row, input rows)] of each band of output rows:
+    the input rows its two source rows per output row span."""
+    from ...ops import bilinear
+    oh = layer.attrs["out_hw"][0]
+    table = bilinear.tables(layer)[0]
+    src = table[0] if table is not None else np.stack([np.arange(oh)] * 2, axis=1)
+    bands = []
+    for r0 in range(0, oh, rows_per_band):
+        r1 = min(oh, r0 + rows_per_band)
+        lo, hi = int(src[r0:r1].min()), int(src[r0:r1].max())
+        bands.append((r0, r1 - r0, lo, hi - lo + 1))
+    return bands
+
+
+def bilinear_tiling(layer, graph, budget):
+    """Bands of output rows with the input rows they read, double-buffered when there are
+    several (tiling 'flat': tw = output rows per band, in_rows = the most input rows a band
+    reads); the index section stays in L1."""
+    i, o = hwc(graph.tensor(layer.inputs[0]).shape), hwc(graph.tensor(layer.output).shape)
+    params = tiling._align4(4 * registry_counts(layer, graph))
+    smallest = None
+    for t in range(o["h"], 0, -1):
+        bands = bilinear_rows(layer, graph, t)
+        rows_in = max(b[3] for b in bands)
+        l1_in, l1_out = tiling._align4(rows_in * i["w"] * i["c"]), tiling._align4(t * o["w"] * o["c"])
+        l1 = (l1_in + l1_out) * (1 if len(bands) == 1 else 2) + params
+        smallest = l1 if smallest is None else min(smallest, l1)
+        if l1 <= budget:
+            moved = sum(b[3] for b in bands) * i["w"] * i["c"] + o["h"] * o["w"] * o["c"] + params
+            return tiling.Tiling(pipeline="flat", th=1, tw=t, tc=1, n_h=1, n_w=len(bands), n_c=1,
+                                 in_rows=rows_in, in_cols=i["w"], in_chans=i["c"], l1_in=l1_in,
+                                 l1_out=l1_out, l1_params=params, l1_bytes=l1, l2_l1_bytes=moved,
+                                 lower_bound=i["h"] * i["w"] * i["c"] + o["h"] * o["w"] * o["c"] + params), smallest
+    return None, smallest
+
+
+def registry_counts(layer, graph) -> int:
+    """The number of 4-byte parameter values of a layer whose sections are all int32."""
+    from ... import ops as registry
+    return sum(registry.requant_counts(layer, graph).values())
 
 
 def _lut_check(layer):
@@ -189,11 +237,19 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
     if op == "move":   # the whole input and the table stay in L1; index chunks stream
         n_in = _numel(graph.tensor(layer.inputs[0]).shape)
         return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)
-    if op == "mul":
-        m = _mul_spec(layer, graph)
+    if op == "bilinear":
+        return bilinear_tiling(layer, graph, budget)
+    if op == "instnorm":   # chunks of whole pixels, read twice; the statistics (32 B per channel)
+        c = hwc(graph.tensor(layer.output).shape)["c"]
+        return tiling.plan_flat(n // c, c, c, 32 * c, budget)
+    if op == "lrn":   # chunks of whole pixels: the window runs over the channels
+        c = hwc(graph.tensor(layer.output).shape)["c"]
+        return tiling.plan_flat(n // c, c, c, 0, budget)
+    if op in ("mul", "div"):   # div has no parameters: only the broadcast operand
+        m, fixed = _mul_spec(layer, graph), 8 if op == "mul" else 0
         if m["mode"] == "same":
-            return tiling.plan_flat(n, 2, 1, 8, budget)
-        return tiling.plan_flat(n // m["unit"], m["unit"], m["unit"], 8 + m["b_bytes"], budget)
+            return tiling.plan_flat(n, 2, 1, fixed, budget)
+        return tiling.plan_flat(n // m["unit"], m["unit"], m["unit"], fixed + m["b_bytes"], budget)
     if op == "concat":
         c = hwc(graph.tensor(layer.output).shape)["c"]
         return tiling.plan_flat(n // c, c, c, 8 * len(layer.inputs), budget)

@@ -104,7 +104,7 @@ def library_flags(opts, platform, lib_dir) -> dict:
     here = os.path.abspath(lib_dir)
     return {"include_dirs": [os.path.relpath(os.path.abspath(d), here).replace(os.sep, "/") for d in inc],
             "cflags": [f"-D{d}" for d in defines],
-            "link_libs": ["pthread"] if platform == "emul" else []}
+            "link_libs": ["pthread", "m"] if platform == "emul" else []}
 
 
 def library_runtime(platform) -> bool:
@@ -145,7 +145,7 @@ def environment(env, session, platform):
         return e, emul_sources("qemu")
     tc = opts["toolchain"]
     e = env.Clone(CC=tc["cc"], LINK=tc["cc"], CFLAGS=list(tc["cflags"]) + ["-pthread"],
-                  LINKFLAGS=list(tc["ldflags"]) + ["-pthread"], CPPPATH=cpp + [EMUL_DIR],
+                  LINKFLAGS=list(tc["ldflags"]) + ["-pthread"], LIBS=["m"], CPPPATH=cpp + [EMUL_DIR],
                   CPPDEFINES=defines + _emul_defines(opts))
     return e, emul_sources("emul")
 

@@ -149,7 +149,7 @@ def _network_files(network, layers):
     assembly file that links its weights .bin in."""
     lib = network["lib"]
     return (library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
-                                    link_libs=["pthread"])   # the threads of threads: N
+                                    link_libs=["pthread", "m"])   # the threads of threads: N; libm: pow, sqrt
             + [("src/main.c", "main.c.j2", {"lib": lib, "bins": library.harness_bins()})]
             + library.weights_files(lib, TEMPLATES, layers))
 

@@ -17,11 +17,11 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     verbose = env["NNS_VERBOSE"]
     # .incbin finds each layer's weights .bin on the assembler's include path; the HWC
     # kernels shared with gap9 (portable C) and the host's vector kernels; threads need
-    # libpthread
+    # libpthread, the float64 kernels (nn_lrn.c, nn_instnorm.c) libm
     env = env.Clone()
     env.Append(ASPPFLAGS=[library.weights_include(b)])
     env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "gap9"), data_path("kernels", "host")],
-               LIBS=["pthread"])
+               LIBS=["pthread", "m"])
 
     lib_nodes, harness = declare_library(env, session, common, os.path.join(b, "obj"))
     firmware = env.Program(os.path.join(b, "firmware"), harness + lib_nodes[:1],

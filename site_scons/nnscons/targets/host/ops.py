@@ -10,6 +10,7 @@ from ...errors import UserError
 from ...resources import data_path
 from ...planning.tiling import min_bytes, row_bands
 from ..base import OpImpl, pool_check
+from ...ops import bilinear, div, instnorm, lrn
 
 K = data_path("kernels", "common") + "/"
 G = data_path("kernels", "gap9") + "/"
@@ -32,6 +33,10 @@ OPS = {
     "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
     "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
+    "instnorm": OpImpl("instnorm.c.j2", (K + "nn_instnorm.c",), spec=lambda l, g: instnorm.spec(l, g)),
+    "lrn": OpImpl("lrn.c.j2", (K + "nn_lrn.c",), spec=lambda l, g: lrn.spec(l, g)),
+    "div": OpImpl("div.c.j2", (K + "nn_div.c",), spec=lambda l, g: div.spec(l, g)),
+    "bilinear": OpImpl("bilinear.c.j2", (K + "nn_bilinear.c",), spec=lambda l, g: bilinear.spec(l, g)),
 }
 # convs the generator does not take (groups > 1): depthwise (groups = channels) on the
 # vectorized kernel, other grouped convs on the HWC direct kernel
