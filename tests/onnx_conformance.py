@@ -150,6 +150,7 @@ def adapt(case, folder: str):
              if t not in {node.input[k] for k in acts}}
     new_node = onnx.NodeProto()
     new_node.CopyFrom(node)
+    new_node.name = node.name or node.op_type   # refusals name it whatever comes before it
     nodes = [new_node]
     path = os.path.join(folder, "case.onnx")
 
@@ -331,7 +332,10 @@ def run(case, folder: str) -> Verdict:
         g = load_model(a.path, name="case",
                        calibration={"files": a.calibration} if a.calibration else None)
     except ModelError as e:
-        return Verdict("refused", str(e).replace(a.path, "case.onnx"))
+        msg = str(e).replace(a.path, "case.onnx")
+        # one message naming the node (or the network input it cannot take)
+        assert msg.startswith("case.onnx: ") and ("node '" in msg or "input" in msg), msg
+        return Verdict("refused", msg)
     xq = quantize_input(g, a.x)
     codes = run_graph(g, xq)[g.output]
     out_t = g.tensor(g.output)

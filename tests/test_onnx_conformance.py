@@ -155,3 +155,39 @@ def test_a_wrong_result_fails(tmp_path):
     assert oc.run(case, str(tmp_path / "ok")).outcome == "passed"
     with pytest.raises(AssertionError, match="beyond tolerance"):
         oc.run(shifted, str(tmp_path / "bad"))
+
+
+@pytest.mark.parametrize("ratio,refused", [(0.75, True), (0.0, False)])
+def test_training_mode_dropout_is_refused(tmp_path, ratio, refused):
+    """A Dropout with training_mode true drops random elements (onnx's test_training_dropout
+    cases, batch 3): nnscons used to read it as the identity and compute something else."""
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y"], seed=0)
+    case = _case("td", node, [X, np.array(ratio, np.float32), np.array(True)])
+    v = oc.run(case, str(tmp_path))
+    assert v.outcome == ("refused" if refused else "passed"), v
+    if refused:
+        assert "training_mode is true" in v.detail
+
+
+def test_split_into_equal_parts_by_its_outputs(tmp_path):
+    """Opset 13 Split without sizes makes as many parts as the node has outputs (onnx's
+    test_split_equal_parts_2d_opset13 on one row): each part used to be the whole tensor."""
+    x = RNG.standard_normal((1, 6)).astype(np.float32)
+    for k in range(3):
+        outs = ["p0", "p1", "p2"]
+        node = helper.make_node("Split", ["x"], outs[k:] + outs[:k], axis=1)
+        case = _case(f"split{k}", node, [x])
+        assert case.data_sets[0][1][0].shape == (1, 2)
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        assert oc.run(case, str(folder)).outcome == "passed"
+
+
+def test_an_empty_slice_is_refused(tmp_path):
+    """A Slice that selects nothing (onnx's test_slice_start_out_of_bounds on one row) used
+    to reach the calibration and fail there with a numpy traceback."""
+    consts = [np.array([1000], np.int64), np.array([1001], np.int64), np.array([1], np.int64)]
+    case = _case("slice", helper.make_node("Slice", ["x", "s", "e", "a"], ["y"]),
+                 [X] + consts)
+    v = oc.run(case, str(tmp_path))
+    assert v.outcome == "refused" and "is empty" in v.detail, v
