@@ -118,7 +118,7 @@ def _save(nodes, inp, out, inits, model, path):
     graph = helper.make_graph(nodes, "case", [inp], [out],
                               [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     proto = helper.make_model(graph, opset_imports=list(model.opset_import))
-    proto.ir_version = min(model.ir_version, 10)
+    proto.ir_version = model.ir_version
     onnx.save(proto, path)
     return path
 
