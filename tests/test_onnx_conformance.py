@@ -191,3 +191,16 @@ def test_an_empty_slice_is_refused(tmp_path):
                  [X] + consts)
     v = oc.run(case, str(tmp_path))
     assert v.outcome == "refused" and "is empty" in v.detail, v
+
+
+@pytest.mark.parametrize("axes,starts,ends", [([2], [0], [1]), ([-1], [1], [3])])
+def test_a_move_on_a_rank_3_tensor_is_refused(tmp_path, axes, starts, ends):
+    """A 1-D network's (1, C, L) is (1, C, 1, L) inside nnscons, and a move's steps name the
+    model's axes: a Slice over axis 2 (onnx's test_slice_default_axes on one row) sliced H
+    and gave (1, C, 1, L) for (1, C, 1). Every move on a rank-3 tensor is refused until the
+    axes are translated."""
+    x = RNG.standard_normal((1, 4, 6)).astype(np.float32)
+    consts = [np.array(v, np.int64) for v in (starts, ends, axes)]
+    case = _case("s3", helper.make_node("Slice", ["x", "s", "e", "a"], ["y"]), [x] + consts)
+    v = oc.run(case, str(tmp_path))
+    assert v.outcome == "refused" and "rank-3 tensor" in v.detail, v

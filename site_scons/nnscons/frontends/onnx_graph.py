@@ -216,6 +216,11 @@ class OnnxWalker:
             self._shapes = shapes
         return self._shapes
 
+    def model_rank(self, tensor: str):
+        """The rank the model gives `tensor` (onnx's shape inference), or None if unknown."""
+        shape = self._static_shapes().get(tensor)
+        return None if shape is None else len(shape)
+
     FOLD_SKIP = ("QuantizeLinear", "DequantizeLinear", "Identity", "Dropout")
 
     def _fold(self, name, node, inputs) -> bool:

@@ -50,7 +50,18 @@ def _step(w, name, node, ins, out_index=0):
     return (node.op_type, attrs, tuple(consts), out_index, w.f.opset)
 
 
+def _not_rank_3(w, name, node, tensor):
+    """A rank-3 tensor (1, C, L) of a 1-D network is (1, C, 1, L) inside nnscons: the
+    steps name the model's axes, so they would move the wrong ones (Slice axes=[2] would
+    slice H)."""
+    if w.model_rank(tensor) == 3:
+        raise w.fail(name, node, f"data movements on a rank-3 tensor ({tensor!r}, a 1-D "
+                                 f"network's (1, C, L)) are not translated yet; move the "
+                                 f"data on a (1, F) or (1, C, H, W) tensor")
+
+
 def convert(w, name, node, ins, out):
+    _not_rank_3(w, name, node, ins[0])
     a = attributes(node)
     if node.op_type in ("Resize", "Upsample") and X.text(a.get("mode", "nearest")) != "nearest":
         raise w.fail(name, node, f"mode {X.text(a['mode'])!r} is not supported; only nearest "
@@ -61,6 +72,7 @@ def convert(w, name, node, ins, out):
 
 def split(w, name, node, ins, outs):  # noqa: D401
     """One move per used output of a Split (the walker passes every output)."""
+    _not_rank_3(w, name, node, ins[0])
     ops = []
     for k, out in enumerate(outs):
         if out:
