@@ -176,6 +176,8 @@ class OnnxWalker:
             elif node.op_type in PASS_THROUGH:
                 if len(node.output) > 1 and node.output[1]:
                     self._unused_output(name, node, node.output[1])
+                if node.op_type == "Dropout":
+                    self._inference_dropout(name, node, inputs)
                 self.alias[out] = self.resolve(inputs[0])
             else:
                 resolved = [self.resolve(t) if t else "" for t in inputs]
@@ -215,6 +217,11 @@ class OnnxWalker:
                     shapes[vi.name] = tuple(d.dim_value for d in t.shape.dim)
             self._shapes = shapes
         return self._shapes
+
+    def model_rank(self, tensor: str):
+        """The rank the model gives `tensor` (onnx's shape inference), or None if unknown."""
+        shape = self._static_shapes().get(tensor)
+        return None if shape is None else len(shape)
 
     FOLD_SKIP = ("QuantizeLinear", "DequantizeLinear", "Identity", "Dropout")
 
@@ -256,6 +263,19 @@ class OnnxWalker:
             if t:
                 self.consts[t] = np.asarray(v)
         return True
+
+    def _inference_dropout(self, name, node, inputs):
+        """A Dropout is the identity only in inference: training_mode (opset 12+) true
+        with a nonzero ratio drops random elements, which no firmware reproduces."""
+        if len(inputs) < 3 or not inputs[2]:
+            return
+        training = self.const(self.resolve(inputs[2]), name, node, "training_mode")
+        ratio = (np.asarray(self.const(self.resolve(inputs[1]), name, node, "ratio"))
+                 if inputs[1] else np.array(0.5))
+        if np.any(training) and np.any(ratio != 0):
+            raise self.fail(name, node, f"training_mode is true with ratio {ratio.item():g}: "
+                                        f"it drops random elements; export the model in "
+                                        f"inference mode (training_mode false)")
 
     def _unused_output(self, name, node, tensor):
         users = [n for n in self.f.proto.graph.node if tensor in n.input]

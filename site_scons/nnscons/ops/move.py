@@ -50,7 +50,18 @@ def _step(w, name, node, ins, out_index=0):
     return (node.op_type, attrs, tuple(consts), out_index, w.f.opset)
 
 
+def _not_rank_3(w, name, node, tensor):
+    """A rank-3 tensor (1, C, L) of a 1-D network is (1, C, 1, L) inside nnscons: the
+    steps name the model's axes, so they would move the wrong ones (Slice axes=[2] would
+    slice H)."""
+    if w.model_rank(tensor) == 3:
+        raise w.fail(name, node, f"data movements on a rank-3 tensor ({tensor!r}, a 1-D "
+                                 f"network's (1, C, L)) are not translated yet; move the "
+                                 f"data on a (1, F) or (1, C, H, W) tensor")
+
+
 def convert(w, name, node, ins, out):
+    _not_rank_3(w, name, node, ins[0])
     a = attributes(node)
     mode = X.text(a.get("mode", "nearest"))
     if node.op_type == "Resize" and mode == "linear":
@@ -65,12 +76,13 @@ def convert(w, name, node, ins, out):
 
 def split(w, name, node, ins, outs):  # noqa: D401
     """One move per used output of a Split (the walker passes every output)."""
+    _not_rank_3(w, name, node, ins[0])
     ops = []
     for k, out in enumerate(outs):
         if out:
             ops.append(Op(name if k == 0 else f"{name}_{k}", "move",
                           [X.activation(w, name, node, ins[0])], out, node.op_type,
-                          attrs={"steps": (_step(w, name, node, ins, k),)}))
+                          attrs={"steps": (_step(w, name, node, ins, (k, len(outs))),)}))
     return ops
 
 
@@ -304,12 +316,14 @@ def merge_moves(g) -> None:
 
 def _node_model(step, in_shape):
     op_type, attrs, consts, out_index, opset = step
+    # a Split's (output, outputs): without sizes it makes as many equal parts as the node
+    # has outputs (opset < 18), so the evaluated node needs all of them
+    out_index, n_out = out_index if isinstance(out_index, tuple) else (out_index, out_index + 1)
     names = {pos: f"c{pos}" for pos, _, _, _ in consts}
     inits = [numpy_helper.from_array(np.asarray(v, dtype).reshape(s), names[pos])
              for pos, dtype, s, v in consts]
     n_in = max([0] + list(names)) + 1
     inputs = ["x"] + [names.get(i, "") for i in range(1, n_in)]
-    n_out = out_index + 1
     outputs = [f"y{k}" for k in range(n_out)]
     node = helper.make_node(op_type, inputs, outputs, **dict(attrs))
     graph = helper.make_graph([node], "move", [helper.make_tensor_value_info(
@@ -371,6 +385,9 @@ def shape(g, op, ins):
     if idx.ndim not in (2, 4) or idx.shape[0] != 1:
         raise g.fail(op, f"result shape {idx.shape} is not (1, F) or (1, C, H, W); only "
                          f"chains of data movements that end in such a tensor are supported")
+    if idx.size == 0:
+        raise g.fail(op, f"result shape {idx.shape} is empty (a Slice or Split outside "
+                         f"the tensor?); an empty tensor has nothing to compute")
     return idx.shape
 
 
