@@ -51,6 +51,8 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     else:
         inherit_qparams(g)
         inherit_qparams_backward(g)
+        from ..ops.lut import merge_island_chains
+        merge_island_chains(g)
         islands = [op.output for op in g.ops if op.output not in g.qparams]
         if islands and g.input in g.qparams:
             # float islands (ops the quantizer left in float): the built-in calibration

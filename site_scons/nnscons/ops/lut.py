@@ -78,8 +78,13 @@ CHANNEL_OPERANDS = ("BatchNormalization",)
 
 
 def _channels(g, op, x):
-    """Number of tables: C when a constant operand varies along the channel axis."""
+    """Number of tables: C when a constant operand (of any step) varies along the channel axis."""
     c = x[1] if len(x) >= 2 else 1
+    if op.attrs.get("chain"):
+        return max(_channels(g, Op(op.name, "lut", op.inputs, op.output, op.source_op,
+                                   attrs=dict(zip(("fn", "fn_attrs", "fn_consts", "x_pos"), step))), x)
+                   for step in op.attrs["chain"] + ((op.attrs["fn"], op.attrs["fn_attrs"],
+                                                     op.attrs["fn_consts"], op.attrs["x_pos"]),))
     if op.attrs["fn"] in CHANNEL_OPERANDS:
         sizes = {int(np.prod(s)) for _, s, _ in op.attrs["fn_consts"]}
         if sizes - {1, c}:
@@ -127,17 +132,20 @@ def _evaluate(fn, fn_attrs, consts, x_pos, x):
         return np.asarray(ReferenceEvaluator(model).run(None, {"x": x})[0], dtype=np.float64)
 
 
-def table(fn, fn_attrs, consts, x_pos, tables, in_q, out_q, act_min=-128, act_max=127):
-    """int8 (tables, 256): entry [t, q + 128] is the QDQ result for input q on channel t."""
+def table(fn, fn_attrs, consts, x_pos, tables, in_q, out_q, act_min=-128, act_max=127, chain=()):
+    """int8 (tables, 256): entry [t, q + 128] is the QDQ result for input q on channel t
+    (chain: float steps (fn, fn_attrs, fn_consts, x_pos) applied first, unrounded)."""
     q = np.arange(-128, 128, dtype=np.float64)
     x = (q - in_q.zero_point) * np.float64(in_q.scale)
-    xs = (np.broadcast_to(x, (1, tables, 1, 256)).copy()
-          if tables > 1 or fn in CHANNEL_OPERANDS else x)
-    if tables > 1 and fn not in CHANNEL_OPERANDS:   # broadcast along axis 1 of (1, C, 1, 256)
-        consts = [(p, (1, tables, 1, 1) if int(np.prod(s)) == tables else s, v)
-                  for p, s, v in consts]
-    y = np.broadcast_to(_evaluate(fn, fn_attrs, consts, x_pos, xs), np.shape(xs))
-    y = y.reshape(tables, 256)
+    steps = tuple(chain) + ((fn, fn_attrs, consts, x_pos),)
+    per_channel = tables > 1 or any(f in CHANNEL_OPERANDS for f, _, _, _ in steps)
+    xs = np.broadcast_to(x, (1, tables, 1, 256)).copy() if per_channel else x
+    for f, f_attrs, f_consts, f_pos in steps:
+        if tables > 1 and f not in CHANNEL_OPERANDS:   # broadcast along axis 1 of (1, C, 1, 256)
+            f_consts = [(p, (1, tables, 1, 1) if int(np.prod(s)) == tables else s, v)
+                        for p, s, v in f_consts]
+        xs = np.broadcast_to(_evaluate(f, f_attrs, f_consts, f_pos, xs), np.shape(xs)).copy()
+    y = xs.reshape(tables, 256) if per_channel else np.broadcast_to(xs, (tables, 256))
     y = np.nan_to_num(y / np.float64(out_q.scale), nan=0.0, posinf=1e9, neginf=-1e9)
     out = np.rint(y) + out_q.zero_point
     return np.clip(out, max(-128, act_min), min(127, act_max)).astype(np.int8)
@@ -297,7 +305,7 @@ def lower(g, op, layer):
         return
     layer.weight = table(op.attrs["fn"], op.attrs["fn_attrs"], op.attrs["fn_consts"],
                          op.attrs["x_pos"], op.attrs["tables"], g.qparams[op.inputs[0]], g.qparams[op.output],
-                         layer.act_min, layer.act_max)
+                         layer.act_min, layer.act_max, op.attrs.get("chain", ()))
 
 
 def reference(layer, graph, inputs):
@@ -312,16 +320,55 @@ def reference(layer, graph, inputs):
 
 def export(w, layer, ins, core_out):
     a = layer.attrs
-    order = {a["x_pos"]: ins[0]}
-    for pos, s, v in a["fn_consts"]:
-        order[pos] = w.const(f"{layer.name}_operand{pos}", np.asarray(v, np.float32).reshape(s))
+    x = ins[0]
+    for k, (fn, fn_attrs, consts, x_pos) in enumerate(a.get("chain", ())):   # unrounded steps
+        step_out = w.names.fresh(f"{layer.name}_step{k}")
+        _export_step(w, f"{layer.name}_step{k}", fn, fn_attrs, consts, x_pos, x, step_out, False)
+        x = step_out
+    _export_step(w, layer.name, a["fn"], a["fn_attrs"], a["fn_consts"], a["x_pos"], x, core_out, True)
+
+
+def _export_step(w, name, fn, fn_attrs, consts, x_pos, x, out, exact_name):
+    order = {x_pos: x}
+    for pos, s, v in consts:
+        order[pos] = w.const(f"{name}_operand{pos}", np.asarray(v, np.float32).reshape(s))
     inputs = [order.get(i, "") for i in range(max(order) + 1)]
-    w.opset = max(w.opset, NEEDS_OPSET.get(a["fn"], 0))
-    w.node(a["fn"], inputs, [core_out], layer.name, exact_name=True, **dict(a["fn_attrs"]))
+    w.opset = max(w.opset, NEEDS_OPSET.get(fn, 0))
+    w.node(fn, inputs, [out], name, exact_name=exact_name, **dict(fn_attrs))
+
+
+def merge_island_chains(g) -> None:
+    """A float island's chain of elementwise ops (a BatchNormalization table, then a
+    HardSwish, ...: onnxruntime's quantizer leaves them in float between a QuantizeLinear and
+    the next) is one table: ONNX rounds once, at the chain's end, and so does the table.
+    Merged when the tensor between two luts has no quantization of the model's and only the
+    second reads it; a clamp fused into the first becomes a Clip step."""
+    for op in [o for o in g.ops if o.kind == "lut"]:
+        if op not in g.ops or "table" in op.attrs:
+            continue
+        while True:
+            p = g.producer(op.inputs[0])
+            if (p is None or p.kind != "lut" or "table" in p.attrs or p.output in g.qparams
+                    or p.output in g.outputs or g.consumers(p.output) != [op]
+                    or p.act_range is not None):
+                break
+            a = p.attrs
+            steps = tuple(a.get("chain", ())) + ((a["fn"], a["fn_attrs"], a["fn_consts"], a["x_pos"]),)
+            lo, hi = p.clamp
+            if lo is not None or hi is not None:
+                steps += (("Clip", (), tuple((k, (), (float(v),)) for k, v in ((1, lo), (2, hi))
+                                              if v is not None), 0),)
+            op.attrs["chain"] = steps + tuple(op.attrs.get("chain", ()))
+            op.inputs = list(p.inputs)
+            op.fused = [p.name] + p.fused + op.fused
+            op.source_ops = p.source_ops + op.source_ops
+            g.ops.remove(p)
+        if op.attrs.get("chain"):
+            op.attrs["tables"] = _channels(g, op, g.shapes[op.inputs[0]])
 
 
 OPS = [OpDef("lut", onnx={t: convert for t in UNARY},
-             attrs=("fn", "fn_attrs", "fn_consts", "x_pos", "tables"), shape=shape,
+             attrs=("fn", "fn_attrs", "fn_consts", "x_pos", "tables", "chain"), shape=shape,
              reference=reference, lower=lower, macs=n_out, export=export, fusable=True,
              doc="fn fn_attrs fn_consts tables  (unary op as int8 table(s): weight (T, 256), "
                  "T = 1 or C)")]
