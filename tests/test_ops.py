@@ -271,15 +271,17 @@ def test_float_island_after_the_last_quantize_is_calibrated(tmp_path):
     path = str(tmp_path / "island.onnx")
     onnx.save(model, path)
     g = load_model(path, name="island")
-    assert [l.op for l in g.layers] == ["conv2d", "lut", "lut"]
+    # the Sigmoid and the Mul are one table (passes: ops.lut.merge_island_chains): one
+    # rounding, at the output, whose scale the built-in calibration gives
+    assert [l.op for l in g.layers] == ["conv2d", "lut"]
     assert g.notes and "built-in calibration" in g.notes[0]
     x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
     from nnscons.export.ort_oracle import run
     want = run(path, x)
     out = g.tensor(g.output)
     got = (run_graph(g, quantize_input(g, x))[g.output].astype(np.float32) - out.q.zero_point) * out.q.scale
-    # two quantizations the float model does not have: a few LSB, not exact
-    assert np.abs(got - want).max() <= 5 * out.q.scale
+    # one quantization the float model does not have (the output's): half an LSB
+    assert np.abs(got - want).max() <= 0.5001 * out.q.scale
 
 
 @pytest.mark.parametrize("stride,pads,out_pad", [((2, 2), (1, 1, 1, 1), (1, 1)), ((2, 1), (0, 1, 0, 1), (0, 0)),
