@@ -59,6 +59,20 @@ def convert(w, name, node, ins, out):
               attrs={"steps": (_step(w, name, node, ins),)})
 
 
+def _split_step(w, name, node, ins, k, n_outputs):
+    """Output k of a Split as one step. A step's node has outputs 0..k only, so a Split
+    whose sizes are implicit (opset < 18 without `split`: equal parts, one per output)
+    would split into k + 1 parts: it becomes Split-18 with num_outputs, the same parts."""
+    step = _step(w, name, node, ins, k)
+    explicit = (len(ins) > 1 and ins[1]) or "split" in attributes(node) or \
+        "num_outputs" in attributes(node)
+    if explicit:
+        return step
+    op_type, attrs, consts, out_index, opset = step
+    return (op_type, tuple(sorted(attrs + (("num_outputs", n_outputs),))), consts, out_index,
+            max(opset, 18))
+
+
 def split(w, name, node, ins, outs):  # noqa: D401
     """One move per used output of a Split (the walker passes every output)."""
     ops = []
@@ -66,7 +80,7 @@ def split(w, name, node, ins, outs):  # noqa: D401
         if out:
             ops.append(Op(name if k == 0 else f"{name}_{k}", "move",
                           [X.activation(w, name, node, ins[0])], out, node.op_type,
-                          attrs={"steps": (_step(w, name, node, ins, k),)}))
+                          attrs={"steps": (_split_step(w, name, node, ins, k, len(outs)),)}))
     return ops
 
 
