@@ -118,3 +118,76 @@ def dilated_pool_net(path, seed=0):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_dilated_pool_net_builds_bit_exact(project, target):
     _passes(project, dilated_pool_net(project.file("m/dilpool.onnx")), target)
+
+
+# ---------------------------------------------------------------- Gemm transA=1
+
+def _gemm_a_col(kind):
+    """Nodes making the column A (4, 1) from the conv output 'c' by a Reshape, a Flatten
+    (axis 4) or a Transpose of the flattened row."""
+    gap = helper.make_node("GlobalAveragePool", ["c"], ["g"], "gap")
+    if kind == "reshape":
+        return [gap, helper.make_node("Reshape", ["g", "s41"], ["a"], "col")]
+    if kind == "flatten":
+        return [gap, helper.make_node("Flatten", ["g"], ["a"], "col", axis=4)]
+    return [gap, helper.make_node("Flatten", ["g"], ["f"], "flat"),
+            helper.make_node("Transpose", ["f"], ["a"], "col", perm=[1, 0])]
+
+
+GEMM_INITS = dict(_rng_inits(3, W=(4, 5), bf=(5,)), s41=np.array([4, 1], np.int64))
+
+
+@pytest.mark.parametrize("kind", ["reshape", "flatten", "transpose"])
+def test_gemm_transa_of_a_column_is_a_linear(tmp_path, kind):
+    nodes = _gemm_a_col(kind) + [helper.make_node("Gemm", ["a", "W", "bf"], ["y"], "fc", transA=1,
+                                                  alpha=0.5 if kind == "transpose" else 1.0)]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, GEMM_INITS, out_shape=(1, 5))
+    g = check_against_oracle(tmp_path, path)
+    assert g.layers[-1].op == "linear" and g.tensor(g.output).shape == (1, 5)
+
+
+def test_gemm_transa_refusals(tmp_path):
+    from nnscons.errors import ModelError
+    from nnscons.frontends import load_model
+    # A (1, 4): A^T is (4, 1), a matrix product
+    nodes = [helper.make_node("GlobalAveragePool", ["c"], ["g"], "gap"),
+             helper.make_node("Flatten", ["g"], ["a"], "flat"),
+             helper.make_node("Gemm", ["a", "W1"], ["y"], "fc", transA=1)]
+    path = opsgen.conv_then(tmp_path / "row.onnx", nodes, {"W1": np.ones((1, 5))}, out_shape=(4, 5))
+    with pytest.raises(ModelError, match=r"node 'fc' \(Gemm\): transA=1 with A of shape \(1, 4\).*"
+                                         r"only A of shape \(K, 1\)"):
+        load_model(path, name="m")
+    # the column is also used by another op: it cannot become a row
+    nodes = _gemm_a_col("reshape") + [
+        helper.make_node("Gemm", ["a", "W", "bf"], ["y"], "fc", transA=1),
+        helper.make_node("Relu", ["a"], ["ra"], "relu")]
+    path = opsgen.conv_then(tmp_path / "shared.onnx", nodes, GEMM_INITS, out_shape=(1, 5))
+    with pytest.raises(ModelError, match=r"node 'fc' \(Gemm\): transA=1: A 'a' of shape \(4, 1\) "
+                                         r"must come from a Reshape, Flatten or Transpose used by "
+                                         r"this Gemm only"):
+        load_model(path, name="m")
+
+
+def gemm_transa_net(path, seed=0):
+    """Conv, global pool, the pooled column (Reshape to (8, 1)), Gemm transA=1, Relu, then
+    a Transpose to a column again and a second Gemm transA=1 with transB=1."""
+    inits = _rng_inits(seed, w1=(8, 3, 3, 3), b1=(8,), W1=(8, 6), bf1=(6,), W2=(4, 6), bf2=(4,))
+    inits.update(s81=np.array([8, 1], np.int64))
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["c1"], ["g"], "gap"),
+             helper.make_node("Reshape", ["g", "s81"], ["col"], "col"),
+             helper.make_node("Gemm", ["col", "W1", "bf1"], ["f1"], "fc1", transA=1),
+             helper.make_node("Relu", ["f1"], ["r1"], "relu"),
+             helper.make_node("Transpose", ["r1"], ["col2"], "col2", perm=[1, 0]),
+             helper.make_node("Gemm", ["col2", "W2", "bf2"], ["y"], "fc2", transA=1, transB=1)]
+    return opsgen.save(nodes, inits, (1, 3, 6, 6), (1, 4), path, name="gemmta")
+
+
+def test_gemm_transa_net_matches_the_oracle(tmp_path):
+    g = check_against_oracle(tmp_path, gemm_transa_net(tmp_path / "gemmta.onnx"))
+    assert sum(l.op == "linear" for l in g.layers) == 2
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_gemm_transa_net_builds_bit_exact(project, target):
+    _passes(project, gemm_transa_net(project.file("m/gemmta.onnx")), target)
