@@ -191,3 +191,83 @@ def test_gemm_transa_net_matches_the_oracle(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_gemm_transa_net_builds_bit_exact(project, target):
     _passes(project, gemm_transa_net(project.file("m/gemmta.onnx")), target)
+
+
+# ---------------------------------------------------------------- Reduce* over any axes
+
+REDUCE_CASES = [("ReduceMean", [1], 1, 17), ("ReduceMax", [1], 1, 17), ("ReduceMean", [2], 1, 17),
+                ("ReduceMean", [-1], 1, 18), ("ReduceSum", [1], 1, 13), ("ReduceSum", [2, 3], 0, 18),
+                ("ReduceMin", [1, 3], 0, 17), ("ReduceMax", [2, 3], 0, 18), ("ReduceMean", [1, 2], 0, 17),
+                ("ReduceMean", None, 1, 17), ("ReduceMax", [0, 1], 1, 18), ("ReduceMin", [3], 1, 18)]
+
+
+def _reduce_node(op_type, axes, keepdims, opset, x="c", y="y", name="red"):
+    """The node and its initializers: axes as an input from opset 18 (ReduceSum: 13)."""
+    if axes is not None and (opset >= 18 or op_type == "ReduceSum"):
+        return helper.make_node(op_type, [x, f"{name}_ax"], [y], name, keepdims=keepdims), \
+            {f"{name}_ax": np.array(axes, np.int64)}
+    extra = {"axes": axes} if axes is not None else {}
+    return helper.make_node(op_type, [x], [y], name, keepdims=keepdims, **extra), {}
+
+
+@pytest.mark.parametrize("op_type,axes,keepdims,opset", REDUCE_CASES,
+                         ids=[f"{c[0]}{c[1]}k{c[2]}o{c[3]}" for c in REDUCE_CASES])
+def test_reduce_over_any_axes_matches_the_oracle(tmp_path, op_type, axes, keepdims, opset):
+    node, inits = _reduce_node(op_type, axes, keepdims, opset)
+    path = opsgen.conv_then(tmp_path / "m.onnx", [node], inits, out_shape=None, opset=opset)
+    g = check_against_oracle(tmp_path, path)
+    assert g.layers[-1].op == "reduce"
+
+
+def test_reduce_of_a_row_and_the_spatial_mean(tmp_path):
+    """ReduceMax of a flattened (1, F) row, and ReduceMean over [2, 3] (still a global
+    average pool) in a file whose opset 19 AveragePool moves the axes to an input."""
+    mx, i1 = _reduce_node("ReduceMax", [1], 1, 19, x="f", y="m", name="rowmax")
+    mean, i2 = _reduce_node("ReduceMean", [2, 3], 0, 19, x="p", y="g", name="spatial")
+    nodes = [helper.make_node("AveragePool", ["c"], ["p"], "pool", kernel_shape=[2, 2], dilations=[2, 2]),
+             mean, helper.make_node("Flatten", ["c"], ["f"], "flat"), mx,
+             helper.make_node("Mul", ["g", "m"], ["y"], "mul")]
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, i1 | i2, out_shape=(1, 4), opset=19)
+    g = check_against_oracle(tmp_path, path, exact=False)
+    assert [l.op for l in g.layers] == ["conv2d", "avgpool", "global_avgpool", "reshape", "reduce", "mul"]
+
+
+def test_reduce_refuses_a_rank_3_result(tmp_path):
+    from nnscons.errors import ModelError
+    from nnscons.frontends import load_model
+    node, _ = _reduce_node("ReduceMean", [1], 0, 17)
+    path = opsgen.conv_then(tmp_path / "m.onnx", [node], out_shape=None)
+    with pytest.raises(ModelError, match=r"node 'red' \(ReduceMean\): keepdims=0 over axes \[1\] of "
+                                         r"\[1, 4, 6, 6\] gives a rank-3 tensor"):
+        load_model(path, name="m")
+
+
+def reduce_net(path, seed=0):
+    """CBAM's spatial attention input (mean and max over channels, concatenated, a conv,
+    Sigmoid), then a sum over H and a min over C and H (keepdims 0): (1, W)."""
+    inits = _rng_inits(seed, w1=(8, 3, 3, 3), b1=(8,), w2=(4, 2, 3, 3), b2=(4,))
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1])]
+    for op_type, axes, kd, x, y, name in [("ReduceMean", [1], 1, "c1", "mean_c", "mean_c"),
+                                          ("ReduceMax", [1], 1, "c1", "max_c", "max_c")]:
+        node, i = _reduce_node(op_type, axes, kd, 13, x, y, name)
+        nodes.append(node)
+        inits.update(i)
+    nodes += [helper.make_node("Concat", ["mean_c", "max_c"], ["cat"], "cat", axis=1),
+              helper.make_node("Conv", ["cat", "w2", "b2"], ["c2"], "conv2", pads=[1, 1, 1, 1]),
+              helper.make_node("Sigmoid", ["c2"], ["s"], "sig")]
+    for op_type, axes, kd, x, y, name in [("ReduceSum", [2], 1, "s", "sum_h", "sum_h"),
+                                          ("ReduceMin", [1, 2], 0, "sum_h", "y", "min_ch")]:
+        node, i = _reduce_node(op_type, axes, kd, 13, x, y, name)
+        nodes.append(node)
+        inits.update(i)
+    return opsgen.save(nodes, inits, (1, 3, 7, 9), (1, 9), path, opset=13, name="reducenet")
+
+
+def test_reduce_net_matches_the_oracle(tmp_path):
+    g = check_against_oracle(tmp_path, reduce_net(tmp_path / "reducenet.onnx"))
+    assert sum(l.op == "reduce" for l in g.layers) == 4
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_reduce_net_builds_bit_exact(project, target):
+    _passes(project, reduce_net(project.file("m/reducenet.onnx")), target)

@@ -35,4 +35,14 @@ void nn_softmax_s8(int rows, int n, const int8_t *in, const int32_t *exp_table, 
 void nn_resize_bilinear_s8(int c, int ih, int iw, int oh, int ow, int hwc, const int8_t *in,
                            const int32_t *rows, const int32_t *cols, int8_t *out);
 
+/* Reduction (nnscons.ops.reduce) of a tensor walked as d0 x d1 x d2 (memory order; d2
+ * contiguous): bit k of `reduced` reduces dim k. Outputs [o_begin, o_end) of the same walk
+ * with the reduced dims of extent 1; fn NN_REDUCE_*: mean = clamp(out_zp + round(sum(x - in_zp)
+ * * mult / (n * 2**shift))) over the n reduced elements, sum without the division, max/min
+ * requantize (extreme - in_zp). The sum is int32: n * 255 < 2**31. */
+enum { NN_REDUCE_MEAN = 0, NN_REDUCE_SUM = 1, NN_REDUCE_MAX = 2, NN_REDUCE_MIN = 3 };
+void nn_reduce_s8(int d0, int d1, int d2, int reduced, int fn, const int8_t *in, int32_t in_zp,
+                  int32_t mult, int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max,
+                  int8_t *out, int o_begin, int o_end);
+
 #endif /* NN_OPS_H */

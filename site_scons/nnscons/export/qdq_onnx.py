@@ -131,6 +131,23 @@ class _Writer:
             self.node("Identity", [core_out], [pre], f"{layer.name}_identity")
         self.qdq(t, pre)
 
+    AXES_INPUT_FROM = 18   # ReduceMean/Max/Min take their axes as an input from opset 18
+
+    def _axes_as_inputs(self) -> None:
+        """An op's export may raise the opset (AveragePool with dilations: 19) after a
+        reduction was written with its axes attribute: move them to the input then."""
+        if self.opset < self.AXES_INPUT_FROM:
+            return
+        for node in self.nodes:
+            if not node.op_type.startswith("Reduce"):
+                continue
+            for k, attr in enumerate(node.attribute):
+                if attr.name == "axes":
+                    axes = self.const(f"{node.name}_axes", np.array(list(attr.ints), dtype=np.int64))
+                    del node.attribute[k]
+                    node.input.append(axes)
+                    break
+
     def model(self) -> onnx.ModelProto:
         g = self.g
         self.qdq(g.input, g.input)
@@ -140,6 +157,7 @@ class _Writer:
                                           list(g.tensor(g.input).shape))
         y = helper.make_tensor_value_info(g.output, TensorProto.FLOAT,
                                           list(g.tensor(g.output).shape))
+        self._axes_as_inputs()
         graph = helper.make_graph(self.nodes, g.name, [x], [y], self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                   producer_name="nnscons", ir_version=IR_VERSION)

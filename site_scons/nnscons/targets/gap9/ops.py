@@ -34,7 +34,13 @@ OPS = {
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
+    "reduce": OpImpl("reduce.c.j2", (C + "nn_reduce.c",), spec=lambda l, g: _reduce_spec(l, g)),
 }
+
+
+def _reduce_spec(layer, graph):
+    from ...ops.reduce import spec
+    return spec(layer, graph, "hwc")
 
 
 def _mul_spec(layer, graph):
@@ -186,6 +192,8 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
         return _lut_tiling(layer, graph, n, budget)
     if op == "softmax":   # one whole row per chunk, the exp table with the parameters
         return tiling.plan_flat(1, n, n, 1024 + 8, budget)
+    if op == "reduce":    # the whole input and output in L1, the cores split the outputs
+        return tiling.plan_flat(1, _numel(graph.tensor(layer.inputs[0]).shape), n, 8, budget)
     if op == "move":   # the whole input and the table stay in L1; index chunks stream
         n_in = _numel(graph.tensor(layer.inputs[0]).shape)
         return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)

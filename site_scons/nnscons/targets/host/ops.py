@@ -32,7 +32,13 @@ OPS = {
     "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
     "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
+    "reduce": OpImpl("reduce.c.j2", (K + "nn_reduce.c",), spec=lambda l, g: _reduce_spec(l, g)),
 }
+
+
+def _reduce_spec(layer, graph):
+    from ...ops.reduce import spec
+    return spec(layer, graph, "hwc")
 # convs the generator does not take (groups > 1): depthwise (groups = channels) on the
 # vectorized kernel, other grouped convs on the HWC direct kernel
 GROUPED_CONV = OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",))
