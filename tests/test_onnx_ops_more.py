@@ -271,3 +271,73 @@ def test_reduce_net_matches_the_oracle(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_reduce_net_builds_bit_exact(project, target):
     _passes(project, reduce_net(project.file("m/reducenet.onnx")), target)
+
+
+# ---------------------------------------------------------------- Sum / Max / Min of N inputs
+
+def _branches(c="c"):
+    """Activations of the conv output 'c' (1, 4, 6, 6): a Relu, a Sigmoid, a Tanh, its
+    per-channel mean g (1, 4, 1, 1) and its maximum s (1, 1, 1, 1)."""
+    return [helper.make_node("Relu", [c], ["a"], "relu"), helper.make_node("Sigmoid", [c], ["sb"], "sig"),
+            helper.make_node("Tanh", [c], ["t"], "tanh"),
+            helper.make_node("GlobalAveragePool", [c], ["g"], "gap"),
+            helper.make_node("ReduceMax", [c], ["s"], "rmax", keepdims=1)]
+
+
+NARY_CASES = {"sum3": ("Sum", ["a", "sb", "t"], "nary"), "sum2": ("Sum", ["a", "t"], "add"),
+              "sum2_channel": ("Sum", ["a", "g"], "nary"), "sum4_bcast": ("Sum", ["a", "g", "s", "t"], "nary"),
+              "max2": ("Max", ["a", "t"], "nary"), "min2": ("Min", ["sb", "t"], "nary"),
+              "max3_bcast": ("Max", ["t", "g", "s"], "nary"), "min4": ("Min", ["a", "sb", "t", "g"], "nary"),
+              "max_const": ("Max", ["t", "k"], "lut"), "min_const": ("Min", ["k", "t"], "lut")}
+
+
+@pytest.mark.parametrize("case", sorted(NARY_CASES))
+def test_sum_max_min_of_n_inputs_match_the_oracle(tmp_path, case):
+    """Exact: Sum rounds once over every input (a chain of two-input adds would round after
+    each), Max/Min of each input requantized (the quantization is monotonic)."""
+    op_type, ins, kind = NARY_CASES[case]
+    used = {"a": 0, "sb": 1, "t": 2, "g": 3, "s": 4}
+    pre = [n for n in _branches() if n.output[0] in ins]
+    assert len(pre) == len([t for t in ins if t in used])
+    path = opsgen.conv_then(tmp_path / "m.onnx", pre + [helper.make_node(op_type, ins, ["y"], "op")],
+                            {"k": np.float32(0.1)}, out_shape=None)
+    g = check_against_oracle(tmp_path, path)
+    assert g.layers[-1].op == kind
+
+
+def test_sum_of_one_input_and_refusals(tmp_path):
+    from nnscons.errors import ModelError
+    from nnscons.frontends import load_model
+    path = opsgen.conv_then(tmp_path / "one.onnx", [helper.make_node("Relu", ["c"], ["a"], "relu"),
+                                                    helper.make_node("Sum", ["a"], ["y"], "op")])
+    assert [l.op for l in load_model(path, name="m").layers] == ["conv2d", "requant"]
+    nodes = [helper.make_node("ReduceMean", ["c"], ["h"], "rh", axes=[2], keepdims=1),
+             helper.make_node("Relu", ["c"], ["a"], "relu"),
+             helper.make_node("Max", ["a", "h"], ["y"], "op")]
+    path = opsgen.conv_then(tmp_path / "rows.onnx", nodes, out_shape=None)
+    with pytest.raises(ModelError, match=r"node 'op' \(Max\): operand of shape \(1, 4, 1, 6\) broadcasts "
+                                         r"over \(1, 4, 6, 6\) along other axes than the channels"):
+        load_model(path, name="m")
+
+
+def nary_net(path, seed=0):
+    """Conv, three activations summed (one rounding), their maximum with the per-channel
+    mean and the overall maximum broadcast, the minimum of that and a Tanh, a conv."""
+    inits = _rng_inits(seed, w1=(8, 3, 3, 3), b1=(8,), w2=(4, 8, 1, 1), b2=(4,))
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], "conv1", pads=[1, 1, 1, 1])]
+    nodes += _branches()
+    nodes += [helper.make_node("Sum", ["a", "sb", "t"], ["s3"], "sum3"),
+              helper.make_node("Max", ["s3", "g", "s"], ["mx"], "max3"),
+              helper.make_node("Min", ["mx", "t"], ["mn"], "min2"),
+              helper.make_node("Conv", ["mn", "w2", "b2"], ["y"], "conv2")]
+    return opsgen.save(nodes, inits, (1, 3, 6, 6), (1, 4, 6, 6), path, name="narynet")
+
+
+def test_nary_net_matches_the_oracle(tmp_path):
+    g = check_against_oracle(tmp_path, nary_net(tmp_path / "narynet.onnx"))
+    assert sum(l.op == "nary" for l in g.layers) == 3
+
+
+@pytest.mark.parametrize("target", ["host", "gap9"])
+def test_nary_net_builds_bit_exact(project, target):
+    _passes(project, nary_net(project.file("m/narynet.onnx")), target)

@@ -35,7 +35,13 @@ OPS = {
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
     "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
     "reduce": OpImpl("reduce.c.j2", (C + "nn_reduce.c",), spec=lambda l, g: _reduce_spec(l, g)),
+    "nary": OpImpl("nary.c.j2", (C + "nn_nary.c",), spec=lambda l, g: _nary_spec(l, g)),
 }
+
+
+def _nary_spec(layer, graph):
+    from ...ops.nary import spec
+    return spec(layer, graph)
 
 
 def _reduce_spec(layer, graph):
@@ -194,6 +200,9 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
         return tiling.plan_flat(1, n, n, 1024 + 8, budget)
     if op == "reduce":    # the whole input and output in L1, the cores split the outputs
         return tiling.plan_flat(1, _numel(graph.tensor(layer.inputs[0]).shape), n, 8, budget)
+    if op == "nary":      # every input whole and the output in L1, likewise
+        return tiling.plan_flat(1, sum(_numel(graph.tensor(t).shape) for t in layer.inputs), n,
+                                8 * len(layer.inputs), budget)
     if op == "move":   # the whole input and the table stay in L1; index chunks stream
         n_in = _numel(graph.tensor(layer.inputs[0]).shape)
         return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)

@@ -33,7 +33,13 @@ OPS = {
     "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
     "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
     "reduce": OpImpl("reduce.c.j2", (K + "nn_reduce.c",), spec=lambda l, g: _reduce_spec(l, g)),
+    "nary": OpImpl("nary.c.j2", (K + "nn_nary.c",), spec=lambda l, g: _nary_spec(l, g)),
 }
+
+
+def _nary_spec(layer, graph):
+    from ...ops.nary import spec
+    return spec(layer, graph)
 
 
 def _reduce_spec(layer, graph):
