@@ -9,6 +9,7 @@ from onnx import helper
 
 import opsgen
 from test_ops import _passes, check_against_oracle
+from test_ops_fallback import _hwc, kernels  # noqa: F401  (kernels: the compiled host fallback)
 
 
 def _rng_inits(seed, **shapes):
@@ -341,3 +342,63 @@ def test_nary_net_matches_the_oracle(tmp_path):
 @pytest.mark.parametrize("target", ["host", "gap9"])
 def test_nary_net_builds_bit_exact(project, target):
     _passes(project, nary_net(project.file("m/narynet.onnx")), target)
+
+
+# ---------------------------------------------------------------- other targets
+
+NETS = {"glunet": glu_net, "dilpool": dilated_pool_net, "gemmta": gemm_transa_net,
+        "reducenet": reduce_net, "narynet": nary_net, "cpunet": lambda p: cpu_net(p)}
+
+
+@pytest.mark.parametrize("net", sorted(NETS))
+def test_aie2p_host_fallback_runs_the_new_ops(tmp_path, kernels, net):
+    """aie2p runs what its NPU does not map on the host CPU (kernels/common, CHW, through
+    host_layers.HostKernels): every layer bit-exact with the reference."""
+    from nnscons.frontends import load_model
+    from nnscons.reference import quantize_input, run_graph
+    from nnscons.targets import base
+    from nnscons.targets.aie2p import host_layer
+    g = load_model(NETS[net](tmp_path / f"{net}.onnx"), name="m")
+    x = np.random.default_rng(0).standard_normal(g.tensor(g.input).shape).astype(np.float32)
+    values = run_graph(g, quantize_input(g, x))
+    for layer in g.layers:
+        if base.ops.get(layer.op).alias:
+            continue
+        lp = host_layer(layer, g, "L", "test")
+        params = np.frombuffer(lp.packed_params(g), dtype=np.uint8)
+        xs = [_hwc(t, values[n]) for t, n in zip(lp.spec["inputs"], layer.inputs)]
+        np.testing.assert_array_equal(kernels.run(lp.spec, params, xs),
+                                      _hwc(lp.spec["out"], values[layer.output]), err_msg=layer.name)
+
+
+def cpu_net(path, seed=0):
+    """No lookup tables (the K210's CPU has none): a Sum of three with a per-channel
+    operand, a Min of two, dilated max and average pools, the mean and the max over
+    channels concatenated."""
+    inits = _rng_inits(seed, w1=(8, 3, 3, 3), b1=(8,), w2=(8, 3, 1, 1), b2=(8,))
+    inits["ax"] = np.array([1], np.int64)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], "relu1"),
+             helper.make_node("Conv", ["x", "w2", "b2"], ["c2"], "conv2"),
+             helper.make_node("GlobalAveragePool", ["c2"], ["gp"], "gap"),
+             helper.make_node("Sum", ["r1", "c2", "gp"], ["s"], "sum3"),
+             helper.make_node("Min", ["s", "c2"], ["m"], "min2"),
+             helper.make_node("MaxPool", ["m"], ["mp"], "maxpool_d2", kernel_shape=[3, 3],
+                              dilations=[2, 2], pads=[2, 2, 2, 2]),
+             helper.make_node("AveragePool", ["mp"], ["ap"], "avgpool_d2", kernel_shape=[2, 2],
+                              dilations=[2, 2]),
+             helper.make_node("ReduceMean", ["ap", "ax"], ["rm"], "mean_c", keepdims=1),
+             helper.make_node("ReduceMax", ["ap", "ax"], ["rx"], "max_c", keepdims=1),
+             helper.make_node("Concat", ["rm", "rx"], ["y"], "cat", axis=1)]
+    return opsgen.save(nodes, inits, (1, 3, 8, 8), (1, 2, 6, 6), path, opset=19, name="cpunet")
+
+
+def test_cpu_net_matches_the_oracle(tmp_path):
+    g = check_against_oracle(tmp_path, cpu_net(tmp_path / "cpunet.onnx"), exact=False)
+    assert {"nary", "reduce", "maxpool", "avgpool"} <= {l.op for l in g.layers}
+
+
+@pytest.mark.parametrize("target", ["k210", "host"])
+def test_cpu_net_builds_bit_exact(project, target):
+    """The K210's CPU layers (CHW kernels) take the dilated pools, reductions and N-ary ops."""
+    _passes(project, cpu_net(project.file("m/cpunet.onnx")), target)

@@ -104,10 +104,9 @@ def export(w, layer, ins, core_out):
 
 
 def spec(layer, graph) -> dict:
-    """The kernel's walk of the output (HWC: outer H*W, c, inner 1) and each input's mode."""
-    s = graph.tensor(layer.output).shape
-    return {"fn_code": CODES[layer.attrs["fn"]], "modes": [MODES[m] for m in layer.attrs["modes"]],
-            "walk": [int(s[2] * s[3]), int(s[1]), 1] if len(s) == 4 else [1, int(s[1]), 1]}
+    """The kernel's fn and each input's mode (a template walks the output as outer x C x
+    inner in its layout: HWC outer H*W, CHW inner H*W)."""
+    return {"fn_code": CODES[layer.attrs["fn"]], "modes": [MODES[m] for m in layer.attrs["modes"]]}
 
 
 OPS = [OpDef("nary", onnx={t: convert for t in FNS}, attrs=("fn", "modes"), shape=shape,

@@ -140,19 +140,16 @@ def export(w, layer, ins, core_out):
            keepdims=a["keepdims"])
 
 
-def memory_view(in_shape, axes, layout: str):
-    """(dims, reduced) of the input as three dims in the target's memory order: HWC or CHW
-    for a 4-D tensor, (1, 1, F) for a (1, F) one; the output is the same walk with the
-    reduced dims dropped (keepdims=0 leaves one kept dim, whose order is the same)."""
-    if len(in_shape) == 2:
-        return [1, 1, int(in_shape[1])], [0, 0, int(1 in axes)]
-    order = (2, 3, 1) if layout == "hwc" else (1, 2, 3)
-    return [int(in_shape[d]) for d in order], [int(d in axes) for d in order]
-
-
-def spec(layer, graph, layout="hwc") -> dict:
-    dims, red = memory_view(graph.tensor(layer.inputs[0]).shape, layer.attrs["axes"], layout)
-    return {"dims": dims, "reduced": red, "fn_code": CODES[layer.attrs["fn"]]}
+def spec(layer, graph) -> dict:
+    """The kernel's fn and which of (C, H, W) it reduces ((1, F): F as C); a template walks
+    them in its layout's memory order (HWC: H, W, C; CHW: C, H, W). keepdims=0 leaves one
+    kept dim, so the output's order is that walk's too."""
+    axes = layer.attrs["axes"]
+    if len(graph.tensor(layer.inputs[0]).shape) == 2:
+        red = [int(1 in axes), 0, 0]
+    else:
+        red = [int(d in axes) for d in (1, 2, 3)]
+    return {"fn_code": CODES[layer.attrs["fn"]], "reduced_chw": red}
 
 
 OPS = [OpDef("reduce", attrs=("fn", "axes", "keepdims"), shape=shape, reference=reference,

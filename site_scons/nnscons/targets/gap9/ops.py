@@ -46,7 +46,7 @@ def _nary_spec(layer, graph):
 
 def _reduce_spec(layer, graph):
     from ...ops.reduce import spec
-    return spec(layer, graph, "hwc")
+    return spec(layer, graph)
 
 
 def _mul_spec(layer, graph):

@@ -44,7 +44,7 @@ def _nary_spec(layer, graph):
 
 def _reduce_spec(layer, graph):
     from ...ops.reduce import spec
-    return spec(layer, graph, "hwc")
+    return spec(layer, graph)
 # convs the generator does not take (groups > 1): depthwise (groups = channels) on the
 # vectorized kernel, other grouped convs on the HWC direct kernel
 GROUPED_CONV = OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",))
