@@ -170,13 +170,13 @@ def test_gemm_transa_refusals(tmp_path):
 
 
 def gemm_transa_net(path, seed=0):
-    """Conv, global pool, the pooled column (Reshape to (8, 1)), Gemm transA=1, Relu, then
-    a Transpose to a column again and a second Gemm transA=1 with transB=1."""
-    inits = _rng_inits(seed, w1=(8, 3, 3, 3), b1=(8,), W1=(8, 6), bf1=(6,), W2=(4, 6), bf2=(4,))
-    inits.update(s81=np.array([8, 1], np.int64))
-    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
-             helper.make_node("GlobalAveragePool", ["c1"], ["g"], "gap"),
-             helper.make_node("Reshape", ["g", "s81"], ["col"], "col"),
+    """Conv (2 x 3 x 3 map), its column (Reshape to (18, 1): on HWC targets the Linear
+    reads the map's HWC bytes as after a Flatten), Gemm transA=1, Relu, then a Transpose to
+    a column again and a second Gemm transA=1 with transB=1."""
+    inits = _rng_inits(seed, w1=(2, 3, 3, 3), b1=(2,), W1=(18, 6), bf1=(6,), W2=(4, 6), bf2=(4,))
+    inits.update(s181=np.array([18, 1], np.int64))
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["c1", "s181"], ["col"], "col"),
              helper.make_node("Gemm", ["col", "W1", "bf1"], ["f1"], "fc1", transA=1),
              helper.make_node("Relu", ["f1"], ["r1"], "relu"),
              helper.make_node("Transpose", ["r1"], ["col2"], "col2", perm=[1, 0]),
