@@ -1,5 +1,5 @@
-"""add: two equal-shape inputs (Add, Sub, Sum of two: ops/nary.py), each requantized to the output scale
-(one common shift); Sub negates the second multiplier."""
+"""add: two equal-shape inputs (Add, Sub; Sum of two arrives from ops/nary.py), each
+requantized to the output scale (one common shift); Sub negates the second multiplier."""
 from __future__ import annotations
 
 import numpy as np

@@ -7,8 +7,8 @@ Integer semantics (one rounding, as the QDQ graph's one QuantizeLinear):
            a chain of two-input adds would round after each add, this rounds once
   max/min  max_i / min_i of clamp(zp_out + rshift_round((x_i - z_i) * M_i, s_i)): the
            quantization is monotonic, so Q(max_i real_i) = max_i Q(real_i) exactly.
-Sum of one input is a requant (ops/add.py), Sum of two equal shapes an add; Max/Min of
-two with one constant operand a lookup table (ops/lut.py).
+Sum of one input is a requant, Sum of two equal shapes an add (ops/add.py); Sum/Max/Min
+of two with one constant operand a lookup table (ops/lut.py).
 """
 from __future__ import annotations
 
@@ -26,11 +26,10 @@ MODES = {"same": 0, "channel": 1, "scalar": 2}       # how an input broadcasts
 
 
 def convert(w, name, node, ins, out):
-    if node.op_type in ("Max", "Min"):
-        from .lut import const_binary
-        op = const_binary(w, name, node, ins, out)
-        if op is not None:
-            return op
+    from .lut import const_binary
+    op = const_binary(w, name, node, ins, out)    # two operands, one constant: a table
+    if op is not None:
+        return op
     if len(ins) == 1:
         return Op(name, "requant", [X.activation(w, name, node, ins[0])], out, node.op_type)
     return Op(name, "nary", [X.activation(w, name, node, t) for t in ins], out, node.op_type,

@@ -105,8 +105,8 @@ def shape(g, op, ins):
     kept = tuple(1 if d in axes else n for d, n in enumerate(x))
     out = kept if op.attrs["keepdims"] else tuple(n for d, n in enumerate(x) if d not in axes)
     if len(out) not in (2, 4) or out[0] != 1:
-        raise g.fail(op, f"keepdims=0 over axes {list(axes)} of {list(x)} gives a rank-{len(out)} "
-                         f"tensor; only (1, F) or (1, C, H, W) results are supported "
+        raise g.fail(op, f"keepdims=0 over axes {list(axes)} of {list(x)} gives a tensor of "
+                         f"shape {list(out)}; only (1, F) or (1, C, H, W) results are supported "
                          f"(keepdims=1, or reduce two of C, H, W)")
     if int(np.prod([x[d] for d in axes])) * 255 >= 2**31:
         raise g.fail(op, f"reducing {int(np.prod([x[d] for d in axes]))} elements overflows "
