@@ -403,3 +403,9 @@ def test_cpu_net_matches_the_oracle(tmp_path):
 def test_cpu_net_builds_bit_exact(project, target):
     """The K210's CPU layers (CHW kernels) take the dilated pools, reductions and N-ary ops."""
     _passes(project, cpu_net(project.file("m/cpunet.onnx")), target)
+
+
+def test_cpu_net_builds_bit_exact_on_arm64(project):
+    """arm64 shares the host's templates (-Wall -Wextra -Werror, NEON max pools leave dilated
+    windows to the portable kernel)."""
+    _passes(project, cpu_net(project.file("m/cpunet.onnx")), "arm64")
