@@ -3,6 +3,10 @@ built on host and gap9 (emul): Split with implicit sizes (GLU), dilated pools, G
 transA, Reduce* over any axes, Sum/Max/Min of N activations."""
 from __future__ import annotations
 
+import glob
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -409,3 +413,38 @@ def test_cpu_net_builds_bit_exact_on_arm64(project):
     """arm64 shares the host's templates (-Wall -Wextra -Werror, NEON max pools leave dilated
     windows to the portable kernel)."""
     _passes(project, cpu_net(project.file("m/cpunet.onnx")), "arm64")
+
+
+def chunked_reduce_net(path, seed=0):
+    """A (1, 8, 24, 24) map: the mean and the max over channels (H kept: input rows
+    stream through L1), a sum over W (likewise), and a mean over H of the channels' max
+    (the whole (1, 1, 24, 24) map in L1)."""
+    inits = _rng_inits(seed, w1=(8, 3, 3, 3), b1=(8,))
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1])]
+    for op_type, axes, x, y in [("ReduceMean", [1], "c1", "mean_c"), ("ReduceMax", [1], "c1", "max_c"),
+                                ("ReduceSum", [3], "c1", "sum_w"), ("ReduceMean", [2], "max_c", "mean_h")]:
+        node, i = _reduce_node(op_type, axes, 1, 13, x, y, y)
+        nodes.append(node)
+        inits.update(i)
+    nodes += [helper.make_node("Concat", ["mean_c", "max_c"], ["cat"], "cat", axis=1),
+              helper.make_node("ReduceMean", ["cat"], ["m1"], "mean_cat", axes=[1, 3], keepdims=0),
+              helper.make_node("ReduceMean", ["sum_w"], ["m2"], "mean_sum_w", axes=[1, 3], keepdims=0),
+              helper.make_node("ReduceMean", ["mean_h"], ["m3"], "mean_mean_h", axes=[1, 2], keepdims=0),
+              helper.make_node("Concat", ["m1", "m2", "m3"], ["y"], "out", axis=1)]
+    return opsgen.save(nodes, inits, (1, 3, 24, 24), (1, 72), path, opset=13, name="chunkred")
+
+
+def test_gap9_reduce_streams_rows_through_a_small_l1(project):
+    """With a 4 KiB budget the reductions of the 4.5 KB map that keep H run in chunks of
+    input rows (double-buffered), the mean over H on the whole smaller map."""
+    y = project.read("targets.yaml")
+    assert "      l1_budget: 112KiB" in y
+    project.write("targets.yaml", y.replace("      l1_budget: 112KiB", "      l1_budget: 4KiB", 1))
+    path = chunked_reduce_net(project.file("m/chunkred.onnx"))
+    check_against_oracle(Path(project.file("m")), path)
+    _passes(project, path, "gap9")
+    srcs = {os.path.basename(p): open(p).read()
+            for p in glob.glob(project.file("build/**/*.c"), recursive=True) if "gap9" in p}
+    for name in ("mean_c.c", "max_c.c", "sum_w.c"):
+        assert "in_buf[2]" in srcs[name], name
+    assert "in_buf[2]" not in srcs["mean_h.c"]

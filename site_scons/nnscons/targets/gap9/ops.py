@@ -45,8 +45,15 @@ def _nary_spec(layer, graph):
 
 
 def _reduce_spec(layer, graph):
+    """The reduction's spec and its chunk unit: an input row (W x C bytes, HWC) when H is
+    kept (CBAM's mean over channels streams row by row), else the whole tensor."""
     from ...ops.reduce import spec
-    return spec(layer, graph)
+    s = dict(spec(layer, graph))
+    i = hwc(graph.tensor(layer.inputs[0]).shape)
+    units = i["h"] if not s["reduced_chw"][1] else 1
+    s.update(n_units=units, unit_in=i["h"] * i["w"] * i["c"] // units,
+             unit_out=_numel(graph.tensor(layer.output).shape) // units)
+    return s
 
 
 def _mul_spec(layer, graph):
@@ -198,8 +205,9 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
         return _lut_tiling(layer, graph, n, budget)
     if op == "softmax":   # one whole row per chunk, the exp table with the parameters
         return tiling.plan_flat(1, n, n, 1024 + 8, budget)
-    if op == "reduce":    # the whole input and output in L1, the cores split the outputs
-        return tiling.plan_flat(1, _numel(graph.tensor(layer.inputs[0]).shape), n, 8, budget)
+    if op == "reduce":    # chunks of input rows (or the whole tensor), the cores split the outputs
+        s = _reduce_spec(layer, graph)
+        return tiling.plan_flat(s["n_units"], s["unit_in"], s["unit_out"], 8, budget)
     if op == "nary":      # every input whole and the output in L1, likewise
         return tiling.plan_flat(1, sum(_numel(graph.tensor(t).shape) for t in layer.inputs), n,
                                 8 * len(layer.inputs), budget)
