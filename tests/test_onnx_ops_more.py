@@ -448,3 +448,29 @@ def test_gap9_reduce_streams_rows_through_a_small_l1(project):
     for name in ("mean_c.c", "max_c.c", "sum_w.c"):
         assert "in_buf[2]" in srcs[name], name
     assert "in_buf[2]" not in srcs["mean_h.c"]
+
+
+def chunked_nary_net(path, seed=0):
+    """(1, 8, 24, 24) maps summed with a per-channel mean, then their maximum with the
+    maximum of the means: the maps stream through L1 by pixels, the broadcast operands stay."""
+    inits = _rng_inits(seed, w1=(8, 3, 3, 3), b1=(8,))
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r"], "relu"),
+             helper.make_node("GlobalAveragePool", ["c1"], ["g"], "gap"),
+             helper.make_node("ReduceMax", ["g"], ["s"], "rmax", keepdims=1),
+             helper.make_node("Sum", ["c1", "g", "r"], ["sm"], "sum3"),
+             helper.make_node("Max", ["s", "sm", "r"], ["y"], "max3")]
+    return opsgen.save(nodes, inits, (1, 3, 24, 24), (1, 8, 24, 24), path, opset=13, name="chunknary")
+
+
+def test_gap9_nary_streams_pixels_through_a_small_l1(project):
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("      l1_budget: 112KiB", "      l1_budget: 4KiB", 1))
+    path = chunked_nary_net(project.file("m/chunknary.onnx"))
+    g = check_against_oracle(Path(project.file("m")), path)
+    assert [l.op for l in g.layers][-2:] == ["nary", "nary"]
+    _passes(project, path, "gap9")
+    srcs = {os.path.basename(p): open(p).read()
+            for p in glob.glob(project.file("build/**/*.c"), recursive=True) if "gap9" in p}
+    for name in ("sum3.c", "max3.c"):
+        assert "for (int k = 0; k < 1;" not in srcs[name], name

@@ -40,8 +40,23 @@ OPS = {
 
 
 def _nary_spec(layer, graph):
+    """The op's spec and its L1 plan: chunks of output pixels (C values, HWC); an input of
+    the output's shape streams with them (slot ("in", j): the j-th such, chunk-sized), a
+    broadcast one (per channel, one value) stays whole after the parameters (("par", byte
+    offset in that block))."""
     from ...ops.nary import spec
-    return spec(layer, graph)
+    s = dict(spec(layer, graph))
+    out = hwc(graph.tensor(layer.output).shape)
+    slots, n_same, off = [], 0, 8 * len(layer.inputs)
+    for t, mode in zip(layer.inputs, layer.attrs["modes"]):
+        if mode == "same":
+            slots.append(["in", n_same])
+            n_same += 1
+        else:
+            slots.append(["par", off])
+            off += tiling._align4(_numel(graph.tensor(t).shape))
+    s.update(slots=slots, n_same=n_same, fixed_bytes=off, n_units=out["h"] * out["w"], unit=out["c"])
+    return s
 
 
 def _reduce_spec(layer, graph):
@@ -208,9 +223,9 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
     if op == "reduce":    # chunks of input rows (or the whole tensor), the cores split the outputs
         s = _reduce_spec(layer, graph)
         return tiling.plan_flat(s["n_units"], s["unit_in"], s["unit_out"], 8, budget)
-    if op == "nary":      # every input whole and the output in L1, likewise
-        return tiling.plan_flat(1, sum(_numel(graph.tensor(t).shape) for t in layer.inputs), n,
-                                8 * len(layer.inputs), budget)
+    if op == "nary":      # chunks of pixels; broadcast inputs whole beside the parameters
+        s = _nary_spec(layer, graph)
+        return tiling.plan_flat(s["n_units"], s["unit"] * s["n_same"], s["unit"], s["fixed_bytes"], budget)
     if op == "move":   # the whole input and the table stay in L1; index chunks stream
         n_in = _numel(graph.tensor(layer.inputs[0]).shape)
         return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)
