@@ -332,8 +332,8 @@ def test_unsupported_op(tmp_path):
 
 
 @pytest.mark.parametrize("node, match", [
-    (helper.make_node("MaxPool", ["x"], ["y"], "mp", kernel_shape=[2, 2], dilations=[2, 2]),
-     r"'mp' \(MaxPool\): dilations"),
+    (helper.make_node("MaxPool", ["x"], ["y"], "mp", kernel_shape=[2, 2], dilations=[0, 2]),
+     r"'mp' \(MaxPool\): invalid pads \(0, 0, 0, 0\), strides \(1, 1\) or dilations \(0, 2\)"),
     (helper.make_node("AveragePool", ["x"], ["y"], "ap", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                       ceil_mode=1, count_include_pad=1), r"'ap' \(AveragePool\): ceil_mode"),
     (helper.make_node("Conv", ["x", "w"], ["y"], "cv", auto_pad="SAME_MIDDLE"),

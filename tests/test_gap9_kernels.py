@@ -277,9 +277,9 @@ CONV_CHW_FIELDS = ("in_c in_h in_w out_c out_h out_w k_h k_w stride_h stride_w d
                    "pad_top pad_left groups in_zp out_zp act_min act_max").split()
 CONV_HWC_FIELDS = ("in_h in_w in_c out_h out_w out_c k_h k_w stride_h stride_w dil_h dil_w "
                    "pad_top pad_left groups in_zp out_zp act_min act_max").split()
-POOL_CHW_FIELDS = ("c in_h in_w out_h out_w k_h k_w stride_h stride_w pad_top pad_left "
+POOL_CHW_FIELDS = ("c in_h in_w out_h out_w k_h k_w stride_h stride_w dil_h dil_w pad_top pad_left "
                    "count_include_pad in_zp out_zp act_min act_max").split()
-POOL_HWC_FIELDS = ("in_h in_w c out_h out_w k_h k_w stride_h stride_w pad_top pad_left "
+POOL_HWC_FIELDS = ("in_h in_w c out_h out_w k_h k_w stride_h stride_w dil_h dil_w pad_top pad_left "
                    "count_include_pad in_zp out_zp act_min act_max").split()
 
 
@@ -334,12 +334,14 @@ def random_pool(rng):
     op = "maxpool" if rng.random() < 0.45 else "avgpool"
     k = tuple(int(v) for v in rng.choice([1, 2, 3, 3, 4, 5, 7], 2))
     stride = tuple(int(v) for v in rng.integers(1, 4, 2))
+    dil = tuple(int(v) for v in rng.choice([1, 1, 1, 2, 3], 2))     # dilated: the general kernels
     (in_h, out_h, pad_top), (in_w, out_w, pad_left) = (
-        _tile_geometry(rng, k[i], stride[i], 1, pool=True) for i in range(2))
+        _tile_geometry(rng, k[i], stride[i], dil[i], pool=True) for i in range(2))
     c = int(rng.integers(65, 150)) if rng.random() < 0.15 else int(rng.integers(1, 40))
     act_min, act_max = _clamp(rng)
     geo = dict(c=c, in_h=in_h, in_w=in_w, out_h=out_h, out_w=out_w, k_h=k[0], k_w=k[1],
-               stride_h=stride[0], stride_w=stride[1], pad_top=pad_top, pad_left=pad_left,
+               stride_h=stride[0], stride_w=stride[1], dil_h=dil[0], dil_w=dil[1], pad_top=pad_top,
+               pad_left=pad_left,
                count_include_pad=int(rng.random() < 0.5), in_zp=_zp(rng), out_zp=_out_zp(rng),
                act_min=act_min, act_max=act_max)
     if op == "maxpool":
@@ -900,8 +902,8 @@ def _layer_tiles(checks, rng, label, layer, g, x, kind):
                                  p["mult"], p["shift"], want)
                 else:
                     geo = dict(c=c, in_h=b1 - b0, in_w=e1 - e0, out_h=toh, out_w=tow, k_h=kh, k_w=kw,
-                               stride_h=sh, stride_w=sw, pad_top=top, pad_left=left,
-                               count_include_pad=a.get("count_include_pad", 0), in_zp=q_in,
+                               stride_h=sh, stride_w=sw, dil_h=dh, dil_w=dw, pad_top=top,
+                               pad_left=left, count_include_pad=a.get("count_include_pad", 0), in_zp=q_in,
                                out_zp=q_out, act_min=layer.act_min, act_max=layer.act_max)
                     add_pool_hwc(checks, rng, where, layer.op, geo, tile, p["mult"], p["shift"], want)
 

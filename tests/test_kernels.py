@@ -79,7 +79,7 @@ int main(int argc, char **argv)
         nn_linear_s8(&c, in[0], in[1], in[2], in[3], in[4], out);
     } else if (!strcmp(argv[1], "maxpool") || !strcmp(argv[1], "avgpool")) {
         nn_pool_cfg_t c = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10],
-                           p[11], p[12], p[13], p[14], p[15]};
+                           p[11], p[12], p[13], p[14], p[15], p[16], p[17]};
         (argv[1][0] == 'm' ? nn_maxpool_s8 : nn_avgpool_s8)(&c, in[0], in[1], in[2], out);
     } else if (!strcmp(argv[1], "global_avgpool")) {
         nn_global_avgpool_s8(p[0], p[1], p[2], p[3], p[4], p[5], in[0], in[1], in[2], out);
@@ -186,7 +186,8 @@ def c_pool(drv, layer, graph, x, rows=None, extra_halo=0):
     rows = rows or (0, oh)
     b0, b1, pad_top = _band(layer, graph, rows, extra_halo)
     p = numerics.requant_params(layer, graph)
-    cfg = [c, b1 - b0, w, rows[1] - rows[0], ow, *a["kernel"], *a["stride"], pad_top, a["pads"][1],
+    cfg = [c, b1 - b0, w, rows[1] - rows[0], ow, *a["kernel"], *a["stride"], *a.get("dilation", (1, 1)),
+           pad_top, a["pads"][1],
            a.get("count_include_pad", 0), q_in.zero_point, q_out.zero_point, layer.act_min, layer.act_max]
     out = drv.run(layer.op, cfg, [x[0, :, b0:b1], p["mult"], p["shift"]], c * (rows[1] - rows[0]) * ow)
     return out.reshape(1, c, rows[1] - rows[0], ow)
@@ -275,6 +276,9 @@ POOL_CASES = [
     ("avgpool", dict(k=(2, 2), stride=(2, 2), pads=(0, 0, 0, 0), ceil=True)),
     ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(2, 1, 0, 2), ceil=True, count_include_pad=0)),
     ("avgpool", dict(k=(4, 2), stride=(1, 2), pads=(0, 1, 3, 0), count_include_pad=1)),
+    ("maxpool", dict(k=(3, 2), stride=(1, 2), pads=(2, 1, 1, 2), dilation=(2, 3))),
+    ("avgpool", dict(k=(2, 3), stride=(2, 1), pads=(1, 2, 1, 0), dilation=(3, 2), count_include_pad=1)),
+    ("avgpool", dict(k=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1), dilation=(2, 2), ceil=True)),
 ]
 # ceil_mode with count_include_pad (ONNX divides by the part of the window inside the pads)
 # is in the reference; targets refuse it (base.pool_check) until a kernel implements it.

@@ -59,13 +59,13 @@ def conv_graph(rng, c, h, w, o, k=(3, 3), stride=(1, 1), dil=(1, 1), pads=(1, 1,
     return g, layer
 
 
-def pool_graph(rng, op, c, h, w, k, stride, pads, ceil=False, count_include_pad=0):
-    oh, ow = conv_out_hw(h, w, k, stride, (1, 1), pads, ceil)
+def pool_graph(rng, op, c, h, w, k, stride, pads, ceil=False, count_include_pad=0, dilation=(1, 1)):
+    oh, ow = conv_out_hw(h, w, k, stride, dilation, pads, ceil)
     return single_layer_graph(
         op, [("x", (1, c, h, w), f32(rng.uniform(0.02, 0.05)), int(rng.integers(-128, 128)))],
         ("y", (1, c, oh, ow), f32(rng.uniform(0.02, 0.05)), int(rng.integers(-20, 20))),
         attrs=dict(kernel=tuple(k), stride=tuple(stride), pads=tuple(pads), ceil_mode=int(ceil),
-                   count_include_pad=count_include_pad))
+                   count_include_pad=count_include_pad, dilation=tuple(dilation)))
 
 
 def rand_int8(rng, shape):

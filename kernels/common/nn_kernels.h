@@ -37,8 +37,8 @@ void nn_linear_s8(const nn_linear_cfg_t *cfg, const int8_t *in, const int8_t *we
 /* Pool tiles follow the conv convention: rows/cols outside the tile are padding.
  * A window with no in-tile pixel (impossible with valid ONNX pads) yields zp_out. */
 typedef struct {
-    int c, in_h, in_w, out_h, out_w, k_h, k_w, stride_h, stride_w, pad_top, pad_left;
-    int count_include_pad;     /* avgpool only */
+    int c, in_h, in_w, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    int count_include_pad;     /* avgpool only; with dilation: the taps inside the padded plane */
     int32_t in_zp, out_zp, act_min, act_max;
 } nn_pool_cfg_t;
 

@@ -72,5 +72,25 @@ void nn_instnorm_apply_f64_s8(int outer, int c, int inner, int ch_begin, int ch_
                               int32_t in_zp, double in_scale, const double *mean, const double *den,
                               const double *gamma, const double *beta, double out_scale, int32_t out_zp,
                               int32_t act_min, int32_t act_max, int8_t *out);
+/* Reduction (nnscons.ops.reduce) of a tensor walked as d0 x d1 x d2 (memory order; d2
+ * contiguous): bit k of `reduced` reduces dim k. Outputs [o_begin, o_end) of the same walk
+ * with the reduced dims of extent 1; fn NN_REDUCE_*: mean = clamp(out_zp + round(sum(x - in_zp)
+ * * mult / (n * 2**shift))) over the n reduced elements, sum without the division, max/min
+ * requantize (extreme - in_zp). The sum is int32: n * 255 < 2**31. */
+enum { NN_REDUCE_MEAN = 0, NN_REDUCE_SUM = 1, NN_REDUCE_MAX = 2, NN_REDUCE_MIN = 3 };
+void nn_reduce_s8(int d0, int d1, int d2, int reduced, int fn, const int8_t *in, int32_t in_zp,
+                  int32_t mult, int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max,
+                  int8_t *out, int o_begin, int o_end);
+
+/* Sum / Max / Min of n inputs (nnscons.ops.nary) over outputs [begin, end) of an outer x c x
+ * inner walk; input k is read as mode[k] NN_NARY_SAME (element i), NN_NARY_CHANNEL (its
+ * channel) or NN_NARY_SCALAR (element 0). fn NN_NARY_SUM: clamp(out_zp + round(sum_k
+ * (x_k - in_zp[k]) * mult[k] / 2**shift[0])), one rounding; NN_NARY_MAX / MIN: the extreme
+ * of each input requantized by (mult[k], shift[k]). */
+enum { NN_NARY_SUM = 0, NN_NARY_MAX = 1, NN_NARY_MIN = 2 };
+enum { NN_NARY_SAME = 0, NN_NARY_CHANNEL = 1, NN_NARY_SCALAR = 2 };
+void nn_nary_s8(int n, int outer, int c, int inner, const int8_t *const *in, const int32_t *in_zp,
+                const int32_t *mode, int fn, const int32_t *mult, const int32_t *shift,
+                int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out, int begin, int end);
 
 #endif /* NN_OPS_H */

@@ -90,7 +90,7 @@ void nn_xp_linear_s8(const nn_linear_cfg_t *cfg, const int8_t *in, const int8_t 
 
 typedef struct {
     int in_h, in_w, c, out_h, out_w;
-    int k_h, k_w, stride_h, stride_w, pad_top, pad_left;
+    int k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
     int count_include_pad;            /* avgpool only */
     int32_t in_zp, out_zp, act_min, act_max;
 } nn_hwc_pool_cfg_t;
@@ -103,13 +103,14 @@ void nn_hwc_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int
                        const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
 
 /* nn_xp_pool.c: nn_hwc_maxpool_s8's contract and results, Xpulp SIMD maxima where
- * nn_xp_maxpool_fast(cfg) says so (c % 4 == 0; input tile 4-byte aligned). */
+ * nn_xp_maxpool_fast(cfg) says so (c % 4 == 0, no dilation; input tile 4-byte aligned). */
 int nn_xp_maxpool_fast(const nn_hwc_pool_cfg_t *cfg);
 void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                       const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
 
 /* nn_xp_pool.c: nn_hwc_avgpool_s8's contract and results, on channel words where
- * nn_xp_avgpool_fast(cfg) says so (c % 4 == 0, k_h * k_w <= 256; input 4-byte aligned). */
+ * nn_xp_avgpool_fast(cfg) says so (c % 4 == 0, k_h * k_w <= 256, no dilation; input 4-byte
+ * aligned). */
 int nn_xp_avgpool_fast(const nn_hwc_pool_cfg_t *cfg);
 void nn_xp_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                       const int32_t *shift, int8_t *out, int pix_begin, int pix_end);

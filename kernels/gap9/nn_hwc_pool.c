@@ -12,18 +12,22 @@
 /* int32 channel sums kept on the stack per pass: 256 bytes (GAP9 cluster stacks are small). */
 #define NN_HWC_POOL_CH 64
 
-/* Window of output pixel (y, x) clipped to the tile: input rows [*r0,*r1), cols [*c0,*c1). */
-static void nn_hwc_pool_window(const nn_hwc_pool_cfg_t *cfg, int y, int x, int *r0, int *r1,
-                               int *c0, int *c1)
+/* Window of output pixel (y, x) clipped to the tile: kernel taps rows [*r0,*r1), cols
+ * [*c0,*c1); tap (i, j) reads input row *top + i * dil_h, column *left + j * dil_w. */
+static void nn_hwc_pool_window(const nn_hwc_pool_cfg_t *cfg, int y, int x, int *top, int *left,
+                               int *r0, int *r1, int *c0, int *c1)
 {
-    const int top = y * cfg->stride_h - cfg->pad_top;
-    const int left = x * cfg->stride_w - cfg->pad_left;
-    nn_valid_range(top, 1, cfg->k_h, cfg->in_h, r0, r1);
-    nn_valid_range(left, 1, cfg->k_w, cfg->in_w, c0, c1);
-    *r0 += top;
-    *r1 += top;
-    *c0 += left;
-    *c1 += left;
+    *top = y * cfg->stride_h - cfg->pad_top;
+    *left = x * cfg->stride_w - cfg->pad_left;
+    nn_valid_range(*top, cfg->dil_h, cfg->k_h, cfg->in_h, r0, r1);
+    nn_valid_range(*left, cfg->dil_w, cfg->k_w, cfg->in_w, c0, c1);
+}
+
+/* Input pixel of kernel tap (i, j) of a window at (top, left). */
+static const int8_t *nn_hwc_pool_tap(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, int top,
+                                     int left, int i, int j)
+{
+    return in + ((ptrdiff_t)(top + i * cfg->dil_h) * cfg->in_w + left + j * cfg->dil_w) * cfg->c;
 }
 
 void nn_hwc_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
@@ -38,17 +42,17 @@ void nn_hwc_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int
     x = pix_begin - y * cfg->out_w;
     for (p = pix_begin; p < pix_end; ++p) {
         int8_t *o = out + (ptrdiff_t)p * c;
-        int r0, r1, c0, c1;
-        nn_hwc_pool_window(cfg, y, x, &r0, &r1, &c0, &c1);
+        int top, left, r0, r1, c0, c1;
+        nn_hwc_pool_window(cfg, y, x, &top, &left, &r0, &r1, &c0, &c1);
         if (r0 < r1 && c0 < c1) {
             /* The running max is an int8: keep it in the output pixel itself, seeded by
              * the window's first pixel, then requantize in place. */
-            const int8_t *first = in + ((ptrdiff_t)r0 * cfg->in_w + c0) * c;
+            const int8_t *first = nn_hwc_pool_tap(cfg, in, top, left, r0, c0);
             for (i = 0; i < c; ++i)
                 o[i] = first[i];
             for (r = r0; r < r1; ++r) {
                 for (q = r == r0 ? c0 + 1 : c0; q < c1; ++q) {
-                    const int8_t *px = in + ((ptrdiff_t)r * cfg->in_w + q) * c;
+                    const int8_t *px = nn_hwc_pool_tap(cfg, in, top, left, r, q);
                     for (i = 0; i < c; ++i)
                         o[i] = px[i] > o[i] ? px[i] : o[i];
                 }
@@ -82,9 +86,9 @@ void nn_hwc_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int
     x = pix_begin - y * cfg->out_w;
     for (p = pix_begin; p < pix_end; ++p) {
         int8_t *o = out + (ptrdiff_t)p * c;
-        int r0, r1, c0, c1, n_in, count;
+        int top, left, r0, r1, c0, c1, n_in, count;
         int32_t zp_sum;
-        nn_hwc_pool_window(cfg, y, x, &r0, &r1, &c0, &c1);
+        nn_hwc_pool_window(cfg, y, x, &top, &left, &r0, &r1, &c0, &c1);
         n_in = (r1 - r0) * (c1 - c0);
         /* Sum raw bytes and subtract in_zp once per in-tile pixel: sum(x - zp) exactly. */
         zp_sum = -cfg->in_zp * n_in;
@@ -95,7 +99,7 @@ void nn_hwc_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int
                 acc[i] = zp_sum;
             for (r = r0; r < r1; ++r) {
                 for (q = c0; q < c1; ++q) {
-                    const int8_t *px = in + ((ptrdiff_t)r * cfg->in_w + q) * c + ch0;
+                    const int8_t *px = nn_hwc_pool_tap(cfg, in, top, left, r, q) + ch0;
                     for (i = 0; i < n; ++i)
                         acc[i] += px[i];
                 }

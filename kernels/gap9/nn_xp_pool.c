@@ -17,7 +17,8 @@
 
 int nn_xp_maxpool_fast(const nn_hwc_pool_cfg_t *cfg)
 {
-    return cfg->c % 4 == 0;
+    /* dilated windows take nn_hwc_maxpool_s8 (strided taps) */
+    return cfg->c % 4 == 0 && cfg->dil_h == 1 && cfg->dil_w == 1;
 }
 
 void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
@@ -123,7 +124,7 @@ static int8_t avg_requant(int32_t acc, const nn_xp_avg_t *d, int32_t zp, int32_t
 
 int nn_xp_avgpool_fast(const nn_hwc_pool_cfg_t *cfg)
 {
-    return cfg->c % 4 == 0 && cfg->k_h * cfg->k_w <= NN_XP_SUM_RUN;
+    return cfg->c % 4 == 0 && cfg->k_h * cfg->k_w <= NN_XP_SUM_RUN && cfg->dil_h == 1 && cfg->dil_w == 1;
 }
 
 void nn_xp_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,

@@ -342,6 +342,10 @@ void nn_maxpool_hwc_fast(int isa, const nn_hwc_pool_cfg_t *cfg, const int8_t *in
                          const int32_t *shift, int8_t *out, int pix_begin, int pix_end)
 {
     (void)isa;
+    if (cfg->dil_h != 1 || cfg->dil_w != 1) {     /* the vector paths read dense windows */
+        nn_hwc_maxpool_s8(cfg, in, mult, shift, out, pix_begin, pix_end);
+        return;
+    }
 #if NN_HAVE_X86
     if (use_avx2(isa) && cfg->c % 32 == 0) {
         maxpool_avx2(cfg, in, mult, shift, out, pix_begin, pix_end);

@@ -154,7 +154,7 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
     case MAXPOOL_CHW:
     case AVGPOOL_CHW: {
         const nn_pool_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
-                                 k[10], k[11], k[12], k[13], k[14], k[15]};
+                                 k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17]};
         (op == MAXPOOL_CHW ? nn_maxpool_s8 : nn_avgpool_s8)(&c, a[0], a[1], a[2], out);
         break;
     }
@@ -163,9 +163,9 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
     case MAXPOOL_HWC:
     case AVGPOOL_HWC: {
         const nn_hwc_pool_cfg_t c = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
-                                     k[10], k[11], k[12], k[13], k[14], k[15]};
+                                     k[10], k[11], k[12], k[13], k[14], k[15], k[16], k[17]};
         (op == XP_MAXPOOL ? nn_xp_maxpool_s8 : op == XP_AVGPOOL ? nn_xp_avgpool_s8
-         : op == MAXPOOL_HWC ? nn_hwc_maxpool_s8 : nn_hwc_avgpool_s8)(&c, a[0], a[1], a[2], out, k[16], k[17]);
+         : op == MAXPOOL_HWC ? nn_hwc_maxpool_s8 : nn_hwc_avgpool_s8)(&c, a[0], a[1], a[2], out, k[18], k[19]);
         break;
     }
     case GAP_CHW:

@@ -131,6 +131,25 @@ class _Writer:
             self.node("Identity", [core_out], [pre], f"{layer.name}_identity")
         self.qdq(t, pre)
 
+    AXES_INPUT_FROM = 18   # ReduceMean/Max/Min take their axes as an input from opset 18
+
+    def _axes_as_inputs(self, graph) -> None:
+        """An op's export may raise the opset (AveragePool with dilations: 19) after a
+        reduction was written with its axes attribute: move them to the input then."""
+        if self.opset < self.AXES_INPUT_FROM:
+            return
+        for node in graph.node:
+            if not node.op_type.startswith("Reduce"):
+                continue
+            for k, attr in enumerate(node.attribute):
+                if attr.name == "axes":
+                    axes = self.names.fresh(f"{node.name}_axes")
+                    graph.initializer.append(numpy_helper.from_array(
+                        np.array(list(attr.ints), dtype=np.int64), axes))
+                    del node.attribute[k]
+                    node.input.append(axes)
+                    break
+
     def model(self) -> onnx.ModelProto:
         g = self.g
         for t in g.inputs:
@@ -144,6 +163,7 @@ class _Writer:
         graph = helper.make_graph(self.nodes, g.name, xs, ys, self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                   producer_name="nnscons", ir_version=IR_VERSION)
+        self._axes_as_inputs(model.graph)
         rule = getattr(g, "numerics", "onnx") or "onnx"
         if rule != "onnx":   # the network's own arithmetic is not this graph's QDQ semantics
             helper.set_model_props(model, {"nnscons.numerics": rule})

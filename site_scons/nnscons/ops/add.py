@@ -1,5 +1,5 @@
-"""add: two equal-shape inputs (Add, Sub, Sum of two), each requantized to the output scale
-(one common shift); Sub negates the second multiplier."""
+"""add: two equal-shape inputs (Add, Sub; Sum of two arrives from ops/nary.py), each
+requantized to the output scale (one common shift); Sub negates the second multiplier."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,15 +40,6 @@ def tfl_add(w, op):
     attrs = {"sub": 1} if op.code == "SUB" else {}
     return Op(op.label, "add", [w.act(op, 0), w.act(op, 1)], w.out(op), op.code, attrs=attrs,
               act_range=w.act_range(op))
-
-
-def sum_(w, name, node, ins, out):
-    if len(ins) == 2:
-        return convert(w, name, node, ins, out)
-    if len(ins) == 1:
-        return Op(name, "requant", [X.activation(w, name, node, ins[0])], out, node.op_type)
-    raise w.fail(name, node, f"Sum of {len(ins)} inputs is not supported (1 or 2 inputs); "
-                             f"split it into a chain of Add nodes")
 
 
 def same_shape(g, op, ins):
@@ -102,7 +93,7 @@ def export(w, layer, ins, core_out):
            exact_name=True)
 
 
-OPS = [OpDef("add", onnx={"Add": convert, "Sub": convert, "Sum": sum_}, attrs=("sub",),
+OPS = [OpDef("add", onnx={"Add": convert, "Sub": convert}, attrs=("sub",),
              tflite={"ADD": tfl_add, "SUB": tfl_add},
              shape=same_shape, reference=ref.add,
              requant=requant, counts=counts,

@@ -11,10 +11,40 @@ from . import OpDef
 from .conv2d import weighted_counts, weighted_requant
 
 
+def _a_as_row(w, name, node, x):
+    """transA=1 with A of shape (K, 1): A^T is (1, K), the same K values in the same
+    order, so the Gemm is a plain linear once the op producing A (a Reshape, Flatten or
+    data movement, used by this Gemm only) yields the row (1, K) instead."""
+    shape = w._static_shapes().get(node.input[0]) or w._static_shapes().get(x)
+    if shape is None or len(shape) != 2:
+        raise w.fail(name, node, f"transA=1 needs a 2-D input A of a static shape (K, 1); "
+                                 f"got {shape}")
+    if shape[1] != 1:
+        raise w.fail(name, node, f"transA=1 with A of shape {tuple(shape)}: A^T has "
+                                 f"{shape[1]} rows, a matrix product, not a linear layer; "
+                                 f"only A of shape (K, 1) (batch 1) is supported")
+    names = {x} | {t for t in w.alias if w.resolve(t) == x}
+    users = [n for n in w.f.proto.graph.node
+             if n.op_type not in ("QuantizeLinear", "DequantizeLinear", "Identity", "Dropout")
+             and names & set(n.input)]
+    producer = next((op for op in w.ops if op.output == x), None)
+    if (producer is None or producer.kind not in ("reshape", "move") or users != [node]
+            or x == w.f.output):
+        raise w.fail(name, node, f"transA=1: A {node.input[0]!r} of shape {tuple(shape)} must "
+                                 f"come from a Reshape, Flatten or Transpose used by this Gemm "
+                                 f"only (its transpose is then the row (1, {shape[0]}))")
+    if producer.kind == "reshape":
+        producer.attrs.pop("flatten_axis", None)
+        producer.attrs["shape"] = (1, -1)
+    else:
+        from .move import reshape_step
+        producer.attrs["steps"] = tuple(producer.attrs["steps"]) + (reshape_step((1, shape[0])),)
+
+
 def gemm(w, name, node, ins, out):
     a = attributes(node)
     if a.get("transA", 0):
-        raise w.fail(name, node, "transA=1 is not supported")
+        _a_as_row(w, name, node, X.activation(w, name, node, ins[0]))
     weight, wq = X.weight(w, name, node, ins[1], 0 if a.get("transB", 0) else 1, 2)
     alpha = float(a.get("alpha", 1.0))
     if alpha != 1.0:

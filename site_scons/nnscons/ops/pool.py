@@ -18,8 +18,6 @@ def _pool_attrs(w, name, node):
     if "kernel_shape" not in a:
         raise w.fail(name, node, "kernel_shape is required")
     attrs = X.window(w, name, node, a, a["kernel_shape"])
-    if attrs.pop("dilation") != (1, 1):
-        raise w.fail(name, node, f"dilations {a['dilations']} are not supported (only 1)")
     attrs["ceil_mode"] = int(a.get("ceil_mode", 0))
     return a, attrs
 
@@ -89,12 +87,13 @@ def shape(g, op, ins):
     need_rank(g, op, ins[0], 4, "N,C,H,W")
     if op.attrs.get("global"):   # GlobalMaxPool: the window is the whole map
         op.attrs["kernel"] = tuple(ins[0][2:])
+    dilation = tuple(op.attrs.setdefault("dilation", (1, 1)))
     if (op.kind == "avgpool" and tuple(op.attrs["kernel"]) == tuple(ins[0][2:])
-            and not any(op.attrs["pads"])):
+            and not any(op.attrs["pads"]) and dilation == (1, 1)):
         # a window covering the whole map is a global pool (tiled over channels)
         op.kind, op.attrs = "global_avgpool", {}
         return (1, ins[0][1], 1, 1)
-    return (1, ins[0][1]) + spatial(g, op, ins[0], ceil_mode=op.attrs["ceil_mode"])
+    return (1, ins[0][1]) + spatial(g, op, ins[0], dilation, ceil_mode=op.attrs["ceil_mode"])
 
 
 def global_shape(g, op, ins):
@@ -121,6 +120,10 @@ def export_pool(op_type):
         a = layer.attrs
         extra = ({"count_include_pad": a["count_include_pad"]}
                  if "count_include_pad" in a else {})
+        if tuple(a.get("dilation", (1, 1))) != (1, 1):
+            extra["dilations"] = list(a["dilation"])
+            if op_type == "AveragePool":   # AveragePool has dilations from opset 19
+                w.opset = max(w.opset, 19)
         w.node(op_type, ins, [core_out], layer.name, exact_name=True,
                kernel_shape=list(a["kernel"]), strides=list(a["stride"]), pads=list(a["pads"]),
                ceil_mode=a["ceil_mode"], **extra)
@@ -135,15 +138,15 @@ def export_global(w, layer, ins, core_out):
 
 
 OPS = [
-    OpDef("maxpool", onnx={"MaxPool": maxpool}, tflite={"MAX_POOL_2D": tfl_pool}, attrs=("kernel", "stride", "pads", "ceil_mode"),
+    OpDef("maxpool", onnx={"MaxPool": maxpool}, tflite={"MAX_POOL_2D": tfl_pool}, attrs=("kernel", "stride", "pads", "dilation", "ceil_mode"),
           shape=shape, reference=ref.maxpool, requant=pool_requant, counts=single_counts,
           macs=window_macs, export=export_pool("MaxPool"), range_preserving=True,
-          calib_inherit=True, selects=True, doc="kernel stride pads (top,left,bottom,right) ceil_mode"),
+          calib_inherit=True, selects=True, doc="kernel stride pads (top,left,bottom,right) dilation ceil_mode"),
     OpDef("avgpool", onnx={"AveragePool": avgpool}, tflite={"AVERAGE_POOL_2D": tfl_pool},
-          attrs=("kernel", "stride", "pads", "ceil_mode", "count_include_pad"),
+          attrs=("kernel", "stride", "pads", "dilation", "ceil_mode", "count_include_pad"),
           shape=shape, reference=ref.avgpool, requant=pool_requant, counts=single_counts,
           macs=window_macs, export=export_pool("AveragePool"), check=check,
-          range_preserving=True, doc="kernel stride pads ceil_mode count_include_pad (0/1)"),
+          range_preserving=True, doc="kernel stride pads dilation ceil_mode count_include_pad (0/1)"),
     OpDef("global_avgpool", onnx={"GlobalAveragePool": global_avgpool}, attrs=("keepdims", "mean"),
           shape=global_shape,
           reference=ref.global_avgpool, requant=pool_requant, counts=single_counts,

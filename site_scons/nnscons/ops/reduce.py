@@ -1,13 +1,29 @@
-"""ReduceMean over the spatial axes (Keras' global pool) as global_avgpool, and
-GlobalMaxPool as a maxpool whose window is the whole map; both keep (1, C, 1, 1), and
-keepdims=0 gives (1, C)."""
+"""reduce: ONNX ReduceMean / ReduceSum / ReduceMax / ReduceMin over any axes of a (1, C, H, W)
+or (1, F) tensor (keepdims 0 or 1; axes as an attribute or, from opset 18 / ReduceSum 13,
+an input). ReduceMean over the spatial axes (Keras' global pool) stays a global_avgpool
+(its tiled kernels), and GlobalMaxPool is a maxpool whose window is the whole map.
+
+Integer semantics, over the n elements of each output's reduced set:
+  mean  clamp(zp_out + div_round(sum(x - zp_in) * M, n * 2**s))   (as global_avgpool)
+  sum   clamp(zp_out + rshift_round(sum(x - zp_in) * M, s))
+  max   clamp(zp_out + rshift_round((max x - zp_in) * M, s))        (min likewise)
+with (M, s) for s_in / s_out: the dequantized sum / mean / extreme of the QDQ graph,
+requantized once. The kernel (kernels/common/nn_reduce.c) walks the tensor as three dims
+in the target's memory order, each reduced or kept.
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from .. import numerics
 from ..frontends import onnx_ops as X
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
+from . import OpDef
+from ._common import n_in, single_counts, single_requant, zp
+
+FNS = {"ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}
+CODES = {"mean": 0, "sum": 1, "max": 2, "min": 3}     # the kernel's fn argument
 
 
 def _axes(w, name, node, ins):
@@ -19,15 +35,20 @@ def _axes(w, name, node, ins):
     return None
 
 
-def reduce_mean(w, name, node, ins, out):
+def reduce(w, name, node, ins, out):
     a = attributes(node)
     axes = _axes(w, name, node, ins)
-    if axes is None or sorted(d % 4 for d in axes) != [2, 3]:
-        raise w.fail(name, node, f"ReduceMean over axes {axes} is not supported; only the "
-                                 f"spatial axes [2, 3] of a (1, C, H, W) tensor (a global "
-                                 f"average pool)")
-    return Op(name, "global_avgpool", [X.activation(w, name, node, ins[0])], out, node.op_type,
-              attrs={"keepdims": int(a.get("keepdims", 1))})
+    keepdims = int(a.get("keepdims", 1))
+    if axes is None and int(a.get("noop_with_empty_axes", 0)):
+        raise w.fail(name, node, "noop_with_empty_axes=1 without axes (an identity) is not "
+                                 "supported; give the axes to reduce")
+    x = X.activation(w, name, node, ins[0])
+    if node.op_type == "ReduceMean" and axes is not None and sorted(d % 4 for d in axes) == [2, 3]:
+        # the spatial mean of a (1, C, H, W) tensor: a global average pool
+        return Op(name, "global_avgpool", [x], out, node.op_type, attrs={"keepdims": keepdims})
+    return Op(name, "reduce", [x], out, node.op_type,
+              attrs={"fn": FNS[node.op_type], "axes": None if axes is None else tuple(axes),
+                     "keepdims": keepdims})
 
 
 def global_maxpool(w, name, node, ins, out):
@@ -71,6 +92,69 @@ def tfl_reduce_max(w, op):
             w.relayout(op, core, (1, 1, 1, shape[-1]), out_shape, out, name=f"{op.label}_dims")]
 
 
-OPS = []   # converters only, of ONNX ops that become other modules' ops
-CONVERTERS = {"ReduceMean": reduce_mean, "GlobalMaxPool": global_maxpool}
+def shape(g, op, ins):
+    x = tuple(ins[0])
+    rank = len(x)
+    axes = op.attrs["axes"]
+    if axes is None:
+        axes = range(rank)
+    if any(not -rank <= d < rank for d in axes):
+        raise g.fail(op, f"axes {list(axes)} are out of range for a rank-{rank} input {list(x)}")
+    axes = tuple(sorted({int(d) % rank for d in axes}))
+    op.attrs["axes"] = axes
+    kept = tuple(1 if d in axes else n for d, n in enumerate(x))
+    out = kept if op.attrs["keepdims"] else tuple(n for d, n in enumerate(x) if d not in axes)
+    if len(out) not in (2, 4) or out[0] != 1:
+        raise g.fail(op, f"keepdims=0 over axes {list(axes)} of {list(x)} gives a tensor of "
+                         f"shape {list(out)}; only (1, F) or (1, C, H, W) results are supported "
+                         f"(keepdims=1, or reduce two of C, H, W)")
+    if int(np.prod([x[d] for d in axes])) * 255 >= 2**31:
+        raise g.fail(op, f"reducing {int(np.prod([x[d] for d in axes]))} elements overflows "
+                         f"the int32 sum")
+    return out
+
+
+def reference(layer, graph, inputs):
+    (x,) = inputs
+    axes, fn = tuple(layer.attrs["axes"]), layer.attrs["fn"]
+    v = x.astype(np.int64) - zp(graph, layer.inputs[0])
+    acc = {"mean": np.sum, "sum": np.sum, "max": np.max, "min": np.min}[fn](v, axis=axes, keepdims=True)
+    count = int(np.prod([x.shape[d] for d in axes])) if fn == "mean" else None
+    p = single_requant(layer, graph)
+    out = numerics.requantize(acc, p["mult"][0], p["shift"][0], zp(graph, layer.output),
+                              layer.act_min, layer.act_max, count)
+    return out.reshape(graph.tensor(layer.output).shape)
+
+
+def export(w, layer, ins, core_out):
+    """ReduceSum takes its axes as an input (opset 13); the others as an attribute (the
+    writer moves it to an input when the file's opset is 18 or more)."""
+    a = layer.attrs
+    op_type = {v: k for k, v in FNS.items()}[a["fn"]]
+    if a["fn"] == "sum":
+        axes = w.const(f"{layer.name}_axes", np.array(a["axes"], dtype=np.int64))
+        w.node(op_type, [ins[0], axes], [core_out], layer.name, exact_name=True,
+               keepdims=a["keepdims"])
+        return
+    w.node(op_type, ins, [core_out], layer.name, exact_name=True, axes=list(a["axes"]),
+           keepdims=a["keepdims"])
+
+
+def spec(layer, graph) -> dict:
+    """The kernel's fn and which of (C, H, W) it reduces ((1, F): F as C); a template walks
+    them in its layout's memory order (HWC: H, W, C; CHW: C, H, W). keepdims=0 leaves one
+    kept dim, so the output's order is that walk's too."""
+    axes = layer.attrs["axes"]
+    if len(graph.tensor(layer.inputs[0]).shape) == 2:
+        red = [int(1 in axes), 0, 0]
+    else:
+        red = [int(d in axes) for d in (1, 2, 3)]
+    return {"fn_code": CODES[layer.attrs["fn"]], "reduced_chw": red}
+
+
+OPS = [OpDef("reduce", attrs=("fn", "axes", "keepdims"), shape=shape, reference=reference,
+             requant=single_requant, counts=single_counts, macs=n_in, export=export,
+             fusable=True,
+             doc="fn (mean, sum, max, min) axes (sorted, non-negative) keepdims")]
+CONVERTERS = {t: reduce for t in FNS} | {"GlobalMaxPool": global_maxpool}
 TFLITE_CONVERTERS = {"MEAN": tfl_mean, "REDUCE_MAX": tfl_reduce_max}

@@ -16,7 +16,8 @@ _EMPTY = -129  # below any int8: marks max-pool positions that saw no image pixe
 def _geometry(layer, graph):
     a = layer.attrs
     _, _, oh, ow = graph.tensor(layer.output).shape
-    return dict(kernel=a["kernel"], stride=a.get("stride", (1, 1)), dilation=(1, 1),
+    return dict(kernel=a["kernel"], stride=a.get("stride", (1, 1)),
+                dilation=tuple(a.get("dilation", (1, 1))),
                 pads=a.get("pads", (0, 0, 0, 0)), out_hw=(oh, ow))
 
 

@@ -40,8 +40,8 @@ class LinearCfg(ctypes.Structure):
 
 class PoolCfg(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int) for n in (
-        "c", "in_h", "in_w", "out_h", "out_w", "k_h", "k_w", "stride_h", "stride_w", "pad_top",
-        "pad_left", "count_include_pad")] + [(n, I32) for n in ("in_zp", "out_zp", "act_min", "act_max")]
+        "c", "in_h", "in_w", "out_h", "out_w", "k_h", "k_w", "stride_h", "stride_w", "dil_h",
+        "dil_w", "pad_top", "pad_left", "count_include_pad")] + [(n, I32) for n in ("in_zp", "out_zp", "act_min", "act_max")]
 
 
 def _ptr(a: np.ndarray):
@@ -65,7 +65,7 @@ class HostKernels:
         if op in ("maxpool", "avgpool"):
             i = ins[0]
             cfg = PoolCfg(i["c"], i["h"], i["w"], o["h"], o["w"], *spec["kernel"], *spec["stride"],
-                          spec["pads"][0], spec["pads"][1], spec["count_include_pad"],
+                          *spec["dilation"], spec["pads"][0], spec["pads"][1], spec["count_include_pad"],
                           i["zp"], o["zp"], *act)
             getattr(lib, f"nn_{op}_s8")(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["mult"]),
                                         _ptr(p["shift"]), _ptr(out))
@@ -115,6 +115,19 @@ class HostKernels:
         elif op == "softmax":
             lib.nn_softmax_s8(1, o["size"], _ptr(chw[0]), _ptr(p["bias"]), I32(int(p["mult"][0])),
                               I32(int(p["shift"][0])), I32(o["zp"]), I32(act[0]), I32(act[1]), _ptr(out))
+        elif op == "reduce":   # CHW: (C, H, W) in memory order
+            i, (rc, rh, rw) = ins[0], spec["reduced_chw"]
+            lib.nn_reduce_s8(i["c"], i["h"], i["w"], rc + 2 * rh + 4 * rw, spec["fn_code"], _ptr(chw[0]),
+                             I32(i["zp"]), I32(int(p["mult"][0])), I32(int(p["shift"][0])), I32(o["zp"]),
+                             I32(act[0]), I32(act[1]), _ptr(out), 0, o["size"])
+        elif op == "nary":     # CHW walk: outer 1, C, inner H*W
+            n = len(ins)
+            xs_p = (P8 * n)(*[x.ctypes.data for x in chw])
+            zps = np.array([t["zp"] for t in ins], np.int32)
+            modes = np.array(spec["modes"], np.int32)
+            lib.nn_nary_s8(n, 1, o["c"], o["h"] * o["w"], xs_p, _ptr(zps), _ptr(modes), spec["fn_code"],
+                           _ptr(p["mult"]), _ptr(p["shift"]), I32(o["zp"]), I32(act[0]), I32(act[1]),
+                           _ptr(out), 0, o["size"])
         else:
             raise ValueError(f"host fallback: no kernel for op '{op}'")
         return self._to_hwc(out, o).view(np.uint8)

@@ -39,7 +39,41 @@ OPS = {
     "lrn": OpImpl("lrn.c.j2", (C + "nn_lrn.c",), spec=lambda l, g: lrn.spec(l, g)),
     "div": OpImpl("div.c.j2", (C + "nn_div.c",), spec=lambda l, g: {**div.spec(l, g), **_mul_spec(l, g)}),
     "bilinear": OpImpl("bilinear.c.j2", (C + "nn_bilinear.c",), spec=lambda l, g: bilinear.spec(l, g)),
+    "reduce": OpImpl("reduce.c.j2", (C + "nn_reduce.c",), spec=lambda l, g: _reduce_spec(l, g)),
+    "nary": OpImpl("nary.c.j2", (C + "nn_nary.c",), spec=lambda l, g: _nary_spec(l, g)),
 }
+
+
+def _nary_spec(layer, graph):
+    """The op's spec and its L1 plan: chunks of output pixels (C values, HWC); an input of
+    the output's shape streams with them (slot ("in", j): the j-th such, chunk-sized), a
+    broadcast one (per channel, one value) stays whole after the parameters (("par", byte
+    offset in that block))."""
+    from ...ops.nary import spec
+    s = dict(spec(layer, graph))
+    out = hwc(graph.tensor(layer.output).shape)
+    slots, n_same, off = [], 0, 8 * len(layer.inputs)
+    for t, mode in zip(layer.inputs, layer.attrs["modes"]):
+        if mode == "same":
+            slots.append(["in", n_same])
+            n_same += 1
+        else:
+            slots.append(["par", off])
+            off += tiling._align4(_numel(graph.tensor(t).shape))
+    s.update(slots=slots, n_same=n_same, fixed_bytes=off, n_units=out["h"] * out["w"], unit=out["c"])
+    return s
+
+
+def _reduce_spec(layer, graph):
+    """The reduction's spec and its chunk unit: an input row (W x C bytes, HWC) when H is
+    kept (CBAM's mean over channels streams row by row), else the whole tensor."""
+    from ...ops.reduce import spec
+    s = dict(spec(layer, graph))
+    i = hwc(graph.tensor(layer.inputs[0]).shape)
+    units = i["h"] if not s["reduced_chw"][1] else 1
+    s.update(n_units=units, unit_in=i["h"] * i["w"] * i["c"] // units,
+             unit_out=_numel(graph.tensor(layer.output).shape) // units)
+    return s
 
 
 def _mul_spec(layer, graph):
@@ -234,6 +268,12 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
         return _lut_tiling(layer, graph, n, budget)
     if op == "softmax":   # one whole row per chunk, the exp table with the parameters
         return tiling.plan_flat(1, n, n, 1024 + 8, budget)
+    if op == "reduce":    # chunks of input rows (or the whole tensor), the cores split the outputs
+        s = _reduce_spec(layer, graph)
+        return tiling.plan_flat(s["n_units"], s["unit_in"], s["unit_out"], 8, budget)
+    if op == "nary":      # chunks of pixels; broadcast inputs whole beside the parameters
+        s = _nary_spec(layer, graph)
+        return tiling.plan_flat(s["n_units"], s["unit"] * s["n_same"], s["unit"], s["fixed_bytes"], budget)
     if op == "move":   # the whole input and the table stay in L1; index chunks stream
         n_in = _numel(graph.tensor(layer.inputs[0]).shape)
         return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)

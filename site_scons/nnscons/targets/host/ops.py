@@ -37,7 +37,19 @@ OPS = {
     "lrn": OpImpl("lrn.c.j2", (K + "nn_lrn.c",), spec=lambda l, g: lrn.spec(l, g)),
     "div": OpImpl("div.c.j2", (K + "nn_div.c",), spec=lambda l, g: div.spec(l, g)),
     "bilinear": OpImpl("bilinear.c.j2", (K + "nn_bilinear.c",), spec=lambda l, g: bilinear.spec(l, g)),
+    "reduce": OpImpl("reduce.c.j2", (K + "nn_reduce.c",), spec=lambda l, g: _reduce_spec(l, g)),
+    "nary": OpImpl("nary.c.j2", (K + "nn_nary.c",), spec=lambda l, g: _nary_spec(l, g)),
 }
+
+
+def _nary_spec(layer, graph):
+    from ...ops.nary import spec
+    return spec(layer, graph)
+
+
+def _reduce_spec(layer, graph):
+    from ...ops.reduce import spec
+    return spec(layer, graph)
 # convs the generator does not take (groups > 1): depthwise (groups = channels) on the
 # vectorized kernel, other grouped convs on the HWC direct kernel
 GROUPED_CONV = OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",))

@@ -3,6 +3,7 @@ is channel planes), one op table entry per IR op, and the per-layer spec; templa
 templates/k210/cpu/."""
 from __future__ import annotations
 
+from ...ops import nary, reduce
 from ...resources import data_path
 from ..base import OpImpl, pool_check
 
@@ -18,6 +19,8 @@ OPS = {
     "add": OpImpl("add.c.j2", (K + "nn_eltwise.c",)),
     "concat": OpImpl("concat.c.j2", (K + "nn_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (K + "nn_eltwise.c",)),
+    "reduce": OpImpl("reduce.c.j2", (K + "nn_reduce.c",), spec=lambda l, g: reduce.spec(l, g)),
+    "nary": OpImpl("nary.c.j2", (K + "nn_nary.c",), spec=lambda l, g: nary.spec(l, g)),
     "reshape": OpImpl("reshape.c.j2", ()),
     "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
     "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
