@@ -30,8 +30,8 @@ def _axes(w, name, node, ins):
     a = attributes(node)
     if "axes" in a:
         return [int(v) for v in a["axes"]]
-    if len(ins) > 1 and ins[1]:
-        return [int(v) for v in np.asarray(w.const(ins[1], name, node, "axes")).reshape(-1)]
+    if len(ins) > 1 and ins[1]:   # an empty axes input means every axis, as no input does
+        return [int(v) for v in np.asarray(w.const(ins[1], name, node, "axes")).reshape(-1)] or None
     return None
 
 
@@ -43,6 +43,12 @@ def reduce(w, name, node, ins, out):
         raise w.fail(name, node, "noop_with_empty_axes=1 without axes (an identity) is not "
                                  "supported; give the axes to reduce")
     x = X.activation(w, name, node, ins[0])
+    if w.model_rank(ins[0]) == 3:
+        # a 1-D network's (1, C, L) is (1, C, 1, L) in the IR: model axis 2 is the IR's 3,
+        # and the inserted H (size 1) is reduced along, so keepdims=0 drops it too
+        if axes is not None and any(not -3 <= d < 3 for d in axes):
+            raise w.fail(name, node, f"axes {axes} are out of range for a rank-3 input")
+        axes = sorted({(0, 1, 3)[d % 3] for d in (range(3) if axes is None else axes)} | {2})
     if node.op_type == "ReduceMean" and axes is not None and sorted(d % 4 for d in axes) == [2, 3]:
         # the spatial mean of a (1, C, H, W) tensor: a global average pool
         return Op(name, "global_avgpool", [x], out, node.op_type, attrs={"keepdims": keepdims})
