@@ -80,7 +80,7 @@ class Batch:
 def _build(workdir: Path, extra=()):
     exe = workdir / "harness"
     cmd = (["gcc", *CFLAGS, *extra, f"-I{COMMON}", f"-I{GAP9}", str(HARNESS)]
-           + sorted(str(p) for p in COMMON.glob("*.c")) + [str(p) for p in HWC_SOURCES] + ["-o", str(exe)])
+           + sorted(str(p) for p in COMMON.glob("*.c")) + [str(p) for p in HWC_SOURCES] + ["-o", str(exe), "-lm"])
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     return exe
@@ -820,7 +820,7 @@ def test_extreme_accumulators(harnesses, tmp_path, build):
     bias = np.array([2**31 - 1, -2**31, 0, 5, -2**31, 2**31 - 1], np.int32)
     mult = np.full(6, (1 << 31) - 1, np.int32)
     shift = np.array([31, 31, 33, 40, 62, 1], np.int32)
-    pgeo = dict(c=70, in_h=7, in_w=7, out_h=3, out_w=3, k_h=7, k_w=7, stride_h=3, stride_w=3,
+    pgeo = dict(c=70, in_h=7, in_w=7, out_h=3, out_w=3, k_h=7, k_w=7, stride_h=3, stride_w=3, dil_h=1, dil_w=1,
                 pad_top=3, pad_left=3, count_include_pad=0, in_zp=-128, out_zp=0, act_min=-128,
                 act_max=127)
     px = np.full((70, 7, 7), 127, np.int8)

@@ -125,7 +125,7 @@ def build_driver(workdir: Path, extra_flags=()) -> Path:
     (workdir / "driver.c").write_text(DRIVER_C)
     exe = workdir / "driver"
     cmd = (["gcc", *CFLAGS, *extra_flags, f"-I{KERNELS}", str(workdir / "driver.c")]
-           + sorted(str(p) for p in KERNELS.glob("*.c")) + ["-o", str(exe)])
+           + sorted(str(p) for p in KERNELS.glob("*.c")) + ["-o", str(exe), "-lm"])   # LRN, InstanceNormalization
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(res.stderr)
