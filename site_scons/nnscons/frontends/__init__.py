@@ -68,10 +68,9 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
         raise ModelError(f"{source}: a 1-D model (rank-3 inputs) with several inputs is not "
                          f"supported yet; give it one input")
     if len(f.input_shape) == 3:     # a 1-D network: the run's arrays keep (1, C, L)
-        out_shape = tuple(graph.tensor(graph.output).shape)
+        outputs = {t: _ncl(graph.tensor(t).shape) for t in graph.outputs}
         graph.model_layout = {"input": tuple(f.input_shape), "channels": "first",
-                              "outputs": {t: _ncl(graph.tensor(t).shape) for t in graph.outputs},
-                              "output": out_shape[:2] + out_shape[3:] if len(out_shape) == 4 else out_shape}
+                              "outputs": outputs, "output": outputs[graph.output]}
     graph.default_input = None
     graph.notes = notes
     return graph

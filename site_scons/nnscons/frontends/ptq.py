@@ -24,16 +24,17 @@ THREADS = 2
 
 
 def _arrays(path: str, files):
-    """(file label, array) of every .npy file and of every array in an .npz."""
+    """(file label, key in its .npz or None, array) of every .npy file and of every array in
+    an .npz."""
     for name in files:
         name = str(name)
         try:
             data = np.load(name, allow_pickle=False)
             if isinstance(data, np.lib.npyio.NpzFile):
                 with data:
-                    arrays = [(f"{name}[{k}]", data[k]) for k in sorted(data.files)]
+                    arrays = [(f"{name}[{k}]", k, data[k]) for k in sorted(data.files)]
             else:
-                arrays = [(name, data)]
+                arrays = [(name, None, data)]
         except Exception as e:
             raise ModelError(f"{path}: cannot read calibration file {name!r} "
                              f"({type(e).__name__}: {e})") from None
@@ -42,25 +43,33 @@ def _arrays(path: str, files):
 
 def _file_samples(path: str, files, shape: tuple) -> list:
     samples = []
-    for npy, arr in _arrays(path, files):
-        samples.extend(_as_samples(path, npy, arr, shape))
+    for label, _, arr in _arrays(path, files):
+        samples.extend(_as_samples(path, label, arr, shape))
     return samples
 
 
-def calibration_samples(path: str, shape: tuple, calibration) -> list:
+def _options(path: str, calibration) -> tuple:
+    """(files, None, None) or (None, count, seed) of a calibration mapping, checked."""
     cal = dict(calibration or {})
     unknown = set(cal) - {"files", "count", "seed"}
     if unknown:
         raise ModelError(f"{path}: unknown calibration keys {sorted(unknown)}; "
                          f"use files, count, seed")
     if cal.get("files"):
-        return _file_samples(path, cal["files"], shape)
+        return cal["files"], None, None
     try:
         count, seed = int(cal.get("count", DEFAULT_COUNT)), int(cal.get("seed", DEFAULT_SEED))
     except (TypeError, ValueError):
         raise ModelError(f"{path}: calibration count and seed must be integers") from None
     if count < 1:
         raise ModelError(f"{path}: calibration count must be at least 1, got {count}")
+    return None, count, seed
+
+
+def calibration_samples(path: str, shape: tuple, calibration) -> list:
+    files, count, seed = _options(path, calibration)
+    if files:
+        return _file_samples(path, files, shape)
     rng = np.random.default_rng(seed)
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
 
@@ -72,18 +81,14 @@ def calibration_feeds(f: OnnxFile, calibration) -> list:
     names, shapes = list(f.inputs or (f.input,)), list(f.input_shapes or (f.input_shape,))
     if len(names) == 1:
         return [{names[0]: x} for x in calibration_samples(f.path, shapes[0], calibration)]
-    cal = dict(calibration or {})
-    calibration_samples(f.path, shapes[0], {k: v for k, v in cal.items() if k != "files"})  # checks keys
-    if not cal.get("files"):
-        rng = np.random.default_rng(int(cal.get("seed", DEFAULT_SEED)))
+    files, count, seed = _options(f.path, calibration)
+    if not files:
+        rng = np.random.default_rng(seed)
         return [{n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
-                for _ in range(int(cal.get("count", DEFAULT_COUNT)))]
+                for _ in range(count)]
     feeds = []
-    for name in cal["files"]:
-        per_input = {}
-        for label, arr in _arrays(f.path, [name]):
-            key = label[len(str(name)) + 1:-1] if label.endswith("]") else None
-            per_input[key] = (label, arr)
+    for name in files:
+        per_input = {key: (label, arr) for label, key, arr in _arrays(f.path, [name])}
         if set(per_input) != set(names):
             raise ModelError(f"{f.path}: calibration file {str(name)!r} holds {sorted(k for k in per_input if k)}; "
                              f"a model with inputs {names} takes .npz files with one array per input name")

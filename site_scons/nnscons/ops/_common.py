@@ -43,6 +43,18 @@ def n_in(layer, graph) -> int:
     return int(np.prod(graph.tensor(layer.inputs[0]).shape))
 
 
+def scale_f64(q) -> np.float64:
+    """A tensor's scale as the float64 the QDQ file's float32 holds (the float64 ops'
+    reference, kernels and oracle all compute with this value)."""
+    return np.float64(np.float32(q.scale))
+
+
+def dequantized(graph, t, x) -> np.ndarray:
+    """Codes x of tensor t as their float64 real values (the float64 ops' QDQ input)."""
+    q = graph.tensor(t).q
+    return (x.astype(np.float64) - np.float64(q.zero_point)) * scale_f64(q)
+
+
 def zp(graph, name) -> int:
     return graph.tensor(name).q.zero_point
 

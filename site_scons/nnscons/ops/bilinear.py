@@ -22,7 +22,7 @@ from ..frontends import onnx_ops as X
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from . import OpDef
-from ._common import n_out
+from ._common import dequantized, n_out, scale_f64
 
 MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
 
@@ -125,14 +125,10 @@ def tables(layer):
     return [axis_table(a["coord"], a["in_hw"][k], a["out_hw"][k], axis_scale(a, k)) for k in (0, 1)]
 
 
-def _f64(q):
-    return np.float64(np.float32(q.scale))
-
-
 def reference(layer, graph, inputs):
     (x,) = inputs
-    qi, qo = graph.tensor(layer.inputs[0]).q, graph.tensor(layer.output).q
-    v = (x.astype(np.float64) - np.float64(qi.zero_point)) * _f64(qi)
+    qo = graph.tensor(layer.output).q
+    v = dequantized(graph, layer.inputs[0], x)
     rows, cols = tables(layer)
     if rows is not None:
         idx, c = rows
@@ -140,7 +136,7 @@ def reference(layer, graph, inputs):
     if cols is not None:
         idx, c = cols
         v = v[:, :, :, idx[:, 0]] * c[:, 0] + v[:, :, :, idx[:, 1]] * c[:, 1]
-    q = np.rint(v / _f64(qo)) + qo.zero_point
+    q = np.rint(v / scale_f64(qo)) + qo.zero_point
     return np.clip(q, layer.act_min, layer.act_max).astype(np.int8)
 
 
@@ -162,7 +158,7 @@ def spec(layer, graph):
     lit = lambda t: [float(c).hex() for c in t[1].reshape(-1)] if t is not None else []  # noqa: E731
     return {"resize_h": rows is not None, "resize_w": cols is not None,
             "row_coeffs": lit(rows), "col_coeffs": lit(cols),
-            "in_scale": float(_f64(qi)).hex(), "out_scale": float(_f64(qo)).hex()}
+            "in_scale": float(scale_f64(qi)).hex(), "out_scale": float(scale_f64(qo)).hex()}
 
 
 def export(w, layer, ins, core_out):

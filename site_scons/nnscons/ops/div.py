@@ -15,7 +15,7 @@ import numpy as np
 from ..frontends import onnx_ops as X
 from ..passes.opgraph import Op
 from . import OpDef
-from ._common import n_out
+from ._common import dequantized, n_out, scale_f64
 
 NAN_CODE = -128    # QuantizeLinear of NaN: onnxruntime's minimum code (uint8 0 = int8 -128)
 
@@ -34,22 +34,13 @@ def shape(g, op, ins):
     return out
 
 
-def _f64(q):
-    return np.float64(np.float32(q.scale))
-
-
-def dequantized(graph, t, x):
-    q = graph.tensor(t).q
-    return (x.astype(np.float64) - np.float64(q.zero_point)) * _f64(q)
-
-
 def reference(layer, graph, inputs):
     from .mul import expand
     a, b = inputs
     va = dequantized(graph, layer.inputs[0], a)
     vb = dequantized(graph, layer.inputs[1], expand(layer, graph, b))
     with np.errstate(all="ignore"):
-        y = (vb / va if layer.attrs["swap"] else va / vb) / _f64(graph.tensor(layer.output).q)
+        y = (vb / va if layer.attrs["swap"] else va / vb) / scale_f64(graph.tensor(layer.output).q)
     qo = graph.tensor(layer.output).q
     q = np.clip(np.rint(np.nan_to_num(y, nan=0.0, posinf=1e9, neginf=-1e9)) + qo.zero_point,
                 layer.act_min, layer.act_max)
@@ -58,7 +49,7 @@ def reference(layer, graph, inputs):
 
 def spec(layer, graph):
     """The scales as exact hexadecimal double literals, the broadcast and the order."""
-    s = [float(_f64(graph.tensor(t).q)).hex() for t in list(layer.inputs) + [layer.output]]
+    s = [float(scale_f64(graph.tensor(t).q)).hex() for t in list(layer.inputs) + [layer.output]]
     return {"mode": layer.attrs["mode"], "swap": layer.attrs["swap"], "a_scale": s[0],
             "b_scale": s[1], "out_scale": s[2], "nan_code": NAN_CODE}
 

@@ -22,7 +22,7 @@ from ..frontends import onnx_ops as X
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from . import OpDef
-from ._common import n_out
+from ._common import n_out, scale_f64
 
 
 def convert(w, name, node, ins, out):
@@ -46,10 +46,6 @@ def shape(g, op, ins):
     return x
 
 
-def _f64(q):
-    return np.float64(np.float32(q.scale))
-
-
 def reference(layer, graph, inputs):
     (x,) = inputs
     a = layer.attrs
@@ -58,14 +54,14 @@ def reference(layer, graph, inputs):
     n = k.shape[2] * k.shape[3]
     s1 = k.sum(axis=(2, 3), keepdims=True)
     s2 = (k * k).sum(axis=(2, 3), keepdims=True)
-    s = _f64(qi)
+    s = scale_f64(qi)
     m = s1.astype(np.float64) / np.float64(n)
     v = (n * s2 - s1 * s1).astype(np.float64) / (np.float64(n) * np.float64(n))
     den = np.sqrt(v * (s * s) + np.float64(a["epsilon"]))
     gamma = np.asarray(a["scale"], np.float64).reshape(1, -1, 1, 1)
     beta = np.asarray(a["B"], np.float64).reshape(1, -1, 1, 1)
     y = (gamma * ((k.astype(np.float64) - m) * s)) / den + beta
-    return np.clip(np.rint(y / _f64(qo)) + qo.zero_point, layer.act_min, layer.act_max).astype(np.int8)
+    return np.clip(np.rint(y / scale_f64(qo)) + qo.zero_point, layer.act_min, layer.act_max).astype(np.int8)
 
 
 def spec(layer, graph):
@@ -73,8 +69,8 @@ def spec(layer, graph):
     a = layer.attrs
     qi, qo = graph.tensor(layer.inputs[0]).q, graph.tensor(layer.output).q
     return {"gamma": [float(v).hex() for v in a["scale"]], "beta": [float(v).hex() for v in a["B"]],
-            "epsilon": float(a["epsilon"]).hex(), "in_scale": float(_f64(qi)).hex(),
-            "out_scale": float(_f64(qo)).hex()}
+            "epsilon": float(a["epsilon"]).hex(), "in_scale": float(scale_f64(qi)).hex(),
+            "out_scale": float(scale_f64(qo)).hex()}
 
 
 def export(w, layer, ins, core_out):

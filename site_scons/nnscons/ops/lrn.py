@@ -22,7 +22,7 @@ from ..frontends import onnx_ops as X
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from . import OpDef
-from ._common import n_out
+from ._common import dequantized, n_out, scale_f64
 
 
 def _f32(v) -> float:
@@ -64,16 +64,12 @@ def lrn_f64(x, size, alpha, beta, bias):
     return x / np.power(bias + (alpha / size) * sq, beta)
 
 
-def _f64(q):
-    return np.float64(np.float32(q.scale))
-
-
 def reference(layer, graph, inputs):
     (x,) = inputs
     a = layer.attrs
-    qi, qo = graph.tensor(layer.inputs[0]).q, graph.tensor(layer.output).q
-    v = (x.astype(np.float64) - np.float64(qi.zero_point)) * _f64(qi)
-    y = lrn_f64(v, a["size"], a["alpha"], a["beta"], a["bias"]) / _f64(qo)
+    qo = graph.tensor(layer.output).q
+    v = dequantized(graph, layer.inputs[0], x)
+    y = lrn_f64(v, a["size"], a["alpha"], a["beta"], a["bias"]) / scale_f64(qo)
     return np.clip(np.rint(y) + qo.zero_point, layer.act_min, layer.act_max).astype(np.int8)
 
 
@@ -84,7 +80,7 @@ def spec(layer, graph):
     qi, qo = graph.tensor(layer.inputs[0]).q, graph.tensor(layer.output).q
     return {"before": before, "after": after, "bias": float(a["bias"]).hex(),
             "alpha_n": float(a["alpha"] / a["size"]).hex(), "beta": float(a["beta"]).hex(),
-            "in_scale": float(_f64(qi)).hex(), "out_scale": float(_f64(qo)).hex()}
+            "in_scale": float(scale_f64(qi)).hex(), "out_scale": float(scale_f64(qo)).hex()}
 
 
 def export(w, layer, ins, core_out):

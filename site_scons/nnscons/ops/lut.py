@@ -77,21 +77,26 @@ def const_binary(w, name, node, ins, out):
 CHANNEL_OPERANDS = ("BatchNormalization",)
 
 
+def _steps(attrs) -> tuple:
+    """The lut's float steps (fn, fn_attrs, fn_consts, x_pos): a merged island chain, then its own."""
+    return tuple(attrs.get("chain", ())) + ((attrs["fn"], attrs["fn_attrs"], attrs["fn_consts"],
+                                            attrs["x_pos"]),)
+
+
 def _channels(g, op, x):
-    """Number of tables: C when a constant operand (of any step) varies along the channel axis."""
+    """Number of tables: C when a constant operand of any step varies along the channel axis."""
     c = x[1] if len(x) >= 2 else 1
-    if op.attrs.get("chain"):
-        return max(_channels(g, Op(op.name, "lut", op.inputs, op.output, op.source_op,
-                                   attrs=dict(zip(("fn", "fn_attrs", "fn_consts", "x_pos"), step))), x)
-                   for step in op.attrs["chain"] + ((op.attrs["fn"], op.attrs["fn_attrs"],
-                                                     op.attrs["fn_consts"], op.attrs["x_pos"]),))
-    if op.attrs["fn"] in CHANNEL_OPERANDS:
-        sizes = {int(np.prod(s)) for _, s, _ in op.attrs["fn_consts"]}
+    return max(_step_channels(g, op, fn, consts, x, c) for fn, _, consts, _ in _steps(op.attrs))
+
+
+def _step_channels(g, op, fn, consts, x, c):
+    if fn in CHANNEL_OPERANDS:
+        sizes = {int(np.prod(s)) for _, s, _ in consts}
         if sizes - {1, c}:
             raise g.fail(op, f"operands of sizes {sorted(sizes)} do not match {c} channels")
         return c if c in sizes and c > 1 else 1
     per = 1
-    for _, shape, values in op.attrs["fn_consts"]:
+    for _, shape, values in consts:
         arr = np.asarray(values).reshape(shape)
         if arr.size <= 1:
             continue
@@ -319,13 +324,13 @@ def reference(layer, graph, inputs):
 
 
 def export(w, layer, ins, core_out):
-    a = layer.attrs
     x = ins[0]
-    for k, (fn, fn_attrs, consts, x_pos) in enumerate(a.get("chain", ())):   # unrounded steps
+    *chain, last = _steps(layer.attrs)
+    for k, step in enumerate(chain):            # a merged island's unrounded steps
         step_out = w.names.fresh(f"{layer.name}_step{k}")
-        _export_step(w, f"{layer.name}_step{k}", fn, fn_attrs, consts, x_pos, x, step_out, False)
+        _export_step(w, f"{layer.name}_step{k}", *step, x, step_out, False)
         x = step_out
-    _export_step(w, layer.name, a["fn"], a["fn_attrs"], a["fn_consts"], a["x_pos"], x, core_out, True)
+    _export_step(w, layer.name, *last, x, core_out, True)
 
 
 def _export_step(w, name, fn, fn_attrs, consts, x_pos, x, out, exact_name):
@@ -352,8 +357,7 @@ def merge_island_chains(g) -> None:
                     or p.output in g.outputs or g.consumers(p.output) != [op]
                     or p.act_range is not None):
                 break
-            a = p.attrs
-            steps = tuple(a.get("chain", ())) + ((a["fn"], a["fn_attrs"], a["fn_consts"], a["x_pos"]),)
+            steps = _steps(p.attrs)
             lo, hi = p.clamp
             if lo is not None or hi is not None:
                 steps += (("Clip", (), tuple((k, (), (float(v),)) for k, v in ((1, lo), (2, hi))

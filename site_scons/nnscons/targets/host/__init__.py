@@ -161,9 +161,7 @@ def network_spec(graph, layers, buffers, lib) -> dict:
     return {
         "lib": lib,
         "arena_size": buffers["arena_size"],
-        "input": t[graph.input],
-        "output": t[graph.output],
-        # several inputs/outputs: each one's arena slot and its offset in the packed buffer
+        # each input's and output's arena slot and its offset in the packed buffer
         "inputs": [dict(t[n], packed=io["offset"]) for n, io in zip(graph.inputs, lib["inputs"])],
         "outputs": [dict(t[n], packed=io["offset"]) for n, io in zip(graph.outputs, lib["outputs"])],
         "layers": [{"cname": lp.cname, "name": lp.layer.name, "symbol": lp.spec["symbol"],
