@@ -48,26 +48,39 @@ def float_cnn(path, names=None, seed=0):
     return _save(graph, path)
 
 
-def quantize_qdq(float_path, out_path, per_channel=True, uint8_activations=False, seed=0):
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
-                                          quantize_static)
-    model = onnx.load(str(float_path))
-    inp = model.graph.input[0]
-    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
-    rng = np.random.default_rng(seed)
+def ort_quantize(float_path, out_path, samples, fmt="QDQ", activation_type="QInt8",
+                 weight_type="QInt8", **options):
+    """onnxruntime's quantize_static calibrated on `samples` (arrays for the model's first
+    input); fmt, activation_type and weight_type by name (QDQ/QOperator, QInt8/QUInt8); the
+    other options go to quantize_static as they are."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    name = onnx.load(str(float_path)).graph.input[0].name
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.data = iter([{inp.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
+            self.data = iter([{name: np.asarray(x, np.float32)} for x in samples])
 
         def get_next(self):
             return next(self.data, None)
 
-    quantize_static(str(float_path), str(out_path), Reader(), quant_format=QuantFormat.QDQ,
-                    per_channel=per_channel,
-                    activation_type=QuantType.QUInt8 if uint8_activations else QuantType.QInt8,
-                    weight_type=QuantType.QInt8)
+    quantize_static(str(float_path), str(out_path), Reader(), quant_format=getattr(QuantFormat, fmt),
+                    activation_type=getattr(QuantType, activation_type),
+                    weight_type=getattr(QuantType, weight_type), **options)
     return str(out_path)
+
+
+def seeded_samples(shape, count):
+    """Sample k drawn from the normal generator seeded k."""
+    return [np.random.default_rng(k).standard_normal(shape).astype(np.float32) for k in range(count)]
+
+
+def quantize_qdq(float_path, out_path, per_channel=True, uint8_activations=False, seed=0):
+    inp = onnx.load(str(float_path)).graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(seed)
+    samples = [rng.standard_normal(shape).astype(np.float32) for _ in range(8)]
+    return ort_quantize(float_path, out_path, samples, per_channel=per_channel,
+                        activation_type="QUInt8" if uint8_activations else "QInt8")
 
 
 def edit_one_weight(qdq_path, layer="conv2") -> None:

@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import adhoc
+from modelgen import ort_quantize, seeded_samples
 from nnscons import reference
 from nnscons.export.ort_oracle import run_intermediates
 from nnscons.frontends import load_model
@@ -53,21 +54,8 @@ def float_model(path, seed=0):
 def quantize(float_path, out_path, fmt, weight_type, per_channel):
     """onnxruntime's quantizer, asymmetric weights (uint8: its default; int8: WeightSymmetric
     off), uint8 activations."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.data = iter([{"x": np.random.default_rng(k).standard_normal(IN_SHAPE).astype(np.float32)}
-                              for k in range(8)])
-
-        def get_next(self):
-            return next(self.data, None)
-
-    quantize_static(str(float_path), str(out_path), Reader(), quant_format=getattr(QuantFormat, fmt),
-                    per_channel=per_channel, activation_type=QuantType.QUInt8,
-                    weight_type=getattr(QuantType, weight_type),
-                    extra_options={"WeightSymmetric": False})
-    return str(out_path)
+    return ort_quantize(float_path, out_path, seeded_samples(IN_SHAPE, 8), fmt, "QUInt8", weight_type,
+                        per_channel=per_channel, extra_options={"WeightSymmetric": False})
 
 
 CASES = [("QOperator", "QUInt8", False), ("QOperator", "QUInt8", True),

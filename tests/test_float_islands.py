@@ -10,6 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from modelgen import ort_quantize, seeded_samples
 from nnscons import reference
 from nnscons.export.ort_oracle import run_intermediates
 from nnscons.frontends import load_model
@@ -42,20 +43,8 @@ def float_model(path):
 
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
 def test_islands_round_where_onnx_rounds(tmp_path, fmt):
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.data = iter([{"x": np.random.default_rng(k).standard_normal(SHAPE).astype(np.float32)}
-                              for k in range(6)])
-
-        def get_next(self):
-            return next(self.data, None)
-
-    q = str(tmp_path / "q.onnx")
-    quantize_static(float_model(tmp_path / "f.onnx"), q, Reader(), quant_format=getattr(QuantFormat, fmt),
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8,
-                    op_types_to_quantize=["Conv", "MaxPool"])
+    q = ort_quantize(float_model(tmp_path / "f.onnx"), tmp_path / "q.onnx", seeded_samples(SHAPE, 6), fmt,
+                     "QUInt8", "QUInt8", op_types_to_quantize=["Conv", "MaxPool"])
     types = [n.op_type for n in onnx.load(q).graph.node]
     assert "BatchNormalization" in types and "HardSwish" in types     # left in float
     g = load_model(q, name="island")

@@ -29,7 +29,7 @@ if _SITE not in sys.path:
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 import pytest  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import helper  # noqa: E402
 from onnx.backend.test.case.test_case import TestCase  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 

@@ -13,7 +13,7 @@ from onnx import helper
 
 import opsgen
 from test_ops import _passes, check_against_oracle
-from test_ops_fallback import _hwc, kernels  # noqa: F401  (kernels: the compiled host fallback)
+from test_ops_fallback import check_host_fallback, kernels  # noqa: F401  (kernels: the compiled host fallback)
 
 
 def _rng_inits(seed, **shapes):
@@ -359,21 +359,7 @@ NETS = {"glunet": glu_net, "dilpool": dilated_pool_net, "gemmta": gemm_transa_ne
 def test_aie2p_host_fallback_runs_the_new_ops(tmp_path, kernels, net):
     """aie2p runs what its NPU does not map on the host CPU (kernels/common, CHW, through
     host_layers.HostKernels): every layer bit-exact with the reference."""
-    from nnscons.frontends import load_model
-    from nnscons.reference import quantize_input, run_graph
-    from nnscons.targets import base
-    from nnscons.targets.aie2p import host_layer
-    g = load_model(NETS[net](tmp_path / f"{net}.onnx"), name="m")
-    x = np.random.default_rng(0).standard_normal(g.tensor(g.input).shape).astype(np.float32)
-    values = run_graph(g, quantize_input(g, x))
-    for layer in g.layers:
-        if base.ops.get(layer.op).alias:
-            continue
-        lp = host_layer(layer, g, "L", "test")
-        params = np.frombuffer(lp.packed_params(g), dtype=np.uint8)
-        xs = [_hwc(t, values[n]) for t, n in zip(lp.spec["inputs"], layer.inputs)]
-        np.testing.assert_array_equal(kernels.run(lp.spec, params, xs),
-                                      _hwc(lp.spec["out"], values[layer.output]), err_msg=layer.name)
+    check_host_fallback(kernels, NETS[net](tmp_path / f"{net}.onnx"))
 
 
 def cpu_net(path, seed=0):

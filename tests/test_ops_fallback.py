@@ -36,9 +36,9 @@ def _hwc(spec_t, a):
     return base.to_layout(a, "hwc" if spec_t["hwc"] else "chw").view(np.uint8)
 
 
-@pytest.mark.parametrize("gen", ["lut_net", "se_net", "shuffle_net", "classifier_tail"])
-def test_new_ops_on_the_host_fallback(tmp_path, kernels, gen):
-    path = getattr(opsgen, gen)(tmp_path / f"{gen}.onnx")
+def check_host_fallback(kernels, path):
+    """Every layer of the model at `path` through aie2p's host fallback (kernels/common,
+    host_layers.HostKernels) equals the reference on a seeded input, bit for bit."""
     g = load_model(path, name="m")
     x = np.random.default_rng(0).standard_normal(g.tensor(g.input).shape).astype(np.float32)
     values = run_graph(g, quantize_input(g, x))
@@ -51,3 +51,8 @@ def test_new_ops_on_the_host_fallback(tmp_path, kernels, gen):
         xs = [_hwc(t, values[n]) for t, n in zip(spec["inputs"], layer.inputs)]
         got = kernels.run(spec, params, xs)
         np.testing.assert_array_equal(got, _hwc(spec["out"], values[layer.output]), err_msg=layer.name)
+
+
+@pytest.mark.parametrize("gen", ["lut_net", "se_net", "shuffle_net", "classifier_tail"])
+def test_new_ops_on_the_host_fallback(tmp_path, kernels, gen):
+    check_host_fallback(kernels, getattr(opsgen, gen)(tmp_path / f"{gen}.onnx"))

@@ -14,8 +14,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import adhoc
+from modelgen import ort_quantize, seeded_samples
 from nnscons import reference
-from nnscons.errors import ModelError
 from nnscons.export.ort_oracle import run_intermediates
 from nnscons.frontends import load_model
 from nnscons.frontends.onnx_qoperator import QLINEAR
@@ -56,20 +56,8 @@ def float_model(path, seed=0):
 
 
 def quantize_qoperator(float_path, out_path, per_channel, weight_type="QInt8"):
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.data = iter([{"x": np.random.default_rng(k).standard_normal(IN_SHAPE).astype(np.float32)}
-                              for k in range(8)])
-
-        def get_next(self):
-            return next(self.data, None)
-
-    quantize_static(str(float_path), str(out_path), Reader(), quant_format=QuantFormat.QOperator,
-                    per_channel=per_channel, activation_type=QuantType.QUInt8,
-                    weight_type=getattr(QuantType, weight_type))
-    return str(out_path)
+    return ort_quantize(float_path, out_path, seeded_samples(IN_SHAPE, 8), "QOperator", "QUInt8",
+                        weight_type, per_channel=per_channel)
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["per_tensor", "per_channel"])
