@@ -109,9 +109,13 @@ def _io(graph, tensor_name: str, layout: str, model_shape=None) -> dict:
     model_layout = layout_name
     if model_shape is not None and len(shape) == 4:
         model_layout = model_layout_name(getattr(graph, "model_layout", None), len(model_shape), layout_name)
+    model_shape = [int(d) for d in model_shape] if model_shape is not None else shape
+    # the header's dimensions, in the order of their layout's letters
+    dims = [shape[0], shape[2], shape[3], shape[1]] if internal == "NHWC" else shape
+    model_dims = model_shape if len(model_shape) == len(model_layout) else shape
     return {"shape": shape, "size": int(np.prod(shape)), "scale": repr(float(np.float32(t.q.scale))),
             "zero_point": int(t.q.zero_point), "model_layout": model_layout, "layout": internal,
-            "model_shape": list(model_shape) if model_shape is not None else shape}
+            "model_shape": model_shape, "dims": dims, "model_dims": model_dims}
 
 
 def _packed(graph, names: list, layout: str, first_model_shape) -> list:
