@@ -22,10 +22,10 @@ APP = r"""
 
 static int calls;
 
-static void count(int i, const char *name, const int8_t *out, size_t size, void *user)
+static void count(const nns_simplecnn_layer_report *r, void *user)
 {
-    (void)name; (void)out; (void)user;
-    if (i == calls && size > 0)
+    (void)user;
+    if (r->index == calls && r->size > 0 && r->output)
         ++calls;
 }
 
@@ -42,19 +42,39 @@ static int io(const char *path, void *buf, size_t n, int write)
 
 int main(void)
 {
-    static float xf[NNS_SIMPLECNN_INPUT_SIZE], yf[NNS_SIMPLECNN_OUTPUT_SIZE];
-    static int8_t x[NNS_SIMPLECNN_INPUT_SIZE], y[NNS_SIMPLECNN_OUTPUT_SIZE];
+    static float xf[NNS_SIMPLECNN_INPUT_INPUT_ELEMENTS], yf[NNS_SIMPLECNN_OUTPUT_OUTPUT_ELEMENTS];
+    static int8_t x[NNS_SIMPLECNN_INPUT_INPUT_BYTES], y[NNS_SIMPLECNN_OUTPUT_OUTPUT_BYTES];
+    const float *xfs[] = { xf };
+    float *yfs[] = { yf };
+    const int8_t *xs[] = { x };
+    int8_t *ys[] = { y };
+    nns_simplecnn_t net;
     void *arena = malloc(NNS_SIMPLECNN_ARENA_SIZE);
+    int status;
     if (!arena || io("x.f32", xf, sizeof xf, 0) || io("input.bin", x, sizeof x, 0))
         return 2;
-    if (nns_simplecnn_run_float(xf, yf, arena) != NNS_SIMPLECNN_OK)
+    if (nns_simplecnn_init(&net, arena, NNS_SIMPLECNN_ARENA_SIZE - 1) != NNS_SIMPLECNN_ERR_ARENA_TOO_SMALL
+        || net.required_size != NNS_SIMPLECNN_ARENA_SIZE)
+        return 7;
+    if (nns_simplecnn_run(&net, xs, ys) != NNS_SIMPLECNN_ERR_NOT_INITIALIZED)
+        return 8;
+    if ((status = nns_simplecnn_init(&net, arena, NNS_SIMPLECNN_ARENA_SIZE)) != NNS_SIMPLECNN_OK) {
+        printf("init: %s\n", nns_simplecnn_strerror(status));
+        return 9;
+    }
+    APP_OPEN
+    if ((status = nns_simplecnn_run_float(&net, xfs, yfs)) != NNS_SIMPLECNN_OK) {
+        printf("run_float: %s\n", nns_simplecnn_strerror(status));
         return 3;
-    if (nns_simplecnn_run_with_callback(x, y, arena, count, NULL) != NNS_SIMPLECNN_OK)
+    }
+    if (nns_simplecnn_run_with_callback(&net, xs, ys, count, NULL) != NNS_SIMPLECNN_OK)
         return 4;
     if (io("y.f32", yf, sizeof yf, 1) || io("y.bin", y, sizeof y, 1))
         return 2;
     printf("app: %d of %d layers called back, first %s\n", calls, NNS_SIMPLECNN_NUM_LAYERS,
            nns_simplecnn_layer_name(0));
+    APP_CLOSE
+    nns_simplecnn_deinit(&net);
     return 0;
 }
 """
@@ -108,7 +128,7 @@ def _library(project, target, platform, lib_dir):
     for f in ("libnns_simplecnn.a", "nns_simplecnn.cmake", "nns_simplecnn.mk"):
         assert os.path.isfile(project.file(f"{b}/{lib_dir}/{f}")), f
     header = project.read(f"{b}/include/nns_simplecnn.h")
-    assert "int nns_simplecnn_run_float(const float *input, float *output, void *arena);" in header
+    assert "int nns_simplecnn_run_float(nns_simplecnn_t *ctx, const float *const inputs[], float *const outputs[]);" in header
     assert "nns_simplecnn_layer_callback callback" in header
     return b
 
@@ -123,16 +143,17 @@ def _app(project, tmp_path, b, lib_dir, run_dir, cc="gcc", cflags="-O2", ldflags
     """app.c built by make through the library's .mk, beside the harness's input.bin and the
     same input dequantized to float32 in the model's layout (x.f32)."""
     header = project.read(f"{b}/include/nns_simplecnn.h")
-    shape = [int(v) for v in _macro(header, "INPUT_SHAPE").strip("{} ").split(",")]
-    scale = np.float32(float(_macro(header, "INPUT_SCALE").rstrip("f")))
-    zp = int(_macro(header, "INPUT_ZERO_POINT"))
-    q = np.fromfile(project.file(f"{b}/bin/input.bin"), dtype=np.int8)
-    if _macro(header, "INPUT_LAYOUT") == '"NHWC"':
-        n, c, h, w = shape
-        q = q.reshape(n, h, w, c).transpose(0, 3, 1, 2)
-    x = (q.reshape(shape).astype(np.float32) - np.float32(zp)) * scale
+    dims = [int(v) for v in _macro(header, "INPUT_INPUT_DIMS").strip("{} ").split(",")]
+    scale = np.float32(float(_macro(header, "INPUT_INPUT_SCALE").rstrip("f")))
+    zp = int(_macro(header, "INPUT_INPUT_ZERO_POINT"))
+    q = np.fromfile(project.file(f"{b}/bin/input.bin"), dtype=np.int8).reshape(dims)
+    layout, model = _macro(header, "INPUT_INPUT_LAYOUT").strip('"'), _macro(header, "INPUT_INPUT_FLOAT_LAYOUT").strip('"')
+    q = q.transpose([layout.index(d) for d in model])     # into the model's layout (run_float's)
+    x = (q.astype(np.float32) - np.float32(zp)) * scale
     shutil.copy(project.file(f"{b}/bin/input.bin"), tmp_path / "input.bin")
     x.astype(np.float32).tofile(tmp_path / "x.f32")
+    if "APP_OPEN" in source:      # an application without a target-specific open/close
+        source = source.replace("    APP_OPEN\n", "").replace("    APP_CLOSE\n", "")
     (tmp_path / "app.c").write_text(source)
     (tmp_path / "Makefile").write_text(MAKEFILE.format(mk=project.file(f"{b}/{lib_dir}/nns_simplecnn.mk")))
     subprocess.run(["make", "-s", f"CC={cc}", f"APPFLAGS={cflags}", f"APPLDFLAGS={ldflags}", "app"], cwd=tmp_path,
