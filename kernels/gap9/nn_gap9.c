@@ -142,6 +142,18 @@ pi_fs_file_t *nn_fs_open_exact(struct pi_device *fs, const char *name, long size
     return f;
 }
 
+pi_fs_file_t *nn_fs_open_sized(struct pi_device *fs, const char *name, long size, int *why)
+{
+    pi_fs_file_t *f = pi_fs_open(fs, name, 0);
+    *why = f == NULL ? NN_FS_MISSING : 0;
+    if (f != NULL && (long)f->size != size) {
+        pi_fs_close(f);
+        f = NULL;
+        *why = NN_FS_WRONG_SIZE;
+    }
+    return f;
+}
+
 int nn_fs_read_exact(pi_fs_file_t *f, void *dst, uint32_t size)
 {
     return pi_fs_read(f, dst, size) == (int32_t)size ? 0 : -1;

@@ -9,8 +9,11 @@
  * - nn_layer_io_t: a layer's L2 buffers, passed by network.c so layer code holds no
  *   global addresses.
  * - nn_split: the range of a work item count a core takes in pi_cl_team_fork.
- * - nn_readfs_mount, nn_fs_open_exact, nn_fs_read_exact, nn_check_golden: the fabric
- *   controller's readfs files (the library's weights, the harness's input and goldens).
+ * - nn_readfs_mount, nn_fs_open_exact, nn_fs_open_sized, nn_fs_read_exact, nn_check_golden:
+ *   the fabric controller's readfs files (the library's weights, the harness's input and
+ *   goldens).  The library calls only the silent ones (nn_fs_open_sized, nn_fs_read_exact);
+ *   those that print (nn_fs_open_exact, nn_check_golden) are the harnesses' and the
+ *   applications'.
  */
 #ifndef NN_GAP9_H
 #define NN_GAP9_H
@@ -96,6 +99,10 @@ static inline void nn_split(int n, int *begin, int *end)
 int nn_readfs_mount(struct pi_device *flash, struct pi_device *fs);
 /* The readfs file `name`, open, when it holds exactly `size` bytes; else NULL (said on stdout). */
 pi_fs_file_t *nn_fs_open_exact(struct pi_device *fs, const char *name, long size);
+/* The same, silent (the library's): NULL with *why = NN_FS_MISSING or NN_FS_WRONG_SIZE. */
+#define NN_FS_MISSING 1
+#define NN_FS_WRONG_SIZE 2
+pi_fs_file_t *nn_fs_open_sized(struct pi_device *fs, const char *name, long size, int *why);
 /* Reads `size` bytes of f into dst: 0, or -1. */
 int nn_fs_read_exact(pi_fs_file_t *f, void *dst, uint32_t size);
 /* Compares got[0..size) with the readfs file `name`, read through chunk (chunk_size bytes, L2),

@@ -127,8 +127,12 @@ pi_fs_file_t *pi_fs_open(struct pi_device *device, const char *file, int flags)
     if (n < 0 || (size_t)n >= sizeof path)
         fail("pi_fs_open: the path of \"%s\" is too long", file);
     fp = fopen(path, "rb");
-    if (!fp)
+    if (!fp) {
+        /* the device model says which host file it tried (the library only returns a status) */
+        fprintf(stderr, "PMSIS-EMUL: pi_fs_open: no file %s (the readfs is $NN_EMUL_FS_DIR%s%s)\n", path,
+                dir && *dir ? " = " : ", unset: ", dir && *dir ? dir : "the working directory");
         return NULL;
+    }
     if (fseek(fp, 0, SEEK_END) || (size = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET))
         fail("pi_fs_open: cannot find the size of %s", path);
     if ((unsigned long)size > 0xffffffffu)

@@ -1,5 +1,5 @@
 /* pulp-open runtime, fabric-controller side: kickoff and exit, L2 allocation, cluster boot and
- * tasks, the readfs over semihosting, the per-task measurement line. picolibc's crt0 starts the
+ * tasks, the readfs over semihosting, the per-task counters. picolibc's crt0 starts the
  * FC at the ELF entry (GVSoC loads the ELF's segments into L2) and gives printf (semihosting). */
 #include <malloc.h>
 #include <stdio.h>
@@ -159,12 +159,18 @@ int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task 
     return 0;
 }
 
-void pulp_open_print_measure(int layer)
+void pulp_open_last_counters(pulp_open_counters_t *out)
 {
     const open_ctrl_t *c = OPEN_CTRL;
-    printf("measure %d cycles=%lu instructions=%lu load_stalls=%lu icache_misses=%lu\n", layer,
-           (unsigned long)c->perf[OPEN_PERF_CYCLES], (unsigned long)c->perf[OPEN_PERF_INSTR],
-           (unsigned long)c->perf[OPEN_PERF_LD_STALL], (unsigned long)c->perf[OPEN_PERF_IMISS]);
+    out->cycles = c->perf[OPEN_PERF_CYCLES];
+    out->instructions = c->perf[OPEN_PERF_INSTR];
+    out->load_stalls = c->perf[OPEN_PERF_LD_STALL];
+    out->icache_misses = c->perf[OPEN_PERF_IMISS];
+}
+
+uint32_t pulp_open_last_cycles(void)
+{
+    return OPEN_CTRL->perf[OPEN_PERF_CYCLES];
 }
 
 /* ---- no L3 RAM on pulp-open ---------------------------------------------------------------------- */

@@ -50,7 +50,7 @@ typedef struct {
     void *volatile task_arg;
     /* core 0 -> FC */
     volatile uint32_t task_done;
-    volatile uint32_t perf[OPEN_PERF_N];            /* the last task, see pulp_open_print_measure */
+    volatile uint32_t perf[OPEN_PERF_N];            /* the last task, see pulp_open_last_counters */
     /* core 0 -> workers */
     volatile uint32_t fork_gen;
     void (*volatile fork_fn)(void *);

@@ -17,7 +17,8 @@
  *     synchronous semihosting reads;
  *   - L1 is a stack allocator (frees in reverse order of allocation, as the generated layers do),
  *     and a task's slave_stack_size may not exceed NN_OPEN_SLAVE_STACK_SIZE (fixed at boot).
- * Each cluster task is measured with the RI5CY performance counters (NN_PLATFORM_MEASURE).
+ * Each cluster task is measured with the RI5CY performance counters (NN_PLATFORM_CYCLES,
+ * pulp_open_last_counters).
  */
 #ifndef PMSIS_PULP_OPEN_PMSIS_H
 #define PMSIS_PULP_OPEN_PMSIS_H
@@ -37,13 +38,17 @@
 extern "C" {
 #endif
 
-/* ---- measurement (not PMSIS): the generated network prints one line per cluster task ------------ */
+/* ---- measurement (not PMSIS): the performance counters of the last cluster task --------------- */
 
-/* Prints "measure <layer> cycles=... instructions=... load_stalls=... icache_misses=..." for the
- * last cluster task: cycles on core 0 from the task's start to its end (the layer's wall time on
- * the cluster), the other counters summed over the 8 cores. */
-void pulp_open_print_measure(int layer);
-#define NN_PLATFORM_MEASURE(layer) pulp_open_print_measure(layer)
+/* cycles on core 0 from the task's start to its end (the layer's wall time on the cluster), the
+ * other counters summed over the 8 cores */
+typedef struct {
+    uint32_t cycles, instructions, load_stalls, icache_misses;
+} pulp_open_counters_t;
+void pulp_open_last_counters(pulp_open_counters_t *c);
+uint32_t pulp_open_last_cycles(void);
+/* what the generated network reports as a layer's cycles (its callback's report) */
+#define NN_PLATFORM_CYCLES() pulp_open_last_cycles()
 
 #ifdef __cplusplus
 }

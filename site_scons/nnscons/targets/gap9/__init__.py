@@ -164,54 +164,65 @@ def _lib_dir(platform: str) -> str:
 
 def _lib(lib, layers, mem, opts, io) -> dict:
     """The header's GAP9 part: what the application flashes (the readfs files) and the memory
-    it gives the library (L1, L2, L3 from the plan), nns_<model>_open/close, the error codes."""
+    it gives the library (L1, L2, L3 from the plan), the context's state, nns_<model>_open/close,
+    the error codes."""
     P, M = lib["prefix"], lib["macro"]
     files = [binfiles.bin_name("weights", lp.cname, "flat") for lp in layers if lp.param_layout]
     l1 = opts["memory"]["l1"] - opts["memory"]["l1_reserved"]     # every l1_budget's bound: no tiling in it
-    own_l2 = mem["params_l2_bytes"] + mem["staging_bytes"] + memory.COMPARE_CHUNK
     c = opts["cluster"]
     staged = "flash: read by the cluster from their readfs files" if opts["memory"]["l3_device"] == "flash" \
         else "ram: copied into the external RAM by the open"
     notes = [
         "Target gap9 (PMSIS): the weights are not linked in.  They are readfs files the",
         "application flashes (NNS_..._READFS_FILES, the GAP SDK's READFS_FILES; the names",
-        "are fixed), and " + P + "_open(fs) loads them from the application's mounted readfs",
-        "(pi_fs_mount): L2-resident parameters into L2, the others (L3) per memory.l3_device,",
-        staged + ".",
-        "Call " + P + "_open once before any run (it opens the cluster and, when the network",
-        "has L3 parameters in RAM, the default RAM), " + P + "_close at the end.",
+        "are fixed), and " + P + "_open(ctx, fs) loads them from the application's mounted",
+        "readfs (pi_fs_mount): L2-resident parameters into L2, the others (L3) per",
+        "memory.l3_device, " + staged + ".",
+        "After " + P + "_init, call " + P + "_open once before any run (it opens the cluster",
+        "and, when the network has L3 parameters in RAM, the default RAM; a run before it",
+        "returns NNS_..._ERR_NOT_OPEN), " + P + "_close at the end (deinit closes too).",
         "Memory: arena NNS_..._ARENA_SIZE bytes in L2 (pi_l2_malloc: the cluster DMA moves it",
         "to L1), the caller's; the open allocates NNS_..._L2_LIB_SIZE more bytes of L2;",
-        "NNS_..._L2_SIZE is the plan's L2 peak (both, checked against memory.l2).  A layer",
-        "takes at most its l1_budget <= NNS_..._L1_SIZE bytes of L1 (pi_cl_l1_malloc) besides",
-        f"the cluster's stacks ({c['stack_size']} B for the master core, {c['slave_stack_size']} B per other core).",
-        "L3: NNS_..._L3_SIZE bytes of external RAM.  Input and output: anywhere the fabric",
-        "controller reads and writes (memcpy), or in place, at arena + NNS_..._INPUT_OFFSET and",
-        "arena + NNS_..._OUTPUT_OFFSET (no copy, no more L2; a run may overwrite the input there).",
-        "Runs happen on the fabric controller, one inference at a time.",
+        "NNS_..._L2_SIZE = both, checked against memory.l2.  A layer takes at most its",
+        "l1_budget <= NNS_..._L1_SIZE bytes of L1 (pi_cl_l1_malloc) besides the cluster's",
+        f"stacks ({c['stack_size']} B for the master core, {c['slave_stack_size']} B per other core).",
+        "L3: NNS_..._L3_SIZE bytes of external RAM.  The context holds PMSIS devices and the",
+        "running layer's buffers, which the cluster reads: keep it in L2 (the FC's memory).",
+        "Input and output: anywhere the fabric controller reads and writes, or in place at",
+        "ctx->arena + NNS_..._INPUT_OFFSET and ctx->arena + NNS_..._OUTPUT_OFFSET (no copy,",
+        "no more L2; a run may overwrite the input there).",
+        "Runs happen on the fabric controller, one inference at a time per context (the",
+        "contexts share the one cluster).  The library prints nothing; a failed open says",
+        "why in its status and, for a weights file, ctx->failed_layer.",
+        "Emulation (platform emul, qemu): the readfs is the folder NN_EMUL_FS_DIR (default",
+        "the working directory); the emulation prints the path it failed to open on stderr.",
     ]
+    staged_l3 = mem["l3_bytes"] if opts["memory"]["l3_device"] == "ram" else 0
     decls = [
         "/* GAP9: the readfs files the application flashes (weights), and the memory it gives */",
         f"#define {M}_NUM_READFS_FILES {len(files)}",
         f"#define {M}_READFS_FILES {{ " + ", ".join(f'"{f}"' for f in files) + " }",
-        f"#define {M}_L1_SIZE {l1}            /* L1 a layer may take (memory.l1 - l1_reserved) */",
-        f"#define {M}_L2_LIB_SIZE {own_l2}     /* allocated in L2 by {P}_open */",
-        f"#define {M}_L2_SIZE {mem['peak_l2']}        /* arena + L2_LIB_SIZE */",
-        f"#define {M}_L3_SIZE {mem['l3_bytes'] if opts['memory']['l3_device'] == 'ram' else 0}"
-        "        /* external RAM allocated by the open */",
-        f"#define {M}_INPUT_OFFSET {io[0]['offset']}      /* in the arena: the input may be given in place */",
+        f"#define {M}_INPUT_OFFSET {io[0]['offset']}      /* in ctx->arena: the input may be given in place */",
         f"#define {M}_OUTPUT_OFFSET {io[1]['offset']}     /* and the output */",
         "",
-        "struct pi_device;",
         f"/* Loads the weights from the mounted readfs fs, opens the cluster (and the RAM when",
-        f" * L3_SIZE > 0): {M}_OK, {M}_ERR_FILE or {M}_ERR_DEVICE.  Once before any run. */",
-        f"int {P}_open(struct pi_device *fs);",
-        f"void {P}_close(void);",
+        f" * L3_SIZE > 0), on a context {P}_init set up: {M}_OK or a status ({P}_strerror).",
+        f" * Once before any run. */",
+        f"int {P}_open({P}_t *ctx, struct pi_device *fs);",
+        f"/* Frees what open took; a run after it returns {M}_ERR_NOT_OPEN. */",
+        f"void {P}_close({P}_t *ctx);",
     ]
-    errors = [{"name": "ERR_NOT_OPEN", "code": -3, "what": f"run before {P}_open"},
-              {"name": "ERR_FILE", "code": -4, "what": "a weights file missing from the readfs, or of the wrong size"},
-              {"name": "ERR_DEVICE", "code": -5, "what": "the cluster, the RAM or an L2 allocation failed"}]
-    return dict(lib, notes=notes, declarations=decls, errors=errors)
+    memory_macros = [
+        {"name": "L1_SIZE", "bytes": l1, "what": "L1 a layer may take (memory.l1 - l1_reserved)"},
+        {"name": "L2_LIB_SIZE", "bytes": mem["lib_l2"], "what": f"L2 allocated by {P}_open (params, staging, load buffer)"},
+        {"name": "L2_SIZE", "bytes": mem["peak_l2"], "what": "ARENA_SIZE + L2_LIB_SIZE: the L2 the network takes"},
+        {"name": "L3_SIZE", "bytes": staged_l3, "what": "external RAM allocated by the open"},
+    ]
+    errors = [{"name": n, "code": code, "what": what.format(P=P)} for n, code, what in memory.ERRORS]
+    n_staged = len(mem["staged"])
+    return dict(lib, notes=notes, declarations=decls, errors=errors, memory=memory_macros,
+                includes=['"pmsis.h"', '"nn_gap9.h"'], arena_align=memory.ARENA_ALIGN,
+                context=memory.state_fields(opts["memory"]["l3_device"], n_staged))
 
 
 def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPlan:
@@ -279,7 +290,7 @@ def network_spec(graph, layers, mem, opts) -> dict:
     tiers, slabs, memory sizes."""
     t = mem["buffers"]["tensors"]
     return {
-        "arena_size": mem["buffers"]["arena_size"],
+        "arena_size": mem["arena_bytes"],
         "input": t[graph.input],
         "output": t[graph.output],
         "layers": [{"cname": lp.cname, "bin": lp.cname, "index": i,
@@ -300,4 +311,7 @@ def network_spec(graph, layers, mem, opts) -> dict:
         "compare_chunk": memory.COMPARE_CHUNK,
         "cluster": opts["cluster"],
         "l2_avail": mem["l2_avail"],
+        "lib_l2": mem["lib_l2"],
+        "state": memory.state_fields(opts["memory"]["l3_device"], len(mem["staged"])),
+        "errors": memory.error_codes(),
     }

@@ -139,6 +139,8 @@ def plan(graph, layers, opts, budgets) -> dict:
             "params_l2_bytes": _align(params), "slabs": [], "slab_bytes": 0, "l3_bytes": 0,
             "l3_device": opts["memory"]["l3_device"], "compare_chunk": memory.COMPARE_CHUNK,
             "cluster": opts["cluster"], "l2_avail": l2_avail, "sliced": stem != lp.cname,
+            "lib_l2": _align(params) + memory.COMPARE_CHUNK,
+            "state": memory.state_fields(opts["memory"]["l3_device"], 0), "errors": memory.error_codes(),
         })
     return {"runs": runs, "peak_l2": peak, "l2_avail": l2_avail}
 

@@ -1,4 +1,5 @@
-"""GAP9 memory plan: L2 activations by liveness, parameter tiers, L3 staging slabs.
+"""GAP9 memory plan: L2 activations by liveness, parameter tiers, L3 staging slabs; the
+network's run-time state (the library's context) and status codes.
 
 Parameters of a layer whose weights exceed `memory.l3_threshold` live in L3 and move to
 L2 one channel tile ("slab") at a time, through two staging buffers: while the cluster
@@ -12,6 +13,9 @@ from ...errors import UserError
 from ...planning.buffers import plan_buffers
 
 COMPARE_CHUNK = 2048      # L2 bounce buffer for golden comparison and L3 loading
+# the library aligns the caller's arena up to this (pi_l2_malloc's own alignment): the arena's
+# size (NNS_<M>_ARENA_SIZE) counts the slack
+ARENA_ALIGN = 4
 
 
 def _align(n, a=4):
@@ -45,12 +49,14 @@ def plan_memory(graph, layers, opts, where) -> dict:
             l2_off += _align(lp.param_bytes, 16)
     slab_bytes = max((lp.spec["tile"]["l1_params"] for lp in layers if lp.cname in staged), default=0)
     staging = 2 * _align(slab_bytes, 16)
-    peak = buffers["arena_size"] + l2_off + staging + COMPARE_CHUNK
+    arena = buffers["arena_size"] + ARENA_ALIGN - 1
+    lib_l2 = l2_off + staging + COMPARE_CHUNK       # the library's own L2 block (its open)
+    peak = arena + lib_l2
     l2_avail = mem["l2"] - mem["l2_reserved"]
     if peak > l2_avail:
         raise UserError(
             f"{where(None, 'memory', 'l2')}: the model does not fit GAP9's L2: activations "
-            f"{buffers['arena_size']} B (liveness-planned) + L2-resident parameters {l2_off} B + "
+            f"{arena} B (liveness-planned, {ARENA_ALIGN - 1} B alignment slack) + L2-resident parameters {l2_off} B + "
             f"L3 staging buffers {staging} B + {COMPARE_CHUNK} B = {peak} B, more than memory.l2 - "
             f"memory.l2_reserved = {l2_avail} B. Lower memory.l3_threshold to stage more weights "
             f"in L3, or use a smaller input")
@@ -62,5 +68,42 @@ def plan_memory(graph, layers, opts, where) -> dict:
     return {
         "buffers": buffers, "params_l2": params_l2, "params_l2_bytes": l2_off, "staged": staged,
         "slabs": slabs, "slab_bytes": _align(slab_bytes, 16), "staging_bytes": staging,
-        "l3_bytes": l3_off, "peak_l2": peak, "l2_avail": l2_avail,
+        "l3_bytes": l3_off, "peak_l2": peak, "l2_avail": l2_avail, "arena_bytes": arena, "lib_l2": lib_l2,
     }
+
+
+def state_fields(l3_device: str, n_staged: int) -> list:
+    """The network's run-time state (network.c.j2): the library's context fields (the header's
+    nns_<model>_t) and, for a layer-by-layer program, its own struct of the same fields."""
+    f = [{"decl": "struct pi_device cluster_dev", "what": "the cluster, opened by open"},
+         {"decl": "struct pi_device ram_dev", "what": "the L3 RAM, opened by open when L3_SIZE > 0"},
+         {"decl": "struct pi_device *fs", "what": "the readfs open read the weights from"}]
+    if l3_device == "flash":
+        f.append({"decl": f"pi_fs_file_t *staged_files[{max(n_staged, 1)}]",
+                  "what": "the L3-staged layers' weights files, open (read by the cluster)"})
+    return f + [
+        {"decl": "nn_stage_t stage", "what": "L3 -> L2 staging of parameter slabs"},
+        {"decl": "nn_layer_io_t io", "what": "the running layer's buffers (read by the cluster)"},
+        {"decl": "int layer", "what": "the layer the cluster task runs"},
+        {"decl": "uint8_t *l2", "what": "open's L2 block (L2_LIB_SIZE bytes): params_l2, staging, chunk"},
+        {"decl": "uint8_t *params_l2", "what": "the L2-resident parameters"},
+        {"decl": "uint8_t *staging", "what": "two slab buffers"},
+        {"decl": "uint8_t *chunk", "what": "the bounce buffer of open's L3 loads"},
+        {"decl": "int taken", "what": "what open took: 1 the RAM, 2 the cluster, 4 the L2 block; 8 once it succeeded"},
+        {"decl": "int failed_layer", "what": "after an ERR_FILE_*: the layer (index) whose weights file failed, else -1"},
+    ]
+
+
+# the library's own status codes (the header's NNS_<M>_<name>, strerror's texts)
+ERRORS = [("ERR_NOT_OPEN", -101, "run before {P}_open (or after {P}_close)"),
+          ("ERR_FILE_MISSING", -102, "a weights file is missing from the readfs (ctx->failed_layer says whose)"),
+          ("ERR_FILE_SIZE", -103, "a weights file in the readfs has the wrong size (ctx->failed_layer says whose)"),
+          ("ERR_FILE_READ", -104, "reading a weights file from the readfs failed (ctx->failed_layer says whose)"),
+          ("ERR_CLUSTER", -105, "the cluster could not be opened"),
+          ("ERR_RAM", -106, "the L3 RAM could not be opened or L3_SIZE bytes of it allocated"),
+          ("ERR_L2_ALLOC", -107, "L2_LIB_SIZE bytes of L2 could not be allocated (pi_l2_malloc)")]
+
+
+def error_codes() -> dict:
+    """{name: code} for the network source (a layer-by-layer program has no header)."""
+    return {n: code for n, code, _ in ERRORS}
