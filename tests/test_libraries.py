@@ -13,6 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
+import libcheck
 from conftest import steps
 
 APP = r"""
@@ -80,25 +81,63 @@ int main(void)
 """
 
 # gap9: a GAP9 application: the weights come from the readfs (the files the header names),
-# the arena is in L2
+# the arena is in L2; a run before nns_simplecnn_open says so.  On the PMSIS emulation (emul,
+# qemu) the app checks the header's memory macros against what the library took: open
+# allocates exactly L2_LIB_SIZE bytes of L2 and L3_SIZE of L3 RAM (freed by close), and no
+# layer went over L1_SIZE.
 GAP9_APP = APP.replace('#include "nns_simplecnn.h"', '''#include "pmsis.h"
 #include "nn_gap9.h"
 #include "nns_simplecnn.h"
 
-static const char *const files[] = NNS_SIMPLECNN_READFS_FILES;''').replace("int main(void)", "static int app(void)").replace(
+static const char *const files[] = NNS_SIMPLECNN_READFS_FILES;
+
+#ifdef PMSIS_EMUL
+static struct pmsis_emul_stats stats(void)
+{
+    struct pmsis_emul_stats s;
+    pmsis_emul_get_stats(&s);
+    return s;
+}
+#endif''').replace("int main(void)", "static int app(void)").replace(
     "    void *arena = malloc(NNS_SIMPLECNN_ARENA_SIZE);", '''    static struct pi_device flash, fs;
-    void *arena = pi_l2_malloc(NNS_SIMPLECNN_ARENA_SIZE);
-    if (nns_simplecnn_run(x, y, arena) != NNS_SIMPLECNN_ERR_NOT_OPEN)
+    void *arena = pi_l2_malloc(NNS_SIMPLECNN_ARENA_SIZE);''').replace("    APP_OPEN\n", '''    if (nns_simplecnn_run(&net, xs, ys) != NNS_SIMPLECNN_ERR_NOT_OPEN)
         return 6;
-    if (nn_readfs_mount(&flash, &fs) || nns_simplecnn_open(&fs) != NNS_SIMPLECNN_OK)
+#ifdef PMSIS_EMUL
+    const struct pmsis_emul_stats before = stats();
+#endif
+    if (nn_readfs_mount(&flash, &fs) || (status = nns_simplecnn_open(&net, &fs)) != NNS_SIMPLECNN_OK) {
+        printf("open: %s\\n", nns_simplecnn_strerror(status));
         return 5;
+    }
+#ifdef PMSIS_EMUL
+    const struct pmsis_emul_stats opened = stats();
+    if (opened.l2_live - before.l2_live != NNS_SIMPLECNN_L2_LIB_SIZE
+        || opened.l3_live - before.l3_live != NNS_SIMPLECNN_L3_SIZE) {
+        printf("open took %u B of L2 and %u B of L3, the header says %d and %d\\n",
+               (unsigned)(opened.l2_live - before.l2_live), (unsigned)(opened.l3_live - before.l3_live),
+               NNS_SIMPLECNN_L2_LIB_SIZE, NNS_SIMPLECNN_L3_SIZE);
+        return 10;
+    }
+#endif
     printf("app: %d readfs files, first %s, L2 %d B, L3 %d B\\n", NNS_SIMPLECNN_NUM_READFS_FILES, files[0],
-           NNS_SIMPLECNN_L2_SIZE, NNS_SIMPLECNN_L3_SIZE);''') + '''
+           NNS_SIMPLECNN_L2_SIZE, NNS_SIMPLECNN_L3_SIZE);
+''').replace("    APP_CLOSE\n", '''    nns_simplecnn_close(&net);
+    if (nns_simplecnn_run(&net, xs, ys) != NNS_SIMPLECNN_ERR_NOT_OPEN)
+        return 11;
+#ifdef PMSIS_EMUL
+    const struct pmsis_emul_stats closed = stats();
+    if (closed.l2_live != before.l2_live || closed.l3_live != before.l3_live || closed.l1_peak > NNS_SIMPLECNN_L1_SIZE
+        || NNS_SIMPLECNN_L2_SIZE != NNS_SIMPLECNN_ARENA_SIZE + NNS_SIMPLECNN_L2_LIB_SIZE) {
+        printf("close left %u B of L2, %u B of L3; L1 peak %u B (L1_SIZE %d)\\n",
+               (unsigned)(closed.l2_live - before.l2_live), (unsigned)(closed.l3_live - before.l3_live),
+               (unsigned)closed.l1_peak, NNS_SIMPLECNN_L1_SIZE);
+        return 12;
+    }
+#endif
+''') + '''
 static void app_main(void)
 {
-    const int r = app();
-    nns_simplecnn_close();
-    pmsis_exit(r);
+    pmsis_exit(app());
 }
 
 int main(void)
@@ -219,8 +258,14 @@ def test_gap9_library_emul_and_qemu(project, tmp_path):
     b = _library(project, "gap9", "emul", "emul/lib")
     names = _members(project, f"{b}/emul/lib/libnns_simplecnn.a")
     assert {"conv1.o", "nns_simplecnn.o", "nns_simplecnn_api.o", "nn_gap9.o", "emul_fs.o"} <= names, names
+    # no mutable static state in the library.  Skipped: the PMSIS emulation's objects (emul_*,
+    # team_*), the device model standing in for the chip and the GAP SDK's runtime (the L1, L2
+    # and L3 memories, the cluster and its DMA, the flash and readfs); a GAP9 application gets
+    # those from the hardware and the SDK, not from this library
+    chip = {n for n in names if n.startswith(("emul_", "team_"))}
+    assert libcheck.mutable_static_bytes(project.file(f"{b}/emul/lib/libnns_simplecnn.a"), skip=chip) == {}
     header = project.read(f"{b}/include/nns_simplecnn.h")
-    assert "int nns_simplecnn_open(struct pi_device *fs);" in header and '"NHWC"' in header
+    assert "int nns_simplecnn_open(nns_simplecnn_t *ctx, struct pi_device *fs);" in header and '"NHWC"' in header
     assert '#define NNS_SIMPLECNN_READFS_FILES { "conv1_weights.bin",' in header
     for macro in ("L1_SIZE", "L2_SIZE", "L2_LIB_SIZE", "L3_SIZE"):
         assert int(_macro(header, macro).split()[0]) >= 0, macro
