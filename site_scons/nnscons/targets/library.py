@@ -62,10 +62,11 @@ def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, sour
     return out
 
 
-# what only the header says (a target's notes and declarations): the other files do not
-# depend on them, so that e.g. gap9's readfs names regenerate the header alone.  (Not the
-# error codes: api.c's strerror has their texts.)
-HEADER_ONLY = ("notes", "declarations")
+# what only the header says (a target's notes, declarations, memory macros, context fields
+# and the includes they need): the other files do not depend on them, so that e.g. gap9's
+# memory sizes regenerate the header alone.  (Not the error codes: api.c's strerror has
+# their texts.)
+HEADER_ONLY = ("notes", "declarations", "memory", "context", "includes", "arena_align")
 
 
 def core(lib: dict) -> dict:
