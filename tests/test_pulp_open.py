@@ -126,7 +126,7 @@ def test_layer_by_layer_runs_each_layer_from_its_producers_goldens(project):
     rep = json.loads(project.read(f"{out}/report.json"))
     _check_cycles(rep)
     net = project.read("build/pulp-open-lbl/simplecnn/src/runs/conv2/network.c")
-    assert 'open_bin("pool1_golden", ""' in net          # its input is its producer's golden
+    assert 'nn_fs_open_exact(net.fs, "pool1_golden.bin",' in net    # its input is its producer's golden
     # a wrong golden of one layer fails that layer only, named
     g = project.file("build/pulp-open-lbl/simplecnn/bin/conv2_golden.bin")
     data = bytearray(open(g, "rb").read())
