@@ -106,7 +106,7 @@ static struct pmsis_emul_stats stats(void)
     const struct pmsis_emul_stats before = stats();
 #endif
     if (nn_readfs_mount(&flash, &fs) || (status = nns_simplecnn_open(&net, &fs)) != NNS_SIMPLECNN_OK) {
-        printf("open: %s\\n", nns_simplecnn_strerror(status));
+        printf("open: %s (layer %d)\\n", nns_simplecnn_strerror(status), net.failed_layer);
         return 5;
     }
 #ifdef PMSIS_EMUL
@@ -289,6 +289,14 @@ def test_gap9_library_emul_and_qemu(project, tmp_path):
         return r.stdout
 
     assert ", L3 0 B" in on_emul(readfs(tmp_path / "emul"))
+    # a weights file missing from the readfs: open says so in its status and failed_layer (the
+    # library prints nothing), the emulation's readfs names the host path it tried
+    app, empty = str(tmp_path / "emul" / "app"), tmp_path / "empty-readfs"
+    empty.mkdir()
+    r = subprocess.run([app], cwd=tmp_path / "emul", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=120, env=dict(os.environ, NN_EMUL_FS_DIR=str(empty)))
+    assert r.returncode == 5 and "open: a weights file is missing from the readfs" in r.stdout, r.stdout
+    assert "(layer 0)" in r.stdout and f"no file {empty}/conv1_weights.bin" in r.stderr, r.stderr
     # conv2 and fc staged from L3 RAM slab by slab: the open copies them there, and two runs
     # (run_float, run_with_callback) each stage every slab again
     y = project.read("targets.yaml").replace("      l3_threshold: 36KiB", "      l3_threshold: 1KiB")
