@@ -264,6 +264,17 @@ def test_gap9_library_emul_and_qemu(project, tmp_path):
     # those from the hardware and the SDK, not from this library
     chip = {n for n in names if n.startswith(("emul_", "team_"))}
     assert libcheck.mutable_static_bytes(project.file(f"{b}/emul/lib/libnns_simplecnn.a"), skip=chip) == {}
+    # and it prints nothing: no member but the emulation and nn_gap9.o (whose printing helpers,
+    # nn_fs_open_exact and nn_check_golden, are the harness's and the application's) calls stdio
+    nm = subprocess.run(["nm", "-u", project.file(f"{b}/emul/lib/libnns_simplecnn.a")], stdout=subprocess.PIPE,
+                        text=True, check=True).stdout
+    printing, member = set(), None
+    for line in nm.splitlines():
+        if line.endswith(".o:"):
+            member = line[:-1]
+        elif line.split()[-1:] and line.split()[-1] in ("printf", "puts", "putchar", "fprintf", "vprintf", "fputs"):
+            printing.add(member)
+    assert printing - chip - {"nn_gap9.o"} == set(), printing
     header = project.read(f"{b}/include/nns_simplecnn.h")
     assert "int nns_simplecnn_open(nns_simplecnn_t *ctx, struct pi_device *fs);" in header and '"NHWC"' in header
     assert '#define NNS_SIMPLECNN_READFS_FILES { "conv1_weights.bin",' in header

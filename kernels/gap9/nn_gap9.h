@@ -86,7 +86,10 @@ typedef struct {
     const uint8_t *params;              /* L2-resident parameters, or NULL when staged */
     nn_stage_t *stage;                  /* staged parameters */
     int first_slab;
+    int *status;                        /* a layer that fails sets *status (NN_LAYER_*) and returns */
 } nn_layer_io_t;
+
+#define NN_LAYER_L1_FAILED 1            /* pi_cl_l1_malloc of the layer's block failed */
 
 static inline void nn_split(int n, int *begin, int *end)
 {

@@ -85,12 +85,13 @@ def state_fields(l3_device: str, n_staged: int) -> list:
         {"decl": "nn_stage_t stage", "what": "L3 -> L2 staging of parameter slabs"},
         {"decl": "nn_layer_io_t io", "what": "the running layer's buffers (read by the cluster)"},
         {"decl": "int layer", "what": "the layer the cluster task runs"},
+        {"decl": "int layer_status", "what": "what it reported (0, or NN_LAYER_* when it failed)"},
         {"decl": "uint8_t *l2", "what": "open's L2 block (L2_LIB_SIZE bytes): params_l2, staging, chunk"},
         {"decl": "uint8_t *params_l2", "what": "the L2-resident parameters"},
         {"decl": "uint8_t *staging", "what": "two slab buffers"},
         {"decl": "uint8_t *chunk", "what": "the bounce buffer of open's L3 loads"},
         {"decl": "int taken", "what": "what open took: 1 the RAM, 2 the cluster, 4 the L2 block; 8 once it succeeded"},
-        {"decl": "int failed_layer", "what": "after an ERR_FILE_*: the layer (index) whose weights file failed, else -1"},
+        {"decl": "int failed_layer", "what": "after an ERR_FILE_* or ERR_L1_ALLOC: the layer (index) that failed, else -1"},
     ]
 
 
@@ -101,7 +102,9 @@ ERRORS = [("ERR_NOT_OPEN", -101, "run before {P}_open (or after {P}_close)"),
           ("ERR_FILE_READ", -104, "reading a weights file from the readfs failed (ctx->failed_layer says whose)"),
           ("ERR_CLUSTER", -105, "the cluster could not be opened"),
           ("ERR_RAM", -106, "the L3 RAM could not be opened or L3_SIZE bytes of it allocated"),
-          ("ERR_L2_ALLOC", -107, "L2_LIB_SIZE bytes of L2 could not be allocated (pi_l2_malloc)")]
+          ("ERR_L2_ALLOC", -107, "L2_LIB_SIZE bytes of L2 could not be allocated (pi_l2_malloc)"),
+          ("ERR_L1_ALLOC", -108, "a layer could not allocate its L1 block (pi_cl_l1_malloc, at most L1_SIZE bytes; "
+                                 "ctx->failed_layer says which)")]
 
 
 def error_codes() -> dict:
