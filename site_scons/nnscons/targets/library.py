@@ -62,9 +62,9 @@ def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, sour
     return out
 
 
-# what only the header says (a target's notes, declarations, error codes): the other files
+# what only the header says (a target's notes, declarations, context fields, memory macros): the other files
 # do not depend on them, so that e.g. gap9's memory sizes regenerate the header alone
-HEADER_ONLY = ("notes", "declarations", "errors")
+HEADER_ONLY = ("notes", "declarations", "includes", "memory", "context")
 
 
 def core(lib: dict) -> dict:
