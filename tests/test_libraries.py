@@ -197,6 +197,18 @@ def test_k210_library_emul_and_qemu(project, tmp_path):
     _same_as_harness(project, qemu, b, "qemu/", r.stdout)
 
 
+def test_host_library(project, tmp_path):
+    """The host's archive through its .mk: init's arena check (too small: the code and the
+    size it needs), run before init refused, then run_float and run_with_callback equal the
+    harness's output."""
+    b = _library(project, "host", "native", "lib")
+    assert "Test PASSED [host] simplecnn" in project.scons("target=host", "model=simplecnn").stdout
+    app = _app(project, tmp_path, b, "lib", "")
+    r = subprocess.run([app], cwd=tmp_path, stdout=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    _same_as_harness(project, tmp_path, b, "", r.stdout)
+
+
 def test_aie2p_library_emul(project, tmp_path):
     """aie2p-hybrid: the convs and the fc on the emulated NPU, the pools on the host CPU, all
     in one host-compiled library."""

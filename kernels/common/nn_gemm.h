@@ -152,6 +152,7 @@ static inline void nn_res_init(nn_res_t *r, int32_t za, int32_t ma, int32_t zb, 
 {
     int32_t b[8], m[8], s[8];
     int i;
+    memset(r, 0, sizeof *r);    /* the TFLite fields unused (r may be on the stack) */
     for (i = 0; i < 8; ++i) {
         b[i] = 0;
         m[i] = 0;
