@@ -263,7 +263,7 @@ def library_files(graph, layers, buffers, lib) -> list:
                        "params_bytes": lp.param_bytes} for lp in layers]}
     harness = os.path.join(os.path.relpath(library.TEMPLATES, TEMPLATES), "main.c.j2")
     return (library.generated_files(lib, TEMPLATES, arena["size"], layers, "nns.c.j2", net)
-            + [("src/main.c", harness, {"lib": lib, "bins": library.harness_bins()})]
+            + [("src/main.c", harness, {"lib": library.core(lib), "bins": library.harness_bins()})]
             + library.weights_files(lib, TEMPLATES, layers))
 
 

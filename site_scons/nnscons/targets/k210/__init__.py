@@ -306,7 +306,8 @@ def _network_files(network, layers, platform) -> list:
     dirs = () if platform == "board" else tuple(_lib_dir(p) for p in ("emul", "qemu"))
     files = library.generated_files(lib, TEMPLATES, network["arena"]["size"], layers, "nns.c.j2", network,
                                     lib_dirs=dirs)
-    return (files + [("src/main.c", "main.c.j2", {"lib": lib, "bins": library.harness_bins()})]
+    # the harness reads nothing the header alone says (notes, context, memory): core(lib)
+    return (files + [("src/main.c", "main.c.j2", {"lib": library.core(lib), "bins": library.harness_bins()})]
             + library.weights_files(lib, TEMPLATES, layers, align=256))
 
 
