@@ -145,10 +145,13 @@ def test_library_alias_builds_only_the_library(project):
         assert os.path.isfile(project.file(f"{b}/{rel}")), rel
     assert not os.path.exists(project.file(f"{b}/run.log")) and "RUN" not in proc.stdout
     header = project.read(f"{b}/include/nns_simplecnn.h")
-    for name in ("nns_simplecnn_run(", "nns_simplecnn_run_float(", "NNS_SIMPLECNN_ARENA_SIZE",
-                 "NNS_SIMPLECNN_INPUT_SIZE", "NNS_SIMPLECNN_OUTPUT_SIZE", "NNS_SIMPLECNN_INPUT_SCALE",
-                 "NNS_SIMPLECNN_OUTPUT_ZERO_POINT", "NNS_SIMPLECNN_INPUT_SHAPE { 1, 1, 28, 28 }",
-                 "nns_simplecnn_layer_callback"):
+    for name in ("nns_simplecnn_init(", "nns_simplecnn_run(", "nns_simplecnn_run_float(",
+                 "nns_simplecnn_strerror(", "NNS_SIMPLECNN_ARENA_SIZE", "NNS_SIMPLECNN_ERR_ARENA_TOO_SMALL",
+                 "NNS_SIMPLECNN_INPUT_INPUT_BYTES 784", "NNS_SIMPLECNN_OUTPUT_OUTPUT_ELEMENTS 10",
+                 "NNS_SIMPLECNN_INPUT_INPUT_SCALE", "NNS_SIMPLECNN_OUTPUT_OUTPUT_ZERO_POINT",
+                 '#define NNS_SIMPLECNN_INPUT_INPUT_LAYOUT "NHWC"', "NNS_SIMPLECNN_INPUT_INPUT_DIMS { 1, 28, 28, 1 }",
+                 "NNS_SIMPLECNN_INPUT_INPUT_H 28", "NNS_SIMPLECNN_INPUT_INPUT_C 1",
+                 "NNS_SIMPLECNN_INPUT_INPUT_FLOAT_DIMS { 1, 1, 28, 28 }", "nns_simplecnn_layer_callback"):
         assert name in header, name
 
 

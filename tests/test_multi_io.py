@@ -101,28 +101,39 @@ APP = r"""
 #include <string.h>
 #include "nns_f.h"
 
+#define IN_FLOATS (NNS_F_INPUT_IMG_FLOAT_BYTES / 4 + NNS_F_INPUT_AUX_FLOAT_BYTES / 4)
+#define OUT_FLOATS (NNS_F_OUTPUT_SCORES_ELEMENTS + NNS_F_OUTPUT_BOXES_ELEMENTS + NNS_F_OUTPUT_FUSED_ELEMENTS)
+
 int main(void)
 {
-    static float x[NNS_F_INPUT_SIZE], y[NNS_F_OUTPUT_SIZE];
-    static int8_t q[NNS_F_OUTPUT_SIZE];
+    static float x[IN_FLOATS], y[OUT_FLOATS];
+    const float *xs[NNS_F_NUM_INPUTS];
+    float *ys[NNS_F_NUM_OUTPUTS];
+    size_t at = 0;
+    nns_f_t net;
     void *arena = malloc(NNS_F_ARENA_SIZE);
     FILE *f = fopen("x.f32", "rb");
-    if (!f || fread(x, sizeof(float), NNS_F_INPUT_SIZE, f) != NNS_F_INPUT_SIZE)
+    if (!f || fread(x, sizeof(float), IN_FLOATS, f) != IN_FLOATS)
         return 2;
     fclose(f);
-    if (nns_f_run_float(x, y, arena) != NNS_F_OK)
+    for (int k = 0; k < NNS_F_NUM_INPUTS; at += nns_f_input(k)->elements, ++k)
+        xs[k] = x + at;              /* the packed file: the inputs back to back */
+    at = 0;
+    for (int k = 0; k < NNS_F_NUM_OUTPUTS; at += nns_f_output(k)->elements, ++k)
+        ys[k] = y + at;
+    if (nns_f_init(&net, arena, NNS_F_ARENA_SIZE) != NNS_F_OK || nns_f_run_float(&net, xs, ys) != NNS_F_OK)
         return 3;
     f = fopen("y.f32", "wb");
-    fwrite(y, sizeof(float), NNS_F_OUTPUT_SIZE, f);
+    fwrite(y, sizeof(float), OUT_FLOATS, f);
     fclose(f);
     for (int k = 0; k < NNS_F_NUM_OUTPUTS; ++k) {
         const nns_f_tensor *t = nns_f_output(k);
-        printf("output %d %s offset %zu size %zu rank %d scale %g\n", k, t->name, t->offset, t->size,
-               t->rank, (double)t->scale);
+        printf("output %d %s elements %zu rank %d layout %s scale %g\n", k, t->name, t->elements,
+               t->rank, t->layout, (double)t->scale);
     }
-    printf("boxes at %d, %d inputs, input 9: %s\n", NNS_F_OUTPUT_BOXES_OFFSET, NNS_F_NUM_INPUTS,
+    printf("boxes is output %d, %d inputs, input 9: %s\n", NNS_F_OUTPUT_BOXES_INDEX, NNS_F_NUM_INPUTS,
            nns_f_input(9) == NULL ? "none" : "?");
-    (void)q;
+    nns_f_deinit(&net);
     return 0;
 }
 """
@@ -144,7 +155,7 @@ def test_host_build_takes_an_npz_and_writes_output_npz_and_the_c_api_packs_them(
         np.testing.assert_array_equal(out[t], reference.dequantize(g.tensor(t), ref[t]))
     assert not os.path.exists(project.file(os.path.join(b, "output.npy")))
 
-    # the C API: packed float arrays in the model's order, descriptors, per-tensor macros
+    # the C API: one float array per tensor in the model's order, descriptors, per-tensor macros
     packed = np.concatenate([x[k].reshape(-1) for k in SHAPES]).astype(np.float32)
     packed.tofile(tmp_path / "x.f32")
     (tmp_path / "app.c").write_text(APP)
@@ -152,9 +163,9 @@ def test_host_build_takes_an_npz_and_writes_output_npz_and_the_c_api_packs_them(
     subprocess.run(["gcc", "-O1", "-I", inc, "app.c", os.path.join(lib, "libnns_f.a"), "-lpthread", "-o", "app"],
                    cwd=tmp_path, check=True)
     r = subprocess.run(["./app"], cwd=tmp_path, stdout=subprocess.PIPE, text=True, check=True)
-    assert "output 0 scores offset 0 size 5 rank 2" in r.stdout
-    assert "output 1 boxes offset 5 size 256 rank 4" in r.stdout
-    assert "boxes at 5, 2 inputs, input 9: none" in r.stdout
+    assert "output 0 scores elements 5 rank 2 layout NC" in r.stdout
+    assert "output 1 boxes elements 256 rank 4 layout NHWC" in r.stdout
+    assert "boxes is output 1, 2 inputs, input 9: none" in r.stdout
     y = np.fromfile(tmp_path / "y.f32", dtype=np.float32)
     want = np.concatenate([out[t].reshape(-1) for t in OUTPUTS])
     assert y.tobytes() == want.tobytes()

@@ -14,4 +14,7 @@ typedef struct nn_exec {
     const char *variant;        /* set by a layer that picks its kernel at run time ("avx2" ...) */
 } nn_exec_t;
 
+/* a layer that needs neither scratch nor threads ignores its nn_exec_t */
+#define NN_MAYBE_UNUSED __attribute__((unused))
+
 #endif /* NN_EXEC_H */

@@ -152,6 +152,7 @@ static inline void nn_res_init(nn_res_t *r, int32_t za, int32_t ma, int32_t zb, 
 {
     int32_t b[8], m[8], s[8];
     int i;
+    memset(r, 0, sizeof *r);    /* the TFLite fields unused (r may be on the stack) */
     for (i = 0; i < 8; ++i) {
         b[i] = 0;
         m[i] = 0;
@@ -538,25 +539,18 @@ static inline NN_AVX2 void nn_avx2_store8(int8_t *dst, long long v, int n)
         memcpy(dst, &v, (size_t)n);
 }
 
+/* CPUID's answers, read each call (libgcc fills them once, at start-up): no state here */
 static inline int nn_cpu_has_avx2(void)
 {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") ? 1 : 0;
-    }
-    return cached;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
 }
 
 /* AVX-512 VNNI with VL (libgcc also checks that the OS saves the AVX-512 state) */
 static inline int nn_cpu_has_avx512vnni(void)
 {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") ? 1 : 0;
-    }
-    return cached;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") ? 1 : 0;
 }
 static inline NN_AVX2 void nn_avx2_widen(int16_t *d, const int8_t *s, long n)
 {

@@ -17,8 +17,8 @@
 #define KPU_FIFO_CTRL KPU_REG(0x38)
 #define KPU_EIGHT_BIT KPU_REG(0x40)
 
-static int ready;
-
+/* The KPU's configuration, written before every layer (a few register writes, nothing in flight
+ * between layers): the HAL keeps no state of its own. */
 static void kpu_init(void)
 {
     sysctl_clock_enable(SYSCTL_CLOCK_AI);
@@ -27,7 +27,6 @@ static void kpu_init(void)
     KPU_FIFO_THRESHOLD = 10 | (1 << 4);
     KPU_FIFO_CTRL = 0x1f;            /* un-flush every FIFO */
     KPU_EIGHT_BIT = 1;               /* 8-bit data */
-    ready = 1;
 }
 
 uint8_t *kpu_hal_ai_ram(void)
@@ -43,9 +42,7 @@ uint32_t kpu_hal_map(const void *p, size_t size)
 
 void kpu_hal_run(const uint64_t words[KPU_NUM_WORDS])
 {
-    if (!ready)
-        kpu_init();
-    KPU_INT_CLEAR = 7;
+    kpu_init();
     for (int i = 0; i < KPU_NUM_WORDS; ++i)
         KPU_FIFO = words[i];
     while (!(KPU_INT_RAW & 1))       /* calc_done */

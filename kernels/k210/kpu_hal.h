@@ -22,8 +22,8 @@
 uint8_t *kpu_hal_ai_ram(void);
 
 /* The 32-bit address the KPU uses for `size` bytes at p (parameters in SRAM); p must stay
- * valid while layers use it. The emulator hands out addresses of its own and checks every
- * access against the registered regions. */
+ * valid while layers use it; the same (p, size) gives the same address. The emulator hands
+ * out addresses of its own and checks every access against the registered regions. */
 uint32_t kpu_hal_map(const void *p, size_t size);
 
 /* Push one layer's 12 words and wait until the layer is done. */

@@ -336,6 +336,32 @@ def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False,
             for r in mrs for nv in nvs}
 
 
+def _align(n: int, a: int = 64) -> int:
+    return -(-n // a) * a
+
+
+def scratch(spec: dict) -> dict:
+    """The layer's scratch in the arena (x->scratch, 64-byte aligned): the int16 band buffer
+    (the input rows of `band` output rows, padded, + the value an odd run reads past its end)
+    and, with a u8-buffer variant, the u8 one (+ the 3 values a run's last quad reads past its
+    end); one of each per thread when the threads split the bands.  {part: offset, part +
+    "_stride": bytes per thread, "bytes": the total}."""
+    gm = spec["gemm"]
+    g = gm["geom"]
+    p = padded(g)
+    band = gm["band"]
+    band_in = (band - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1
+    nbuf = gm["threads"] if gm["threads"] > 1 and -(-g["oh"] // band) >= 2 * gm["threads"] else 1
+    elems = band_in * p["wp"] * p["icp"]
+    out = {"buf": 0, "buf_stride": _align((elems + 2) * 2)}
+    at = nbuf * out["buf_stride"]
+    if gm.get("u8"):
+        out.update(bufu8=at, bufu8_stride=_align(elems + 4))
+        at += nbuf * out["bufu8_stride"]
+    out["bytes"] = at
+    return out
+
+
 def layer_source(spec: dict) -> str:
     """The C source of one conv/linear layer from its host spec (spec['gemm'])."""
     gm = spec["gemm"]
@@ -368,9 +394,9 @@ def layer_source(spec: dict) -> str:
              f" * blocking mr={mr} nr={nr} k_unroll={blk['k_unroll']}, isa {gm['isa']}, threads {gm['threads']}\n"
              + (f" * fused residual add: {_comment(res['name'])} (the other operand is in[1])\n" if res else "")
              + " */")
-    L += ["#include <stdint.h>", "#include <stdio.h>", "#include <string.h>", '#include "nn_gemm.h"',
+    L += ["#include <stdint.h>", "#include <string.h>", '#include "nn_exec.h"', '#include "nn_gemm.h"',
           '#include "nn_threads.h"', ""]
-    L.append(f"void {symbol}(const int8_t *const *in, int8_t *out, const uint8_t *params);")
+    L.append(f"void {symbol}(const int8_t *const *in, int8_t *out, const uint8_t *params, nn_exec_t *x);")
     L.append("")
     if gm["isa"] != "auto" and ISAS[gm["isa"]].guard != "1":
         L.append(f"#if !({ISAS[gm['isa']].guard})")
@@ -394,11 +420,7 @@ def layer_source(spec: dict) -> str:
         L.append("")
     # the int16 band buffer: the input rows of `band` output rows, padded
     band = gm["band"]
-    band_in = (band - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1
-    nbuf = gm["threads"] if gm["threads"] > 1 and -(-g["oh"] // band) >= 2 * gm["threads"] else 1
-    L.append(f"static int16_t buf_{cn}[{nbuf}][{band_in * wp * icp + 2}];   /* + the value an odd run reads past its end */")
-    if u8:   # the u8 variants': x + 128 as u8, + the 3 values a run's last quad reads past its end
-        L.append(f"static uint8_t bufu8_{cn}[{nbuf}][{band_in * wp * icp + 4}];")
+    sc = scratch(spec)       # the band buffers, in the arena's scratch region (x->scratch)
     zp_in = spec["inputs"][0]["zp"]
     L.append("")
     L.append("typedef struct {")
@@ -413,12 +435,10 @@ def layer_source(spec: dict) -> str:
     L.append("    uint8_t *bufu8;")
     L.append("    int v, oh0, rows, wide;")
     L.append("    int mr;                        /* the running variant's pixels per block */")
-    L.append("} ctx_t;")
-    L.append(f"static nn_epi_t epi_{cn}[{npan}];   /* per channel panel, set up once per call */")
+    L.append("    const nn_epi_t *epi;           /* per channel panel, set up once per call */")
     for iv, ub in u8.items():
-        L.append(f"static nn_epi_t {_U8[iv]['epi']}_{cn}[{panels(oc, ub['nr'])}];   /* {iv}: per panel of its own, its bias */")
-    if res:
-        L.append(f"static nn_res_t res_{cn};   /* the fused add: {_comment(res['name'])} */")
+        L.append(f"    const nn_epi_t *{_U8[iv]['epi']};          /* {iv}: per panel of its own, its bias */")
+    L.append("} ctx_t;")
     L.append("")
     full = oc // nr
     rem = oc % nr
@@ -443,7 +463,7 @@ def layer_source(spec: dict) -> str:
         L.append(f"        {loops[1]}")
         L.append(f"            const int n0 = pn * {nr};")
         L.append(f"            const int8_t *wp = c->w + (long)pn * {k2 * nr * 2};")
-        L.append(f"            const nn_epi_t *e = &epi_{cn}[pn];")
+        L.append("            const nn_epi_t *e = &c->epi[pn];")
         L.append(f"            const int p0 = b * {mr};")
         L.append(f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};")
         L.append(f"            const int16_t *a[{mr}];")
@@ -538,9 +558,9 @@ def layer_source(spec: dict) -> str:
         L.append("static void part(void *arg, int i, int n)")
         L.append("{")
         L.append("    ctx_t t = *(const ctx_t *)arg;")
-        L.append(f"    t.buf = buf_{cn}[i];")
+        L.append(f"    t.buf = (int16_t *)(void *)((uint8_t *)(void *)t.buf + (long)i * {sc['buf_stride']});")
         if u8:
-            L.append(f"    t.bufu8 = bufu8_{cn}[i];")
+            L.append(f"    t.bufu8 += (long)i * {sc['bufu8_stride']};")
         L.append(f"    for (int k = {nbands} * i / n; k < {nbands} * (i + 1) / n; ++k) {{")
         L.append(f"        t.oh0 = k * {band};")
         L.append(f"        t.rows = {g['oh']} - t.oh0 < {band} ? {g['oh']} - t.oh0 : {band};")
@@ -557,12 +577,17 @@ def layer_source(spec: dict) -> str:
         L.append("    run(c, (int)((long)nb * i / n), (int)((long)nb * (i + 1) / n));")
         L.append("}")
     L.append("")
-    L.append(f"void {symbol}(const int8_t *const *in, int8_t *out, const uint8_t *params)")
+    L.append(f"void {symbol}(const int8_t *const *in, int8_t *out, const uint8_t *params, nn_exec_t *x)")
     L.append("{")
+    L.append(f"    nn_epi_t epi[{npan}];")
+    for iv, ub in u8.items():
+        L.append(f"    nn_epi_t {_U8[iv]['epi']}[{panels(oc, ub['nr'])}];")
+    if res:
+        L.append(f"    nn_res_t res;   /* the fused add: {_comment(res['name'])} */")
     L.append(f"    ctx_t c = {{ (const int8_t *)(const void *)(params + {par['weight']['offset']}),")
     for s_ in ("bias", "mult", "shift"):
         L.append(f"                 (const int32_t *)(const void *)(params + {par[s_]['offset']}),")
-    L.append(f"                 out, in[0], {'in[1]' if res else '0'}, buf_{cn}[0],")
+    L.append(f"                 out, in[0], {'in[1]' if res else '0'}, (int16_t *)(void *)(x->scratch + {sc['buf']}),")
     for iv, names in _U8.items():
         L.append(f"                 (const int8_t *)(const void *)(params + {par[names['weight']]['offset']}),"
                  if iv in u8 else "                 0,")
@@ -571,23 +596,17 @@ def layer_source(spec: dict) -> str:
         L.append(f"                 (const int32_t *)(const void *)(params + {par['xidx']['offset']}),")
     else:
         L.append("                 0, 0,")
-    L.append(f"                 {f'bufu8_{cn}[0]' if u8 else '0'},")
-    L.append("                 -1, 0, 0, 0, 1 };")
+    L.append(f"                 {f'x->scratch + ' + str(sc['bufu8']) if u8 else '0'},")
+    L.append("                 -1, 0, 0, 0, 1, epi" + "".join(f", {_U8[iv]['epi']}" for iv in u8) + " };")
     for idx, isa_name in enumerate(variants):
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
         L.append(f"        c.v = {idx};")
     names = ", ".join(f'"{v}"' for v in variants)
-    L.append("#ifdef NN_REPORT_VARIANT   /* the run log says which variant each layer runs */")
-    L.append("    {")
-    L.append("        static int said;")
+    L.append("    {   /* which variant runs: the layer report's */")
     L.append(f"        static const char *const names[] = {{ {names} }};")
-    L.append("        if (!said && c.v >= 0) {")
-    L.append("            said = 1;")
-    L.append(f'            fprintf(stderr, "variant {cn} %s\\n", names[c.v]);')
-    L.append("        }")
+    L.append("        x->variant = c.v >= 0 ? names[c.v] : 0;")
     L.append("    }")
-    L.append("#endif")
     avx2_idx = variants.index("avx2") if "avx2" in variants else -1
     L.append(f"    c.wide = c.v == {avx2_idx};   /* the AVX2 variant runs: widen with AVX2 too */")
     # the blocks are counted with the running variant's mr (the u8 variants have their own)
@@ -598,35 +617,35 @@ def layer_source(spec: dict) -> str:
         L.append(f"    if (c.v == {variants.index(iv)}) {{")
         L.append(f"        const int32_t *bu = (const int32_t *)(const void *)(params + {par[_U8[iv]['bias']]['offset']});")
         L.append(f"        for (int pn = 0; pn < {panels(oc, nu)}; ++pn) {{")
-        L.append(f"            nn_epi_init(&{epi}_{cn}[pn], bu + pn * {nu}, c.mult + pn * {nu}, c.shift + pn * {nu}, {nu}, "
+        L.append(f"            nn_epi_init(&{epi}[pn], bu + pn * {nu}, c.mult + pn * {nu}, c.shift + pn * {nu}, {nu}, "
                  f"{res['conv_zp'] if res else spec['out']['zp']}, {spec['act'][0]}, {spec['act'][1]});")
         if res:
-            L.append(f"            {epi}_{cn}[pn].res = &res_{cn};")
+            L.append(f"            {epi}[pn].res = &res;")
         L.append("        }")
         L.append("    }")
     conv_zp = res["conv_zp"] if res else spec["out"]["zp"]
     if res and res.get("tflite"):
         t = res["tflite"]
-        L.append(f"    nn_res_init_tfl(&res_{cn}, {conv_zp}, {res['mult_conv']}, {t['e_conv']}, {res['zp_other']}, "
+        L.append(f"    nn_res_init_tfl(&res, {conv_zp}, {res['mult_conv']}, {t['e_conv']}, {res['zp_other']}, "
                  f"{res['mult_other']}, {t['e_other']}, {t['mult_out']}, {t['e_out']}, {res['zp']}, "
                  f"{res['act'][0]}, {res['act'][1]});")
     elif res:
-        L.append(f"    nn_res_init(&res_{cn}, {conv_zp}, {res['mult_conv']}, {res['zp_other']}, {res['mult_other']}, "
+        L.append(f"    nn_res_init(&res, {conv_zp}, {res['mult_conv']}, {res['zp_other']}, {res['mult_other']}, "
                  f"{res['shift']}, {res['zp']}, {res['act'][0]}, {res['act'][1]});")
     L.append(f"    for (int pn = 0; pn < {npan}; ++pn) {{")
-    L.append(f"        nn_epi_init(&epi_{cn}[pn], c.bias + pn * {nr}, c.mult + pn * {nr}, c.shift + pn * {nr}, {nr}, "
+    L.append(f"        nn_epi_init(&epi[pn], c.bias + pn * {nr}, c.mult + pn * {nr}, c.shift + pn * {nr}, {nr}, "
              f"{conv_zp}, {spec['act'][0]}, {spec['act'][1]});")
     if res:
-        L.append(f"        epi_{cn}[pn].res = &res_{cn};")
+        L.append("        epi[pn].res = &res;")
     L.append("    }")
     if by_bands:
-        L.append(f"    nn_parallel_for({threads}, part, &c);")
+        L.append(f"    nn_parallel_for(x->pool, {threads}, part, &c);")
     else:
         L.append(f"    for (int oh0 = 0; oh0 < {g['oh']}; oh0 += {band}) {{")
         L.append(f"        c.oh0 = oh0;")
         L.append(f"        c.rows = {g['oh']} - oh0 < {band} ? {g['oh']} - oh0 : {band};")
         L.append("        prep(&c);")
-        L.append(f"        nn_parallel_for({threads}, part, &c);")
+        L.append(f"        nn_parallel_for(x->pool, {threads}, part, &c);")
         L.append("    }")
     L.append("}")
     return "\n".join(L) + "\n"
@@ -657,7 +676,7 @@ def _run_u8(iv: str, g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: d
            ["            const int32_t *xo = 0;",
             "            const int nx = 0;",
             f"            const int8_t *wp = c->{_U8[iv]['ptr']} + (long)pn * {main};"]),
-         f"            const nn_epi_t *e = &{_U8[iv]['epi']}_{cn}[pn];",
+         f"            const nn_epi_t *e = &c->{_U8[iv]['epi']}[pn];",
          f"            const int p0 = b * {mr};",
          f"            const int cnt = m - p0 < {mr} ? m - p0 : {mr};",
          f"            const uint8_t *a[{mr}];",

@@ -50,8 +50,8 @@ def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, sour
     t = lambda name: name if rel == "." else os.path.join(rel, name)  # noqa: E731
     out = [(f["source"], source_template, source_spec),
            (f["header"], t("nns.h.j2"), {"lib": header_lib, "arena_size": arena_size, "num_layers": len(layers)}),
-           (f["api"], t("api.c.j2"), {"lib": lib, "arena_size": arena_size,
-                                      "layers": [{"name": lp.layer.name, "cname": lp.cname} for lp in layers]})]
+           (f["api"], t("api.c.j2"), {"lib": lib, "layers": [{"name": lp.layer.name, "cname": lp.cname}
+                                                              for lp in layers]})]
     per_dir = lib_dirs if isinstance(lib_dirs, dict) else {d: {} for d in lib_dirs}
     for d, flags in per_dir.items():
         lib_spec = {"lib": dict(lib, link_libs=list(flags.get("link_libs", link_libs)),
@@ -62,11 +62,9 @@ def generated_files(lib: dict, templates_dir: str, arena_size: int, layers, sour
     return out
 
 
-# what only the header says (a target's notes, declarations, memory macros, context fields
-# and the includes they need): the other files do not depend on them, so that e.g. gap9's
-# memory sizes regenerate the header alone.  (Not the error codes: api.c's strerror has
-# their texts.)
-HEADER_ONLY = ("notes", "declarations", "memory", "context", "includes", "arena_align")
+# what only the header says (a target's notes, declarations, context fields, memory macros): the other files
+# do not depend on them, so that e.g. gap9's memory sizes regenerate the header alone
+HEADER_ONLY = ("notes", "declarations", "includes", "memory", "context")
 
 
 def core(lib: dict) -> dict:

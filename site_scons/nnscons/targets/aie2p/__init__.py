@@ -107,7 +107,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             lp = host_layer(layer, graph, cname, mapping.why_not(layer, graph))
             if emul:        # the library's C for it
                 lp.files.append((f"src/layers/{cname}_host.c", "host_layer.c.j2",
-                                 dict(lp.spec, symbol=f"nns_{model}_{cname}")))
+                                 dict(lp.spec, symbol=f"nns_{model}_{cname}", **host_scratch(lp.spec))))
             layers.append(lp)
             continue
         if layer.op == "reshape":
@@ -181,8 +181,9 @@ NOTES = [
     "platform=emul: lib/libnns_<model>.a runs everything on this machine: each NPU layer's",
     "DMA patterns are moved by nn_aie_emul.c and its kernel (compiled natively, scalar) is",
     "called as the cores would; the weights are linked in.  Link it with the C++ compiler's",
-    "driver or gcc alike (the kernels use no C++ runtime).  Per-layer DDR buffers and",
-    "scratch are static: one inference at a time per process.",
+    "driver or gcc alike (the kernels use no C++ runtime).  The NPU layers' staged DDR",
+    "buffers and the emulator's scratch, and the host layers' transposes, are in the arena",
+    "(one scratch region after the activations, the size of the largest layer's).",
     "On the NPU (platform=npu) nnscons builds no C library yet: the run goes through XRT",
     "from Python (targets/aie2p/xrt_runner.py).  An application there must ship, per NPU",
     "layer L, aie/L/final.xclbin and aie/L/insts.bin (register the xclbin, load insts.bin",
@@ -191,7 +192,7 @@ NOTES = [
     "arena: NNS_..._ARENA_SIZE bytes, any alignment, owned by the caller; the input and",
     "output buffers may not overlap it.",
 ]
-ERRORS = [{"name": "ERR_DMA", "code": -3,
+ERRORS = [{"name": "ERR_DMA", "code": -101,
            "what": "an emulated NPU layer's DMAs left an output byte unwritten or wrote one twice"}]
 
 
@@ -207,21 +208,62 @@ def emul_spec(spec: dict, model: str) -> dict:
     join = int(np.prod([s for s, _ in d["out_l2"]["mm2s"]]))
     scratch = (act + 2 * calls * d["act_l1"]["bytes"] + w + calls * d["out_l1"]["bytes"]
                + calls * cores * d["out_l1"]["bytes"] + calls * join + d["buffers"]["out"])
+    # in the arena's scratch region: the staged input (DDR), the output (DDR), the emulator's scratch
+    at_out = _align(d["buffers"]["in"], 16)
+    at_work = at_out + _align(d["buffers"]["out"], 16)
     return {k: spec[k] for k in ("name", "cname", "op", "func", "act_dtype", "dma")} | {
-        "symbol": f"nns_{model}_{spec['cname']}", "scratch": scratch}
+        "symbol": f"nns_{model}_{spec['cname']}", "scratch": scratch,
+        "scratch_at": {"ddr_in": 0, "ddr_out": at_out, "work": at_work, "bytes": at_work + scratch}}
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def host_scratch(spec: dict) -> dict:
+    """A host layer's transposes in the arena's scratch region (host_layer.c.j2): each HWC
+    input's CHW copy, then the CHW output when the output is HWC."""
+    at, off = {}, 0
+    for k, t in enumerate(spec["inputs"]):
+        if t["hwc"]:
+            at[f"x{k}"] = off
+            off += _align(t["size"], 16)
+    if spec["out"]["hwc"]:
+        at["y"] = off
+        off += _align(spec["out"]["size"], 16)
+    return {"scratch_at": dict(at, bytes=off)}
+
+
+SCRATCH_ALIGN = 64      # the arena's scratch region starts 64-byte aligned after the activations
+ARENA_ALIGN = 16        # init aligns the caller's arena up to this (nns.h's ARENA_ALIGN)
+
+
+def layer_scratch(lp, model: str) -> int:
+    """The bytes of the arena's scratch region a layer of the emulated library uses."""
+    kind = layer_kind(lp)
+    if kind == "npu":
+        return emul_spec(lp.spec, model)["scratch_at"]["bytes"]
+    if kind == "host":
+        return host_scratch(lp.spec)["scratch_at"]["bytes"]
+    return 0
 
 
 def library_files(graph, layers, buffers, lib) -> list:
     """platform=emul: the library's network source, header, API source, .cmake/.mk, the
     weights' .S files and the harness (the host target's, on this library)."""
     t = buffers["tensors"]
-    net = {"lib": lib, "input": t[graph.input], "output": t[graph.output],
+    act = buffers["arena_size"]
+    scratch = max((layer_scratch(lp, lib["model"]) for lp in layers), default=0)
+    at = _align(act, SCRATCH_ALIGN) if scratch else act
+    arena = {"activations": act, "scratch_at": at, "scratch": scratch, "size": at + scratch + ARENA_ALIGN - 1}
+    lib = dict(lib, arena_align=ARENA_ALIGN)
+    net = {"lib": lib, "input": t[graph.input], "output": t[graph.output], "arena": arena,
            "layers": [{"cname": lp.cname, "kind": layer_kind(lp), "symbol": f"nns_{lib['model']}_{lp.cname}",
                        "inputs": [t[i]["offset"] for i in lp.layer.inputs], "output": t[lp.layer.output],
                        "params_bytes": lp.param_bytes} for lp in layers]}
     harness = os.path.join(os.path.relpath(library.TEMPLATES, TEMPLATES), "main.c.j2")
-    return (library.generated_files(lib, TEMPLATES, buffers["arena_size"], layers, "nns.c.j2", net)
-            + [("src/main.c", harness, {"lib": lib, "bins": library.harness_bins()})]
+    return (library.generated_files(lib, TEMPLATES, arena["size"], layers, "nns.c.j2", net)
+            + [("src/main.c", harness, {"lib": library.core(lib), "bins": library.harness_bins()})]
             + library.weights_files(lib, TEMPLATES, layers))
 
 

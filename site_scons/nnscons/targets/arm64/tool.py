@@ -73,7 +73,6 @@ def generate(env):
     ar = cc[:-3] + "ar" if cc.endswith("-gcc") else "ar"
     env.Replace(CC=cc, AS=cc, LINK=cc, AR=ar,
                 CFLAGS=list(opts["toolchain"]["cflags"]), LINKFLAGS=list(opts["toolchain"]["ldflags"]))
-    env.Append(CPPDEFINES=["NN_REPORT_VARIANT"])   # run.log: "variant <layer> <isa>" per layer
     env["BUILDERS"]["NnsRun"] = SCons.Builder.Builder(
         action=SCons.Action.Action(run_arm64, actions.label))
 

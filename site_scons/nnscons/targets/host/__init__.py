@@ -123,6 +123,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
         if g is not None:
             spec["gemm"] = dict(g["spec"], band=spec["tile"]["tile_oh"] if "tile" in spec else 1)
             report.update(g["report"])
+        spec["scratch_at"], spec["scratch"] = scratch(spec, impl)
         layers.append(base.LayerPlan(layer=layer, cname=cnames[layer.name], template=impl.template,
                                      kernels=impl.kernels, spec=spec, param_layout=layout,
                                      macs=base.macs(layer, graph),
@@ -144,11 +145,53 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
                            extra={"library": library.files(model), "weights_py": gemm.weights_py()})
 
 
+ALIGN = 64          # the arena's alignment (init aligns it) and its regions
+POOL_BYTES = 1024   # a worker pool (kernels/common/nn_threads.h NN_POOL_BYTES)
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def scratch(spec: dict, impl) -> tuple:
+    """Where the layer's scratch parts sit in the arena's scratch region, and its bytes: the
+    generated kernels' band buffers (kernelgen.scratch); the depthwise kernel's int16 band
+    and repacked weights; a row-band kernel's L1 input and output bands."""
+    from ... import kernelgen
+    if "gemm" in spec:
+        sc = kernelgen.scratch(spec)
+        return {k: v for k, v in sc.items() if k != "bytes"}, sc["bytes"]
+    if impl is DEPTHWISE_CONV:
+        i, o = spec["inputs"][0], spec["out"]
+        (kh, kw), (sh, sw), (dh, dw) = spec["kernel"], spec["stride"], spec["dilation"]
+        wp = max(i["w"] + spec["pads"][1], (o["w"] - 1) * sw + (kw - 1) * dw + 1)
+        band_in = (spec["tile"]["tile_oh"] - 1) * sh + (kh - 1) * dh + 1
+        buf = _align(band_in * wp * i["c"] * 2)
+        return {"buf": 0, "wq": buf}, buf + _align(((i["c"] // 16) * ((kh * kw + 1) // 2) * 32 + 1) * 2)
+    if "tile" in spec and impl.template in ("conv2d.c.j2", "pool.c.j2"):
+        t = spec["tile"]
+        return {"l1_in": 0, "l1_out": _align(t["l1_in"])}, _align(t["l1_in"]) + _align(t["l1_out"])
+    return {}, 0
+
+
+def arena_plan(activations: int, layers) -> dict:
+    """The arena: the activations, the scratch region (the largest layer's: layers run one
+    after the other), the worker pool when a layer runs on several threads, and the slack
+    init needs to align an arena given at any address."""
+    scratch_offset = _align(activations)
+    scratch_bytes = _align(max([lp.spec.get("scratch", 0) for lp in layers] + [0]))
+    threads = max([lp.spec.get("gemm", {}).get("threads", 1) for lp in layers] + [1])
+    pool_offset = scratch_offset + scratch_bytes
+    pool_bytes = POOL_BYTES if threads > 1 else 0
+    return {"scratch_offset": scratch_offset, "scratch_bytes": scratch_bytes, "pool_offset": pool_offset,
+            "pool_bytes": pool_bytes, "threads": threads, "total": pool_offset + pool_bytes + ALIGN - 1}
+
+
 def _network_files(network, layers):
     """The library's sources and files, the harness, and per layer with parameters the
     assembly file that links its weights .bin in."""
     lib = network["lib"]
-    return (library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
+    return (library.generated_files(lib, TEMPLATES, network["total"], layers, "network.c.j2", network,
                                     link_libs=["pthread", "m"])   # the threads of threads: N; libm: pow, sqrt
             + [("src/main.c", "main.c.j2", {"lib": lib, "bins": library.harness_bins()})]
             + library.weights_files(lib, TEMPLATES, layers))
@@ -158,9 +201,12 @@ def network_spec(graph, layers, buffers, lib) -> dict:
     """The library source's spec: layer order and names, buffer offsets, the library's
     facts (sizes, shapes, quantization of input and output); no weights, no tiling."""
     t = buffers["tensors"]
+    lib = dict(lib, arena_align=ALIGN,
+               context=[{"decl": "struct nn_pool *pool", "what": "the worker threads (NULL: the caller's thread only)"}])
     return {
         "lib": lib,
         "arena_size": buffers["arena_size"],
+        **arena_plan(buffers["arena_size"], layers),
         # each input's and output's arena slot and its offset in the packed buffer
         "inputs": [dict(t[n], packed=io["offset"]) for n, io in zip(graph.inputs, lib["inputs"])],
         "outputs": [dict(t[n], packed=io["offset"]) for n, io in zip(graph.outputs, lib["outputs"])],

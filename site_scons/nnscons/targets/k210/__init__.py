@@ -29,7 +29,9 @@ from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run s
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
 TEMPLATES = data_path("templates", "k210")
-CPU_SCRATCH = 16 * 1024     # per-layer row-band scratch of the CPU convs/pools (static arrays, in SRAM)
+CPU_SCRATCH = 16 * 1024     # per-layer row-band scratch budget of the CPU convs/pools (in the arena)
+SCRATCH_ALIGN = 64          # the arena's scratch region starts 64-byte aligned after the activations
+ARENA_ALIGN = 16            # init aligns the caller's arena up to this (nns.h's ARENA_ALIGN)
 
 SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]", "cross_cc": "str",
@@ -102,6 +104,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             layout = base.param_layout(layer, graph)
             spec = cpu_layer_spec(layer, graph, cname, layout, _cpu_scratch(layer, graph), "k210")
             spec["symbol"] = f"nns_{model}_{cname}"    # the host template's function name
+            spec["scratch"] = _scratch_bytes(spec)      # its row bands in the arena's scratch region
             lp = base.LayerPlan(layer=layer, cname=cname, template="cpu/" + impl.template,
                                 kernels=impl.kernels, spec=spec, param_layout=layout,
                                 macs=base.macs(layer, graph), param_bytes=base.layout_bytes(layout),
@@ -112,7 +115,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     buffers = plan_buffers(graph)
     ai = _plan_ai_ram(graph, layers, kpu_layers, opts, where)
     params = sum(lp.param_bytes for lp in layers)
-    scratch = sum((lp.spec.get("tile") or {}).get("l1_bytes", 0) for lp in layers if lp.layer.name not in kpu_layers)
+    arena = _arena(buffers, layers, kpu_layers)
+    scratch = arena["scratch"]
     used = params + buffers["arena_size"] + scratch
     sram = opts["memory"]["sram"]
     if used > sram:
@@ -144,7 +148,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         else:
             lp.report.update(kpu_cycles=None, kpu_us=None, ai_ram_peak=None)
         lp.report["why"] = _short(lp.report["reason"])
-    network = _network_spec(graph, layers, buffers, ai, library.spec(graph, "chw", model))
+    network = _network_spec(graph, layers, buffers, ai, library.spec(graph, "chw", model), arena, opts)
     platform = opts["run"]["platform"]
     kernels.update([data_path("kernels", "k210", "kpu_layout.c")])
     peak = max((a["peak"] for a in ai["layers"].values()), default=0)
@@ -175,8 +179,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
 
 
 def _cpu_scratch(layer, graph) -> int:
-    """A CPU conv/pool's row-band scratch (static arrays): CPU_SCRATCH, or the one output row
-    band it needs when that is more."""
+    """A CPU conv/pool's row-band scratch budget: CPU_SCRATCH, or the one output row band it
+    needs when that is more."""
     if layer.op not in ("conv2d", "maxpool", "avgpool"):
         return CPU_SCRATCH
     _, c, h, w = graph.tensor(layer.inputs[0]).shape
@@ -184,6 +188,24 @@ def _cpu_scratch(layer, graph) -> int:
     a = layer.attrs
     need = min_bytes(c, h, w, o, ow, a["kernel"][0], a["stride"][0], a.get("dilation", (1, 1))[0])
     return max(CPU_SCRATCH, need)
+
+
+def _scratch_bytes(spec) -> int:
+    """A CPU layer's scratch (templates/k210/cpu/_layer.j2's scratch_bytes): its row bands'
+    input, rounded up to 16 bytes, and output; 0 without bands."""
+    t = spec.get("tile")
+    return (t["l1_in"] + 15) // 16 * 16 + t["l1_out"] if t else 0
+
+
+def _arena(buffers, layers, kpu_layers) -> dict:
+    """The caller's arena: the CPU's activations (the buffer plan), then one scratch region
+    (SCRATCH_ALIGN-aligned) the size of the largest CPU layer's scratch, which every CPU layer
+    uses in turn.  size: what the header's ARENA_SIZE asks for, the slack init may skip to
+    align the arena's start included."""
+    act = buffers["arena_size"]
+    scratch = max((lp.spec.get("scratch", 0) for lp in layers if lp.layer.name not in kpu_layers), default=0)
+    at = (act + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN if scratch else act
+    return {"activations": act, "scratch_at": at, "scratch": scratch, "size": at + scratch + ARENA_ALIGN - 1}
 
 
 def _short(reason):
@@ -256,12 +278,17 @@ NOTES = [
     "link the C KPU emulator kernels/k210/kpu_emul.c, a K210 links kpu_board.c, the real",
     "registers); the other layers run the portable C kernels on the CPU.",
     "The weights are linked into the library (read-only data, 256-byte aligned as the",
-    "KPU's tables require): nothing to load or flash besides the program.  The first run",
-    "registers them with kpu_hal_map().",
-    "arena: NNS_..._ARENA_SIZE bytes, any alignment, owned by the caller (the CPU's int8",
-    "CHW activations); the input and output buffers may not overlap it.  The KPU's 2 MiB",
-    "AI RAM and the CPU layers' row-band scratch are static: one inference at a time, and",
-    "nothing else may use the KPU during a run.",
+    "KPU's tables require): nothing to load or flash besides the program.  init registers",
+    "them with kpu_hal_map() and keeps the KPU's addresses in the context.",
+    "arena: NNS_..._ARENA_SIZE bytes, any alignment, owned by the caller: the CPU's int8",
+    "CHW activations, then the CPU layers' row-band scratch.  Memory besides the arena:",
+    "NNS_..._PARAMS_SIZE bytes of weights (read-only data), NNS_..._SRAM_SIZE in all.",
+    "The KPU and its AI RAM (NNS_..._AI_RAM_SIZE bytes, 0x40600000 on a K210) are one",
+    "device that every context shares: contexts run concurrently on the CPU, but only one",
+    "inference at a time may use the KPU -- the application serializes the run calls of",
+    "all its contexts (e.g. one mutex around them), and nothing else may use the KPU or",
+    "its AI RAM during a run.  The emulator (emul, qemu) models the AI RAM as one static",
+    "array, the same rule holds there.",
 ]
 
 
@@ -277,23 +304,39 @@ def _network_files(network, layers, platform) -> list:
     compiles the sources): no .cmake/.mk."""
     lib = network["lib"]
     dirs = () if platform == "board" else tuple(_lib_dir(p) for p in ("emul", "qemu"))
-    files = library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "nns.c.j2", network,
+    files = library.generated_files(lib, TEMPLATES, network["arena"]["size"], layers, "nns.c.j2", network,
                                     lib_dirs=dirs)
-    return (files + [("src/main.c", "main.c.j2", {"lib": lib, "bins": library.harness_bins()})]
+    # the harness reads nothing the header alone says (notes, context, memory): core(lib)
+    return (files + [("src/main.c", "main.c.j2", {"lib": library.core(lib), "bins": library.harness_bins()})]
             + library.weights_files(lib, TEMPLATES, layers, align=256))
 
 
-def _network_spec(graph, layers, buffers, ai, lib) -> dict:
+def _network_spec(graph, layers, buffers, ai, lib, arena, opts) -> dict:
     t = buffers["tensors"]
     entries = []
-    lib = dict(lib, notes=NOTES)
+    n_kpu = 0
     for lp in layers:
         e = {"cname": lp.cname, "inputs": [t[i]["offset"] for i in lp.layer.inputs], "output": t[lp.layer.output],
              "params_bytes": lp.param_bytes, "kpu": lp.cname in ai["layers"], "symbol": lp.spec["symbol"]}
         if e["kpu"]:
             a = ai["layers"][lp.cname]
             e.update(src=a["src"], dst=a["dst"], upload=a["upload"], in_chw=lp.spec["in"], out_chw=lp.spec["out"],
-                     fc=lp.spec["fc"])
+                     fc=lp.spec["fc"], kpu_index=n_kpu)
+            n_kpu += 1
+        else:
+            e["scratch"] = lp.spec.get("scratch", 0)
         entries.append(e)
-    return {"lib": lib, "arena_size": buffers["arena_size"], "input": t[graph.input], "output": t[graph.output],
-            "layers": entries}
+    params = sum(lp.param_bytes for lp in layers)
+    peak = max((a["peak"] for a in ai["layers"].values()), default=0)
+    ai_ram = opts["memory"]["ai_ram"] if n_kpu else 0
+    lib = dict(lib, notes=NOTES, arena_align=ARENA_ALIGN, context=[
+        {"decl": f"uint32_t kpu_params[{max(n_kpu, 1)}]",
+         "what": "the KPU's 32-bit addresses of the KPU layers' parameters (kpu_hal_map, by init)"}],
+        memory=[
+            {"name": "AI_RAM_SIZE", "bytes": ai_ram,
+             "what": "bytes of the KPU's AI RAM the KPU layers address (peak %d B at once): one device that every "
+                     "context shares, one inference at a time" % peak},
+            {"name": "PARAMS_SIZE", "bytes": params, "what": "weights, linked in (read-only data, in the SRAM)"},
+            {"name": "SRAM_SIZE", "bytes": params + arena["size"], "what": "PARAMS_SIZE + ARENA_SIZE"}])
+    return {"lib": lib, "arena": arena, "arena_size": arena["activations"], "input": t[graph.input], "output": t[graph.output],
+            "layers": entries, "n_kpu": n_kpu}
