@@ -87,3 +87,32 @@ def test_arm64_export_cross_builds_and_runs_under_qemu(project, tmp_path):
                        text=True, check=True)
     assert "best: class" in r.stdout
     assert (app / "y.bin").read_bytes() == project.read("build/arm64/simplecnn/output.bin", "rb")
+
+
+@pytest.mark.slow
+def test_k210_export_cross_builds_and_runs_on_qemu(project, tmp_path):
+    if not (shutil.which("riscv64-unknown-elf-gcc") and shutil.which("qemu-system-riscv64")):
+        pytest.skip("riscv64-unknown-elf-gcc / qemu-system-riscv64 not installed")
+    from nnscons.targets.k210 import platforms
+    assert "Test PASSED [k210] simplecnn" in project.scons("target=k210", "model=simplecnn",
+                                                           "platform=qemu").stdout
+    project.scons("target=k210", "model=simplecnn", "platform=qemu", "export")
+    src = project.file("build/k210/simplecnn/qemu/export")
+    _no_paths(src, project.path)
+    app = tmp_path / "app"
+    shutil.copytree(os.path.join(ROOT, "examples", "export-make"), app)
+    shutil.copytree(src, app / "nns")
+    shutil.copy(project.file("build/k210/simplecnn/bin/input.bin"), app / "input.bin")
+    subprocess.run(["make", "-s", "-C", "nns"], cwd=app, check=True)      # the export's own compiler and flags
+    x = platforms.cross_flags("riscv64-unknown-elf-gcc")
+    link = [f for f in x["LINKFLAGS"] if f not in x["CFLAGS"]]
+    # bare metal has no command line: main.c called with its arguments by a wrapper
+    (app / "wrap.c").write_text('#define main app_main\n#include "main.c"\n#undef main\n'
+                                'int main(void) { char *argv[] = { "app", "input.bin", "y.bin", 0 };'
+                                ' return app_main(3, argv); }\n')
+    subprocess.run(["riscv64-unknown-elf-gcc", *x["CFLAGS"], "-Inns/include", "wrap.c", "nns/lib/libnns_simplecnn.a",
+                    *link, "-o", "app.elf"], cwd=app, check=True)
+    r = subprocess.run(platforms.qemu_command(str(app / "app.elf")), cwd=app, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert "best: class" in r.stdout, r.stdout
+    assert (app / "y.bin").read_bytes() == project.read("build/k210/simplecnn/qemu/output.bin", "rb")
