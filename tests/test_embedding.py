@@ -96,6 +96,9 @@ def test_scons_firmware_example(installed, tmp_path):
     _run([str(fw / "app"), "x.f32", "y2.f32"], fw)
     np.testing.assert_array_equal(np.fromfile(fw / "y2.f32", dtype=np.float32), harness)
     assert _run([str(bindir / "scons"), "-Q", "app"], fw, env).count("\n") <= 1     # nothing to do
+    _run([str(bindir / "scons"), "-Q", "export"], fw, env)          # the standalone export
+    _run(["make", "-s"], fw / "nn" / "export")
+    assert (fw / "nn" / "export" / "lib" / "libnns_net.a").is_file()
 
 
 def test_two_networks_side_by_side_and_clear_errors(installed, tmp_path):

@@ -4,6 +4,9 @@
     env = Environment(tools=["default", nnscons.tool])
     lib, header = env.NnsNetwork("nn", manifest="nn.yaml", model="net", target="host")
     env.Program("app", ["main.c", lib], CPPPATH=[header.dir])
+    env.Alias("export", lib.aliases["export"])      # nn/export/: the standalone export
+
+(or `env.NnsExport("nn", manifest=..., model=..., target=...)` alone: the export's nodes.)
 
 NnsNetwork declares the same per-layer nodes as `./nnscons` (codegen, weights, goldens,
 compile, library, harness, run, check, report) under `folder`, relative to the calling
@@ -54,8 +57,22 @@ def NnsNetwork(env, folder, manifest="targets.yaml", model=None, target=None, pl
     return nodes, header
 
 
+def NnsExport(env, folder, manifest="targets.yaml", model=None, target=None, platform=None,
+              input=None):   # noqa: A002
+    """The standalone export of the same network: its nodes (<folder>/[<platform>/]export/:
+    sources, kernels, weights, header, Makefile, CMakeLists.txt), nothing else built."""
+    nodes, _ = NnsNetwork(env, folder, manifest=manifest, model=model, target=target, platform=platform,
+                          input=input)
+    export = nodes.aliases.get("export")
+    if not export:
+        raise SCons.Errors.UserError(f"model={model} target={target}: this target kind builds no library to "
+                                     f"export")
+    return export
+
+
 def generate(env):
     env.AddMethod(NnsNetwork, "NnsNetwork")
+    env.AddMethod(NnsExport, "NnsExport")
 
 
 def exists(env):

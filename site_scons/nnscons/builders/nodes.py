@@ -42,6 +42,7 @@ class CommonNodes:
     goldens: list
     input: list
     label: dict = field(default_factory=dict)   # cname -> printable layer name
+    export: list = field(default_factory=list)  # the standalone export's nodes (declare_library)
 
 
 def compile_object(env, obj, src, label):
@@ -91,6 +92,14 @@ def declare_library(env, session, common, obj_dir, extra_sources=(), extra_objec
                                 ARCOMSTR=f"AR {os.path.basename(files['lib'])} [{env['NNS_TARGET']}]"
                                 if quiet else None)
     others = [common.network_files[files[k]] for k in ("header", "cmake", "mk") if files[k] in common.network_files]
+    generated = [node for lp in session.plan.layers for path, node in common.layer_files[lp.cname].items()
+                 if path.endswith(".c")]
+    generated += [node for path, node in common.network_files.items()
+                  if path.endswith((".c", ".S")) and os.path.basename(path) != "main.c"]
+    from . import export
+    common.export = export.declare(env, session, files, generated,
+                                   [str(k) for k in list(session.plan.kernels) + list(extra_sources)],
+                                   common.weights)
     return archive + others, harness
 
 
@@ -210,7 +219,7 @@ def declare(env, session) -> dict:
     aliases = {
         "codegen": sources, "weights": weights + inp, "goldens": goldens,
         "run": run, "check": verdict, "report": rep, "quantized": qdq, "model": extra,
-        "verify": verify,
+        "verify": verify, "export": common.export,
     }
     aliases.update(target_nodes)
     aliases.setdefault("compiledb", [])

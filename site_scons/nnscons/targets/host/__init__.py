@@ -142,7 +142,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
                            templates_dir=TEMPLATES, network_files=_network_files(network, layers),
                            layout="hwc", tensor_layouts=base.flattened_layouts(graph),
                            columns=[("tiles", "n_tiles"), ("blocking", "blocking")],
-                           extra={"library": library.files(model), "weights_py": gemm.weights_py()})
+                           extra={"library": library.files(model), "weights_py": gemm.weights_py(),
+                                  "link_libs": ["pthread", "m"]})
 
 
 ALIGN = 64          # the arena's alignment (init aligns it) and its regions

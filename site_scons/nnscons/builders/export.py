@@ -1,0 +1,245 @@
+"""The standalone export: build/<t>/<m>/[<platform>/]export/, a folder a firmware team copies
+into its repository and builds there without nnscons or Python.
+
+It holds what the library is made of -- the generated sources, the kernel sources the plan
+uses and the headers they include (copied with their license headers), the weights .bin the
+.S files embed (or the files a gap9 application flashes), the public header -- and its build
+files: a plain Makefile (`make` builds lib/libnns_<m>.a with the target's compiler and
+flags), a CMakeLists.txt (target nns_<m>, alias nns::<m>) and, for a cross compiler, a CMake
+toolchain file.  Every file is its own node, copied only when its source changed, so a
+one-layer edit rewrites that layer's files and nothing else.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import SCons.Action
+
+from ..fileio import write_if_changed
+from ..resources import data_path
+from . import actions
+
+KERNELS = data_path("kernels")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _in(path: str, root: str) -> bool:
+    return os.path.commonpath([os.path.abspath(path), os.path.abspath(root)]) == os.path.abspath(root)
+
+
+def _copy(target, source, env):
+    """The file's bytes, written only when they differ (a vendored copy's diff stays small)."""
+    with open(str(source[0]), "rb") as f:
+        data = f.read()
+    t = str(target[0])
+    try:
+        with open(t, "rb") as f:
+            if f.read() == data:
+                return 0
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(t), exist_ok=True)
+    tmp = t + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, t)
+    return 0
+
+
+def include_dirs(env, build_dir: str) -> list:
+    """(absolute folder, folder in the export) of each include path the library compiles
+    with: the build's src/ and include/, the project's kernel folders; others (an SDK's) as
+    they are."""
+    out = []
+    for d in env.Flatten([env.get("CPPPATH", [])]):
+        d = os.path.abspath(env.subst(str(d)))
+        if _in(d, KERNELS):
+            out.append((d, "kernels/" + os.path.relpath(d, KERNELS)))
+        elif _in(d, build_dir):
+            out.append((d, os.path.relpath(d, build_dir)))
+        else:
+            out.append((d, d))
+    return out
+
+
+def _exported_name(path: str, build_dir: str) -> str:
+    path = os.path.abspath(path)
+    if _in(path, KERNELS):
+        return "kernels/" + os.path.relpath(path, KERNELS)
+    return os.path.relpath(path, build_dir)
+
+
+def _headers(sources: list, dirs: list, build_dir: str) -> dict:
+    """{export name: absolute path} of the project's headers the sources include, followed
+    through the headers themselves (those on the build's or the kernels' include paths; an
+    SDK's headers stay the SDK's)."""
+    found, todo = {}, list(sources)
+    while todo:
+        src = todo.pop()
+        try:
+            with open(src, encoding="utf-8", errors="replace") as f:
+                names = INCLUDE.findall(f.read())
+        except OSError:
+            continue
+        for name in names:
+            for d in [os.path.dirname(src)] + [a for a, _ in dirs]:
+                cand = os.path.normpath(os.path.join(d, name))
+                if os.path.isfile(cand):
+                    if _in(cand, KERNELS) or _in(cand, build_dir):
+                        key = _exported_name(cand, build_dir)
+                        if key not in found:
+                            found[key] = cand
+                            todo.append(cand)
+                    break
+    return found
+
+
+def _flags(env, build_dir: str) -> dict:
+    """The library's compile flags without the build's paths: CFLAGS (no -Werror: a vendored
+    copy meets other compilers), defines, the assembler's (the weights on -Wa,-Iweights)."""
+    cflags = [f for f in env.subst("$CFLAGS $CCFLAGS").split() if f != "-Werror"]
+    defines = []
+    for d in env.Flatten([env.get("CPPDEFINES", [])]):
+        if isinstance(d, (tuple, list)):
+            defines.append(f"-D{d[0]}={d[1]}" if len(d) > 1 and d[1] is not None else f"-D{d[0]}")
+        else:
+            defines.append(f"-D{d}")
+    asflags = []
+    for f in env.subst("$ASPPFLAGS").split():
+        if f.startswith("-Wa,-I"):
+            continue                   # the build's bin/weights: the export's weights/
+        asflags.append(f)
+    return {"cflags": cflags, "defines": defines, "asflags": asflags + ["-Wa,-Iweights"],
+            "cc": env.subst("$CC"), "ar": env.subst("$AR")}
+
+
+def declare(env, session, lib_files: dict, generated: list, kernel_sources: list, weights: list) -> list:
+    """The export's nodes.  lib_files: library.files(...) of the archive; generated: the
+    generated .c/.S nodes compiled into it (paths under the build folder); kernel_sources:
+    the kernel .c files (absolute); weights: the .bin nodes."""
+    b = os.path.abspath(session.build_dir)
+    lib_dir = os.path.dirname(lib_files["lib"])
+    out_dir = os.path.join(session.build_dir, os.path.dirname(lib_dir), "export")
+    model = os.path.basename(lib_files["lib"])[len("libnns_"):-len(".a")]
+    dirs = include_dirs(env, b)
+    flags = _flags(env, b)
+    copy = SCons.Action.Action(_copy, actions.label)
+    nodes, sources = [], []
+
+    def put(name, src, verb_label):
+        node = env.Command(os.path.join(out_dir, name), src, copy, NNS_VERB="EXPORT", NNS_LABEL=verb_label)
+        nodes.extend(node)
+        return node
+
+    header = os.path.join(session.build_dir, lib_files["header"])
+    put(lib_files["header"], header, os.path.basename(header))
+    for n in generated:
+        rel = os.path.relpath(os.path.abspath(str(n)), b)
+        put(rel, n, rel)
+        sources.append(rel)
+    for k in kernel_sources:
+        name = _exported_name(k, b)
+        put(name, k, name)
+        sources.append(name)
+    for w in weights:
+        name = "weights/" + os.path.basename(str(w))
+        put(name, w, name)
+    # headers: from the kernel sources now, and from the generated sources when they exist
+    spec = {"model": model, "sources": sorted(sources), "flags": flags,
+            "include": sorted({e for _, e in dirs} | {"include", "src"}),
+            "weights": sorted(os.path.basename(str(w)) for w in weights),
+            "link_libs": list(session.plan.extra.get("link_libs", [])),
+            "target": session.target_cfg.name}
+    build_files = env.Command(
+        [os.path.join(out_dir, "Makefile"), os.path.join(out_dir, "CMakeLists.txt"),
+         os.path.join(out_dir, "toolchain.cmake")],
+        [env.Value(repr(sorted(spec.items())))] + list(generated) + list(kernel_sources),
+        SCons.Action.Action(lambda target, source, env: _write_build_files(target, spec, dirs, b,
+                                                                           [str(s) for s in source[1:]]),
+                            actions.label),
+        NNS_VERB="EXPORT", NNS_LABEL="Makefile, CMakeLists.txt, toolchain.cmake")
+    nodes.extend(build_files)
+    return nodes
+
+
+def _write_build_files(target, spec, dirs, build_dir, sources) -> int:
+    out = os.path.dirname(str(target[0]))
+    # the headers the sources include, copied beside them (written only when changed)
+    headers = _headers([os.path.abspath(s) for s in sources], dirs, build_dir)
+    for name, path in sorted(headers.items()):
+        if name.startswith("include/"):
+            continue                       # the public header: its own node
+        dest = os.path.join(out, name)
+        with open(path, "rb") as f:
+            data = f.read()
+        if not (os.path.isfile(dest) and open(dest, "rb").read() == data):
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            shutil.copyfile(path, dest)
+    m = spec["model"]
+    objs = [f"obj/{os.path.splitext(s)[0]}.o" for s in spec["sources"]]
+    inc = spec["include"]
+    f = spec["flags"]
+    mk = [f"# Generated by nnscons for target '{spec['target']}'. Do not edit.",
+          f"# `make` builds lib/libnns_{m}.a from this folder alone (no nnscons, no Python);",
+          "# CC, AR, CFLAGS and CPPFLAGS may be given on the command line.",
+          f"CC = {f['cc']}",
+          f"AR = {f['ar']}",
+          "CFLAGS = " + " ".join(f["cflags"]),
+          "CPPFLAGS = " + " ".join([f"-I{d}" for d in inc] + f["defines"]),
+          "ASFLAGS = " + " ".join(f["asflags"]),
+          "OBJS = \\", *[f"\t{o} \\" for o in objs], "",
+          f"lib/libnns_{m}.a: $(OBJS)",
+          "\t@mkdir -p lib",
+          "\trm -f $@",
+          "\t$(AR) rcs $@ $(OBJS)",
+          "",
+          "obj/%.o: %.c",
+          "\t@mkdir -p $(dir $@)",
+          "\t$(CC) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c $< -o $@",
+          "",
+          "obj/%.o: %.S",
+          "\t@mkdir -p $(dir $@)",
+          "\t$(CC) $(CFLAGS) $(CPPFLAGS) $(ASFLAGS) -c $< -o $@",
+          ""]
+    for s in spec["sources"]:   # a weights .S embeds its .bin: rebuilt when the .bin changes
+        if s.startswith("src/weights/") and s.endswith(".S"):
+            stem = os.path.splitext(os.path.basename(s))[0]
+            mk.append(f"obj/{os.path.splitext(s)[0]}.o: weights/{stem}.bin")
+    mk += ["", "clean:", "\trm -rf obj lib", "", ".PHONY: clean", "", "-include $(OBJS:.o=.d)", ""]
+    write_if_changed(str(target[0]), "\n".join(mk))
+    libs = " ".join(spec["link_libs"])
+    cm = [f"# Generated by nnscons for target '{spec['target']}'. Do not edit.",
+          f"# add_subdirectory(<this folder>) then target_link_libraries(app nns::{m}).",
+          "cmake_minimum_required(VERSION 3.13)",
+          f"project(nns_{m} C ASM)",
+          f"add_library(nns_{m} STATIC",
+          *[f"    {s}" for s in spec["sources"]],
+          ")",
+          f"add_library(nns::{m} ALIAS nns_{m})",
+          f"target_include_directories(nns_{m} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}}/include",
+          "    PRIVATE " + " ".join(f"${{CMAKE_CURRENT_SOURCE_DIR}}/{d}" for d in inc if d != "include") + ")",
+          f"target_compile_definitions(nns_{m} PRIVATE " + " ".join(d[2:] for d in f["defines"]) + ")"
+          if f["defines"] else "",
+          f"target_compile_options(nns_{m} PRIVATE " + " ".join(f["cflags"]) + ")",
+          f"set(NNS_{m.upper()}_ASFLAGS \"" + " ".join(a.replace("-Wa,-Iweights", "-Wa,-I${CMAKE_CURRENT_SOURCE_DIR}/weights")
+                                                    for a in f["asflags"]) + "\")",
+          "foreach(s " + " ".join(s for s in spec["sources"] if s.endswith(".S")) + ")",
+          f"    set_source_files_properties(${{s}} PROPERTIES COMPILE_FLAGS \"${{NNS_{m.upper()}_ASFLAGS}}\")",
+          "endforeach()" if any(s.endswith(".S") for s in spec["sources"]) else "endforeach()",
+          f"target_link_libraries(nns_{m} INTERFACE {libs})" if libs else "",
+          ""]
+    write_if_changed(str(target[1]), "\n".join(line for line in cm if line is not None))
+    cc = f["cc"]
+    cross = os.path.basename(cc) not in ("gcc", "cc", "clang")
+    tc = [f"# Generated by nnscons for target '{spec['target']}'. Do not edit.",
+          "# cmake -DCMAKE_TOOLCHAIN_FILE=<this file>: the compiler the export was built and tested with.",
+          *([f"set(CMAKE_SYSTEM_NAME {'Linux' if 'linux' in cc else 'Generic'})",
+             "set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)"] if cross else []),
+          f"set(CMAKE_C_COMPILER {cc})",
+          f"set(CMAKE_ASM_COMPILER {cc})",
+          f"set(CMAKE_AR {f['ar']})" if cross else "",
+          ""]
+    write_if_changed(str(target[2]), "\n".join(tc))
+    return 0
