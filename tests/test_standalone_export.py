@@ -116,3 +116,31 @@ def test_k210_export_cross_builds_and_runs_on_qemu(project, tmp_path):
                        stderr=subprocess.STDOUT, text=True, timeout=300)
     assert "best: class" in r.stdout, r.stdout
     assert (app / "y.bin").read_bytes() == project.read("build/k210/simplecnn/qemu/output.bin", "rb")
+
+
+def test_gap9_emul_export_builds_and_its_weights_are_the_readfs(project, tmp_path):
+    """gap9 emul: the export's Makefile builds the archive (with the PMSIS emulation) from a
+    copy; the shared library app, built against that copy, mounts the export's weights/ as
+    its readfs and gives the harness's outputs bit for bit."""
+    from test_libraries import GAP9_APP, _app, _same_as_harness
+    b = "build/gap9/simplecnn"
+    assert "Test PASSED [gap9] simplecnn" in project.scons("target=gap9", "model=simplecnn",
+                                                           "platform=emul").stdout
+    project.scons("target=gap9", "model=simplecnn", "platform=emul", "export")
+    src = project.file(f"{b}/emul/export")
+    _no_paths(src, project.path)
+    nns = tmp_path / "nns"
+    shutil.copytree(src, nns)
+    subprocess.run(["make", "-s"], cwd=nns, check=True)
+    # the app's Make variables point at the copy, not at the build
+    inc = " ".join(f"-I{nns / d}" for d in ("include", "kernels/common", "kernels/gap9", "kernels/gap9/emul"))
+    project.write(f"{b}/emul/vendored/nns_simplecnn.mk",
+                  f"NNS_SIMPLECNN_CFLAGS := {inc} -pthread\n"
+                  f"NNS_SIMPLECNN_LIBS := {nns / 'lib' / 'libnns_simplecnn.a'} -lpthread -lm\n")
+    d = tmp_path / "run"
+    d.mkdir()
+    app = _app(project, d, b, "emul/vendored", "emul/", source=GAP9_APP)
+    r = subprocess.run([app], cwd=d, stdout=subprocess.PIPE, text=True, timeout=120,
+                       env=dict(os.environ, NN_EMUL_FS_DIR=str(nns / "weights")))
+    assert r.returncode == 0, r.stdout
+    _same_as_harness(project, d, b, "emul/", r.stdout)
