@@ -144,3 +144,22 @@ def test_gap9_emul_export_builds_and_its_weights_are_the_readfs(project, tmp_pat
                        env=dict(os.environ, NN_EMUL_FS_DIR=str(nns / "weights")))
     assert r.returncode == 0, r.stdout
     _same_as_harness(project, d, b, "emul/", r.stdout)
+
+
+def test_gap9_qemu_export_builds_with_make_and_cmake(project, tmp_path):
+    """The cross-compiled export (riscv64-unknown-elf-gcc, the PMSIS emulation for qemu):
+    `make` and CMake with its toolchain.cmake build the archive from a copy."""
+    from nnscons.targets.gap9 import qemu
+    if qemu.missing_tools() or not shutil.which("cmake"):
+        pytest.skip(f"{', '.join(qemu.missing_tools()) or 'cmake'} not installed")
+    project.scons("target=gap9", "model=simplecnn", "platform=qemu", "export")
+    src = project.file("build/gap9/simplecnn/qemu/export")
+    _no_paths(src, project.path)
+    nns = tmp_path / "nns"
+    shutil.copytree(src, nns)
+    subprocess.run(["make", "-s"], cwd=nns, check=True)
+    assert (nns / "lib" / "libnns_simplecnn.a").is_file()
+    subprocess.run(["cmake", "-S", str(nns), "-B", str(tmp_path / "cm"),
+                    f"-DCMAKE_TOOLCHAIN_FILE={nns / 'toolchain.cmake'}"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", str(tmp_path / "cm")], check=True, stdout=subprocess.DEVNULL)
+    assert (tmp_path / "cm" / "libnns_simplecnn.a").is_file()

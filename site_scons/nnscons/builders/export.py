@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 
 import SCons.Action
@@ -101,8 +102,12 @@ def _flags(env, build_dir: str) -> dict:
     copy meets other compilers), defines, the assembler's (the weights on -Wa,-Iweights)."""
     cflags = [f for f in env.subst("$CFLAGS $CCFLAGS").split() if f != "-Werror"]
     defines = []
-    for d in env.Flatten([env.get("CPPDEFINES", [])]):
-        if isinstance(d, (tuple, list)):
+    raw = env.get("CPPDEFINES", [])
+    items = raw.items() if isinstance(raw, dict) else (raw if isinstance(raw, (list, tuple)) else [raw])
+    for d in items:
+        if isinstance(d, dict):
+            defines += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in d.items()]
+        elif isinstance(d, (tuple, list)):
             defines.append(f"-D{d[0]}={d[1]}" if len(d) > 1 and d[1] is not None else f"-D{d[0]}")
         else:
             defines.append(f"-D{d}")
@@ -160,8 +165,16 @@ def declare(env, session, lib_files: dict, generated: list, kernel_sources: list
                                                                            [str(s) for s in source[1:]]),
                             actions.label),
         NNS_VERB="EXPORT", NNS_LABEL="Makefile, CMakeLists.txt, toolchain.cmake")
+    from .nodes import py_sources
+    env.Depends(build_files, py_sources("builders/export.py"))
     nodes.extend(build_files)
     return nodes
+
+
+def _cmake_string(text: str) -> str:
+    """text as one quoted CMake argument (the defines are written for a shell, as SCons's:
+    shlex reads them back first)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _write_build_files(target, spec, dirs, build_dir, sources) -> int:
@@ -220,7 +233,8 @@ def _write_build_files(target, spec, dirs, build_dir, sources) -> int:
           f"add_library(nns::{m} ALIAS nns_{m})",
           f"target_include_directories(nns_{m} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}}/include",
           "    PRIVATE " + " ".join(f"${{CMAKE_CURRENT_SOURCE_DIR}}/{d}" for d in inc if d != "include") + ")",
-          f"target_compile_definitions(nns_{m} PRIVATE " + " ".join(d[2:] for d in f["defines"]) + ")"
+          f"target_compile_definitions(nns_{m} PRIVATE " + " ".join(
+              _cmake_string(shlex.split(d)[0][2:]) for d in f["defines"]) + ")"
           if f["defines"] else "",
           f"target_compile_options(nns_{m} PRIVATE " + " ".join(f["cflags"]) + ")",
           f"set(NNS_{m.upper()}_ASFLAGS \"" + " ".join(a.replace("-Wa,-Iweights", "-Wa,-I${CMAKE_CURRENT_SOURCE_DIR}/weights")
