@@ -5,8 +5,10 @@ It holds what the library is made of -- the generated sources, the kernel source
 uses and the headers they include (copied with their license headers), the weights .bin the
 .S files embed (or the files a gap9 application flashes), the public header -- and its build
 files: a plain Makefile (`make` builds lib/libnns_<m>.a with the target's compiler and
-flags), a CMakeLists.txt (target nns_<m>, alias nns::<m>) and, for a cross compiler, a CMake
-toolchain file.  Every file is its own node, copied only when its source changed, so a
+flags), a CMakeLists.txt (target nns_<m>, alias nns::<m>), for a cross compiler a CMake
+toolchain file, and the target's SDK form: gap_sdk.mk (gap9 kinds), a GAP SDK application
+Makefile's fragment, and kendryte_sdk.cmake (k210), a CMake fragment for a Kendryte standalone
+SDK project.  Every file is its own node, copied only when its source changed, so a
 one-layer edit rewrites that layer's files and nothing else.
 """
 from __future__ import annotations
@@ -24,6 +26,21 @@ from . import actions
 
 KERNELS = data_path("kernels")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# what stands in for the GAP SDK on the other gap9 platforms (the PMSIS emulation, the qemu
+# and pulp-open bare-metal runtimes): never in gap_sdk.mk
+GAP9_STAND_INS = ("kernels/gap9/emul", "kernels/gap9/open", "kernels/gap9/qemu")
+# k210: the KPU HAL on the board (the real registers, through the SDK's sysctl) and the
+# emulator's, which the emul/qemu archives hold instead
+K210_BOARD_HAL = "kernels/k210/kpu_board.c"
+K210_EMUL_HAL = "kernels/k210/kpu_emul.c"
+K210_HARNESS_DEFINES = ("-DNN_BIN_DIR",)       # qemu's harness reads its .bin from the cwd
+# the compiler's own flags (-march, -mabi, --specs, -pthread ...) are the SDK's business: a
+# fragment keeps optimisation, warnings, the C dialect and debug info
+_SDK_FLAG = re.compile(r"^-(O\S*|W(?![al],)(?!error$)\S+|std=\S+|g\S*)$")
+
+
+def _under(name: str, folders) -> bool:
+    return any(name == f or name.startswith(f + "/") for f in folders)
 
 
 def _in(path: str, root: str) -> bool:
@@ -151,20 +168,39 @@ def declare(env, session, lib_files: dict, generated: list, kernel_sources: list
     for w in weights:
         name = "weights/" + os.path.basename(str(w))
         put(name, w, name)
+    kind = getattr(session.target_cfg, "kind", "")
+    sdk, scan = None, []
+    if kind == "gap9":
+        sdk = {"file": "gap_sdk.mk", "sources": sorted(x for x in sources if not _under(x, GAP9_STAND_INS)),
+               "include": sorted({e for _, e in dirs if not os.path.isabs(e) and not _under(e, GAP9_STAND_INS)}
+                                 | {"include", "src"}),
+               "defines": [f"-D{d}" for d in session.plan.extra.get("sdk_defines", [])]
+               or [d for d in flags["defines"] if not d.startswith("-DNN_EMUL")],
+               "cflags": [x for x in flags["cflags"] if _SDK_FLAG.match(x)]}
+    elif kind == "k210":
+        hal = os.path.join(KERNELS, "k210", "kpu_board.c")
+        if K210_BOARD_HAL not in sources:
+            put(K210_BOARD_HAL, hal, K210_BOARD_HAL)
+        scan = [hal]
+        sdk = {"file": "kendryte_sdk.cmake",
+               "sources": sorted({K210_BOARD_HAL if x == K210_EMUL_HAL else x for x in sources}),
+               "include": sorted({e for _, e in dirs if not os.path.isabs(e)} | {"include", "src"}),
+               "defines": [d for d in flags["defines"] if not d.startswith(K210_HARNESS_DEFINES)],
+               "cflags": [x for x in flags["cflags"] if _SDK_FLAG.match(x)]}
     # headers: from the kernel sources now, and from the generated sources when they exist
-    spec = {"model": model, "sources": sorted(sources), "flags": flags,
+    spec = {"sdk": sdk, "model": model, "sources": sorted(sources), "flags": flags,
             "include": sorted({e for _, e in dirs} | {"include", "src"}),
             "weights": sorted(os.path.basename(str(w)) for w in weights),
             "link_libs": list(session.plan.extra.get("link_libs", [])),
             "target": session.target_cfg.name}
     build_files = env.Command(
         [os.path.join(out_dir, "Makefile"), os.path.join(out_dir, "CMakeLists.txt"),
-         os.path.join(out_dir, "toolchain.cmake")],
-        [env.Value(repr(sorted(spec.items())))] + list(generated) + list(kernel_sources),
+         os.path.join(out_dir, "toolchain.cmake")] + ([os.path.join(out_dir, sdk["file"])] if sdk else []),
+        [env.Value(repr(sorted(spec.items())))] + list(generated) + list(kernel_sources) + scan,
         SCons.Action.Action(lambda target, source, env: _write_build_files(target, spec, dirs, b,
                                                                            [str(s) for s in source[1:]]),
                             actions.label),
-        NNS_VERB="EXPORT", NNS_LABEL="Makefile, CMakeLists.txt, toolchain.cmake")
+        NNS_VERB="EXPORT", NNS_LABEL="Makefile, CMakeLists.txt, toolchain.cmake" + (f", {sdk['file']}" if sdk else ""))
     from .nodes import py_sources
     env.Depends(build_files, py_sources("builders/export.py"))
     nodes.extend(build_files)
@@ -256,4 +292,75 @@ def _write_build_files(target, spec, dirs, build_dir, sources) -> int:
           f"set(CMAKE_AR {f['ar']})" if cross else "",
           ""]
     write_if_changed(str(target[2]), "\n".join(tc))
+    if spec.get("sdk"):
+        text = (_gap_sdk_mk if spec["sdk"]["file"] == "gap_sdk.mk" else _kendryte_sdk_cmake)(spec)
+        write_if_changed(str(target[3]), text)
     return 0
+
+
+def _gap_sdk_mk(spec) -> str:
+    """gap_sdk.mk: `include <export>/gap_sdk.mk` in a GAP SDK application Makefile (before
+    pmsis_rules.mk) adds the library's sources, include folders, defines and its readfs files
+    (the weights the library's open() loads), with paths from the fragment's own folder.  The
+    sources are the ones a real GAP9 build compiles (the gvsoc platform's): the application
+    brings PMSIS, so no emulation or bare-metal runtime is listed."""
+    sdk, m = spec["sdk"], spec["model"]
+    v = f"NNS_{m.upper()}_DIR"
+    lines = [f"# Generated by nnscons for target '{spec['target']}'. Do not edit.",
+             "# In a GAP SDK application Makefile, before `include $(RULES_DIR)/pmsis_rules.mk`:",
+             "#     include <this folder>/gap_sdk.mk",
+             f"# adds libnns_{m}'s sources to APP_SRCS, its folders to APP_INC, its defines and flags",
+             "# to APP_CFLAGS and its weights (the readfs files its open() loads) to READFS_FILES.",
+             f"{v} := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))",
+             "",
+             *[f"APP_SRCS += $({v})/{x}" for x in sdk["sources"]],
+             "",
+             *[f"APP_INC += $({v})/{d}" for d in sdk["include"]],
+             "",
+             "APP_CFLAGS += " + " ".join(sdk["cflags"] + sdk["defines"]),
+             "",
+             *[f"READFS_FILES += $({v})/weights/{w}" for w in spec["weights"]],
+             ""]
+    return "\n".join(lines)
+
+
+def _kendryte_sdk_cmake(spec) -> str:
+    """kendryte_sdk.cmake: `include(<export>/kendryte_sdk.cmake)` in a Kendryte standalone SDK
+    project (after the SDK's cmake/common.cmake, which sets the compiler, -march/-mabi and the
+    SDK's include folders) defines the static library nns_<m> (alias nns::<m>) from the
+    export's sources with the board's KPU HAL (kpu_board.c; the emulator is not in it), the
+    weights' .S files assembled with -Wa,-I<export>/weights; target_link_libraries(<app>
+    nns_<m>) then links it into the SDK's application."""
+    sdk, m = spec["sdk"], spec["model"]
+    v = f"NNS_{m.upper()}_DIR"
+    lines = [f"# Generated by nnscons for target '{spec['target']}'. Do not edit.",
+             "# In a Kendryte standalone SDK project, after include(${SDK}/cmake/common.cmake):",
+             "#     include(<this folder>/kendryte_sdk.cmake)",
+             f"#     target_link_libraries(<app> nns_{m})",
+             f"# nns_{m}: the network on the board's KPU (kernels/k210/kpu_board.c, which includes the",
+             "# SDK's sysctl.h: the SDK's lib/drivers/include must be on the include path, as the SDK's",
+             "# own projects have it: header_directories(${SDK_ROOT}/lib)).",
+             f'set({v} "${{CMAKE_CURRENT_LIST_DIR}}")',
+             f"add_library(nns_{m} STATIC",
+             *[f"    ${{{v}}}/{x}" for x in sdk["sources"]],
+             ")",
+             f"if(NOT TARGET nns::{m})",
+             f"    add_library(nns::{m} ALIAS nns_{m})",
+             "endif()",
+             f"target_include_directories(nns_{m} PUBLIC ${{{v}}}/include",
+             "    PRIVATE " + " ".join(f"${{{v}}}/{d}" for d in sdk["include"] if d != "include") + ")"]
+    if sdk["defines"]:
+        lines.append(f"target_compile_definitions(nns_{m} PRIVATE "
+                     + " ".join(_cmake_string(shlex.split(d)[0][2:]) for d in sdk["defines"]) + ")")
+    if sdk["cflags"]:
+        lines.append(f"target_compile_options(nns_{m} PRIVATE " + " ".join(sdk["cflags"]) + ")")
+    asm = [x for x in sdk["sources"] if x.endswith(".S")]
+    if asm:
+        # the SDK's flags (-march, -mabi) are C's only: the .S objects get them too, else the
+        # link mixes float ABIs ("can't link double-float modules with single-float modules")
+        lines += ['string(REGEX MATCHALL "-m(arch|abi|cmodel)=[^ ]+" _nns_target_flags "${CMAKE_C_FLAGS}")',
+                  'string(REPLACE ";" " " _nns_target_flags "${_nns_target_flags}")',
+                  "set_source_files_properties(" + " ".join(f"${{{v}}}/{x}" for x in asm),
+                  f'    PROPERTIES COMPILE_FLAGS "${{_nns_target_flags}} -Wa,-I${{{v}}}/weights")']
+    lines.append("")
+    return "\n".join(lines)

@@ -151,6 +151,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("L3->L2 B", "l3_l2"), ("tier", "tier")],
         extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "memory": mem,
+               # the export's gap_sdk.mk: the defines of a real GAP9 build (the gvsoc platform's)
+               "sdk_defines": platforms.runtime_defines(opts) + platforms.xpulp_defines("gvsoc"),
                "library": library.files(model, _lib_dir(opts["run"]["platform"]))})
 
 
