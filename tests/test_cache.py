@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import SCONS, Project, _ignore, ROOT, as_unprivileged_user, steps
 
 ARGS = ("target=gap9", "model=simplecnn", "platform=emul")
@@ -95,3 +97,37 @@ def test_a_read_only_cache_is_only_read(project, tmp_path):
     assert "Test PASSED [host] simplecnn" in proc.stdout
     assert "CODEGEN conv1" in steps(proc.stdout) and "CC conv2" not in steps(proc.stdout)
     assert sorted(os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs) == before
+
+
+def _build_outputs(project):
+    return {k: v for k, v in project.build_outputs().items() if not k.endswith(("output.bin", ".html"))}
+
+
+@pytest.mark.slow
+def test_four_builds_of_two_models_share_one_cache_at_once(project, tmp_path):
+    """Two checkouts x two models, all four builds at once against one cache, ten rounds:
+    rounds on a fresh cache race to publish the same entries, rounds on the warm one race
+    readers against the digests being rewritten.  Every build passes, nothing partial is
+    left in the cache, and the two checkouts' outputs are byte-identical."""
+    checkouts = [project, _second_checkout(tmp_path)]
+    models = ("simplecnn", "ic_resnet8")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    for rnd in range(10):
+        cache = tmp_path / f"cache{rnd // 2}"           # a fresh cache every other round
+        full = rnd == 9                                  # the last round: runs and checks too
+        procs = []
+        for c in checkouts:
+            shutil.rmtree(c.file("build"), ignore_errors=True)
+        for c in checkouts:
+            for m in models:
+                args = [sys.executable, SCONS, "-Q", f"model={m}", f"cache={cache}"] + ([] if full else ["library"])
+                procs.append((c, m, subprocess.Popen(args, cwd=c.path, env=env, stdout=subprocess.PIPE,
+                                                     stderr=subprocess.STDOUT, text=True)))
+        for c, m, p in procs:
+            out, _ = p.communicate(timeout=900)
+            assert p.returncode == 0, f"round {rnd}, {m} in {c.path}:\n{out[-3000:]}"
+            if full:
+                assert f"Test PASSED [host] {m}" in out, out[-2000:]
+        left = [f for d, _, fs in os.walk(cache) for f in fs if ".tmp." in f or ".sha256." in f]
+        assert left == [], left
+        assert _build_outputs(checkouts[0]) == _build_outputs(checkouts[1]), f"round {rnd}"

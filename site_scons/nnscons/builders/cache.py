@@ -5,13 +5,18 @@ run itself (run.log, output.npy: the emulators and simulators are deterministic)
 Entries are keyed by SCons build signatures, which hold content signatures and command
 lines relative to the project, never the checkout's absolute path: a second checkout, or
 another machine sharing DIR, retrieves instead of building.  Every entry is pushed with a
-SHA-256 of its bytes beside it (`<entry>.sha256`); an entry whose bytes do not match (a
-truncated copy, a corrupted disk) is a miss, never trusted, and is rebuilt.  A DIR this
-process cannot write is used read-only.
+SHA-256 of its bytes beside it (`<entry>.sha256`); an entry without its digest (being
+published) or whose bytes do not match it (a truncated copy, a corrupted disk) is a miss,
+never trusted and never deleted by a reader; the next build that stores it replaces it.
+Entries and digests are published atomically (a temporary name in the cache, fsync, rename),
+so builds sharing DIR at the same time, in one process or several, never see a part of a
+file.  A DIR this process cannot write is used read-only.
 """
 from __future__ import annotations
 
 import os
+import shutil
+import threading
 
 import SCons.CacheDir
 
@@ -53,17 +58,15 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         return self.readonly or super().is_readonly()
 
     def retrieve(self, node) -> bool:
+        """A hit only when the entry's digest is there and matches its bytes.  An entry
+        without its digest may be one another build is publishing, and one whose bytes do
+        not match is damaged: both are misses, and neither is deleted here (another process
+        may be reading or publishing it); the next store replaces a damaged one."""
         if not self.is_enabled():
             return False
         _, cachefile = self.cachepath(node)
         if cachefile and os.path.isfile(cachefile) and not self._intact(cachefile):
-            self.CacheDebug("CacheRetrieve(%s): %s is corrupt, rebuilding\n", node, cachefile)
-            if not self.readonly:
-                for p in (cachefile, cachefile + ".sha256"):
-                    try:
-                        os.unlink(p)
-                    except OSError:
-                        pass
+            self.CacheDebug("CacheRetrieve(%s): %s has no matching digest, a miss\n", node, cachefile)
             return False
         return super().retrieve(node)
 
@@ -76,17 +79,67 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         except OSError:
             return False
 
-    def push(self, node):
-        if self.is_readonly():
-            return None
-        result = super().push(node)
-        _, cachefile = self.cachepath(node)
-        if cachefile and os.path.isfile(cachefile) and not os.path.isfile(cachefile + ".sha256"):
-            tmp = f"{cachefile}.sha256.{os.getpid()}"
+    @staticmethod
+    def _publish(data_path: str, dest: str) -> None:
+        """dest := a copy of data_path, atomically (a temporary name beside it, fsync'd,
+        renamed over dest): a reader sees the old file or the new one, never a part."""
+        tmp = f"{dest}.tmp.{os.getpid()}.{threading.get_ident()}"
+        try:
+            with open(data_path, "rb") as src, open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, dest)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    @staticmethod
+    def _write_digest(cachefile: str, digest: str) -> None:
+        tmp = f"{cachefile}.sha256.{os.getpid()}.{threading.get_ident()}"
+        try:
             with open(tmp, "w", encoding="ascii") as f:
-                f.write(file_digest(cachefile) + "\n")
+                f.write(digest + "\n")
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, cachefile + ".sha256")
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def push(self, node):
+        """Store node's file: SCons's copy (a temporary name, renamed into place) when the
+        entry is new; when an entry is there but is not this build's bytes (damaged, or half
+        of an earlier crash), this build's bytes replace it atomically; then the digest of
+        this build's bytes, written atomically beside it."""
+        if self.is_readonly() or not self.is_enabled():
+            return None
+        _, cachefile = self.cachepath(node)
+        built = node.get_abspath()
+        if not cachefile or node.nocache or not os.path.isfile(built):
+            return super().push(node)
+        ours = file_digest(built)
+        try:
+            if os.path.isfile(cachefile):
+                if file_digest(cachefile) != ours:
+                    self._publish(built, cachefile)
+                result = None
+            else:
+                result = super().push(node)
+            if os.path.isfile(cachefile) and not self._digest_is(cachefile, ours):
+                self._write_digest(cachefile, ours)
+        except OSError as e:      # a full disk or a vanished folder: the build stays correct
+            self.CacheDebug("CachePush(%s): not stored (%s)\n", node, e)
+            return None
         return result
+
+    @staticmethod
+    def _digest_is(cachefile: str, digest: str) -> bool:
+        try:
+            with open(cachefile + ".sha256", encoding="ascii") as f:
+                return f.read().strip() == digest
+        except OSError:
+            return False
 
 
 def enable(env, path: str) -> None:
