@@ -178,3 +178,45 @@ def test_read_only_build_folder(project):
     finally:
         for dirpath, _, files in os.walk(project.file("build")):
             os.chmod(dirpath, 0o755)
+
+
+def test_nul_bytes_in_the_manifest_name_the_line(project):
+    project.write("targets.yaml", project.read("targets.yaml") + "models:\n  a\x00b: {}\n")
+    fails(project, "model=simplecnn", expect=["targets.yaml:", "character #x0000 is not allowed",
+                                              "Save it as UTF-8 text"])
+
+
+def test_a_huge_input_shape_is_refused_before_anything_is_allocated(project):
+    project.write("targets.yaml", project.read("targets.yaml").replace(
+        "    input_shape: [1, 1, 28, 28]\n", "    input_shape: [1, 1, 100000, 100000]\n", 1))
+    fails(project, "model=simplecnn", expect=["models.simplecnn.input_shape", "10,000,000,000 values per input",
+                                              "give a smaller input_shape"])
+
+
+def test_input_files_of_the_wrong_kind_say_what_to_give(project):
+    np.savez(project.file("two.npz"), a=np.zeros((1, 1, 28, 28), np.float32), b=np.zeros(3))
+    project.write("text.npy", "hello")
+    os.makedirs(project.file("folder"))
+    fails(project, "model=simplecnn", "input=two.npz", expect=["an .npz holding ['a', 'b']", "one named 'input'"])
+    fails(project, "model=simplecnn", "input=text.npy", expect=["not a .npy (or .npz) array file", "numpy.save"])
+    fails(project, "model=simplecnn", "input=folder", expect=["input=folder: is a folder"])
+    # an .npz holding the one input is taken
+    np.savez(project.file("one.npz"), input=np.zeros((1, 1, 28, 28), np.float32))
+    assert "Test PASSED" in project.scons("model=simplecnn", "input=one.npz").stdout
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_or_inf_in_a_float_models_weights_is_named(project, bad):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    w[0, 0, 0, 0] = bad
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+                          [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, project.file("damaged.onnx"))
+    fails(project, "model=damaged.onnx", expect=["weights 'w' (used by 'conv') hold 1 NaN or infinite value(s)",
+                                                  "re-export the model"])

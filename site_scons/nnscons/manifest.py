@@ -29,6 +29,10 @@ from .sizes import parse_size
 TOP_KEYS = ("defaults", "targets", "models")
 DEFAULTS_KEYS = ("target", "model", "cache")
 TARGET_KEYS = ("kind", "description")
+# values per model input (a (1, 3, 4096, 4096) image is 50 M): beyond this the float copies
+# of calibration and the reference exhaust a workstation's memory
+MAX_INPUT_ELEMENTS = 1 << 28
+
 MODEL_KEYS = ("zoo", "source", "format", "seed", "input_shape", "input", "quantization", "targets",
               "float_source")
 FORMATS = ("auto", "onnx", "tflite", "ares")
@@ -394,6 +398,13 @@ class _Validator:
                              f"integers, got {json.dumps(value) if isinstance(value, list) else _describe(value)}")
         if value[0] != 1:
             raise self.error(line, path, f"batch size must be 1, got {value[0]}")
+        elements = 1
+        for v in value:
+            elements *= v
+        if elements > MAX_INPUT_ELEMENTS:
+            raise self.error(line, path, f"{json.dumps(value)} is {elements:,} values per input; at most "
+                             f"{MAX_INPUT_ELEMENTS:,} are supported (the calibration and reference runs hold "
+                             f"several float copies in memory); give a smaller input_shape")
         if zoo:
             try:
                 self.zoo[zoo].check_input_shape(tuple(value))
@@ -527,7 +538,12 @@ def load_manifest(path, kinds: dict) -> Manifest:
             data = f.read()
     except OSError as e:
         raise ManifestError(f"{display}: cannot read the manifest: {e.strerror}") from None
-    loader = _Loader(data)
+    try:
+        loader = _Loader(data)
+    except yaml.reader.ReaderError as e:     # a character YAML does not allow (a NUL, ...)
+        line = data[:max(e.position, 0)].count(b"\n") + 1
+        raise ManifestError(f"{display}:{line}: invalid YAML: character #x{e.character:04x} is not allowed "
+                            f"in a YAML file; is the file binary or mis-encoded? Save it as UTF-8 text") from None
     try:
         root = loader.get_single_data()
     except _DuplicateKey as e:

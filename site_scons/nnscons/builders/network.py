@@ -31,6 +31,9 @@ def plan(manifest, target: str | None, model: str | None, *, build_dir=None,
     from .session import Session
 
     target_cfg, model_cfg = manifest.select(target or None, model or None)
+    if input_path and os.path.isdir(input_path):
+        raise UserError(f"input={input_path}: is a folder; give one .npy file (numpy.save), or an .npz "
+                        f"with one array per model input")
     if input_path and not os.path.isfile(input_path):
         raise UserError(f"input={input_path}: no such file")
     if calibration:

@@ -157,16 +157,33 @@ class Session:
             xs[t] = x.astype(np.float32)
         return xs, ["file"]
 
+    def _one_array(self, source):
+        """The array of a .npy file, or of an .npz holding one (or one named after the
+        model's input)."""
+        try:
+            data = np.load(source, allow_pickle=False)
+        except OSError as e:
+            raise UserError(f"input {source}: cannot read it ({e.strerror or e})") from None
+        except ValueError:
+            raise UserError(f"input {source}: not a .npy (or .npz) array file; write the input with "
+                            f"numpy.save (a float32 array in the model's input shape)") from None
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            return data
+        with data:
+            name = self.graph.inputs[0]
+            if name in data.files or len(data.files) == 1:
+                return data[name if name in data.files else data.files[0]]
+            raise UserError(f"input {source}: an .npz holding {sorted(data.files)}; the model "
+                            f"'{self.model_cfg.name}' takes one input, {name!r}: give it one array, or "
+                            f"one named {name!r}")
+
     def _read_input(self, input_path, shape):
         source = input_path or self.model_cfg.input or getattr(self.graph, "default_input", None)
         if source is None:
             seed = self.model_cfg.seed or 0
             x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
             return x, ["random", seed]
-        try:
-            x = np.load(source, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise UserError(f"input {source}: cannot read a .npy array ({e})") from None
+        x = self._one_array(source)
         if x.shape != shape and x.size == int(np.prod(shape)) and x.shape == shape[1:]:
             x = x.reshape(shape)
         if x.shape != shape:

@@ -24,6 +24,27 @@ from .onnx_graph import OnnxWalker
 FORMATS = ("auto", "onnx", "qdq", "float", "tflite", "ares")
 
 
+def _finite_initializers(proto, source) -> None:
+    """A float model's weights hold numbers: a NaN or an infinity (a diverged training, a
+    damaged export) cannot be quantized, and would otherwise fail deep in the scales."""
+    import numpy as np
+    from onnx import numpy_helper
+    users = {}
+    for node in proto.graph.node:
+        for i in node.input:
+            users.setdefault(i, node.name or node.op_type)
+    for init in proto.graph.initializer:
+        if init.data_type not in (1, 10, 11, 16):       # float, float16, double, bfloat16
+            continue
+        a = numpy_helper.to_array(init)
+        bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+        if bad:
+            raise ModelError(f"{source}: weights {init.name!r} (used by {users.get(init.name, 'no node')!r}) hold "
+                             f"{bad} NaN or infinite value(s) of {a.size}; a float model's weights must be "
+                             f"finite to be quantized: re-export the model from a checkpoint whose "
+                             f"weights are finite")
+
+
 def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     from .ptq import calibrate, calibration_feeds
 
@@ -44,6 +65,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     prepare(g)
     notes = []
     if fmt == "float":
+        _finite_initializers(f.proto, source)
         calibrate(f, g, calibration_feeds(f, calibration))
         float_source = {"path": os.path.abspath(source), "input_shape": list(f.input_shape),
                         "input_shapes": {n: list(s) for n, s in zip(f.inputs, f.input_shapes)},
