@@ -220,3 +220,26 @@ def test_nan_or_inf_in_a_float_models_weights_is_named(project, bad):
     onnx.save(m, project.file("damaged.onnx"))
     fails(project, "model=damaged.onnx", expect=["weights 'w' (used by 'conv') hold 1 NaN or infinite value(s)",
                                                   "re-export the model"])
+
+
+@pytest.mark.parametrize("old,new,expect", [
+    ("cluster: {cores: 8, stack_size: 2KiB, slave_stack_size: 1KiB}",
+     "cluster: {cores: 9, stack_size: 2KiB, slave_stack_size: 1KiB}", "cores = 9: the cluster runs the kernels on 1 to 8"),
+    ("cluster: {cores: 8, stack_size: 2KiB, slave_stack_size: 1KiB}",
+     "cluster: {cores: 8, stack_size: 2KiB, slave_stack_size: 1}", "slave_stack_size = 1 B is below the 512 B"),
+    ("dma: {max_inflight: 8, max_transfer: 64KiB}", "dma: {max_inflight: 8, max_transfer: 0}",
+     "max_transfer = 0 B: must be a positive multiple of 4 bytes"),
+    ("l1_reserved: 16KiB ", "l1_reserved: 200KiB ", "l1_reserved = 204800 B leaves nothing of memory.l1 = 131072 B"),
+    ("l2_reserved: 64KiB ", "l2_reserved: 2MiB ", "l2_reserved = 2097152 B leaves nothing of memory.l2"),
+])
+def test_gap9_limits_are_checked_before_anything_is_generated(project, old, new, expect):
+    text = project.read("targets.yaml")
+    assert old in text
+    project.write("targets.yaml", text.replace(old, new, 1))
+    fails(project, "target=gap9", "model=simplecnn", "platform=emul", expect=["targets.yaml:", expect])
+
+
+def test_a_host_memory_beyond_the_address_space_is_refused(project):
+    project.write("targets.yaml", project.read("targets.yaml").replace(
+        "      l1: 128KiB          # scratchpad", "      l1: 1000000000000000000000 # scratchpad", 1))
+    fails(project, "model=simplecnn", expect=["targets.host.memory.l1", "more than a process can address"])

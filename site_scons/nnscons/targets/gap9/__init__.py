@@ -82,7 +82,35 @@ def _budget(layer, opts, overrides, where):
     return budget, at
 
 
+# what the kernels' deepest call chains take on the cluster (their frames and the runtime's
+# entry), below which a stack overflows silently into the neighbouring core's
+MIN_STACK, MIN_SLAVE_STACK = 1024, 512
+
+
+def check_limits(opts, where) -> None:
+    """The cluster, DMA and memory settings a GAP9 (or pulp-open) build can use, checked
+    before anything is generated (else they fail in the C compiler or at run time)."""
+    m, c, d = opts["memory"], opts["cluster"], opts["dma"]
+    for mem in ("l1", "l2"):
+        if m[f"{mem}_reserved"] >= m[mem]:
+            raise UserError(f"{where(None, 'memory', mem + '_reserved')}: {mem}_reserved = {m[mem + '_reserved']} B "
+                            f"leaves nothing of memory.{mem} = {m[mem]} B for the network; {mem}_reserved is "
+                            f"what the stacks and the runtime take (default {DEFAULTS['memory'][mem + '_reserved']} B)")
+    if not 1 <= c["cores"] <= 8:
+        raise UserError(f"{where(None, 'cluster', 'cores')}: cores = {c['cores']}: the cluster runs the kernels "
+                        f"on 1 to 8 worker cores (GAP9's ninth core orchestrates)")
+    if d["max_transfer"] <= 0 or d["max_transfer"] % 4:
+        raise UserError(f"{where(None, 'dma', 'max_transfer')}: max_transfer = {d['max_transfer']} B: must be a "
+                        f"positive multiple of 4 bytes (the DMA's 32-bit word); the default is 64KiB")
+    for key, low in (("stack_size", MIN_STACK), ("slave_stack_size", MIN_SLAVE_STACK)):
+        if c[key] < low:
+            raise UserError(f"{where(None, 'cluster', key)}: {key} = {c[key]} B is below the {low} B the "
+                            f"kernels' frames need; give at least {low} B (default "
+                            f"{DEFAULTS['cluster'][key]} B)")
+
+
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    check_limits(opts, where)
     base.one_input_one_output(graph, "gap9")
     if opts["run"]["platform"] == "gvsoc-open":
         gvsoc_open.check_memory(opts, where)

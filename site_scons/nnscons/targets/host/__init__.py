@@ -19,6 +19,7 @@ from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run s
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import DEPTHWISE_CONV, GROUPED_CONV, OPS, depthwise, layer_spec
 
+ADDRESSABLE = 1 << 47
 ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2, "avx2u8": 2, "avx512vnni": 2}
 TEMPLATES = data_path("templates", "host")
 
@@ -65,6 +66,10 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     conv before them (gemm.fuse_residual_adds); the plan's layers and buffers follow the
     fused graph."""
     l1_size = opts["memory"]["l1"]
+    for mem in ("l1", "l2"):     # a 64-bit user address space is 2^47 bytes
+        if opts["memory"][mem] > ADDRESSABLE:
+            raise UserError(f"{where(None, 'memory', mem)}: memory.{mem} = {opts['memory'][mem]} B is more than "
+                            f"a process can address ({ADDRESSABLE} B); give the size this machine has")
     default_budget = opts["tiling"]["l1_budget"]
     if default_budget > l1_size:
         raise UserError(f"{where(None, 'tiling', 'l1_budget')}: l1_budget {default_budget} B exceeds the "
