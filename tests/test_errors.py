@@ -243,3 +243,8 @@ def test_a_host_memory_beyond_the_address_space_is_refused(project):
     project.write("targets.yaml", project.read("targets.yaml").replace(
         "      l1: 128KiB          # scratchpad", "      l1: 1000000000000000000000 # scratchpad", 1))
     fails(project, "model=simplecnn", expect=["targets.host.memory.l1", "more than a process can address"])
+
+
+def test_a_mistyped_alias_gets_the_closest_ones(project):
+    fails(project, "model=simplecnn", "lib", expect=["'lib' is not something this build makes: did you mean library?",
+                                                     "export"])

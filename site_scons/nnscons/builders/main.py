@@ -184,6 +184,7 @@ def _build(env, manifest, root) -> None:
             all_aliases.setdefault(name, []).extend(nodes)
     for name, nodes in all_aliases.items():
         Alias(name, nodes)
+    _known_targets(COMMAND_LINE_TARGETS, set(all_aliases) | {"explain", "bench"}, root)
     if "explain" in COMMAND_LINE_TARGETS:
         _explain_alias(env, results)
     # codegen: every generated file, the ones no step compiles too (gap9's SDK Makefile)
@@ -205,6 +206,21 @@ def _build(env, manifest, root) -> None:
             sys.stderr.write("nnscons: note: a matrix build stops at its first failure without -k "
                              "(./nnscons adds it)\n")
         atexit.register(_matrix_summary, results)
+
+
+def _known_targets(requested, aliases: set, root: str) -> None:
+    """Every command-line target is an alias or a path that exists (or one under build/, the
+    build's own files): else a message with the closest alias, not SCons's `Do not know how
+    to make File target`."""
+    import difflib
+    for t in requested:
+        if t in aliases or os.path.exists(os.path.join(root, t)) or os.path.exists(t) \
+                or os.path.normpath(t).split(os.sep)[0] == "build":
+            continue
+        close = difflib.get_close_matches(t, sorted(aliases), n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise UserError(f"'{t}' is not something this build makes: {hint}the aliases are "
+                        f"{', '.join(sorted(aliases))} (or a file's path under build/)")
 
 
 def _explain_alias(env, combos) -> None:
