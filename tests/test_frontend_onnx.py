@@ -412,7 +412,8 @@ def test_a_1d_model_takes_and_gives_its_own_rank_3_arrays(project, tmp_path):
     out = np.load(project.file(os.path.join(adhoc(project, "host", "c1d"), "output.npy")))
     assert out.shape == (1, 5, 10)
     header = open(project.file(os.path.join(adhoc(project, "host", "c1d"), "include", "nns_c1d.h"))).read()
-    assert "#define NNS_C1D_INPUT_MODEL_SHAPE { 1, 4, 10 }" in header
+    assert '#define NNS_C1D_INPUT_X_FLOAT_LAYOUT "NCL"' in header
+    assert "#define NNS_C1D_INPUT_X_FLOAT_DIMS { 1, 4, 10 }" in header
 
 
 def test_a_reshape_between_differently_quantized_tensors_requantizes(tmp_path):

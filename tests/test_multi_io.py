@@ -101,7 +101,8 @@ APP = r"""
 #include <string.h>
 #include "nns_f.h"
 
-#define IN_FLOATS (NNS_F_INPUT_IMG_FLOAT_BYTES / 4 + NNS_F_INPUT_AUX_FLOAT_BYTES / 4)
+/* "aux" is a Windows device name: its identifier is L_AUX (names.c_names) */
+#define IN_FLOATS (NNS_F_INPUT_IMG_FLOAT_BYTES / 4 + NNS_F_INPUT_L_AUX_FLOAT_BYTES / 4)
 #define OUT_FLOATS (NNS_F_OUTPUT_SCORES_ELEMENTS + NNS_F_OUTPUT_BOXES_ELEMENTS + NNS_F_OUTPUT_FUSED_ELEMENTS)
 
 int main(void)
