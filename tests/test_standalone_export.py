@@ -30,6 +30,17 @@ def _no_paths(folder, project_root):
             assert bad not in text, f"{name} holds {bad}"
 
 
+def _vendored_app(project, tmp_path, export):
+    """examples/export-make in tmp_path/app, with the export (its paths checked first) copied
+    in as its nns/."""
+    src = project.file(export)
+    _no_paths(src, project.path)
+    app = tmp_path / "app"
+    shutil.copytree(os.path.join(ROOT, "examples", "export-make"), app)
+    shutil.copytree(src, app / "nns")
+    return app
+
+
 def test_host_export_builds_from_a_copy_and_matches_the_harness(project, tmp_path):
     assert "Test PASSED [host] simplecnn" in project.scons("target=host", "model=simplecnn").stdout
     proc = project.scons("target=host", "model=simplecnn", "export")
@@ -40,11 +51,8 @@ def test_host_export_builds_from_a_copy_and_matches_the_harness(project, tmp_pat
     assert {"Makefile", "CMakeLists.txt", "include/nns_simplecnn.h", "src/layers/conv1.c",
             "weights/conv1.bin", "kernels/common/nn_gemm.h", "kernels/common/nn_threads.c"} <= set(files)
     assert "main.c" not in " ".join(files)            # the harness is not the library's
-    _no_paths(src, project.path)
 
-    app = tmp_path / "app"
-    shutil.copytree(os.path.join(ROOT, "examples", "export-make"), app)
-    shutil.copytree(src, app / "nns")
+    app = _vendored_app(project, tmp_path, "build/host/simplecnn/export")
     shutil.copy(project.file("build/host/simplecnn/bin/input.bin"), app / "input.bin")
     subprocess.run(["make", "-s"], cwd=app, check=True)
     r = subprocess.run(["./app", "input.bin", "y.bin"], cwd=app, stdout=subprocess.PIPE, text=True, check=True)
@@ -76,11 +84,7 @@ def test_arm64_export_cross_builds_and_runs_under_qemu(project, tmp_path):
         pytest.skip("aarch64-linux-gnu-gcc / qemu-aarch64 not installed")
     assert "Test PASSED [arm64] simplecnn" in project.scons("target=arm64", "model=simplecnn").stdout
     project.scons("target=arm64", "model=simplecnn", "export")
-    src = project.file("build/arm64/simplecnn/export")
-    _no_paths(src, project.path)
-    app = tmp_path / "app"
-    shutil.copytree(os.path.join(ROOT, "examples", "export-make"), app)
-    shutil.copytree(src, app / "nns")
+    app = _vendored_app(project, tmp_path, "build/arm64/simplecnn/export")
     shutil.copy(project.file("build/arm64/simplecnn/bin/input.bin"), app / "input.bin")
     subprocess.run(["make", "-s", "CC=aarch64-linux-gnu-gcc", "LDFLAGS=-static"], cwd=app, check=True)
     r = subprocess.run(["qemu-aarch64", "./app", "input.bin", "y.bin"], cwd=app, stdout=subprocess.PIPE,
@@ -97,11 +101,7 @@ def test_k210_export_cross_builds_and_runs_on_qemu(project, tmp_path):
     assert "Test PASSED [k210] simplecnn" in project.scons("target=k210", "model=simplecnn",
                                                            "platform=qemu").stdout
     project.scons("target=k210", "model=simplecnn", "platform=qemu", "export")
-    src = project.file("build/k210/simplecnn/qemu/export")
-    _no_paths(src, project.path)
-    app = tmp_path / "app"
-    shutil.copytree(os.path.join(ROOT, "examples", "export-make"), app)
-    shutil.copytree(src, app / "nns")
+    app = _vendored_app(project, tmp_path, "build/k210/simplecnn/qemu/export")
     shutil.copy(project.file("build/k210/simplecnn/bin/input.bin"), app / "input.bin")
     subprocess.run(["make", "-s", "-C", "nns"], cwd=app, check=True)      # the export's own compiler and flags
     x = platforms.cross_flags("riscv64-unknown-elf-gcc")

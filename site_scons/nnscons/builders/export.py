@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 
 import SCons.Action
 
@@ -47,22 +46,15 @@ def _in(path: str, root: str) -> bool:
     return os.path.commonpath([os.path.abspath(path), os.path.abspath(root)]) == os.path.abspath(root)
 
 
+def _copy_file(src: str, dest: str) -> None:
+    """src's bytes to dest, written (atomically) only when they differ: a vendored copy's
+    diff stays small."""
+    with open(src, "rb") as f:
+        write_if_changed(dest, f.read())
+
+
 def _copy(target, source, env):
-    """The file's bytes, written only when they differ (a vendored copy's diff stays small)."""
-    with open(str(source[0]), "rb") as f:
-        data = f.read()
-    t = str(target[0])
-    try:
-        with open(t, "rb") as f:
-            if f.read() == data:
-                return 0
-    except OSError:
-        pass
-    os.makedirs(os.path.dirname(t), exist_ok=True)
-    tmp = t + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, t)
+    _copy_file(str(source[0]), str(target[0]))
     return 0
 
 
@@ -220,12 +212,7 @@ def _write_build_files(target, spec, dirs, build_dir, sources) -> int:
     for name, path in sorted(headers.items()):
         if name.startswith("include/"):
             continue                       # the public header: its own node
-        dest = os.path.join(out, name)
-        with open(path, "rb") as f:
-            data = f.read()
-        if not (os.path.isfile(dest) and open(dest, "rb").read() == data):
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            shutil.copyfile(path, dest)
+        _copy_file(path, os.path.join(out, name))
     m = spec["model"]
     objs = [f"obj/{os.path.splitext(s)[0]}.o" for s in spec["sources"]]
     inc = spec["include"]
