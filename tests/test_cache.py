@@ -131,3 +131,27 @@ def test_four_builds_of_two_models_share_one_cache_at_once(project, tmp_path):
         left = [f for d, _, fs in os.walk(cache) for f in fs if ".tmp." in f or ".sha256." in f]
         assert left == [], left
         assert _build_outputs(checkouts[0]) == _build_outputs(checkouts[1]), f"round {rnd}"
+
+
+def test_builds_that_start_together_on_a_new_cache_folder_do_not_race_for_its_config(tmp_path):
+    """The round-8 failure of the test above: two builds both found an empty cache folder
+    (made by nnscons before SCons) and both created its config; the second got
+    FileExistsError.  The folder is now SCons's to create in one rename, and a config that
+    appears between the check and the create is taken as written."""
+    sys.path.insert(0, os.path.join(ROOT, "site_scons"))
+    from nnscons.builders.cache import VerifiedCacheDir
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    first = VerifiedCacheDir(str(empty))          # finds no config, writes it
+    os.remove(empty / "CACHEDIR.TAG")
+    late = VerifiedCacheDir.__new__(VerifiedCacheDir)
+    late.config = {}
+    late._add_config(str(empty))                  # the loser of the race: no exception
+    assert first.config["prefix_len"] >= 1
+    fresh = tmp_path / "parent" / "cache"
+    import SCons.Environment
+    from nnscons.builders import cache
+    env = SCons.Environment.Environment(tools=[])
+    cache.enable(env, str(fresh))
+    env.get_CacheDir()
+    assert (fresh / "config").is_file()

@@ -54,6 +54,14 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         except (OSError, ValueError):
             self.config = {"prefix_len": SCons.CacheDir.CACHE_PREFIX_LEN}
 
+    def _add_config(self, path: str) -> None:
+        # Two builds pointed at one empty folder both find no config: the second's exclusive
+        # create fails, and the first one's config is the same (only prefix_len): use it.
+        try:
+            super()._add_config(path)
+        except FileExistsError:
+            pass
+
     def is_readonly(self) -> bool:
         return self.readonly or super().is_readonly()
 
@@ -146,9 +154,12 @@ def enable(env, path: str) -> None:
     """Use `path` as the cache of env's nodes (created if missing and possible)."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise UserError(f"cache={path}: not a directory")
-    if not os.path.isdir(path):
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(path) and not os.path.isdir(parent):
+        # the cache folder itself is left to SCons, which creates it with its config in one
+        # rename; an empty folder made here would make concurrent builds race to write config
         try:
-            os.makedirs(path)
+            os.makedirs(parent)
         except OSError as e:
             raise UserError(f"cache={path}: cannot create the cache folder ({e.strerror})") from None
     env.CacheDir(os.path.abspath(path), VerifiedCacheDir)
