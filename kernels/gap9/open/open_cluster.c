@@ -1,4 +1,4 @@
-/* pulp-open runtime, cluster side: core boot, the task loop of core 0, the team (fork, barrier),
+/* The bare-metal GVSoC runtime (pulp-open, GAP9 model), cluster side: core boot, the task loop of core 0, the team (fork, barrier),
  * L1 allocation, the mchan DMA. Idle cores sleep in the event unit between tasks and forks and
  * check their mailbox word in L1 when woken (events are latched: a wake-up before the sleep is
  * not lost). */
@@ -97,7 +97,7 @@ void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg)
         open_fail("pi_cl_team_fork called from a team core (only cluster core 0 forks)");
     const uint32_t n = nb_cores <= 0 ? c->fork_n : (uint32_t)nb_cores;
     if (n < 1 || n > OPEN_NB_CORES)
-        open_fail("pi_cl_team_fork: team size outside 1..8");
+        open_fail("pi_cl_team_fork: team size outside 1..the cluster's cores");
     for (int i = 0; i < OPEN_NB_CORES; ++i)
         c->barrier[i] = 0;
     c->fork_fn = entry;

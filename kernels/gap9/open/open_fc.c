@@ -1,4 +1,4 @@
-/* pulp-open runtime, fabric-controller side: kickoff and exit, L2 allocation, cluster boot and
+/* The bare-metal GVSoC runtime (pulp-open, GAP9 model), fabric-controller side: kickoff and exit, L2 allocation, cluster boot and
  * tasks, the readfs over semihosting, the per-task counters. picolibc's crt0 starts the
  * FC at the ELF entry (GVSoC loads the ELF's segments into L2) and gives printf (semihosting). */
 #include <malloc.h>
@@ -15,9 +15,40 @@
 
 void open_cluster_start(void);
 
+/* stdio: one SYS_WRITE0 per line.  picolibc's semihosting stdio writes a character per call
+ * (SYS_WRITEC), which the GAP9 model's ISS does not implement and which is slow on both.  These
+ * three definitions keep picolibc's own (libsemihost's iob.c) out of the link. */
+static char out_line[256];
+static unsigned out_len;
+
+static int out_flush(FILE *f)
+{
+    (void)f;
+    if (out_len) {
+        out_line[out_len] = 0;
+        open_semihost(SH_WRITE0, (long)out_line);
+        out_len = 0;
+    }
+    return 0;
+}
+
+static int out_put(char c, FILE *f)
+{
+    out_line[out_len++] = c;
+    if (c == '\n' || out_len == sizeof out_line - 1)
+        out_flush(f);
+    return (unsigned char)c;
+}
+
+static FILE out_file = FDEV_SETUP_STREAM(out_put, NULL, out_flush, _FDEV_SETUP_WRITE);
+static FILE in_file = FDEV_SETUP_STREAM(NULL, NULL, NULL, _FDEV_SETUP_READ);
+FILE *const stdin = &in_file;
+FILE *const stdout = &out_file;
+FILE *const stderr = &out_file;
+
 void open_fail(const char *what)
 {
-    open_semihost(SH_WRITE0, (long)"PULP-OPEN ERROR: ");
+    open_semihost(SH_WRITE0, (long)OPEN_CHIP_NAME " ERROR: ");
     open_semihost(SH_WRITE0, (long)what);
     open_semihost(SH_WRITE0, (long)"\n");
     open_semihost(SH_EXIT, 0x20023);    /* ADP_Stopped_InternalError: gvsoc exits with 1 */
@@ -153,7 +184,7 @@ int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task 
         ;
     for (uint32_t i = 0; i < OPEN_NB_CORES; ++i)
         if (REG32(c->stack_bottom[i]) != OPEN_STACK_CANARY) {
-            printf("PULP-OPEN ERROR: stack overflow on cluster core %lu\n", (unsigned long)i);
+            printf(OPEN_CHIP_NAME " ERROR: stack overflow on cluster core %lu\n", (unsigned long)i);
             pmsis_exit(3);
         }
     return 0;
@@ -166,6 +197,7 @@ void pulp_open_last_counters(pulp_open_counters_t *out)
     out->instructions = c->perf[OPEN_PERF_INSTR];
     out->load_stalls = c->perf[OPEN_PERF_LD_STALL];
     out->icache_misses = c->perf[OPEN_PERF_IMISS];
+    out->tcdm_contention = c->perf[OPEN_PERF_TCDM_CONT];
 }
 
 uint32_t pulp_open_last_cycles(void)
@@ -173,7 +205,7 @@ uint32_t pulp_open_last_cycles(void)
     return OPEN_CTRL->perf[OPEN_PERF_CYCLES];
 }
 
-/* ---- no L3 RAM on pulp-open ---------------------------------------------------------------------- */
+/* ---- no L3 RAM (pulp-open; the GAP9 model has no uDMA) --------------------------------------------------------------------- */
 
 void pi_aps25xxxn_conf_init(struct pi_aps25xxxn_conf *conf)
 {
@@ -183,7 +215,7 @@ void pi_aps25xxxn_conf_init(struct pi_aps25xxxn_conf *conf)
 int32_t pi_ram_open(struct pi_device *device)
 {
     (void)device;
-    printf("PULP-OPEN ERROR: pulp-open has no L3 RAM here (the pulp-open target keeps parameters in L2)\n");
+    printf(OPEN_CHIP_NAME " ERROR: no L3 RAM on this simulator (the network keeps its parameters in L2)\n");
     return -1;
 }
 
@@ -196,20 +228,20 @@ int pi_ram_alloc(struct pi_device *device, uint32_t *addr, uint32_t size)
 void pi_ram_write(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size)
 {
     (void)device, (void)pi_ram_addr, (void)data, (void)size;
-    open_fail("pi_ram_write: no L3 RAM on pulp-open");
+    open_fail("pi_ram_write: no L3 RAM on this simulator");
 }
 
 void pi_cl_ram_read(struct pi_device *device, uint32_t pi_ram_addr, void *addr, uint32_t size,
                     pi_cl_ram_req_t *req)
 {
     (void)device, (void)pi_ram_addr, (void)addr, (void)size, (void)req;
-    open_fail("pi_cl_ram_read: no L3 RAM on pulp-open");
+    open_fail("pi_cl_ram_read: no L3 RAM on this simulator");
 }
 
 void pi_cl_ram_read_wait(pi_cl_ram_req_t *req)
 {
     (void)req;
-    open_fail("pi_cl_ram_read_wait: no L3 RAM on pulp-open");
+    open_fail("pi_cl_ram_read_wait: no L3 RAM on this simulator");
 }
 
 /* ---- flash + readfs: files of NN_OPEN_FS_DIR on the host ------------------------------------- */
@@ -289,7 +321,7 @@ int32_t pi_fs_seek(pi_fs_file_t *file, unsigned int offset)
 }
 
 /* Synchronous: the data is in place when the call returns (semihosting costs no simulated time,
- * so flash-staged weights would come for free: the pulp-open target stages none). */
+ * so flash-staged weights would come for free: these platforms stage none). */
 void pi_cl_fs_copy(pi_fs_file_t *file, uint32_t index, void *buffer, uint32_t size, int32_t ext2loc,
                    pi_cl_fs_req_t *req)
 {

@@ -7,14 +7,26 @@
 #include <stdint.h>
 #include "pmsis.h"
 
+/* The chip: GVSoC's pulp-open (default) or GreenWaves' GAP9 model (NN_OPEN_CHIP_GAP9,
+ * ../shared/gap9-gvsoc/NOTES.md): 9 cluster cores, 128 KiB L1, mchan's per-core alias moved. */
+#ifdef NN_OPEN_CHIP_GAP9
+#define OPEN_NB_CORES 9
+#define OPEN_L1_SIZE (128u * 1024u)
+#define OPEN_MCHAN 0x10204800u          /* the per-core alias: each core its own queue */
+#define OPEN_CHIP_NAME "GAP9"
+#define OPEN_PCER_TCDM_CONT 16          /* GAP9's pcer_v2 numbering (ELW is event 11) */
+#else
 #define OPEN_NB_CORES 8
-#define OPEN_L1_BASE 0x10000000u
 #define OPEN_L1_SIZE (64u * 1024u)
+#define OPEN_MCHAN 0x10204400u
+#define OPEN_CHIP_NAME "PULP-OPEN"
+#define OPEN_PCER_TCDM_CONT 15          /* RI5CY's pcer_v1 numbering */
+#endif
+#define OPEN_L1_BASE 0x10000000u
 #define OPEN_CLUSTER_CTRL 0x10200000u
 #define OPEN_FETCH_ENABLE (OPEN_CLUSTER_CTRL + 0x08u)
 #define OPEN_BOOT_ADDR(i) (OPEN_CLUSTER_CTRL + 0x40u + 4u * (i))
 #define OPEN_ICACHE_ENABLE 0x10201400u
-#define OPEN_MCHAN 0x10204400u          /* the per-core alias: each core its own queue */
 #define OPEN_MCHAN_CMD (OPEN_MCHAN + 0x0u)
 #define OPEN_MCHAN_STATUS (OPEN_MCHAN + 0x4u)
 #define OPEN_MCHAN_LEN_MAX 0x1ffffu     /* 17-bit length field */
@@ -39,8 +51,9 @@
 
 #define REG32(a) (*(volatile uint32_t *)(uintptr_t)(a))
 
-/* Performance counters kept per layer: cycles, instructions, load stalls, icache miss cycles */
-enum { OPEN_PERF_CYCLES, OPEN_PERF_INSTR, OPEN_PERF_LD_STALL, OPEN_PERF_IMISS, OPEN_PERF_N };
+/* Performance counters kept per layer: cycles, instructions, load stalls, icache miss cycles,
+ * cycles lost to TCDM bank conflicts (modelled on GAP9's model; pulp-open counts none) */
+enum { OPEN_PERF_CYCLES, OPEN_PERF_INSTR, OPEN_PERF_LD_STALL, OPEN_PERF_IMISS, OPEN_PERF_TCDM_CONT, OPEN_PERF_N };
 
 /* The mailbox at the start of L1. No atomics on RI5CY (rv32imc): every word has one writer. */
 typedef struct {
@@ -77,18 +90,20 @@ static inline uint32_t open_hartid(void)
     return id;
 }
 
-/* RI5CY counters (PCCR 0x780 + n): 0 cycles, 1 instructions, 2 load stalls, 4 icache misses */
+/* RI5CY counters (PCCR 0x780 + n): 0 cycles, 1 instructions, 2 load stalls, 4 icache misses,
+ * TCDM contention (event OPEN_PCER_TCDM_CONT) */
 static inline void open_perf_read(uint32_t v[OPEN_PERF_N])
 {
     __asm__ volatile("csrr %0, 0x780" : "=r"(v[OPEN_PERF_CYCLES]));
     __asm__ volatile("csrr %0, 0x781" : "=r"(v[OPEN_PERF_INSTR]));
     __asm__ volatile("csrr %0, 0x782" : "=r"(v[OPEN_PERF_LD_STALL]));
     __asm__ volatile("csrr %0, 0x784" : "=r"(v[OPEN_PERF_IMISS]));
+    __asm__ volatile("csrr %0, %1" : "=r"(v[OPEN_PERF_TCDM_CONT]) : "i"(0x780 + OPEN_PCER_TCDM_CONT));
 }
 
 static inline void open_perf_start(void)
 {
-    const uint32_t events = (1u << 0) | (1u << 1) | (1u << 2) | (1u << 4);
+    const uint32_t events = (1u << 0) | (1u << 1) | (1u << 2) | (1u << 4) | (1u << OPEN_PCER_TCDM_CONT);
     __asm__ volatile("csrw 0xCC0, %0" ::"r"(events));   /* PCER: what to count */
     __asm__ volatile("csrw 0xCC1, %0" ::"r"(1u));       /* PCMR: run */
 }

@@ -1,5 +1,6 @@
 /*
- * pmsis.h - a bare-metal PMSIS subset for GVSoC's pulp-open (platform=gvsoc-open).
+ * pmsis.h - a bare-metal PMSIS subset for GVSoC's pulp-open (platform=gvsoc-open) and for
+ * GreenWaves' GVSoC model of GAP9 (platform=gvsoc-gap9, NN_OPEN_CHIP_GAP9: 9 cores, 128 KiB L1).
  *
  * Written for nnscons; no SDK code is copied. The declarations are those of ../pmsis_api.h
  * (shared with the emulation); this runtime implements what the generated gap9 code and its
@@ -41,9 +42,10 @@ extern "C" {
 /* ---- measurement (not PMSIS): the performance counters of the last cluster task --------------- */
 
 /* cycles on core 0 from the task's start to its end (the layer's wall time on the cluster), the
- * other counters summed over the 8 cores */
+ * other counters summed over the cluster's cores (tcdm_contention: cycles lost to L1 bank
+ * conflicts, modelled on the GAP9 model only) */
 typedef struct {
-    uint32_t cycles, instructions, load_stalls, icache_misses;
+    uint32_t cycles, instructions, load_stalls, icache_misses, tcdm_contention;
 } pulp_open_counters_t;
 void pulp_open_last_counters(pulp_open_counters_t *c);
 uint32_t pulp_open_last_cycles(void);

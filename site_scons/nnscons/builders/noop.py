@@ -18,8 +18,8 @@ import os
 import sys
 
 RECORD_DIR = os.path.join("build", ".noop")
-_ENV_VARS = ("PATH", "CC", "GAP_SDK_HOME", "GAP_RISCV_GCC_TOOLCHAIN", "GVSOC", "MLIR_AIE_DIR",
-             "PEANO_INSTALL_DIR", "XILINX_XRT", "PYTHONPATH")
+_ENV_VARS = ("PATH", "CC", "GAP_SDK_HOME", "GAP_RISCV_GCC_TOOLCHAIN", "GVSOC", "GAP9_GVSOC", "MLIR_AIE_DIR",
+             "PEANO_INSTALL_DIR", "XILINX_XRT", "KENDRYTE_SDK", "KENDRYTE_TOOLCHAIN", "PYTHONPATH")
 
 
 def key(arguments: dict) -> str:

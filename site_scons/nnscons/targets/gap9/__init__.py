@@ -10,6 +10,8 @@ generated sources build for three platforms:
   qemu   rv32 cross-compiled with Debian's riscv64-unknown-elf-gcc, on qemu-system-riscv32
   gvsoc-open  the same cross compiler and a bare-metal runtime on GVSoC's pulp-open (the open
          proxy for GAP9: 8 RI5CY cores, 64 KiB L1), with per-layer cycle counts
+  gvsoc-gap9  the same on GreenWaves' GVSoC model of GAP9 (9 cores, 128 KiB L1, no L3), with
+         per-layer cycles and TCDM contention
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ SCHEMA = {
     "dma": {"max_inflight": "count", "max_transfer": "size"},
     "tiling": {"l1_budget": "size"},
     "kernels": {"xpulp": "bool"},
-    "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-open"], "timeout": "count",
+    "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-open", "gvsoc-gap9"], "timeout": "count",
             "layer_by_layer": ["auto", "always"]},
     "layer": {"l1_budget": "size"},
 }
@@ -51,7 +53,7 @@ DEFAULTS = {
     "tiling": {"l1_budget": None},          # None: L1 minus memory.l1_reserved
     # conv and linear layers on the Xpulp SIMD kernels (nn_xp_*.c); false: the plain C ones
     "kernels": {"xpulp": True},
-    # layer_by_layer (gvsoc-open): auto = when the model's parameters do not fit L2
+    # layer_by_layer (gvsoc-open, gvsoc-gap9): auto = when the model's parameters do not fit L2
     "run": {"platform": "auto", "timeout": 900, "layer_by_layer": "auto"},
 }
 
@@ -64,7 +66,20 @@ def options(target_cfg) -> dict:
 
 
 def resolve_platform(opts, target_name, explicit) -> str:
-    return platforms.resolve(opts, target_name, explicit)
+    platform = platforms.resolve(opts, target_name, explicit)
+    if platform == "gvsoc-gap9":
+        _gap9_model_memory(opts)
+    return platform
+
+
+def _gap9_model_memory(opts) -> None:
+    """What GVSoC's GAP9 model implies for a GAP9 target's memory: no uDMA, so no L3 (every
+    parameter lives in L2; a network that does not fit runs layer by layer), and the program's
+    code, data and FC stack in L2 (the bare-metal runtime's layout, gvsoc_open.py)."""
+    m = opts["memory"]
+    m["l3_threshold"] = 1 << 40
+    m["l3_size"] = 0
+    m["l2_reserved"] = max(m["l2_reserved"], gvsoc_open.MIN_L2_RESERVED)
 
 
 def check_tools(env, session) -> None:
@@ -96,9 +111,12 @@ def check_limits(opts, where) -> None:
             raise UserError(f"{where(None, 'memory', mem + '_reserved')}: {mem}_reserved = {m[mem + '_reserved']} B "
                             f"leaves nothing of memory.{mem} = {m[mem]} B for the network; {mem}_reserved is "
                             f"what the stacks and the runtime take (default {DEFAULTS['memory'][mem + '_reserved']} B)")
-    if not 1 <= c["cores"] <= 8:
+    most = 9 if opts["run"]["platform"] == "gvsoc-gap9" else 8
+    if not 1 <= c["cores"] <= most:
         raise UserError(f"{where(None, 'cluster', 'cores')}: cores = {c['cores']}: the cluster runs the kernels "
-                        f"on 1 to 8 worker cores (GAP9's ninth core orchestrates)")
+                        f"on 1 to {most} cores on platform={opts['run']['platform']}" +
+                        (" (the GAP SDK's team has 8 workers; GAP9's ninth core orchestrates; "
+                         "platform=gvsoc-gap9 can fork on all 9)" if most == 8 else ""))
     if d["max_transfer"] <= 0 or d["max_transfer"] % 4:
         raise UserError(f"{where(None, 'dma', 'max_transfer')}: max_transfer = {d['max_transfer']} B: must be a "
                         f"positive multiple of 4 bytes (the DMA's 32-bit word); the default is 64KiB")
@@ -112,7 +130,7 @@ def check_limits(opts, where) -> None:
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
     check_limits(opts, where)
     base.one_input_one_output(graph, "gap9")
-    if opts["run"]["platform"] == "gvsoc-open":
+    if opts["run"]["platform"] in gvsoc_open.PLATFORMS:
         gvsoc_open.check_memory(opts, where)
     layers, kernels, budgets = [], set(), {}
     threshold = opts["memory"]["l3_threshold"]
@@ -138,7 +156,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         layers.append(lp)
         kernels.update(impl.kernels)
     kernels.add(data_path("kernels", "gap9", "nn_gap9.c"))
-    gvsoc_open_only = opts["run"]["platform"] == "gvsoc-open"
+    gvsoc_open_only = opts["run"]["platform"] in gvsoc_open.PLATFORMS
     if gvsoc_open_only and opts["run"]["layer_by_layer"] == "always":
         return _layerwise_plan(graph, layers, kernels, opts, budgets, "run.layer_by_layer is 'always'")
     try:
@@ -151,7 +169,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         params = sum(lp.param_bytes for lp in layers)
         return _layerwise_plan(graph, layers, kernels, opts, budgets,
                                f"the network needs more than the {l2:,} B of L2 it may use ({params:,} B of "
-                               f"parameters) and pulp-open has no L3 here")
+                               f"parameters) and {opts['run']['platform']} has no L3")
     for lp in layers:
         lp.report.update(_layer_report(lp, mem))
     model = library.c_model_name(graph.name)
@@ -169,7 +187,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                                          "chunk": memory.COMPARE_CHUNK}),
             ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts, library.files(model)))],
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
-        report={**({"cycles_source": gvsoc_open.CYCLES_SOURCE} if opts["run"]["platform"] == "gvsoc-open" else {}),
+        report={**({"cycles_source": gvsoc_open.CYCLES_SOURCE[opts["run"]["platform"]]}
+                   if opts["run"]["platform"] in gvsoc_open.PLATFORMS else {}),
                 "peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
                 "l3_device": opts["memory"]["l3_device"],
                 "summary_lines": [f"L2 peak {mem['peak_l2']:,} of {mem['l2_avail']:,} B (activations "
@@ -185,7 +204,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
 
 
 # one archive per platform (each its own compiler and PMSIS runtime): <platform>/lib
-LIB_PLATFORMS = ("emul", "qemu", "gvsoc", "gvsoc-open")
+LIB_PLATFORMS = ("emul", "qemu", "gvsoc") + gvsoc_open.PLATFORMS
 
 
 def _lib_dir(platform: str) -> str:
@@ -258,8 +277,8 @@ def _lib(lib, layers, mem, opts, io) -> dict:
 
 
 def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPlan:
-    """Every layer its own program and run (layerwise.py): on gvsoc-open, when the model does
-    not fit L2 (pulp-open has no L3 here) or when run.layer_by_layer says so."""
+    """Every layer its own program and run (layerwise.py): on gvsoc-open and gvsoc-gap9, when
+    the model does not fit L2 (neither simulator has L3) or when run.layer_by_layer says so."""
     lw = layerwise.plan(graph, layers, opts, budgets)
     sliced = []
     for lp in layers:
@@ -280,7 +299,7 @@ def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPl
         kernels=sorted(kernels), templates_dir=TEMPLATES,
         network_files=[("src/network.h", "network.h.j2", {}), ("src/main.c", "main.c.j2", {})] + files,
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
-        report={"cycles_source": gvsoc_open.CYCLES_SOURCE, "layer_by_layer": True, "peak_l2_bytes": lw["peak_l2"],
+        report={"cycles_source": gvsoc_open.CYCLES_SOURCE[opts["run"]["platform"]], "layer_by_layer": True, "peak_l2_bytes": lw["peak_l2"],
                 "l2_bytes": lw["l2_avail"], "l3_bytes": 0, "summary_lines": lines},
         columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("tier", "tier")],

@@ -1,9 +1,12 @@
-"""GAP9 code on GVSoC's pulp-open (platform=gvsoc-open): compiler flags, finding gvsoc, the run.
+"""GAP9 code on GVSoC, bare metal: compiler flags, finding the simulator, the run.
 
-pulp-open is the open PULP model closest to GAP9 (8 RI5CY cores with Xpulpv2, 64 KiB L1, mchan
-cluster DMA; ../shared/gvsoc/NOTES.md). The generated sources are compiled with Debian's
-riscv64-unknown-elf-gcc against the bare-metal runtime of kernels/gap9/open (PMSIS subset,
-semihosting) and picolibc, and the ELF runs on `gvsoc --target=pulp-open`.
+Two chips, one runtime (kernels/gap9/open: PMSIS subset, semihosting) and one compiler
+(Debian's riscv64-unknown-elf-gcc + picolibc):
+  gvsoc-open  GVSoC's pulp-open, the open PULP model closest to GAP9 (8 RI5CY cores with
+              Xpulpv2, 64 KiB L1, mchan DMA; ../shared/gvsoc/NOTES.md), `gvsoc --target=pulp-open`
+  gvsoc-gap9  GreenWaves' own GVSoC model of GAP9 (9 cluster cores, 128 KiB L1 in 16 banks with
+              bank conflicts modelled, mchan at another alias, NE16; no uDMA, so no L3;
+              ../shared/gap9-gvsoc/NOTES.md), `$GAP9_GVSOC/run.sh prog.elf workdir`
 
 -march: the code is rv32imc + Zicsr (binutils 2.40 wants `_zicsr` for the performance-counter
 CSRs; Xpulp goes through `.insn`, NN_XPULP_INSN); the link names plain rv32imc so that gcc picks
@@ -28,6 +31,7 @@ from ...resources import data_path
 
 CC = "riscv64-unknown-elf-gcc"
 GVSOC_TARGET = "pulp-open"
+PLATFORMS = ("gvsoc-open", "gvsoc-gap9")      # the bare-metal GVSoC platforms of this module
 RUNTIME_DIR = data_path("kernels", "gap9", "open")
 WORK_DIR = "gvsoc-work"
 
@@ -35,11 +39,18 @@ L2_BASE = 0x1C010000
 L2_SIZE = 0x180000
 CODE_SIZE = 256 * 1024
 FC_STACK_SIZE = 16 * 1024
+MIN_L2_RESERVED = 320 * 1024      # CODE_SIZE, data and bss, the FC stack: what targets.yaml's pulp-open keeps
 
 # What the cycle figures are (report.json `cycles_source`, under the table)
-CYCLES_SOURCE = ("pulp-open proxy figures for GAP9 (GVSoC pulp-open: 8 RI5CY cores, Xpulpv2, 64 KiB L1; "
-                 "not GAP9's 9 cores, 128 KiB L1, Xpulpv3); cycles = cluster core 0 from the layer's task "
-                 "start to its end, DMA waits and forks included, parameters already in L2")
+_CYCLES = ("cycles = cluster core 0 from the layer's task start to its end, DMA waits and forks included, "
+           "parameters already in L2")
+CYCLES_SOURCE = {
+    "gvsoc-open": ("pulp-open proxy figures for GAP9 (GVSoC pulp-open: 8 RI5CY cores, Xpulpv2, 64 KiB L1; "
+                   "not GAP9's 9 cores, 128 KiB L1, Xpulpv3); " + _CYCLES),
+    "gvsoc-gap9": ("gvsoc-gap9: GreenWaves' GVSoC model of GAP9 (release-v4.13.0: 9 cluster cores, 128 KiB L1 "
+                   "in 16 banks with bank conflicts, mchan DMA; clocks fixed, no L3); " + _CYCLES +
+                   "; tcdm_contention = cycles the cores lost to L1 bank conflicts"),
+}
 
 _CC_TARGET = ["-march=rv32imc_zicsr", "-mabi=ilp32", "--specs=picolibc.specs"]
 _LINK_TARGET = ["-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"]
@@ -69,29 +80,55 @@ def require_gvsoc(target_name: str) -> str:
                     f"or use platform=emul")
 
 
-def check_tools(target_name: str) -> None:
+GAP9_INSTALL_HINT = ("install it with `bash ../shared/gap9-gvsoc/install.sh DIR` (the folder beside this "
+                     "repository; DIR e.g. ~/.cache/nnscons/gap9-gvsoc) and set GAP9_GVSOC=DIR")
+
+
+def find_gap9_model() -> str | None:
+    """The GAP9 model's run.sh: $GAP9_GVSOC is the install folder holding it."""
+    home = os.environ.get("GAP9_GVSOC")
+    if not home:
+        return None
+    run_sh = os.path.join(home, "run.sh")
+    return os.path.abspath(run_sh) if os.path.isfile(run_sh) and os.access(run_sh, os.X_OK) else None
+
+
+def require_gap9_model(target_name: str) -> str:
+    path = find_gap9_model()
+    if path:
+        return path
+    home = os.environ.get("GAP9_GVSOC")
+    why = f"GAP9_GVSOC={home} holds no executable run.sh" if home else "GAP9_GVSOC is unset"
+    raise UserError(f"target '{target_name}' platform=gvsoc-gap9: GVSoC's GAP9 model not found ({why}); "
+                    f"{GAP9_INSTALL_HINT}; or use platform=emul")
+
+
+def check_tools(target_name: str, platform: str = "gvsoc-open") -> None:
     if not shutil.which(CC):
-        raise UserError(f"target '{target_name}' platform=gvsoc-open: '{CC}' not found on PATH; install it "
+        raise UserError(f"target '{target_name}' platform={platform}: '{CC}' not found on PATH; install it "
                         f"(Debian: apt-get install gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf) "
                         f"or use platform=emul")
-    require_gvsoc(target_name)
+    if platform == "gvsoc-gap9":
+        require_gap9_model(target_name)
+    else:
+        require_gvsoc(target_name)
 
 
 def check_memory(opts, where) -> None:
     """The target's L2 must match the runtime's layout (what the memory plan may use is
     l2 - l2_reserved; the code, data and FC stack live in the reserved part)."""
-    m = opts["memory"]
+    m, platform = opts["memory"], opts["run"]["platform"]
     if m["l2"] > L2_SIZE:
-        raise UserError(f"{where(None, 'memory', 'l2')}: pulp-open has {L2_SIZE} B of free L2 from "
+        raise UserError(f"{where(None, 'memory', 'l2')}: platform={platform} has {L2_SIZE} B of free L2 from "
                         f"{L2_BASE:#x}; memory.l2 = {m['l2']} B is more")
     if m["l2_reserved"] < CODE_SIZE + 2 * FC_STACK_SIZE:
-        raise UserError(f"{where(None, 'memory', 'l2_reserved')}: platform=gvsoc-open keeps {CODE_SIZE} B "
+        raise UserError(f"{where(None, 'memory', 'l2_reserved')}: platform={platform} keeps {CODE_SIZE} B "
                         f"of L2 for code and {FC_STACK_SIZE} B for the FC stack, plus data: "
                         f"memory.l2_reserved must be at least {CODE_SIZE + 2 * FC_STACK_SIZE} B")
 
 
-def cross_flags(fs_dir: str, opts) -> dict:
-    """CC, CFLAGS, LINKFLAGS, defines and runtime sources for a gvsoc-open build.
+def cross_flags(fs_dir: str, opts, platform: str = "gvsoc-open") -> dict:
+    """CC, CFLAGS, LINKFLAGS, defines and runtime sources for a bare-metal GVSoC build.
     fs_dir: where bin/ is, relative to the simulator's work dir."""
     ram = L2_BASE + CODE_SIZE
     return dict(
@@ -105,7 +142,8 @@ def cross_flags(fs_dir: str, opts) -> dict:
             f"-Wl,--defsym=__ram_size={L2_BASE + L2_SIZE - ram:#x}",
             f"-Wl,--defsym=__stack_size={FC_STACK_SIZE:#x}",
         ],
-        CPPDEFINES=["NN_XPULP_INSN", f"NN_OPEN_SLAVE_STACK_SIZE={opts['cluster']['slave_stack_size']}u",
+        CPPDEFINES=["NN_XPULP_INSN"] + (["NN_OPEN_CHIP_GAP9"] if platform == "gvsoc-gap9" else []) + [
+                    f"NN_OPEN_SLAVE_STACK_SIZE={opts['cluster']['slave_stack_size']}u",
                     ("NN_OPEN_FS_DIR", '\\"%s\\"' % fs_dir)],
         CPPPATH=[RUNTIME_DIR],
         SOURCES=[os.path.join(RUNTIME_DIR, "open_fc.c"), os.path.join(RUNTIME_DIR, "open_cluster.c")],
@@ -117,12 +155,17 @@ def run_command(gvsoc: str, elf_path: str, work_dir: str) -> list:
             f"--work-dir={os.path.abspath(work_dir)}", "run"]
 
 
-def run(target_name: str, elf_path: str, work_dir: str, timeout: float, show: bool = False) -> tuple:
+def run(target_name: str, elf_path: str, work_dir: str, timeout: float, show: bool = False,
+        platform: str = "gvsoc-open") -> tuple:
     """(exit status or None on timeout, log). gvsoc's status is the program's semihosting exit
-    (0, or 1 for any failure): the run step trusts the log, as on the other platforms."""
-    gvsoc = require_gvsoc(target_name)
+    (0, or 1 for any failure): the run step trusts the log, as on the other platforms.  The
+    GAP9 model's run.sh prepares its configuration in work_dir and runs from there."""
+    if platform == "gvsoc-gap9":
+        cmd = [require_gap9_model(target_name), os.path.abspath(elf_path), os.path.abspath(work_dir)]
+    else:
+        cmd = run_command(require_gvsoc(target_name), elf_path, work_dir)
     os.makedirs(work_dir, exist_ok=True)
-    status, log = run_program(run_command(gvsoc, elf_path, work_dir), timeout, show=show)
+    status, log = run_program(cmd, timeout, show=show)
     if status is None:
         log += f"\ngvsoc: timed out after {timeout} s\n"
     return status, log

@@ -1,7 +1,8 @@
-"""Layer by layer: a model whose parameters do not fit L2 on a target without L3 (pulp-open).
+"""Layer by layer: a model whose parameters do not fit L2 on a simulator without L3.
 
-pulp-open has no external RAM here, so when the whole network does not fit its L2 and the
-platform is gvsoc-open (whose point is counting cycles), every layer becomes its own program
+pulp-open and GVSoC's GAP9 model have no external RAM here, so when the whole network does not
+fit L2 and the platform is gvsoc-open or gvsoc-gap9 (whose point is counting cycles), every
+layer becomes its own program
 and run: its inputs are the goldens of the layers that produce them (bit-exact by the check of
 those layers), its parameters are loaded into L2, its output is checked against its golden and
 its cycles are counted. A layer too large even alone (activations + parameters above L2) runs on
@@ -105,7 +106,7 @@ def plan(graph, layers, opts, budgets) -> dict:
         need = off + (0 if alias else _align(out_size)) + _align(params) + memory.COMPARE_CHUNK
         if need > l2_avail:
             if layer.op not in ("conv2d", "linear") or (layer.op == "conv2d" and layer.attrs.get("groups", 1) != 1):
-                raise UserError(f"layer '{layer.name}' ({layer.op}) does not fit pulp-open's L2 even alone: "
+                raise UserError(f"layer '{layer.name}' ({layer.op}) does not fit {opts['run']['platform']}'s L2 even alone: "
                                 f"{need} B > memory.l2 - memory.l2_reserved = {l2_avail} B, and only conv2d and "
                                 f"linear layers can run on a slice of their output channels")
             per_oc = params / oc + out_size / oc
@@ -117,7 +118,7 @@ def plan(graph, layers, opts, budgets) -> dict:
                 k -= SLICE_STEP
             if k < SLICE_STEP:
                 raise UserError(f"layer '{layer.name}': not even {SLICE_STEP} of its output channels fit "
-                                f"pulp-open's L2 ({l2_avail} B)")
+                                f"{opts['run']['platform']}'s L2 ({l2_avail} B)")
             budget, at = budgets[lp.cname]
             lp.spec, layout = _slice(lp, graph, k, budget, at, opts)
             from ..base import layout_bytes
@@ -183,7 +184,7 @@ def merge_logs(target, source, env):
             texts.append(f.read())
     lines = [f"nnscons run: layer by layer, {len(texts)} runs"]
     for text in texts:
-        lines += [ln for ln in text.splitlines() if ln.startswith(("layer ", "measure ", "ERROR", "PULP-OPEN"))]
+        lines += [ln for ln in text.splitlines() if ln.startswith(("layer ", "measure ", "ERROR", "PULP-OPEN", "GAP9 ERROR"))]
     out_run = next(i for i, lp in enumerate(session.plan.layers) if lp.layer.output == session.graph.output)
     out_lines = [ln for ln in texts[out_run].splitlines() if ln.startswith("output ")]
     lines += out_lines

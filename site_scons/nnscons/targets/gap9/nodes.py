@@ -36,7 +36,7 @@ def declare_nodes(env, session, common) -> dict:
 
     if layerwise:
         return _layerwise_nodes(env, penv, session, common, objects, pdir)
-    # the harness, the library, the platform's runtime (gvsoc, gvsoc-open)
+    # the harness, the library, the platform's runtime (gvsoc, gvsoc-open, gvsoc-gap9)
     firmware = penv.Program(os.path.join(pdir, "firmware"),
                             objects[:1] + lib_nodes[:1] + sorted(objects[1:], key=str),
                             LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
@@ -46,9 +46,9 @@ def declare_nodes(env, session, common) -> dict:
                           NNS_PLATFORM=platform)
     penv.SideEffect(binfiles.output_path(pdir), run)
     env.Clean(firmware, [binfiles.output_path(pdir)] +
-              ([os.path.join(pdir, gvsoc_open.WORK_DIR)] if platform == "gvsoc-open" else []))
+              ([os.path.join(pdir, gvsoc_open.WORK_DIR)] if platform in gvsoc_open.PLATFORMS else []))
     aliases = {"firmware": firmware, "run": run, "library": lib_nodes}
-    if platform not in ("qemu", "gvsoc-open"):
+    if platform not in ("qemu",) + gvsoc_open.PLATFORMS:
         aliases["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
     return aliases
 

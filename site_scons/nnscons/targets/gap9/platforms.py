@@ -5,6 +5,8 @@
   gvsoc  the GAP SDK's compiler and gvsoc (see gvsoc.py)
   gvsoc-open  riscv64-unknown-elf-gcc + the bare-metal runtime of kernels/gap9/open on GVSoC's
          pulp-open, with per-layer cycles (see gvsoc_open.py)
+  gvsoc-gap9  the same on GreenWaves' GVSoC model of GAP9 itself ($GAP9_GVSOC), with per-layer
+         cycles and TCDM contention
 """
 from __future__ import annotations
 
@@ -26,14 +28,21 @@ def resolve(opts, target_name, explicit) -> str:
     platform = opts["run"]["platform"]
     if platform != "auto":
         return platform
+    # the GAP SDK's gvsoc when installed, else GVSoC's GAP9 model, else the emulation
     sdk = gvsoc.find_sdk()
-    chosen = "gvsoc" if sdk else "emul"
+    model = None if sdk else gvsoc_open.find_gap9_model()
+    chosen = "gvsoc" if sdk else "gvsoc-gap9" if model and shutil.which(gvsoc_open.CC) else "emul"
     if target_name not in _announced:          # one line per scons call
         _announced.add(target_name)
-        why = f"GAP SDK at {sdk.home or sdk.launcher}" if sdk else ("GAP SDK not found (GAP_SDK_HOME unset and no gvsoc "
-                                                    "on PATH)")
+        if sdk:
+            why = f"GAP SDK at {sdk.home or sdk.launcher}"
+        elif chosen == "gvsoc-gap9":
+            why = f"GAP SDK not found; GVSoC's GAP9 model at {os.path.dirname(model)}"
+        else:
+            why = ("GAP SDK not found (GAP_SDK_HOME unset and no gvsoc on PATH), nor GVSoC's GAP9 model "
+                   "(GAP9_GVSOC unset" + (")" if not model else f"; {gvsoc_open.CC} not on PATH)"))
         print(f"nnscons: target {target_name}: platform=auto -> {chosen} ({why}); "
-              f"choose with platform=gvsoc|emul|qemu")
+              f"choose with platform=gvsoc|gvsoc-gap9|emul|qemu")
     return chosen
 
 
@@ -42,8 +51,8 @@ def check_tools(env, session) -> None:
     name = session.target_cfg.name
     if platform == "gvsoc":
         gvsoc.require_sdk(name)
-    elif platform == "gvsoc-open":
-        gvsoc_open.check_tools(name)
+    elif platform in gvsoc_open.PLATFORMS:
+        gvsoc_open.check_tools(name, platform)
     elif platform == "qemu":
         from . import qemu
         for tool, package in ((qemu.cross_flags()["CC"], "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"),
@@ -73,7 +82,7 @@ def runtime_defines(opts) -> list:
 
 
 # How kernels/gap9/nn_xpulp.h implements the Xpulp operations on each platform: the GAP SDK
-# compiler's builtins on gvsoc; `.insn` encodings on gvsoc-open (NN_XPULP_INSN, set with its
+# compiler's builtins on gvsoc; `.insn` encodings on gvsoc-open and gvsoc-gap9 (NN_XPULP_INSN, set with its
 # flags in gvsoc_open.py); plain C with the same semantics on emul and qemu.
 XPULP = {"gvsoc": ["NN_XPULP_BUILTIN"]}
 
@@ -93,7 +102,7 @@ def library_flags(opts, platform, lib_dir) -> dict:
     """What an application of <platform>/lib/libnns_<model>.a compiles and links with besides
     the header (its .mk and .cmake in lib_dir): nn_gap9.h's folder and the runtime defines; on
     emul and qemu the emulation's pmsis.h (the archive holds the emulation; natively it needs
-    threads).  On gvsoc and gvsoc-open the application brings its PMSIS runtime.  Include
+    threads).  On gvsoc, gvsoc-open and gvsoc-gap9 the application brings its PMSIS runtime.  Include
     folders are relative to lib_dir (the files find them from where they are), so that two
     checkouts generate the same files and share a cache."""
     inc = [data_path("kernels", "common"), data_path("kernels", "gap9")]
@@ -127,11 +136,11 @@ def environment(env, session, platform):
                       CPPDEFINES=defines + s["CPPDEFINES"], LIBS=s["LIBS"], PROGSUFFIX="",
                       NNS_SOURCE_ROOT=s["SOURCE_ROOT"])
         return e, s["SOURCES"]
-    if platform == "gvsoc-open":
+    if platform in gvsoc_open.PLATFORMS:
         # every run's work dir is <platform dir>/gvsoc-work/<program>: the same way up to bin/
         work = os.path.join(session.build_dir, platform, gvsoc_open.WORK_DIR, "program")
         fs_dir = os.path.relpath(os.path.join(session.build_dir, "bin"), work)
-        x = gvsoc_open.cross_flags(fs_dir.replace(os.sep, "/"), opts)
+        x = gvsoc_open.cross_flags(fs_dir.replace(os.sep, "/"), opts, platform)
         e = env.Clone(CC=x["CC"], LINK=x["CC"], AR=cross_ar(x["CC"]), CFLAGS=x["CFLAGS"], LINKFLAGS=x["LINKFLAGS"],
                       CPPPATH=cpp + x["CPPPATH"], CPPDEFINES=defines + x["CPPDEFINES"], PROGSUFFIX=".elf")
         return e, x["SOURCES"]
@@ -155,10 +164,10 @@ def run(platform, session, firmware, bin_dir, show=False) -> tuple:
     timeout = session.options["run"]["timeout"]
     if platform == "gvsoc":
         return gvsoc.require_sdk(session.target_cfg.name).run(firmware, bin_dir, timeout, show)
-    if platform == "gvsoc-open":
+    if platform in gvsoc_open.PLATFORMS:
         work = os.path.join(session.build_dir, platform, gvsoc_open.WORK_DIR,
                             os.path.splitext(os.path.basename(firmware))[0])
-        return gvsoc_open.run(session.target_cfg.name, firmware, work, timeout, show)
+        return gvsoc_open.run(session.target_cfg.name, firmware, work, timeout, show, platform)
     if platform == "qemu":
         from . import qemu
         return qemu.run_qemu(firmware, bin_dir, timeout, show)

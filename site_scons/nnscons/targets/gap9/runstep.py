@@ -18,7 +18,7 @@ FATAL = [
     (re.compile(r"invalid (access|fetch)", re.I), "invalid memory access"),
     (re.compile(r"illegal instruction", re.I), "illegal instruction"),
     (re.compile(r"PMSIS-EMUL ERROR"), "PMSIS emulation error"),
-    (re.compile(r"PULP-OPEN ERROR"), "pulp-open runtime error"),
+    (re.compile(r"(PULP-OPEN|GAP9) ERROR"), "bare-metal GVSoC runtime error"),
     (re.compile(r"\b(segmentation fault|bus error|abort)", re.I), "crash"),
 ]
 
