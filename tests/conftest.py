@@ -17,6 +17,10 @@ for p in (os.path.join(ROOT, "site_scons"), ROOT):
         sys.path.insert(0, p)
 
 SCONS = os.path.join(os.path.dirname(sys.executable), "scons")
+# GVSoC's GAP9 model (GAP9_GVSOC, set by .ci/run) makes gap9's platform=auto choose it: the
+# suite's gap9 builds say their platform or run on the emulation; the tests of the model
+# (test_gap9_model.py) hand it to their builds themselves.
+GAP9_MODEL = os.environ.pop("GAP9_GVSOC", None)
 _SKIP = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache")
 
 

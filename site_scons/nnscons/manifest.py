@@ -222,7 +222,9 @@ class _Validator:
         is_int = isinstance(value, int) and not isinstance(value, bool)
         if typ == "int" and is_int:
             return value
-        if typ == "count" and is_int:
+        if typ == "count|auto" and value == "auto":
+            return value
+        if typ in ("count", "count|auto") and is_int:
             if value < 1:
                 raise self.error(line, path, f"expected an integer >= 1, got {value}")
             return value
@@ -246,6 +248,7 @@ class _Validator:
         if typ == "path" and isinstance(value, str):
             return self.resolve(value)
         expected = {"str": "a string", "int": "an integer", "count": "an integer >= 1",
+                    "count|auto": "an integer >= 1 or auto",
                     "seed": f"an integer from 0 to {2**32 - 1}", "bool": "true or false",
                     "list[str]": "a list of strings", "path": "a path (string)"}
         if typ not in expected:

@@ -106,6 +106,9 @@ def _cycles(report: dict) -> None:
         cycles = int(round(measured * layer.get("cycles_scale", 1)))
         layer["cycles"] = cycles
         layer["macs_per_cycle"] = round(layer["macs"] / cycles, 3) if cycles else None
+        contention = layer["measured"].get("tcdm_contention")     # a simulator that models L1 banks
+        if contention is not None:
+            layer["tcdm_contention"] = int(round(contention * layer.get("cycles_scale", 1)))
         total += cycles
     if any("cycles" in layer for layer in report["layers"]):
         missing = [layer["name"] for layer in report["layers"] if "cycles" not in layer]
@@ -141,6 +144,8 @@ def table(report: dict) -> str:
     columns = list(report.get("columns") or [("tiles", "n_tiles")])
     if any("cycles" in layer for layer in report["layers"]):
         columns += [("cycles", "cycles"), ("MAC/cyc", "macs_per_cycle")]
+    if any(layer.get("tcdm_contention") for layer in report["layers"]):
+        columns += [("TCDM cont", "tcdm_contention")]   # cycles lost to L1 bank conflicts, all cores
     if any("sqnr_db" in layer for layer in report["layers"]):
         columns += [("SQNR dB", "sqnr_db")]     # fidelity to the float model (builders/fidelity.py)
     rows = [("#", "layer", "op", "in", "out", "MACs", "params B")
