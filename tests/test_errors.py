@@ -223,10 +223,10 @@ def test_nan_or_inf_in_a_float_models_weights_is_named(project, bad):
 
 
 @pytest.mark.parametrize("old,new,expect", [
-    ("cluster: {cores: 8, stack_size: 2KiB, slave_stack_size: 1KiB}",
+    ("cluster: {cores: auto, stack_size: 2KiB, slave_stack_size: 1KiB}",
      "cluster: {cores: 9, stack_size: 2KiB, slave_stack_size: 1KiB}", "cores = 9: the cluster runs the kernels on 1 to 8"),
-    ("cluster: {cores: 8, stack_size: 2KiB, slave_stack_size: 1KiB}",
-     "cluster: {cores: 8, stack_size: 2KiB, slave_stack_size: 1}", "slave_stack_size = 1 B is below the 512 B"),
+    ("cluster: {cores: auto, stack_size: 2KiB, slave_stack_size: 1KiB}",
+     "cluster: {cores: auto, stack_size: 2KiB, slave_stack_size: 1}", "slave_stack_size = 1 B is below the 512 B"),
     ("dma: {max_inflight: 8, max_transfer: 64KiB}", "dma: {max_inflight: 8, max_transfer: 0}",
      "max_transfer = 0 B: must be a positive multiple of 4 bytes"),
     ("l1_reserved: 16KiB ", "l1_reserved: 200KiB ", "l1_reserved = 204800 B leaves nothing of memory.l1 = 131072 B"),

@@ -69,13 +69,6 @@ def test_auto_picks_the_model_when_the_sdk_is_absent(project, tmp_path):
     assert os.path.isfile(project.file("build/gap9/simplecnn/gvsoc-gap9/firmware.elf"))
 
 
-def test_nine_cores_only_where_the_runtime_forks_on_nine(project):
-    y = project.read("targets.yaml").replace("cluster: {cores: auto,", "cluster: {cores: 9,", 1)
-    project.write("targets.yaml", y)
-    proc = scons(project, "target=gap9", "model=simplecnn", "platform=emul", "firmware")
-    assert proc.returncode == 2 and "cores = 9" in proc.stdout and "1 to 8" in proc.stdout, proc.stdout[-2000:]
-
-
 def _report(p, model):
     with open(p.file(f"build/gap9/{model}/gvsoc-gap9/report.json")) as f:
         return json.load(f)
