@@ -1,14 +1,15 @@
-"""Per-layer and whole-network int8 MACs/cycle of the gap9 code on GVSoC's pulp-open.
+"""Per-layer and whole-network int8 MACs/cycle of the gap9 code on GVSoC: GAP9's own model and
+pulp-open, side by side in one run.
 
-Builds and runs each model with target=pulp-open platform=gvsoc-open in the work tree's build/
-(as `./nnscons` would; nothing outside build/ is written), then prints the report's cycles:
+Builds and runs each model for each target:platform of --runs in the work tree's build/ (as
+`./nnscons` would; nothing outside build/ is written), then prints the reports' cycles:
 
-    GVSOC=DIR/gvsoc .venv/bin/python benchmarks/gap9_cycles.py [--targets pulp-open,...] [model ...]
+    GAP9_GVSOC=DIR GVSOC=DIR/gvsoc .venv/bin/python benchmarks/gap9_cycles.py [--runs gap9:gvsoc-gap9,...] [model ...]
 
-Default models: resnet18 (layer by layer: its parameters do not fit pulp-open's L2) and the
-MobileNet and MLPerf Tiny zoo entries of targets.yaml. --targets lists kind-gap9 targets that
-run on gvsoc-open (e.g. one per kernel set, to set figures side by side); the first is
-pulp-open. Every figure is a pulp-open proxy for GAP9 (see README, "Target pulp-open").
+Default runs: gap9 on gvsoc-gap9 (GreenWaves' GVSoC model of GAP9: 9 cores, 128 KiB L1 with
+bank conflicts) and pulp-open on gvsoc-open (the open proxy: 8 RI5CY cores, 64 KiB L1). Default
+models: resnet18 (layer by layer: its parameters do not fit L2 and neither simulator has L3)
+and the MobileNet and MLPerf Tiny zoo entries of targets.yaml.
 """
 import argparse
 import json
@@ -22,12 +23,12 @@ MODELS = ["resnet18", "mobilenetv1", "mobilenetv2", "mobilenetv3", "kws_dscnn", 
           "ic_resnet8", "ad_autoencoder"]
 
 
-def build(target, model, timeout):
+def build(target, platform, model, timeout):
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([SCONS, "-Q", f"target={target}", f"model={model}", "platform=gvsoc-open"],
+    proc = subprocess.run([SCONS, "-Q", f"target={target}", f"model={model}", f"platform={platform}"],
                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout)
-    path = os.path.join(ROOT, "build", target, model, "gvsoc-open", "report.json")
+    path = os.path.join(ROOT, "build", target, model, platform, "report.json")
     if proc.returncode or not os.path.isfile(path):
         print(f"  {target} {model}: build failed:\n" + "\n".join(proc.stdout.splitlines()[-12:]))
         return None
@@ -38,12 +39,12 @@ def build(target, model, timeout):
 def show(target, rep):
     width = max(len(layer["name"]) for layer in rep["layers"])
     print(f"\n{rep['model']} on {target} ({'layer by layer' if rep.get('layer_by_layer') else 'whole network'})")
-    print(f"  {'layer':<{width}}  {'op':<14} {'MACs':>13} {'cycles':>13} {'MAC/cyc':>8}")
+    print(f"  {'layer':<{width}}  {'op':<14} {'MACs':>13} {'cycles':>13} {'MAC/cyc':>8} {'TCDM cont':>10}")
     for layer in rep["layers"]:
         note = f"  (slice {layer['slice']['channels']}/{layer['slice']['of']} ch, scaled)" if layer.get("slice") else ""
         mpc = layer.get("macs_per_cycle")
         print(f"  {layer['name']:<{width}}  {layer['op']:<14} {layer['macs']:>13,} {layer.get('cycles', 0):>13,} "
-              f"{mpc if mpc is not None else '-':>8}{note}")
+              f"{mpc if mpc is not None else '-':>8} {layer.get('tcdm_contention', 0):>10,}{note}")
     print(f"  network: {rep['total_macs']:,} MACs in {rep.get('total_cycles') or 0:,} cycles = "
           f"{rep.get('macs_per_cycle')} MACs/cycle; check {'PASSED' if rep['passed'] else 'FAILED'}")
 
@@ -51,26 +52,29 @@ def show(target, rep):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("models", nargs="*", default=MODELS)
-    ap.add_argument("--targets", default="pulp-open")
+    ap.add_argument("--runs", default="gap9:gvsoc-gap9,pulp-open:gvsoc-open",
+                    help="target:platform pairs (kind gap9 targets; platform gvsoc-gap9 or gvsoc-open)")
     ap.add_argument("--timeout", type=int, default=7200, help="seconds per build")
     args = ap.parse_args()
-    targets = args.targets.split(",")
+    runs = [tuple(r.split(":", 1)) for r in args.runs.split(",")]
     summary = []
     for model in args.models:
-        for target in targets:
-            rep = build(target, model, args.timeout)
+        for target, platform in runs:
+            rep = build(target, platform, model, args.timeout)
             if rep is None:
                 continue
+            target = f"{target}/{platform}"
             show(target, rep)
             convs = [l["macs_per_cycle"] for l in rep["layers"] if l["op"] == "conv2d" and l.get("macs_per_cycle")]
             summary.append((model, target, rep.get("macs_per_cycle"), rep.get("total_cycles"),
                             max(convs) if convs else None, rep["passed"]))
-    print("\nmodel             target        MACs/cycle  total cycles    best conv MAC/cyc  check")
+    print("\nmodel             target/platform       MACs/cycle  total cycles    best conv MAC/cyc  check")
     for model, target, mpc, cycles, best, passed in summary:
-        print(f"{model:<17} {target:<13} {mpc if mpc is not None else '-':>10}  {cycles or 0:>13,}  "
+        print(f"{model:<17} {target:<21} {mpc if mpc is not None else '-':>10}  {cycles or 0:>13,}  "
               f"{best if best is not None else '-':>17}  {'PASSED' if passed else 'FAILED'}")
-    print("figures: GVSoC pulp-open (8 RI5CY cores, Xpulpv2, 64 KiB L1), a proxy for GAP9, cycles of cluster "
-          "core 0 per layer task (DMA waits and forks included, parameters already in L2)")
+    print("figures: cycles of cluster core 0 per layer task (DMA waits and forks included, parameters already "
+          "in L2); gvsoc-gap9 = GVSoC's GAP9 model (9 cores, 128 KiB L1, bank conflicts modelled), gvsoc-open = "
+          "pulp-open (8 RI5CY cores, 64 KiB L1), the open proxy")
 
 
 if __name__ == "__main__":
