@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from . import (autoencoder, conv2dk14, dscnn, encdec, mobilenetv1, mobilenetv2, mobilenetv3, resnet8,
-               resnet18, simplecnn, tcn)
+               resnet18, resnet50, simplecnn, tcn)
 
 class _TflEntry:
     """A TFLite network of tfl_nets.py seen as a zoo generator (fixed input shape)."""
@@ -38,7 +38,7 @@ class _TflEntry:
 
 TFLITE = ("tfl_dscnn", "tfl_resnet8", "tfl_mobilenetv1_025", "tfl_autoencoder")
 
-ZOO = {"conv2dk14": conv2dk14, "resnet18": resnet18, "simplecnn": simplecnn, **mobilenetv1.VARIANTS,
+ZOO = {"conv2dk14": conv2dk14, "resnet18": resnet18, "resnet50": resnet50, "simplecnn": simplecnn, **mobilenetv1.VARIANTS,
        "mobilenetv2": mobilenetv2, "mobilenetv3": mobilenetv3, "dscnn": dscnn, "resnet8": resnet8,
        "autoencoder": autoencoder, "encdec": encdec, "tcn": tcn,
        **{name: _TflEntry(name) for name in TFLITE}}

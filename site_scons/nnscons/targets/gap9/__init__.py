@@ -177,8 +177,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     for lp in layers:
         lp.report.update(_layer_report(lp, mem))
     model = library.c_model_name(graph.name)
-    t = mem["buffers"]["tensors"]
-    lib = _lib(library.spec(graph, "hwc", model), layers, mem, opts, (t[graph.input], t[graph.output]))
+    lib = _lib(library.spec(graph, "hwc", model), layers, mem, opts, _slots(graph, mem))
     network = dict(network_spec(graph, layers, mem, opts), lib=library.core(lib))
     files = library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
                                     lib_dirs={_lib_dir(p): platforms.library_flags(
@@ -195,10 +194,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                    if opts["run"]["platform"] in gvsoc_open.PLATFORMS else {}),
                 "peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
                 "l3_device": opts["memory"]["l3_device"],
-                "summary_lines": [f"L2 peak {mem['peak_l2']:,} of {mem['l2_avail']:,} B (activations "
-                                  f"{mem['buffers']['arena_size']:,}, resident params "
-                                  f"{mem['params_l2_bytes']:,}, staging {mem['staging_bytes']:,}); "
-                                  f"L3 {opts['memory']['l3_device']} {mem['l3_bytes']:,} B"]},
+                "activations_l3_bytes": mem["spill"]["l3_end"] - mem["spill"]["act_l3"] if mem["spill"] else 0,
+                "summary_lines": _memory_lines(mem, opts)},
         columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("L3->L2 B", "l3_l2"), ("tier", "tier")],
         extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "memory": mem,
@@ -340,17 +337,51 @@ def _makefile_spec(layers, kernels, opts, lib_files) -> dict:
             "defines": platforms.runtime_defines(opts) + platforms.xpulp_defines("gvsoc")}
 
 
+def _memory_lines(mem, opts) -> list:
+    """What lives where, under the table."""
+    spill = mem["spill"]
+    acts = (f"one layer's inputs and output {mem['arena_bytes']:,}" if spill
+            else f"activations {mem['buffers']['arena_size']:,}")
+    lines = [f"L2 peak {mem['peak_l2']:,} of {mem['l2_avail']:,} B ({acts}, resident params "
+             f"{mem['params_l2_bytes']:,}, staging {mem['staging_bytes']:,}); "
+             f"L3 {opts['memory']['l3_device']} {mem['l3_bytes']:,} B"]
+    if spill:
+        lines.append(f"activations in L3: the liveness-planned arena of {spill['l3_end'] - spill['act_l3']:,} B "
+                     f"does not fit L2, so every tensor lives in L3 RAM and each layer reads its inputs into L2 "
+                     f"and writes its output back (fabric controller, pi_ram_read/pi_ram_write)")
+    return lines
+
+
+def _slots(graph, mem) -> tuple:
+    """Where the network's input and output are in the L2 arena while it runs: their planned
+    buffers, or the arena's start when the activations live in L3 (memory.spill_plan)."""
+    t, spill = mem["buffers"]["tensors"], mem["spill"]
+    if spill:
+        return {"offset": 0, "size": spill["input"]["size"]}, {"offset": 0, "size": spill["output"]["size"]}
+    return t[graph.input], t[graph.output]
+
+
+def _layer_buffers(lp, mem) -> tuple:
+    """(input offsets, output {offset, size}) of a layer in the L2 arena."""
+    t, spill = mem["buffers"]["tensors"], mem["spill"]
+    if spill:
+        own = spill["layers"][lp.cname]
+        return own["inputs"], {"offset": own["write"]["l2"], "size": own["write"]["size"]}
+    return [t[i]["offset"] for i in lp.layer.inputs], t[lp.layer.output]
+
+
 def network_spec(graph, layers, mem, opts) -> dict:
     """Everything the library's network source (network.c.j2) depends on: order, buffer offsets,
-    tiers, slabs, memory sizes."""
-    t = mem["buffers"]["tensors"]
+    tiers, slabs, memory sizes, and the L3 homes of the activations when they live there."""
+    slot_in, slot_out = _slots(graph, mem)
     return {
         "arena_size": mem["arena_bytes"],
-        "input": t[graph.input],
-        "output": t[graph.output],
+        "input": slot_in,
+        "output": slot_out,
+        "spill": mem["spill"],
         "layers": [{"cname": lp.cname, "bin": lp.cname, "index": i,
-                    "inputs": [t[i]["offset"] for i in lp.layer.inputs],
-                    "output": t[lp.layer.output],
+                    "inputs": _layer_buffers(lp, mem)[0],
+                    "output": _layer_buffers(lp, mem)[1],
                     "params_bytes": lp.param_bytes,
                     "tier": "L3" if lp.cname in mem["staged"] else ("L2" if lp.param_bytes else None),
                     "params_l2": mem["params_l2"].get(lp.cname),

@@ -138,7 +138,7 @@ def plan(graph, layers, opts, budgets) -> dict:
                         "tier": "L2" if params else None, "params_l2": 0 if params else None,
                         "l3_offset": None, "first_slab": 0, "file": -1}],
             "params_l2_bytes": _align(params), "slabs": [], "slab_bytes": 0, "l3_bytes": 0,
-            "l3_device": opts["memory"]["l3_device"], "compare_chunk": memory.COMPARE_CHUNK,
+            "l3_device": opts["memory"]["l3_device"], "compare_chunk": memory.COMPARE_CHUNK, "spill": None,
             "cluster": opts["cluster"], "l2_avail": l2_avail, "sliced": stem != lp.cname,
             "lib_l2": _align(params) + memory.COMPARE_CHUNK,
             "state": memory.state_fields(opts["memory"]["l3_device"], 0), "errors": memory.error_codes(),

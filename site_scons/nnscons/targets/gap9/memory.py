@@ -6,6 +6,13 @@ L2 one channel tile ("slab") at a time, through two staging buffers: while the c
 computes with slab j, the read of slab j+1 (possibly the next layer's first) is in flight.
 A slab has the layout of the layer's L1 parameter tile, so slab -> L1 is one copy per
 section. Other parameters are loaded once into L2 at start-up.
+
+Activations live in the L2 arena while they fit (liveness-planned). When they do not and the
+target has L3 RAM, they live in L3 instead, at their liveness-planned offsets in an L3 arena,
+and L2 holds one layer's working set: before each layer the fabric controller reads its inputs
+from L3 into the L2 arena (pi_ram_read), after it writes its output back (pi_ram_write). The
+input slot and the output slot are at the start of the L2 arena; the run moves them to and
+from L3 once each.
 """
 from __future__ import annotations
 
@@ -53,23 +60,55 @@ def plan_memory(graph, layers, opts, where) -> dict:
     lib_l2 = l2_off + staging + COMPARE_CHUNK       # the library's own L2 block (its open)
     peak = arena + lib_l2
     l2_avail = mem["l2"] - mem["l2_reserved"]
+    spill = None
+    if peak > l2_avail and mem["l3_device"] == "ram" and mem["l3_size"] > 0:
+        spill = spill_plan(graph, layers, buffers, _align(l3_off, 64))
+        arena = spill["l2_arena"] + ARENA_ALIGN - 1
+        peak = arena + lib_l2
+        l3_off = spill["l3_end"]
     if peak > l2_avail:
+        what = (f"the largest layer's inputs and output (activations in L3) {arena} B" if spill else
+                f"activations {arena} B (liveness-planned, {ARENA_ALIGN - 1} B alignment slack)")
         raise UserError(
-            f"{where(None, 'memory', 'l2')}: the model does not fit GAP9's L2: activations "
-            f"{arena} B (liveness-planned, {ARENA_ALIGN - 1} B alignment slack) + L2-resident parameters {l2_off} B + "
-            f"L3 staging buffers {staging} B + {COMPARE_CHUNK} B = {peak} B, more than memory.l2 - "
+            f"{where(None, 'memory', 'l2')}: the model does not fit GAP9's L2: {what} + L2-resident parameters "
+            f"{l2_off} B + L3 staging buffers {staging} B + {COMPARE_CHUNK} B = {peak} B, more than memory.l2 - "
             f"memory.l2_reserved = {l2_avail} B. Lower memory.l3_threshold to stage more weights "
-            f"in L3, or use a smaller input")
+            f"in L3, or use a smaller input" + ("" if spill or mem["l3_device"] == "ram" else
+                                               "; with memory.l3_device: ram the activations could live in L3"))
     l3_size = mem["l3_size"]
     if l3_off > l3_size:
         raise UserError(
             f"{where(None, 'memory', 'l3_size')}: the L3-staged parameters need {l3_off} B, more than "
-            f"the target's L3 {mem['l3_device']} of {l3_size} B (memory.l3_size)")
+            f"the target's L3 {mem['l3_device']} of {l3_size} B (memory.l3_size)" +
+            (f" with the activations ({spill['l3_end'] - spill['act_l3']} B)" if spill else ""))
     return {
+        "spill": spill,
         "buffers": buffers, "params_l2": params_l2, "params_l2_bytes": l2_off, "staged": staged,
         "slabs": slabs, "slab_bytes": _align(slab_bytes, 16), "staging_bytes": staging,
         "l3_bytes": l3_off, "peak_l2": peak, "l2_avail": l2_avail, "arena_bytes": arena, "lib_l2": lib_l2,
     }
+
+
+def spill_plan(graph, layers, buffers, act_l3: int) -> dict:
+    """Activations in L3 (see the module's docstring): every tensor at act_l3 + its
+    liveness-planned offset; per layer its inputs (each once) then its output in the L2 arena
+    (an alias layer's output is its input); the network's input and output slots at 0."""
+    t = buffers["tensors"]
+    per_layer, l2_arena = {}, max(_align(t[graph.input]["size"], 16), _align(t[graph.output]["size"], 16))
+    for lp in layers:
+        layer, at, reads = lp.layer, {}, []
+        for name in layer.inputs:
+            if name not in at:
+                at[name] = sum(_align(r["size"], 16) for r in reads)
+                reads.append({"l3": t[name]["offset"], "l2": at[name], "size": t[name]["size"]})
+        end = sum(_align(r["size"], 16) for r in reads)
+        out_l2 = at[layer.inputs[0]] if lp.spec["tile"] is None and len(layer.inputs) == 1 else end
+        out = {"l3": t[layer.output]["offset"], "l2": out_l2, "size": t[layer.output]["size"]}
+        per_layer[lp.cname] = {"reads": reads, "inputs": [at[n] for n in layer.inputs], "write": out}
+        l2_arena = max(l2_arena, end if out_l2 < end else end + _align(out["size"], 16))
+    return {"act_l3": act_l3, "l3_end": act_l3 + buffers["arena_size"], "l2_arena": l2_arena, "layers": per_layer,
+            "input": {"l3": t[graph.input]["offset"], "size": t[graph.input]["size"]},
+            "output": {"l3": t[graph.output]["offset"], "size": t[graph.output]["size"]}}
 
 
 def state_fields(l3_device: str, n_staged: int) -> list:
