@@ -82,6 +82,19 @@ void nn_dma_wait_all(nn_dma_queue_t *q)
     }
 }
 
+#ifndef NN_L3_FLASH
+void nn_l3_to_l1(struct pi_device *ram, uint32_t l3, int8_t *bounce, int8_t *l1, uint32_t size)
+{
+    pi_cl_ram_req_t req;
+    nn_dma_queue_t q;
+    pi_cl_ram_read(ram, l3, bounce, size, &req);
+    pi_cl_ram_read_wait(&req);
+    nn_dma_init(&q, 1);
+    nn_dma_linear(&q, bounce, l1, size, PI_CL_DMA_DIR_EXT2LOC);
+    nn_dma_wait_all(&q);
+}
+#endif
+
 static void stage_issue(nn_stage_t *s, int slab)
 {
     const nn_slab_t *sl = &s->slabs[slab];

@@ -87,7 +87,17 @@ typedef struct {
     nn_stage_t *stage;                  /* staged parameters */
     int first_slab;
     int *status;                        /* a layer that fails sets *status (NN_LAYER_*) and returns */
+    /* activations in L3 (an element-wise layer streamed from L3 when its inputs do not fit L2
+     * with its output): the inputs' L3 addresses, and an L2 buffer they pass through */
+    uint32_t l3_in[NN_MAX_INPUTS];
+    int8_t *l2_bounce;
 } nn_layer_io_t;
+
+#ifndef NN_L3_FLASH
+/* size bytes at L3 address l3 into L1 through the L2 buffer bounce (the uDMA reaches L2, the
+ * cluster DMA L1): synchronous, from the cluster */
+void nn_l3_to_l1(struct pi_device *ram, uint32_t l3, int8_t *bounce, int8_t *l1, uint32_t size);
+#endif
 
 #define NN_LAYER_L1_FAILED 1            /* pi_cl_l1_malloc of the layer's block failed */
 

@@ -176,6 +176,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                                f"parameters) and {opts['run']['platform']} has no L3")
     for lp in layers:
         lp.report.update(_layer_report(lp, mem))
+        if mem["spill"] and mem["spill"]["layers"][lp.cname]["stream"]:
+            lp.spec["l3_stream"] = True
+            lp.report["tier"] += " (in: L3)"
     model = library.c_model_name(graph.name)
     lib = _lib(library.spec(graph, "hwc", model), layers, mem, opts, _slots(graph, mem))
     network = dict(network_spec(graph, layers, mem, opts), lib=library.core(lib))

@@ -97,6 +97,18 @@ def spill_plan(graph, layers, buffers, act_l3: int) -> dict:
     per_layer, l2_arena = {}, max(_align(t[graph.input]["size"], 16), _align(t[graph.output]["size"], 16))
     for lp in layers:
         layer, at, reads = lp.layer, {}, []
+        if "l3_stream" in lp.spec:
+            # an element-wise layer: its inputs stream from L3 chunk by chunk through an L2
+            # bounce buffer (a residual add's two inputs and output may not fit L2 together)
+            tile = lp.spec["tile"]
+            bounce = max([tile["tw"] * lp.spec["unit"]] + [i["size"] for i, (kind, _) in
+                                                              zip(lp.spec["inputs"], lp.spec["slots"]) if kind == "par"])
+            out = {"l3": t[layer.output]["offset"], "l2": 0, "size": t[layer.output]["size"]}
+            per_layer[lp.cname] = {"reads": [], "inputs": [0] * len(layer.inputs), "write": out,
+                                   "stream": {"l3_in": [t[n]["offset"] for n in layer.inputs],
+                                              "bounce": _align(out["size"], 16)}}
+            l2_arena = max(l2_arena, _align(out["size"], 16) + _align(bounce, 16))
+            continue
         for name in layer.inputs:
             if name not in at:
                 at[name] = sum(_align(r["size"], 16) for r in reads)
@@ -104,7 +116,7 @@ def spill_plan(graph, layers, buffers, act_l3: int) -> dict:
         end = sum(_align(r["size"], 16) for r in reads)
         out_l2 = at[layer.inputs[0]] if lp.spec["tile"] is None and len(layer.inputs) == 1 else end
         out = {"l3": t[layer.output]["offset"], "l2": out_l2, "size": t[layer.output]["size"]}
-        per_layer[lp.cname] = {"reads": reads, "inputs": [at[n] for n in layer.inputs], "write": out}
+        per_layer[lp.cname] = {"reads": reads, "inputs": [at[n] for n in layer.inputs], "write": out, "stream": None}
         l2_arena = max(l2_arena, end if out_l2 < end else end + _align(out["size"], 16))
     return {"act_l3": act_l3, "l3_end": act_l3 + buffers["arena_size"], "l2_arena": l2_arena, "layers": per_layer,
             "input": {"l3": t[graph.input]["offset"], "size": t[graph.input]["size"]},

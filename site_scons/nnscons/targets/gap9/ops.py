@@ -60,7 +60,10 @@ def _nary_spec(layer, graph):
         else:
             slots.append(["par", off])
             off += tiling._align4(_numel(graph.tensor(t).shape))
-    s.update(slots=slots, n_same=n_same, fixed_bytes=off, n_units=out["h"] * out["w"], unit=out["c"])
+    # l3_stream: set by the memory plan when the activations live in L3 and the inputs stream
+    # from there (memory.spill_plan)
+    s.update(slots=slots, n_same=n_same, fixed_bytes=off, n_units=out["h"] * out["w"], unit=out["c"],
+             l3_stream=False)
     return s
 
 
