@@ -89,6 +89,10 @@ def plan_memory(graph, layers, opts, where) -> dict:
     }
 
 
+# the element-wise layers whose templates (add.c.j2, nary.c.j2) can read their inputs from L3
+STREAMED_OPS = ("add", "nary")
+
+
 def spill_plan(graph, layers, buffers, act_l3: int) -> dict:
     """Activations in L3 (see the module's docstring): every tensor at act_l3 + its
     liveness-planned offset; per layer its inputs (each once) then its output in the L2 arena
@@ -97,12 +101,12 @@ def spill_plan(graph, layers, buffers, act_l3: int) -> dict:
     per_layer, l2_arena = {}, max(_align(t[graph.input]["size"], 16), _align(t[graph.output]["size"], 16))
     for lp in layers:
         layer, at, reads = lp.layer, {}, []
-        if "l3_stream" in lp.spec:
+        if layer.op in STREAMED_OPS:
             # an element-wise layer: its inputs stream from L3 chunk by chunk through an L2
             # bounce buffer (a residual add's two inputs and output may not fit L2 together)
             tile = lp.spec["tile"]
-            bounce = max([tile["tw"] * lp.spec["unit"]] + [i["size"] for i, (kind, _) in
-                                                              zip(lp.spec["inputs"], lp.spec["slots"]) if kind == "par"])
+            pars = [i["size"] for i, (kind, _) in zip(lp.spec["inputs"], lp.spec.get("slots", [])) if kind == "par"]
+            bounce = max([tile["tw"] * lp.spec.get("unit", 1)] + pars)
             out = {"l3": t[layer.output]["offset"], "l2": 0, "size": t[layer.output]["size"]}
             per_layer[lp.cname] = {"reads": [], "inputs": [0] * len(layer.inputs), "write": out,
                                    "stream": {"l3_in": [t[n]["offset"] for n in layer.inputs],
