@@ -131,13 +131,10 @@ def check_limits(opts, where) -> None:
                             f"{DEFAULTS['cluster'][key]} B)")
 
 
-def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
-    check_limits(opts, where)
-    base.one_input_one_output(graph, "gap9")
-    if opts["run"]["platform"] in gvsoc_open.PLATFORMS:
-        gvsoc_open.check_memory(opts, where)
+def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
+    """(layer plans, kernel sources, {cname: (l1_budget, where)}): each layer's tiling, its
+    parameters' layout and tier (L3 when its weights exceed threshold bytes), its spec."""
     layers, kernels, budgets = [], set(), {}
-    threshold = opts["memory"]["l3_threshold"]
     for layer in graph.layers:
         impl = ops.OPS.get(layer.op)
         if impl is None:
@@ -160,20 +157,40 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         layers.append(lp)
         kernels.update(impl.kernels)
     kernels.add(data_path("kernels", "gap9", "nn_gap9.c"))
+    return layers, kernels, budgets
+
+
+def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    check_limits(opts, where)
+    base.one_input_one_output(graph, "gap9")
+    if opts["run"]["platform"] in gvsoc_open.PLATFORMS:
+        gvsoc_open.check_memory(opts, where)
+    threshold = opts["memory"]["l3_threshold"]
+    layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold)
     gvsoc_open_only = opts["run"]["platform"] in gvsoc_open.PLATFORMS
     if gvsoc_open_only and opts["run"]["layer_by_layer"] == "always":
         return _layerwise_plan(graph, layers, kernels, opts, budgets, "run.layer_by_layer is 'always'")
+    notes = []
     try:
         mem = memory.plan_memory(graph, layers, opts, where)
     except UserError as e:
-        if not gvsoc_open_only:
+        if gvsoc_open_only:     # the whole network's L2 plan does not fit: say it in pulp-open's terms
+            l2 = opts["memory"]["l2"] - opts["memory"]["l2_reserved"]
+            params = sum(lp.param_bytes for lp in layers)
+            return _layerwise_plan(graph, layers, kernels, opts, budgets,
+                                   f"the network needs more than the {l2:,} B of L2 it may use ({params:,} B of "
+                                   f"parameters) and {opts['run']['platform']} has no L3")
+        resident = sum(lp.param_bytes for lp in layers if lp.spec["tier"] == "L2")
+        if not (resident and threshold and opts["memory"]["l3_device"] == "ram" and opts["memory"]["l3_size"]):
             raise
-        del e       # the whole network's L2 plan does not fit: say it in pulp-open's terms
-        l2 = opts["memory"]["l2"] - opts["memory"]["l2_reserved"]
-        params = sum(lp.param_bytes for lp in layers)
-        return _layerwise_plan(graph, layers, kernels, opts, budgets,
-                               f"the network needs more than the {l2:,} B of L2 it may use ({params:,} B of "
-                               f"parameters) and {opts['run']['platform']} has no L3")
+        # the L2-resident parameters may be what does not fit: stage every layer's from L3
+        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, 0)
+        try:
+            mem = memory.plan_memory(graph, layers, opts, where)
+        except UserError:
+            raise e from None
+        notes.append(f"memory.l3_threshold ({threshold:,} B) left {resident:,} B of parameters in L2, more than "
+                     f"fits beside the activations: every layer's parameters are staged from L3 instead")
     for lp in layers:
         lp.report.update(_layer_report(lp, mem))
         if mem["spill"] and mem["spill"]["layers"][lp.cname]["stream"]:
@@ -198,7 +215,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                 "peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
                 "l3_device": opts["memory"]["l3_device"],
                 "activations_l3_bytes": mem["spill"]["l3_end"] - mem["spill"]["act_l3"] if mem["spill"] else 0,
-                "summary_lines": _memory_lines(mem, opts)},
+                "summary_lines": _memory_lines(mem, opts) + notes},
         columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("L3->L2 B", "l3_l2"), ("tier", "tier")],
         extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "memory": mem,
