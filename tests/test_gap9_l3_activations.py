@@ -78,3 +78,18 @@ def test_without_l3_ram_the_error_says_what_would_help(project):
     out = proc.stdout + proc.stderr
     assert "does not fit GAP9's L2" in out and "with memory.l3_device: ram the activations could live in L3" \
         in out, out[-2000:]
+
+
+@pytest.mark.slow
+def test_resnet50_at_224_passes_on_emul_with_its_activations_in_l3(project):
+    """ResNet-50's 56x56x256 residual adds (three 802,816 B tensors) and its stem do not fit
+    GAP9's 1.5 MiB L2 together: the activations live in L3, the adds stream their inputs from
+    there, and every parameter is staged from L3 (the default l3_threshold leaves too many in L2)."""
+    proc = project.scons("target=gap9", "model=resnet50", "platform=emul", timeout=1800)
+    assert "Test PASSED [gap9] resnet50: all 73 layers match" in proc.stdout
+    assert "activations in L3" in proc.stdout and "staged from L3 instead" in proc.stdout
+    with open(project.file("build/gap9/resnet50/emul/report.json")) as f:
+        r = json.load(f)
+    assert r["activations_l3_bytes"] >= 2408448 and r["peak_l2_bytes"] <= r["l2_bytes"]
+    adds = [lay for lay in r["layers"] if lay["op"] == "add"]
+    assert adds and all(lay["tier"].endswith("(in: L3)") for lay in adds)
