@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import GAP9_MODEL, SCONS, Project
+from conftest import GAP9_MODEL, ROOT, SCONS, Project, _ignore
 
 from nnscons.targets.gap9 import gvsoc_open
 
@@ -44,7 +44,7 @@ def test_a_missing_model_is_one_error_naming_the_installer_and_the_variable(proj
     proc = scons(project, "target=gap9", "model=simplecnn", "platform=gvsoc-gap9", model=None)
     assert proc.returncode == 2, proc.stdout[-2000:]
     assert "Traceback" not in proc.stdout
-    assert "GVSoC's GAP9 model not found (GAP9_GVSOC is unset)" in proc.stdout
+    assert "GVSoC's GAP9 model not found (GAP9_GVSOC is unset and no ../shared/gap9-gvsoc" in proc.stdout
     assert "../shared/gap9-gvsoc/install.sh" in proc.stdout and "platform=emul" in proc.stdout
     wrong = scons(project, "target=gap9", "model=simplecnn", "platform=gvsoc-gap9", model=project.file("nowhere"))
     assert wrong.returncode == 2 and "holds no executable run.sh" in wrong.stdout
@@ -53,7 +53,26 @@ def test_a_missing_model_is_one_error_naming_the_installer_and_the_variable(proj
 def test_auto_falls_back_to_the_emulation_without_sdk_or_model(project):
     proc = scons(project, "target=gap9", "model=simplecnn", "firmware", model=None)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "platform=auto -> emul" in proc.stdout and "GAP9_GVSOC unset" in proc.stdout
+    assert "platform=auto -> emul" in proc.stdout and "GAP9_GVSOC unset, no ../shared/gap9-gvsoc" in proc.stdout
+
+
+SHARED_MODEL = os.path.join(os.path.dirname(ROOT), "shared", "gap9-gvsoc")
+
+
+@pytest.mark.skipif(not (HAVE_CC and os.path.isfile(os.path.join(SHARED_MODEL, "install.sh"))),
+                    reason="no ../shared/gap9-gvsoc beside the checkout, or no riscv64-unknown-elf-gcc")
+def test_a_fresh_clone_beside_shared_installs_the_model_into_build_and_uses_it(tmp_path):
+    """`./nnscons target=gap9` in a fresh clone with ../shared beside it: no variable to set."""
+    dst = tmp_path / "work" / "proj"
+    shutil.copytree(ROOT, dst, ignore=_ignore)
+    os.symlink(os.path.dirname(SHARED_MODEL), tmp_path / "work" / "shared")
+    p = Project(dst)
+    first = scons(p, "target=gap9", "model=simplecnn", "firmware", model=None)
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert "installing GVSoC's GAP9 model" in first.stdout and "platform=auto -> gvsoc-gap9" in first.stdout
+    assert os.path.isfile(p.file("build/tools/gap9-gvsoc/.installed"))
+    again = scons(p, "target=gap9", "model=simplecnn", "firmware", model=None)
+    assert "installing" not in again.stdout and "platform=auto -> gvsoc-gap9" in again.stdout
 
 
 @pytest.mark.skipif(not HAVE_CC, reason="riscv64-unknown-elf-gcc + picolibc not installed")

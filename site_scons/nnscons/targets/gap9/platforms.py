@@ -30,7 +30,7 @@ def resolve(opts, target_name, explicit) -> str:
         return platform
     # the GAP SDK's gvsoc when installed, else GVSoC's GAP9 model, else the emulation
     sdk = gvsoc.find_sdk()
-    model = None if sdk else gvsoc_open.find_gap9_model()
+    model = None if sdk else gvsoc_open.find_gap9_model(install=True)
     chosen = "gvsoc" if sdk else "gvsoc-gap9" if model and shutil.which(gvsoc_open.CC) else "emul"
     if target_name not in _announced:          # one line per scons call
         _announced.add(target_name)
@@ -40,7 +40,7 @@ def resolve(opts, target_name, explicit) -> str:
             why = f"GAP SDK not found; GVSoC's GAP9 model at {os.path.dirname(model)}"
         else:
             why = ("GAP SDK not found (GAP_SDK_HOME unset and no gvsoc on PATH), nor GVSoC's GAP9 model "
-                   "(GAP9_GVSOC unset" + (")" if not model else f"; {gvsoc_open.CC} not on PATH)"))
+                   "(GAP9_GVSOC unset, no ../shared/gap9-gvsoc" + (")" if not model else f"; {gvsoc_open.CC} not on PATH)"))
         print(f"nnscons: target {target_name}: platform=auto -> {chosen} ({why}); "
               f"choose with platform=gvsoc|gvsoc-gap9|emul|qemu")
     return chosen
