@@ -11,7 +11,7 @@
 #   the compiler without -march/-mabi and gets the default (lp64d) ones, which do not link with
 #   single-float objects;
 # - the headers the SDK expects of newlib (sdk_compat/include: machine/syscall.h; the lock
-#   API for iomem.c) and the glue picolibc needs (picolibc_glue.c: stdout on the UART, _exit);
+#   API for iomem.c) and the glue picolibc needs (picolibc_glue.c: stdout through the SDK's sys_putchar, _exit);
 # - picolibc's heap symbols are the SDK linker script's.
 set(NNS_SDK_COMPAT_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(NNS_MARCH -march=rv64imafc_zicsr_zifencei -mabi=lp64f)
