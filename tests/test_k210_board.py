@@ -66,6 +66,34 @@ def set_goldens(p: Project, mode: str):
     p.write("targets.yaml", "".join(lines))
 
 
+def layer_words(p: Project, model: str) -> dict:
+    """{layer file: its 12 KPU words} from the generated sources the image is built from."""
+    out = {}
+    folder = p.file(f"build/k210/{model}/src/layers")
+    for f in sorted(os.listdir(folder)):
+        text = open(os.path.join(folder, f)).read()
+        if "static const uint64_t words[KPU_NUM_WORDS]" in text:
+            body = text.split("static const uint64_t words[KPU_NUM_WORDS] = {", 1)[1].split("};", 1)[0]
+            out[f] = [int(line.split("u,")[0], 16) for line in body.strip().splitlines()]
+    return out
+
+
+def assert_nncase_words(p: Project, model: str) -> int:
+    """Every KPU layer's words equal nncase 1.x's rules (tests/test_k210_nncase_words.py) for its
+    shape, with the addresses the source leaves 0; returns the number of KPU layers."""
+    from nnscons.targets.k210 import kpu
+    from test_k210_nncase_words import IOMEM, nncase_words
+    words = layer_words(p, model)
+    for f, w in words.items():
+        u = kpu.unpack_words(w)
+        shape = (u["i_ch_num"] + 1, u["i_col_high"] + 1, u["i_row_wid"] + 1, u["o_ch_num"] + 1,
+                 u["o_col_high"] + 1, u["o_row_wid"] + 1, 3 if u["kernel_type"] == 1 else 1,
+                 bool(u["depth_wise_layer"]), u["pool_type"])
+        quant = {n: u[n] for n in ("shr_w", "shr_x", "arg_w", "arg_x", "arg_add", "pad_value")}
+        assert w == nncase_words(*shape, quant, 0, 0, IOMEM, 0, 0), f
+    return len(words)
+
+
 def elf_header(path):
     with open(path, "rb") as f:
         h = f.read(64)
@@ -100,6 +128,7 @@ def test_board_image_is_built_with_the_real_sdk_from_clean_with_j2(proj):
     cm = proj.read(f"{OUT}/board/CMakeLists.txt")
     assert 'include("${SDK}/cmake/macros.internal.cmake")' in cm and "kernels/k210/kpu_board.c" in cm
     assert "kernels/k210/kpu_emul.c" not in cm and proj.path not in cm
+    assert assert_nncase_words(proj, "simplecnn") == 5
     # no-op: nothing rebuilds
     r = scons(proj, "platform=board", "-j2")
     assert r.returncode == 0 and "SDK-BUILD" not in r.stdout and "UNPACK" not in r.stdout, r.stdout
@@ -191,6 +220,7 @@ def test_mobilenet_v1_075_at_224_board_image_fits_the_k210(proj):
     assert img["sections"]["rodata"] >= c["kpu_and_cpu_parameters"] + c["embedded_bins"]
     assert int(sr["image_end"], 16) < SRAM_END and sr["heap_bytes"] >= sr["heap_needed_bytes"]
     assert img["ai_ram"]["peak_bytes"] <= img["ai_ram"]["bytes"] == 2 * 1024 * 1024
+    assert assert_nncase_words(proj, "mobilenetv1") == 28      # all 27 convs and the fc
 
 
 def test_mobilenet_with_embedded_goldens_is_refused_clearly(proj):
