@@ -77,7 +77,7 @@ def main() -> None:
         unknown = variables.UnknownVariables()
         if unknown:
             raise UserError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: "
-                            f"target, model, input, platform, shard, cache, iterations, port, baud, verbose (see scons -h)")
+                            f"target, model, input, platform, shard, cache, iterations, verbose, port, baud (see scons -h)")
         if _default_build():
             lines = noop.check(noop.key(ARGUMENTS))
             if lines is not None:           # nothing changed since the last good build
