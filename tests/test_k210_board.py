@@ -115,7 +115,7 @@ def test_board_image_is_built_with_the_real_sdk_from_clean_with_j2(proj):
     magic, machine, entry, flags = elf_header(proj.file(f"{OUT}/board/firmware.elf"))
     assert magic == b"\x7fELF" and machine == 0xF3 and entry == 0x80000000
     assert flags & 0x6 == 0x2                          # EF_RISCV_FLOAT_ABI_SINGLE: lp64f throughout
-    img = json.loads(proj.read(f"{OUT}/board/image.json"))
+    img = json.loads(proj.read(f"{OUT}/board/image.json"))["board_image"]
     assert img["bin_bytes"] == os.path.getsize(proj.file(f"{OUT}/board/firmware.bin")) > 20000
     assert img["contents"]["embedded"] == ["input"] and not img["contents"]["goldens_embedded"]
     assert int(img["sram"]["image_end"], 16) < SRAM_END
@@ -171,10 +171,13 @@ def test_flash_commands_and_serial_log_with_embedded_goldens(proj, tmp_path):
                                   proj.file(f"{OUT}/board/firmware.bin")]
         bins = proj.read(f"{OUT}/board/bins.S")
         assert '.incbin "golden/conv1.bin"' in bins and "weights/" not in bins
-        img = json.loads(proj.read(f"{OUT}/board/image.json"))
+        img = json.loads(proj.read(f"{OUT}/board/image.json"))["board_image"]
         assert img["contents"]["goldens_embedded"] and len(img["contents"]["embedded"]) > 1
         r = scons(proj, "platform=board", "check", "port=/dev/ttyFAKE0", fake_kflash=True, log=serial)
         assert r.returncode == 0 and "Test PASSED [k210] simplecnn" in r.stdout, r.stdout[-3000:]
+        rep = json.loads(proj.read(f"{OUT}/board/report.json"))
+        assert rep["board_image"]["bin_bytes"] == os.path.getsize(proj.file(f"{OUT}/board/firmware.bin"))
+        assert any(line.startswith("IMAGE simplecnn") for line in rep["summary_lines"])
         bad = serial.replace("layer 2 conv2: OK", "layer 2 conv2: MISMATCH 3/3136 elements, max |diff| 1, "
                                                     "first at 0 (got 1, want 0)")
         os.remove(proj.file(f"{OUT}/board/run.log"))    # the canned log is no dependency: flash again
@@ -214,7 +217,7 @@ def test_board_program_with_embedded_bins_runs_on_qemu(proj, tmp_path):
 def test_mobilenet_v1_075_at_224_board_image_fits_the_k210(proj):
     r = scons(proj, "platform=board", "-j2", model="mobilenetv1")
     assert r.returncode == 0, r.stdout[-3000:]
-    img = json.loads(proj.read("build/k210/mobilenetv1/board/image.json"))
+    img = json.loads(proj.read("build/k210/mobilenetv1/board/image.json"))["board_image"]
     c, sr = img["contents"], img["sram"]
     assert c["kpu_and_cpu_parameters"] == 2_647_752 and c["embedded"] == ["input"]
     assert img["sections"]["rodata"] >= c["kpu_and_cpu_parameters"] + c["embedded_bins"]

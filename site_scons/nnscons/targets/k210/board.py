@@ -238,7 +238,8 @@ def declare_nodes(env, session, common) -> dict:
     lib = [n for p, n in sorted(common.network_files.items()) if p != "src/main.c"]
     # `image`: what a default board build makes (the image, no flashing); `flash`, run, check
     # and report need kflash and a board
-    return {"firmware": firmware, "run": flash, "flash": flash, "image": firmware, "library": lib + project}
+    return {"firmware": firmware, "run": flash, "flash": flash, "image": firmware, "library": lib + project,
+            "report_extra": [firmware[3]]}
 
 
 def _output_bytes(session) -> int:

@@ -1,4 +1,5 @@
-"""What a K210 board image holds and where it fits: board/image.json and the summary lines.
+"""What a K210 board image holds and where it fits: board/image.json ({"board_image": ...,
+"summary_lines": the IMAGE lines}, merged into report.json when the board is flashed).
 
 Read from the linked ELF (section headers, the SDK linker script's _end/_heap_start/_heap_end
 symbols) and the plan: the image (code, read-only data with the KPU parameters and the
@@ -93,5 +94,7 @@ def write(elf_path: str, bin_path: str, json_path: str, session, info: dict) -> 
               f"{sr['heap_bytes']:,} B of heap in the {sr['bytes']:,} B SRAM, the run needs {sr['heap_needed_bytes']:,} B "
               f"(arena and output); set run.goldens: none or use a smaller model")
         return 1
-    write_if_changed(json_path, json.dumps(s, indent=1) + "\n")
+    # the form of a report extra: report.json of a flashed board run carries it
+    write_if_changed(json_path, json.dumps({"board_image": s, "summary_lines": lines(s, session.model_cfg.name)},
+                                           indent=1) + "\n")
     return 0
