@@ -155,6 +155,12 @@ def test_flash_alone_needs_kflash_and_a_port_one_clear_error(proj):
     assert "pip install kflash" in line and "port=" in line and "baud=" in line
 
 
+def test_check_without_goldens_in_the_image_is_one_clear_error(proj):
+    r = scons(proj, "platform=board", "check", "port=/dev/ttyFAKE0")
+    assert r.returncode == 2 and "Traceback" not in r.stdout
+    assert "the image holds no goldens (run.goldens: none" in r.stdout and "`flash` runs it" in r.stdout
+
+
 def test_flash_commands_and_serial_log_with_embedded_goldens(proj, tmp_path):
     assert scons(proj, "platform=emul").returncode == 0
     serial = proj.read(f"{OUT}/emul/run.log")

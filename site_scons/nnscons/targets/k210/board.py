@@ -203,6 +203,13 @@ def declare_nodes(env, session, common) -> dict:
                      + [os.path.join(b, p) for p, _, _ in plan.network_files if p.endswith((".c", ".S"))]
                      + list(plan.kernels) + [data_path("kernels", "k210", "kpu_board.c")])
     embedded = goldens_embedded(session)
+    from SCons.Script import COMMAND_LINE_TARGETS
+    asked = sorted({"run", "check", "report"} & set(COMMAND_LINE_TARGETS))
+    if asked and not embedded:
+        raise UserError(f"target '{session.target_cfg.name}' platform=board: '{', '.join(asked)}' needs a layer-by-layer "
+                        f"check of the board's run, but the image holds no goldens (run.goldens: none, the board's default); "
+                        f"`flash` runs it without a check (board/run.log, board/output.npy), or set "
+                        f"targets.{session.target_cfg.name}.run.goldens: embedded")
     bins = [os.path.splitext(binfiles.INPUT)[0]] + ([binfiles.bin_stem("golden", lp.cname, plan.bin_names)
                                                      for lp in plan.layers] if embedded else [])
     spec = {"sources": sources, "bins": bins}
