@@ -129,9 +129,9 @@ def write_project(target, source, env):
     return 0
 
 
-def configure_command(bdir, sdk_dir, tc, compat) -> list:
+def configure_command(bdir, sdk_dir, tc, proj, compat) -> list:
     cmd = ["cmake", "-S", bdir, "-B", os.path.join(bdir, "cmake"), "-G", "Unix Makefiles",
-           f"-DSDK={os.path.abspath(sdk_dir)}", f"-DTOOLCHAIN={tc}", f"-DPROJ={os.path.basename(bdir)}"]
+           f"-DSDK={os.path.abspath(sdk_dir)}", f"-DTOOLCHAIN={tc}", f"-DPROJ={proj}"]
     return cmd + ([f"-DNNS_SDK_COMPAT={compat}"] if compat else [])
 
 
@@ -143,8 +143,7 @@ def build_firmware(target, source, env):
     tc = sdk.toolchain_dir()
     compat = sdk.compat(tc)
     proj = project_name(session)
-    cmd = configure_command(bdir, env["NNS_SDK"], tc, compat)
-    cmd[cmd.index(f"-DPROJ={os.path.basename(bdir)}")] = f"-DPROJ={proj}"
+    cmd = configure_command(bdir, env["NNS_SDK"], tc, proj, compat)
     cdir = os.path.join(bdir, "cmake")
     jobs = str(max(1, env.GetOption("num_jobs") or 1))
     for c in (cmd, ["cmake", "--build", cdir, "--", "-j" + jobs]):
