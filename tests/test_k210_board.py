@@ -148,6 +148,27 @@ def test_the_sdk_build_depends_on_the_header_and_every_generated_source(proj):
         assert f in tree, f
 
 
+def test_board_and_emul_build_the_same_library(proj):
+    """One library, two harnesses: the board's project compiles exactly the sources the emul
+    archive compiles (the KPU HAL aside: kpu_board.c for kpu_emul.c; bins.S added), and
+    building the board image after emul rewrites none of them."""
+    import re
+    assert scons(proj, "platform=emul").returncode == 0
+
+    def sources():
+        return {os.path.relpath(os.path.join(d, f), proj.path): open(os.path.join(d, f), "rb").read()
+                for d, _, fs in os.walk(proj.file(f"{OUT}/src")) for f in fs}
+    before = sources()
+    assert scons(proj, "platform=board").returncode == 0
+    assert sources() == before
+    emul = {e["file"] for e in json.loads(proj.read(f"{OUT}/emul/compile_commands.json"))}
+    cm = proj.read(f"{OUT}/board/CMakeLists.txt").split("add_source_files(", 1)[1].split(")", 1)[0]
+    board = {os.path.normpath(os.path.join(OUT, "board", p))
+             for p in re.findall(r"\$\{CMAKE_CURRENT_SOURCE_DIR\}/(\S+)", cm)}
+    assert len(emul) >= 10 and "kernels/k210/kpu_board.c" in board
+    assert board - {f"{OUT}/board/bins.S", "kernels/k210/kpu_board.c"} == emul - {"kernels/k210/kpu_emul.c"}
+
+
 def test_flash_alone_needs_kflash_and_a_port_one_clear_error(proj):
     r = scons(proj, "platform=board", "flash")
     assert r.returncode != 0 and "Traceback" not in r.stdout
