@@ -238,7 +238,8 @@ def _explain_alias(env, combos) -> None:
             if c.session is None:
                 print(f"explain [{c.target}] {c.model}: cannot be planned: {c.reason}")
                 continue
-            roots = [n for k in ("check", "report", "quantized", "model", "codegen")
+            board = "image" in c.aliases            # what the default build makes (see _build)
+            roots = [n for k in (("image",) if board else ("check", "report")) + ("quantized", "model", "codegen")
                      for n in c.aliases.get(k, [])]
             explain.print_explanation(c.session, roots)
         return 0
