@@ -169,6 +169,22 @@ def test_board_and_emul_build_the_same_library(proj):
     assert board - {f"{OUT}/board/bins.S", "kernels/k210/kpu_board.c"} == emul - {"kernels/k210/kpu_emul.c"}
 
 
+def test_a_kernel_edit_rebuilds_the_image_and_explain_says_so(proj):
+    assert scons(proj, "platform=board").returncode == 0
+    hal = proj.file("kernels/k210/kpu_board.c")
+    text = open(hal).read()
+    try:
+        with open(hal, "a") as f:
+            f.write("/* edited */\n")
+        r = scons(proj, "platform=board", "explain")
+        assert "SDK-BUILD nns_simplecnn: kpu_board.c changed" in r.stdout, r.stdout
+        r = scons(proj, "platform=board")
+        assert r.returncode == 0 and "SDK-BUILD nns_simplecnn" in r.stdout and "CODEGEN" not in r.stdout
+    finally:
+        with open(hal, "w") as f:
+            f.write(text)
+
+
 def test_flash_alone_needs_kflash_and_a_port_one_clear_error(proj):
     r = scons(proj, "platform=board", "flash")
     assert r.returncode != 0 and "Traceback" not in r.stdout

@@ -213,7 +213,7 @@ def declare_nodes(env, session, common) -> dict:
                                                      for lp in plan.layers] if embedded else [])
     spec = {"sources": sources, "bins": bins}
     t = session.target_cfg.name
-    project = env.Command([os.path.join(bdir, "CMakeLists.txt"), os.path.join(bdir, "bins.S")],
+    project = env.Command([env.File(os.path.join(bdir, "CMakeLists.txt")), env.File(os.path.join(bdir, "bins.S"))],
                           value(env, [spec, project_name(session), embedded]),
                           env.Action(write_project, f"CODEGEN CMakeLists.txt [{t}]"), NNS_BOARD=spec)
     env.Depends(project, py_sources("targets/k210/board.py"))
@@ -228,7 +228,7 @@ def declare_nodes(env, session, common) -> dict:
                   "sram": plan.report["sram_bytes"], "params": plan.report["sram_param_bytes"],
                   "heap": plan.network["arena"]["size"] + 1 + _output_bytes(session),
                   "goldens": embedded, "bins": bins}
-    firmware = env.Command([os.path.join(bdir, f) for f in FILES] + [os.path.join(bdir, "image.json")],
+    firmware = env.Command([env.File(os.path.join(bdir, f)) for f in FILES + ("image.json",)],
                            project + list(common.network_files.values()) + layer_nodes + sources + static
                            + sdk_nodes + common.input + common.weights + (common.goldens if embedded else [])
                            + [value(env, [sdk.toolchain_dir(), sdk_dir, image_info])],
