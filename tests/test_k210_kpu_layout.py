@@ -33,7 +33,7 @@ def sdk_include(tmp_path_factory):
         dst = tmp_path_factory.mktemp("kpu_h")
         with tarfile.open(TARBALLS[-1]) as tar:
             members = [m for m in tar.getmembers() if "/lib/drivers/include/" in m.name or "/lib/bsp/include/" in m.name]
-            tar.extractall(dst, members=members, filter="data")
+            tar.extractall(dst, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         root = str(dst / "kendryte-standalone-sdk")
     return [os.path.join(root, "lib", "drivers", "include"), os.path.join(root, "lib", "bsp", "include")]
 

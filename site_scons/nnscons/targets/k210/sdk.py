@@ -103,7 +103,10 @@ def unpack(target, source, env):
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     with tarfile.open(str(source[0])) as tar:
-        tar.extractall(tmp, filter="data")
+        if hasattr(tarfile, "data_filter"):        # Python >= 3.11.4: refuse links/paths outside tmp
+            tar.extractall(tmp, filter="data")
+        else:
+            tar.extractall(tmp)
     shutil.rmtree(dst, ignore_errors=True)
     os.rename(os.path.join(tmp, SDK_DIR_NAME), dst)
     shutil.rmtree(tmp)
