@@ -67,10 +67,13 @@ def random_layer(rng, c, o, h, w, k, depthwise, pool_type, extreme=False, ram=No
     blob[act_off:] = kpu.act_bytes(segs)
     oh, ow = kpu.pool_out_size(h, pool_type), kpu.pool_out_size(w, pool_type)
     lin, lout = kpu.layout_fields(w, h), kpu.layout_fields(ow, oh)
+    channel_bytes = (1 if depthwise else c) * k * k
+    per_load, loads = kpu.weight_loads(o, channel_bytes, depthwise)
     fields = {
         "int_en": 1, "depth_wise_layer": int(depthwise), "i_ch_num": c - 1, "o_ch_num": o - 1,
-        "o_ch_num_coef": o - 1, "i_row_wid": w - 1, "i_col_high": h - 1, "o_row_wid": ow - 1,
-        "o_col_high": oh - 1, "kernel_type": 1 if k == 3 else 0, "pad_type": 1, "pool_type": pool_type,
+        "o_ch_num_coef": per_load - 1, "load_time": loads - 1, "para_size": per_load * channel_bytes,
+        "i_row_wid": w - 1, "i_col_high": h - 1, "o_row_wid": ow - 1,
+        "o_col_high": oh - 1, "kernel_type": 1 if k == 3 else 0, "pad_type": 0, "pool_type": pool_type,
         "load_para": 1, "dma_burst_size": 15, "pad_value": 0 if extreme else int(rng.integers(0, 256)),
         "bwsx_base_addr": BASE + bn_off, "load_coor": 1, "para_start_addr": BASE,
         "channel_switch_addr": lin["channel_switch"], "row_switch_addr": lin["row_switch"],
@@ -211,3 +214,30 @@ def test_emulator_rejects_overlapping_maps(emulator, tmp_path):
     r = subprocess.run([emulator, str(tmp_path / "w.bin"), str(tmp_path / "p.bin"), str(tmp_path / "r.bin"),
                         str(tmp_path / "o.bin")], stdout=subprocess.PIPE, text=True)
     assert r.returncode == 3 and "KPU-EMUL ERROR: input and output maps overlap" in r.stdout
+
+
+def _run_emulator(emulator, tmp_path, words, blob):
+    (tmp_path / "w.bin").write_bytes(b"".join(int(v).to_bytes(8, "little") for v in words))
+    (tmp_path / "p.bin").write_bytes(blob)
+    (tmp_path / "r.bin").write_bytes(bytes(kpu.AI_RAM_BYTES))
+    return subprocess.run([emulator, str(tmp_path / "w.bin"), str(tmp_path / "p.bin"), str(tmp_path / "r.bin"),
+                           str(tmp_path / "o.bin")], stdout=subprocess.PIPE, text=True)
+
+
+def test_emulator_and_model_reject_a_weight_load_over_30_kib(emulator, tmp_path):
+    """One load of 64 channels x 1024 B = 64 KiB: the KPU's weight buffer would overflow (nncase
+    1.x splits at 30 KiB); the emulator fails the run, the NumPy model raises."""
+    rng = np.random.default_rng(3)
+    fields, blob, _, out_chw = random_layer(rng, 1024, 64, 4, 4, 1, False, kpu.POOL_BYPASS)
+    assert fields["o_ch_num_coef"] == 29 and fields["load_time"] == 2      # 30 + 30 + 4 channels
+    bad = dict(fields, o_ch_num_coef=63, load_time=0, para_size=64 * 1024)
+    dst = kpu.AI_RAM_BYTES // kpu.LINE - kpu.tensor_lines(*out_chw)
+    words = kpu.pack_words(dict(bad, image_src_addr=0, image_dst_addr=dst))
+    r = _run_emulator(emulator, tmp_path, words, blob)
+    assert r.returncode == 3 and "KPU-EMUL ERROR: one weight load over 30 KiB" in r.stdout, r.stdout
+    with pytest.raises(kpu.KpuError, match="over 30720 B"):
+        kpu.run_words(words, np.zeros(kpu.AI_RAM_BYTES, np.uint8), lambda a, n: blob[a - BASE:a - BASE + n])
+    # a per-load count that disagrees with para_size is an error too (the hardware reads both)
+    words = kpu.pack_words(dict(fields, o_ch_num_coef=63, image_src_addr=0, image_dst_addr=dst))
+    r = _run_emulator(emulator, tmp_path, words, blob)
+    assert r.returncode == 3 and "para_size is not o_ch_num_coef + 1" in r.stdout, r.stdout

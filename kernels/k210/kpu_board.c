@@ -1,13 +1,18 @@
 /* kpu_hal.h on a real K210 (platform=board, built by the Kendryte standalone SDK): the KPU's
  * registers at 0x40800000 (layer-argument FIFO, interrupt status/raw/mask/clear, FIFO
  * threshold, data out, FIFO control, 8-bit mode: kpu.h's kpu_config_t), the AI RAM at
- * 0x40600000 (uncached alias). Not run here: the emulator (kpu_emul.c) stands in for it on
- * emul and qemu, with the same words and AI-RAM bytes. */
+ * 0x40600000 (uncached alias). Parameter addresses go to the KPU through the SRAM's uncached
+ * alias (address - IOMEM, 0x40000000), as nncase 1.x's K210 runtime hands them over
+ * (kpu_conv2d: para_start_addr, bwsx_base_addr, active_addr = pointer - IOMEM); the
+ * parameters are read-only data of the image, never written by the CPU. Not run here: the
+ * emulator (kpu_emul.c) stands in for it on emul and qemu, with the same words and AI-RAM
+ * bytes. */
 #include <stdint.h>
 
 #include "kpu_hal.h"
 #include "sysctl.h"
 
+#define KPU_IOMEM 0x40000000u  /* the SDK's IOMEM: SRAM at 0x80000000 seen uncached at 0x40000000 */
 #define KPU_REG(off) (*(volatile uint64_t *)(uintptr_t)(0x40800000u + (off)))
 #define KPU_FIFO KPU_REG(0x00)
 #define KPU_INT_RAW KPU_REG(0x10)
@@ -37,7 +42,7 @@ uint8_t *kpu_hal_ai_ram(void)
 uint32_t kpu_hal_map(const void *p, size_t size)
 {
     (void)size;
-    return (uint32_t)(uintptr_t)p;   /* SRAM at 0x80000000: the KPU reads the CPU's addresses */
+    return (uint32_t)((uintptr_t)p - KPU_IOMEM);   /* the uncached alias, as nncase's runtime */
 }
 
 void kpu_hal_run(const uint64_t words[KPU_NUM_WORDS])

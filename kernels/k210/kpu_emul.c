@@ -180,6 +180,20 @@ void kpu_hal_run(const uint64_t words[KPU_NUM_WORDS])
     }
 
     const int g_ic = depthwise ? 1 : ic;
+    {   /* parameter loads as nncase 1.x emits them (kpu.py:weight_loads): at most 30 KiB of weights
+         * per load (a depthwise layer in one), o_ch_num_coef + 1 output channels per load */
+        const unsigned long per_load = (unsigned long)field(words, 2, 48, 10) + 1;
+        const unsigned long loads = (unsigned long)field(words, 5, 1, 6) + 1;
+        const unsigned long para_size = (unsigned long)field(words, 5, 15, 17);
+        const unsigned long channel_bytes = (unsigned long)g_ic * k * k;
+        if (!depthwise && para_size > 30ul * 1024ul)
+            fail("one weight load over 30 KiB: para_size, limit", para_size, 30ul * 1024ul);
+        if (para_size != per_load * channel_bytes)
+            fail("para_size is not o_ch_num_coef + 1 output channels of weights: para_size, channels",
+                 para_size, per_load);
+        if (loads != ((unsigned long)oc + per_load - 1) / per_load)
+            fail("load_time disagrees with o_ch_num / o_ch_num_coef: loads, channels per load", loads, per_load);
+    }
     const uint8_t *weights = sram(w_addr, (size_t)oc * g_ic * k * k);
     const uint8_t *bn = sram(bn_addr, (size_t)oc * 8);
     const uint8_t *act = sram(act_addr, 18 * 8);

@@ -39,6 +39,8 @@ def _variables():
     v.Add("platform", "where to run (default: the target's run.platform in targets.yaml)", "")
     v.Add("calibration", "a float model's calibration samples: a folder of .npy files, an .npz or an "
                          ".npy (over the manifest's quantization.calibration)", "")
+    v.Add("port", "flash: the board's serial port (k210 platform=board: kflash -p)", "")
+    v.Add("baud", "flash: the serial port's speed (k210 platform=board: kflash -b)", "")
     v.Add(BoolVariable("verbose", "print full command lines instead of one line per node", False))
     return v
 
@@ -57,7 +59,7 @@ def _help_text(variables, env, manifest) -> str:
         d = manifest.defaults
         lines.append(f"\nDefaults: target={d.get('target', '-')} model={d.get('model', '-')}")
     lines.append("\nAliases: codegen weights goldens firmware run check report quantized compiledb library "
-                 "bench tune")
+                 "bench tune flash image")
     lines.append("Commands: explain (what the next build would run, and why; builds nothing)")
     return "\n".join(lines) + "\n"
 
@@ -75,7 +77,7 @@ def main() -> None:
         unknown = variables.UnknownVariables()
         if unknown:
             raise UserError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: "
-                            f"target, model, input, platform, shard, cache, iterations, verbose (see scons -h)")
+                            f"target, model, input, platform, shard, cache, iterations, verbose, port, baud (see scons -h)")
         if _default_build():
             lines = noop.check(noop.key(ARGUMENTS))
             if lines is not None:           # nothing changed since the last good build
@@ -188,8 +190,12 @@ def _build(env, manifest, root) -> None:
     if "explain" in COMMAND_LINE_TARGETS:
         _explain_alias(env, results)
     # codegen: every generated file, the ones no step compiles too (gap9's SDK Makefile)
-    defaults = [n for k in ("check", "report", "quantized", "compiledb", "model", "codegen")
-                for n in all_aliases.get(k, [])]
+    # a combination with an `image` alias (k210 platform=board) builds that by default instead
+    # of its run, report and check, which need a board
+    no_board = {id(n) for c in results if c.aliases and "image" in c.aliases
+                for k in ("check", "report") for n in c.aliases[k]}
+    defaults = [n for k in ("check", "report", "quantized", "compiledb", "model", "codegen", "image")
+                for n in all_aliases.get(k, []) if id(n) not in no_board]
     Default(defaults)
     if iterations:
         if not all_aliases.get("bench"):
@@ -232,7 +238,8 @@ def _explain_alias(env, combos) -> None:
             if c.session is None:
                 print(f"explain [{c.target}] {c.model}: cannot be planned: {c.reason}")
                 continue
-            roots = [n for k in ("check", "report", "quantized", "model", "codegen")
+            board = "image" in c.aliases            # what the default build makes (see _build)
+            roots = [n for k in (("image",) if board else ("check", "report")) + ("quantized", "model", "codegen")
                      for n in c.aliases.get(k, [])]
             explain.print_explanation(c.session, roots)
         return 0

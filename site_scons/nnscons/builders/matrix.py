@@ -100,6 +100,8 @@ def _row(c: Combination, failures: dict, timings: dict) -> dict:
         row["status"] = "passed"
     elif rep is not None:
         row.update(status="failed", reason=rep.get("verdict"))
+    elif c.aliases.get("image") and all(n.exists() for n in c.aliases["image"]):
+        row.update(status="image built", reason="a board image, not run (the flash alias runs it)")
     else:
         row.update(status="not built")
     t = timings.get((c.target, c.model), {})

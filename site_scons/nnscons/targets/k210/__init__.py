@@ -38,7 +38,8 @@ SCHEMA = {
                   "sdk": "str", "kflash": "str"},
     "memory": {"ai_ram": "size", "sram": "size"},
     "kpu": {"clock": "int"},
-    "run": {"platform": ["emul", "qemu", "board"], "timeout": "int", "port": "str", "baud": "int"},
+    "run": {"platform": ["emul", "qemu", "board"], "timeout": "int", "port": "str", "baud": "int",
+            "goldens": ["embedded", "none", "auto"]},
     "layer": {"on": ["kpu", "cpu"]},
 }
 
@@ -47,8 +48,17 @@ DEFAULTS = {
                   "cross_cc": "riscv64-unknown-elf-gcc", "sdk": "", "kflash": "kflash"},
     "memory": {"ai_ram": kpu.AI_RAM_BYTES, "sram": 6 * 1024 * 1024},
     "kpu": {"clock": 400},                   # MHz
-    "run": {"platform": "emul", "timeout": 900, "port": "/dev/ttyUSB0", "baud": 1500000},
+    "run": {"platform": "emul", "timeout": 900, "port": "", "baud": 1500000, "goldens": "auto"},
 }
+
+
+def goldens_mode(opts) -> str:
+    """run.goldens: auto is none on the board (a shipped image needs no goldens), embedded on
+    emul and qemu (the test harness checks every layer)."""
+    g = opts["run"]["goldens"]
+    if g == "auto":
+        return "none" if opts["run"]["platform"] == "board" else "embedded"
+    return g
 
 
 def options(target_cfg) -> dict:
@@ -127,15 +137,21 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             f"> memory.sram = {sram:,} B (the 6 MiB beside the 2 MiB AI RAM); largest parameters: "
             + ", ".join(f"'{lp.layer.name}' {lp.param_bytes:,} B" for lp in top)
             + "; use a smaller model (fewer channels, e.g. MobileNetV1 with a width multiplier)")
-    if opts["run"]["platform"] == "board":
+    gmode = goldens_mode(opts)
+    if gmode == "none" and opts["run"]["platform"] != "board":
+        raise UserError(f"{where(None, 'run', 'goldens')}: run.goldens: none applies to platform=board only "
+                        f"(the emul and qemu harnesses check every layer against its golden); remove it or use "
+                        f"platform=board")
+    if opts["run"]["platform"] == "board" and gmode == "embedded":
         goldens = sum(int(np.prod(graph.tensor(lp.layer.output).shape)) for lp in layers)
         image = used + goldens + int(np.prod(graph.tensor(graph.input).shape))
         if image > sram:
             raise UserError(
-                f"{where(None, 'memory', 'sram')}: platform=board: the firmware image with every layer's golden "
-                f"does not fit the K210's SRAM: parameters {params:,} B + goldens {goldens:,} B + activations and "
-                f"scratch {used - params:,} B + input = {image:,} B > memory.sram = {sram:,} B; check this model "
-                f"on platform=qemu or emul, or use a smaller input_shape on the board")
+                f"{where(None, 'run', 'goldens')}: platform=board with run.goldens: embedded: the firmware image with "
+                f"every layer's golden does not fit the K210's SRAM: parameters {params:,} B + goldens {goldens:,} B "
+                f"+ activations and scratch {used - params:,} B + input = {image:,} B > memory.sram = {sram:,} B; "
+                f"use run.goldens: none (the default on the board), check this model on platform=qemu or emul, "
+                f"or use a smaller input_shape")
     clock = opts["kpu"]["clock"]
     for lp in layers:
         kl = kpu_layers.get(lp.layer.name)

@@ -1,26 +1,29 @@
-"""platform=board: the Kendryte standalone SDK's CMake build, kflash, the serial log.
+"""platform=board: a real K210 image from the Kendryte standalone SDK's CMake conventions.
 
-The output folder gets board/CMakeLists.txt, an out-of-tree project of the SDK (its
-cmake/common.cmake and cmake/executable.cmake, as the SDK's own examples do) listing the
-generated sources (the library's: layers, network, API, the weights' .S files, which link
-each weights .bin in; and the harness main.c), the portable kernels, kernels/k210/kpu_layout.c
-and kpu_board.c (the real KPU registers), and board/bins.S, which embeds input.bin and every
-golden .bin (the board has no file system; main.c reads them through NN_BINS_EMBEDDED). Then:
+build/<t>/<m>/board/CMakeLists.txt is an out-of-tree project of the SDK, as its own root
+CMakeLists.txt is written: BUILDING_SDK set, the SDK's cmake/common.cmake (toolchain, flags,
+the link rule with kendryte.ld), project(), cmake/macros.internal.cmake (header_directories),
+the sources through add_source_files, cmake/executable.cmake (the executable, the `kendryte`
+library linked whole-archive, objcopy to .bin). Instead of the SDK's lib/ target (it drags in
+nncase: C++ and a prebuilt runtime that is not public) the project builds the `kendryte` library
+from the sources the network needs: lib/bsp (crt.S included), lib/drivers without kpu.c (the
+kmodel runtime), lib/utils. With Debian's toolchain the project's picolibc compatibility layer
+is included (kernels/k210/sdk_compat/picolibc.cmake; sdk.compat()).
 
-  configure  cmake -S build/k210/<m>/board -B build/k210/<m>/board/cmake -G "Unix Makefiles"
-                   -DSDK=<sdk> -DTOOLCHAIN=<toolchain bin> -DPROJ=nns_<m>
-  build      cmake --build build/k210/<m>/board/cmake     -> nns_<m>.bin (the SDK's objcopy)
-  flash+run  kflash -p <run.port> -b <run.baud> -B goE -t nns_<m>.bin
-             (-t: kflash's terminal after flashing; its output is the serial log, read until
-             `Test PASSED`/`Test FAILED` or run.timeout)
+The program: the library's generated sources (layers, network, API, the weights' .S files),
+the harness main.c (NN_BINS_EMBEDDED: files read from the image), the portable kernels,
+kernels/k210/kpu_layout.c and kpu_board.c (the real KPU registers), and board/bins.S, which
+embeds input.bin and, with run.goldens = embedded, every golden .bin.
 
-The SDK is toolchain.sdk or $KENDRYTE_SDK (a folder with cmake/common.cmake and
-lib/drivers/include/kpu.h); its compiler toolchain ($KENDRYTE_TOOLCHAIN, the folder holding
-riscv64-unknown-elf-gcc, default /opt/kendryte-toolchain/bin); kflash is toolchain.kflash.
-tests/test_k210_board.py checks these command lines with fake tools (tests/fixtures/k210_sdk).
+  SDK-BUILD  cmake -S board -B board/cmake -G "Unix Makefiles" -DSDK=<sdk> -DTOOLCHAIN=<bin>
+                   -DPROJ=nns_<m> [-DNNS_SDK_COMPAT=picolibc]; cmake --build board/cmake
+             -> board/firmware.elf, firmware.bin, firmware.map; board/image.json (image.py)
+  FLASH      kflash -p <port> -b <baud> -B goE -t board/firmware.bin (the `flash` alias, the only
+             step that needs kflash and a port; its terminal output is the serial log)
 """
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 
@@ -30,62 +33,73 @@ from ...resources import data_path
 from ...fileio import write_if_changed
 from ... import binfiles
 from .. import library
+from . import image, sdk
 
-DEFAULT_TOOLCHAIN = "/opt/kendryte-toolchain/bin"
-
-
-def sdk_dir(session) -> str:
-    return session.options["toolchain"]["sdk"] or os.environ.get("KENDRYTE_SDK", "")
-
-
-def toolchain_dir() -> str:
-    return os.environ.get("KENDRYTE_TOOLCHAIN", DEFAULT_TOOLCHAIN)
-
-
-def require_sdk(session) -> None:
-    name = session.target_cfg.name
-    sdk = sdk_dir(session)
-    if not sdk or not os.path.isfile(os.path.join(sdk, "cmake", "common.cmake")) or \
-            not os.path.isfile(os.path.join(sdk, "lib", "drivers", "include", "kpu.h")):
-        raise UserError(f"target '{name}' platform=board: the Kendryte standalone SDK was not found "
-                        f"({'toolchain.sdk / KENDRYTE_SDK = ' + repr(sdk) if sdk else 'KENDRYTE_SDK is unset'}); "
-                        f"clone github.com/kendryte/kendryte-standalone-sdk and set KENDRYTE_SDK to it "
-                        f"(or targets.{name}.toolchain.sdk), or use platform=emul|qemu")
-    gcc = os.path.join(toolchain_dir(), "riscv64-unknown-elf-gcc")
-    if not os.access(gcc, os.X_OK):
-        raise UserError(f"target '{name}' platform=board: the Kendryte toolchain's compiler {gcc} was not found; "
-                        f"install the kendryte-gnu-toolchain and set KENDRYTE_TOOLCHAIN to its bin folder")
-    for tool, what in (("cmake", "apt-get install cmake"),
-                       (session.options["toolchain"]["kflash"], "pip install kflash")):
-        if not shutil.which(tool):
-            raise UserError(f"target '{name}' platform=board: '{tool}' not found on PATH ({what})")
+FILES = ("firmware.elf", "firmware.bin", "firmware.map")
 
 
 def project_name(session) -> str:
     return "nns_" + "".join(c if c.isalnum() else "_" for c in session.model_cfg.name)
 
 
+def goldens_embedded(session) -> bool:
+    from . import goldens_mode
+    return goldens_mode(session.options) == "embedded"
+
+
 def cmake_lists(session, sources) -> str:
     """The project file: paths relative to the board folder (no absolute paths in outputs)."""
-    rel = [os.path.relpath(s, os.path.join(session.build_dir, "board")) for s in sources]
-    root = os.path.relpath(".", os.path.join(session.build_dir, "board"))
+    bdir = os.path.join(session.build_dir, "board")
+    rel = [os.path.relpath(s, bdir) for s in sources]
+    root = os.path.relpath(".", bdir)
+    here = "${CMAKE_CURRENT_SOURCE_DIR}"
+    asm = [r for r in rel if r.endswith(".S")] + ["bins.S"]
+    weights = library.weights_include(f"{here}/..")
     lines = [
         "# Generated by nnscons for target kind 'k210', platform=board. Do not edit.",
         "# cmake -S . -B cmake -DSDK=<kendryte-standalone-sdk> -DTOOLCHAIN=<toolchain bin> "
-        f"-DPROJ={project_name(session)} && cmake --build cmake",
-        "cmake_minimum_required(VERSION 3.0)",
+        f"-DPROJ={project_name(session)} [-DNNS_SDK_COMPAT=picolibc] && cmake --build cmake",
+        "cmake_minimum_required(VERSION 3.5)",
+        "# the SDK's own convention for code built with it: no prebuilt lib/, its warning flags",
+        'set(BUILDING_SDK "yes" CACHE INTERNAL "")',
         'include("${SDK}/cmake/common.cmake")',
-        f"project({project_name(session)} C ASM)",
-        "add_definitions(-DNN_BINS_EMBEDDED -DNN_BOARD)",
-        "include_directories(${CMAKE_CURRENT_SOURCE_DIR}/../include "
-        f"${{CMAKE_CURRENT_SOURCE_DIR}}/{root}/kernels/common ${{CMAKE_CURRENT_SOURCE_DIR}}/{root}/kernels/k210)",
-        "set_source_files_properties(bins.S PROPERTIES COMPILE_FLAGS \"-Wa,-I${CMAKE_CURRENT_SOURCE_DIR}/../bin\")",
-    ] + [f"set_source_files_properties(${{CMAKE_CURRENT_SOURCE_DIR}}/{r} PROPERTIES COMPILE_FLAGS "
-         f"\"{library.weights_include('${CMAKE_CURRENT_SOURCE_DIR}/..')}\")" for r in rel if r.endswith(".S")] + [
+        f"project({project_name(session)} C)",
+        'include("${SDK}/cmake/macros.internal.cmake")',
+        'if (NNS_SDK_COMPAT STREQUAL "picolibc")',
+        f'    include("{here}/{root}/kernels/k210/sdk_compat/picolibc.cmake")',
+        "endif ()",
+        "header_directories(${SDK_ROOT}/lib/bsp)",
+        "header_directories(${SDK_ROOT}/lib/drivers)",
+        "header_directories(${SDK_ROOT}/lib/utils)",
+        "# the SDK's driver library under the name executable.cmake links (whole-archive): bsp,",
+        "# drivers without kpu.c (nncase's kmodel runtime), utils",
+        "file(GLOB NNS_SDK_SOURCES ${SDK_ROOT}/lib/bsp/*.c ${SDK_ROOT}/lib/bsp/*.S ${SDK_ROOT}/lib/drivers/*.c "
+        "${SDK_ROOT}/lib/utils/*.c)",
+        'list(FILTER NNS_SDK_SOURCES EXCLUDE REGEX "/drivers/kpu\\\\.c$")',
+        "add_library(kendryte STATIC ${NNS_SDK_SOURCES} ${NNS_SDK_COMPAT_SOURCES})",
+        "set_target_properties(kendryte PROPERTIES LINKER_LANGUAGE C)",
+        "if (NNS_SDK_COMPAT_IOMEM_FLAGS)",
+        "    set_source_files_properties(${SDK_ROOT}/lib/drivers/iomem.c PROPERTIES COMPILE_FLAGS "
+        '"${NNS_SDK_COMPAT_IOMEM_FLAGS}")',
+        "endif ()",
+        "# assembly as the SDK's lib/ builds it: the C compiler (its -march/-mabi) in cpp mode",
+        "set(NNS_ASM ${SDK_ROOT}/lib/bsp/crt.S " + " ".join(f"{here}/{r}" for r in asm) + ")",
+        "set_source_files_properties(${NNS_ASM} PROPERTIES LANGUAGE C)",
+        'set_source_files_properties(${SDK_ROOT}/lib/bsp/crt.S PROPERTIES COMPILE_FLAGS '
+        '"-x assembler-with-cpp -D __riscv64")',
+        f'set_source_files_properties({here}/bins.S PROPERTIES COMPILE_FLAGS '
+        f'"-x assembler-with-cpp -Wa,-I{here}/../bin")',
+    ] + [f'set_source_files_properties({here}/{r} PROPERTIES COMPILE_FLAGS "-x assembler-with-cpp {weights}")'
+         for r in asm if r != "bins.S"] + [
+        "add_definitions(-DNN_BINS_EMBEDDED -DNN_BOARD"
+        + ("" if goldens_embedded(session) else " -DNN_NO_GOLDENS") + ")",
+        f"include_directories({here}/../include {here}/{root}/kernels/common {here}/{root}/kernels/k210)",
         "add_source_files(",
-    ] + [f"    ${{CMAKE_CURRENT_SOURCE_DIR}}/{r}" for r in rel] + [
-        "    ${CMAKE_CURRENT_SOURCE_DIR}/bins.S)",
+    ] + [f"    {here}/{r}" for r in rel] + [
+        f"    {here}/bins.S)",
+        "set(SUFFIX .elf)",
         'include("${SDK}/cmake/executable.cmake")',
+        "target_link_libraries(${PROJECT_NAME} -Wl,-Map=${CMAKE_BINARY_DIR}/${PROJECT_NAME}.map)",
     ]
     return "\n".join(lines) + "\n"
 
@@ -115,41 +129,65 @@ def write_project(target, source, env):
     return 0
 
 
-def configure_command(session, bdir) -> list:
-    return ["cmake", "-S", bdir, "-B", os.path.join(bdir, "cmake"), "-G", "Unix Makefiles",
-            f"-DSDK={os.path.abspath(sdk_dir(session))}", f"-DTOOLCHAIN={toolchain_dir()}",
-            f"-DPROJ={project_name(session)}"]
+def configure_command(bdir, sdk_dir, tc, proj, compat) -> list:
+    cmd = ["cmake", "-S", bdir, "-B", os.path.join(bdir, "cmake"), "-G", "Unix Makefiles",
+           f"-DSDK={os.path.abspath(sdk_dir)}", f"-DTOOLCHAIN={tc}", f"-DPROJ={proj}"]
+    return cmd + ([f"-DNNS_SDK_COMPAT={compat}"] if compat else [])
 
 
 def build_firmware(target, source, env):
+    """Configure and build the SDK project, copy its ELF, .bin and map to board/, write
+    image.json (what the image holds and where it fits)."""
     session = env["NNS_SESSION"]
     bdir = os.path.dirname(str(source[0]))
-    timeout = session.options["run"]["timeout"]
-    for cmd in (configure_command(session, bdir), ["cmake", "--build", os.path.join(bdir, "cmake")]):
-        if env["NNS_VERBOSE"]:
-            print(" ".join(cmd))
-        status, log = run_program(cmd, timeout)
+    tc = sdk.toolchain_dir()
+    compat = sdk.compat(tc)
+    proj = project_name(session)
+    cmd = configure_command(bdir, env["NNS_SDK"], tc, proj, compat)
+    cdir = os.path.join(bdir, "cmake")
+    jobs = str(max(1, env.GetOption("num_jobs") or 1))
+    for c in (cmd, ["cmake", "--build", cdir, "--", "-j" + jobs]):
+        status, log = run_program(c, session.options["run"]["timeout"], show=env["NNS_VERBOSE"])
         if status != 0:
-            print(f"BUILD FAILED [{session.target_cfg.name}] on board: {' '.join(cmd[:2])} exited with "
-                  f"{status}:\n" + "\n".join(log.splitlines()[-20:]))
+            print(f"BUILD FAILED [{session.target_cfg.name}] on board: {' '.join(c[:2])} exited with "
+                  f"{status}:\n" + "\n".join(log.splitlines()[-25:]))
             return 1
-    if not os.path.isfile(str(target[0])):
-        print(f"BUILD FAILED [{session.target_cfg.name}] on board: the SDK build made no {target[0]}")
-        return 1
-    return 0
+    for src, dst in zip((proj + ".elf", proj + ".bin", proj + ".map"), target[:3]):
+        shutil.copyfile(os.path.join(cdir, src), str(dst))
+    return image.write(str(target[0]), str(target[1]), str(target[3]), session, env["NNS_IMAGE"])
 
 
-def flash_command(session, firmware) -> list:
+def flash_command(kflash, port, baud, firmware) -> list:
+    return [kflash, "-p", port, "-b", str(baud), "-B", "goE", "-t", os.path.abspath(firmware)]
+
+
+def flash_settings(session, env) -> tuple:
+    """(kflash, port, baud): port=/baud= on the command line over run.port/run.baud."""
     r = session.options["run"]
-    return [session.options["toolchain"]["kflash"], "-p", r["port"], "-b", str(r["baud"]), "-B", "goE", "-t",
-            os.path.abspath(firmware)]
+    return session.options["toolchain"]["kflash"], env.get("port") or r["port"], env.get("baud") or r["baud"]
 
 
-def run(session, firmware, timeout) -> tuple:
-    status, log = run_program(flash_command(session, firmware), timeout)
+def check_flash(session, env) -> None:
+    kflash, port, baud = flash_settings(session, env)
+    missing = []
+    if not shutil.which(kflash):
+        missing.append(f"'{kflash}' is not on PATH (pip install kflash, or set targets.{session.target_cfg.name}"
+                       f".toolchain.kflash)")
+    if not port:
+        missing.append("no serial port: give port= (e.g. port=/dev/ttyUSB0) and, if not 1500000, baud=")
+    if not str(baud).isdigit():
+        missing.append(f"baud={baud}: expected a number of bits per second (e.g. baud=1500000)")
+    if missing:
+        raise UserError(f"target '{session.target_cfg.name}' flash: " + "; ".join(missing)
+                        + " (the firmware itself is built without them: board/firmware.bin)")
+
+
+def run(session, firmware, timeout, env) -> tuple:
+    kflash, port, baud = flash_settings(session, env)
+    status, log = run_program(flash_command(kflash, port, baud, firmware), timeout, show=env["NNS_VERBOSE"])
     # kflash -t stays in its terminal: a timeout after the last line is the normal end
-    if status is None and ("Test PASSED" in log or "Test FAILED" in log):
-        status = 0 if "Test PASSED" in log else 1
+    if status is None and ("Test PASSED" in log or "Test FAILED" in log or "Test DONE" in log):
+        status = 0 if "Test FAILED" not in log else 1
     return status, log
 
 
@@ -158,24 +196,59 @@ def declare_nodes(env, session, common) -> dict:
     b = session.build_dir
     bdir = os.path.join(b, "board")
     plan = session.plan
+    sdk_dir, sdk_nodes = sdk.declare(env, session)
+    sdk.require_toolchain(session)
     sources = sorted([os.path.join(b, p) for lp in plan.layers for p, _, _ in lp.sources() if p.endswith(".c")]
                      + [os.path.join(b, p) for p, _, _ in plan.network_files if p.endswith((".c", ".S"))]
                      + list(plan.kernels) + [data_path("kernels", "k210", "kpu_board.c")])
-    bins = [os.path.splitext(binfiles.INPUT)[0]] + [binfiles.bin_stem("golden", lp.cname, plan.bin_names)
-                                                    for lp in plan.layers]
+    embedded = goldens_embedded(session)
+    from SCons.Script import COMMAND_LINE_TARGETS
+    asked = sorted({"run", "check", "report"} & set(COMMAND_LINE_TARGETS))
+    if asked and not embedded:
+        raise UserError(f"target '{session.target_cfg.name}' platform=board: '{', '.join(asked)}' needs a layer-by-layer "
+                        f"check of the board's run, but the image holds no goldens (run.goldens: none, the board's default); "
+                        f"`flash` runs it without a check (board/run.log, board/output.npy), or set "
+                        f"targets.{session.target_cfg.name}.run.goldens: embedded")
+    bins = [os.path.splitext(binfiles.INPUT)[0]] + ([binfiles.bin_stem("golden", lp.cname, plan.bin_names)
+                                                     for lp in plan.layers] if embedded else [])
     spec = {"sources": sources, "bins": bins}
     t = session.target_cfg.name
-    project = env.Command([os.path.join(bdir, "CMakeLists.txt"), os.path.join(bdir, "bins.S")],
-                          value(env, [spec, project_name(session)]),
+    project = env.Command([env.File(os.path.join(bdir, "CMakeLists.txt")), env.File(os.path.join(bdir, "bins.S"))],
+                          value(env, [spec, project_name(session), embedded]),
                           env.Action(write_project, f"CODEGEN CMakeLists.txt [{t}]"), NNS_BOARD=spec)
     env.Depends(project, py_sources("targets/k210/board.py"))
-    firmware = env.Command(os.path.join(bdir, "cmake", project_name(session) + ".bin"),
-                           project + [s for s in sources] + common.input + common.weights + common.goldens,
-                           env.Action(build_firmware, f"SDK-BUILD {project_name(session)} [{t}]"))
-    run = env.NnsK210Run([os.path.join(bdir, "run.log"), os.path.join(bdir, "output.npy")], firmware,
-                         NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on board", NNS_PLATFORM="board")
-    env.SideEffect(binfiles.output_path(bdir), run)
+    # every file the SDK build reads: generated sources AND the header (issue 26: with -j2 the
+    # SDK build must not start before include/nns_<m>.h exists), the kernels' headers, the
+    # compatibility layer, the .bin files the .S files include
+    layer_nodes = [n for files in common.layer_files.values() for n in files.values()]
+    static = sorted(set(glob.glob(data_path("kernels", "common", "*.h")) + glob.glob(data_path("kernels", "k210", "*.h"))
+                        + glob.glob(data_path("kernels", "k210", "sdk_compat", "**", "*"), recursive=True)))
+    static = [f for f in static if os.path.isfile(f)]
+    image_info = {"ai_ram_peak": plan.report["ai_ram_peak_bytes"], "ai_ram": plan.report["ai_ram_bytes"],
+                  "sram": plan.report["sram_bytes"], "params": plan.report["sram_param_bytes"],
+                  "heap": plan.network["arena"]["size"] + 1 + _output_bytes(session),
+                  "goldens": embedded, "bins": bins}
+    firmware = env.Command([env.File(os.path.join(bdir, f)) for f in FILES + ("image.json",)],
+                           project + list(common.network_files.values()) + layer_nodes + sources + static
+                           + sdk_nodes + common.input + common.weights + (common.goldens if embedded else [])
+                           + [value(env, [sdk.toolchain_dir(), sdk_dir, image_info])],
+                           env.Action(build_firmware, f"SDK-BUILD {project_name(session)} [{t}]"),
+                           NNS_SDK=sdk_dir, NNS_IMAGE=image_info)
+    env.Depends(firmware, py_sources("targets/k210/board.py", "targets/k210/image.py"))
+    env.Clean(firmware, [os.path.join(bdir, "cmake")])
+    flash = env.NnsK210Run([os.path.join(bdir, "run.log"), os.path.join(bdir, "output.npy")], firmware[1],
+                           NNS_VERB="FLASH", NNS_LABEL=f"{session.model_cfg.name} on board", NNS_PLATFORM="board")
+    env.SideEffect(binfiles.output_path(bdir), flash)
     # no archive on the board (the SDK's project compiles the sources): the library alias is
     # the header, the library's generated sources and the project
     lib = [n for p, n in sorted(common.network_files.items()) if p != "src/main.c"]
-    return {"firmware": firmware, "run": run, "library": lib + project}
+    # `image`: what a default board build makes (the image, no flashing); `flash`, run, check
+    # and report need kflash and a board
+    return {"firmware": firmware, "run": flash, "flash": flash, "image": firmware, "library": lib + project,
+            "report_extra": [firmware[3]]}
+
+
+def _output_bytes(session) -> int:
+    import numpy as np
+    g = session.graph
+    return int(np.prod(g.tensor(g.output).shape))

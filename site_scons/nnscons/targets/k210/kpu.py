@@ -71,6 +71,34 @@ _FIELD = {name: (w, lo, width) for w, name, lo, width in FIELDS}
 SIGNED = {"arg_w", "arg_x", "arg_add"}
 
 
+LOAD_LIMIT = 30 * 1024         # bytes of weights per parameter load (nncase 1.x: size_limit = 30 KiB)
+MAX_LOADS = 64                 # load_time is 6 bits: at most 64 loads per layer
+
+
+def weight_loads(o: int, channel_bytes: int, depthwise: bool) -> tuple:
+    """(output channels per load, loads) as nncase 1.x's k210_module_builder::emit(kpu_conv2d)
+    splits a layer's weights: a depthwise layer in one load; otherwise as many whole output
+    channels as fit LOAD_LIMIT bytes per load."""
+    if depthwise:
+        return o, 1
+    per_load = min(o, LOAD_LIMIT // channel_bytes)
+    return per_load, -(-o // per_load)
+
+
+def check_loads(f: dict) -> None:
+    """The parameter-load fields of unpacked words follow weight_loads (what the hardware
+    reads per load); a load over LOAD_LIMIT would misbehave on the KPU."""
+    oc, k = f["o_ch_num"] + 1, 3 if f["kernel_type"] == 1 else 1
+    dw = bool(f["depth_wise_layer"])
+    channel_bytes = (1 if dw else f["i_ch_num"] + 1) * k * k
+    per_load, loads = f["o_ch_num_coef"] + 1, f["load_time"] + 1
+    if not dw and f["para_size"] > LOAD_LIMIT:
+        raise KpuError(f"para_size {f['para_size']} B: one weight load over {LOAD_LIMIT} B")
+    if f["para_size"] != per_load * channel_bytes or loads != -(-oc // per_load):
+        raise KpuError(f"weight loads: o_ch_num_coef {per_load - 1}, load_time {loads - 1}, para_size "
+                       f"{f['para_size']} disagree with {oc} output channels of {channel_bytes} B")
+
+
 class KpuError(ValueError):
     """A value that does not fit its field, or a shape the KPU cannot take."""
 
@@ -305,6 +333,7 @@ def run_words(words, ai_ram: np.ndarray, memory) -> None:
     weights, batch-norm and activation tables (memory(address, size) -> bytes), write the
     output map into ai_ram (np.uint8 array of the AI RAM)."""
     f = unpack_words(words)
+    check_loads(f)
     ic, oc = f["i_ch_num"] + 1, f["o_ch_num"] + 1
     iw, ih = f["i_row_wid"] + 1, f["i_col_high"] + 1
     ow, oh = f["o_row_wid"] + 1, f["o_col_high"] + 1

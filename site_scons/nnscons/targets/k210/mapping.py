@@ -212,17 +212,21 @@ def build(layer, graph, pool_type: int) -> KpuLayer:
     mul, shift, add, frac = kpu.bn_params(m, bias, int(out_t.q.zero_point) + 128)
     act = kpu.clamp_table(layer.act_min + 128, layer.act_max + 128, frac)
     kb = g_ic * k * k                       # weight bytes per output channel
-    per_load = max(1, min(o, ((1 << 17) - 1) // kb))
-    if -(-o // per_load) > 64:
-        raise kpu.KpuError(f"{o} output channels of {kb} weight bytes need more than 64 parameter loads")
+    per_load, loads = kpu.weight_loads(o, kb, depthwise)
+    if loads > kpu.MAX_LOADS:
+        raise kpu.KpuError(f"{o} output channels of {kb} weight bytes need {loads} parameter loads of at most "
+                           f"{kpu.LOAD_LIMIT // 1024} KiB, more than the KPU's {kpu.MAX_LOADS}")
     lin, lout = kpu.layout_fields(w, h), kpu.layout_fields(ow, oh)
     fields = {
         "int_en": 1, "depth_wise_layer": int(depthwise),
-        "i_ch_num": c - 1, "o_ch_num": o - 1, "o_ch_num_coef": o - 1,
+        "i_ch_num": c - 1, "o_ch_num": o - 1, "o_ch_num_coef": per_load - 1,
         "i_row_wid": w - 1, "i_col_high": h - 1, "o_row_wid": ow - 1, "o_col_high": oh - 1,
-        "kernel_type": 1 if k == 3 else 0, "pad_type": 1, "pool_type": pool_type,
+        "kernel_type": 1 if k == 3 else 0, "pad_type": 0, "pool_type": pool_type,
+        # first_stride: nncase never sets it (its layers are < 256 rows); vendor demos set it
+        # for inputs 256 rows or taller
+        "first_stride": int(h >= 256),
         "load_para": 1, "dma_burst_size": 15, "pad_value": x_zp,
-        "load_coor": 1, "load_time": -(-o // per_load) - 1, "para_size": per_load * kb,
+        "load_coor": 1, "load_time": loads - 1, "para_size": per_load * kb,
         "channel_switch_addr": lin["channel_switch"], "row_switch_addr": lin["row_switch"],
         "coef_group": lin["group"], "load_act": 1,
         "wb_channel_switch_addr": lout["channel_switch"], "wb_row_switch_addr": lout["row_switch"],

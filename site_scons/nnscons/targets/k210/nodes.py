@@ -39,6 +39,6 @@ def declare_nodes(env, session, common) -> dict:
                                      [os.path.join(b, "quantized.onnx")] + common.goldens,
                                      NNS_VERB="AGREEMENT", NNS_LABEL=label)
     env.Depends(agreement, py_sources("targets/k210/agreement.py", "export/ort_oracle.py"))
-    nodes["report_extra"] = agreement
+    nodes["report_extra"] = agreement + nodes.get("report_extra", [])   # board: image.json too
     nodes["agreement"] = agreement
     return nodes

@@ -5,7 +5,7 @@
          riscv64-unknown-elf-gcc + picolibc + semihosting, with the emulator linked in, on
          qemu-system-riscv64 -M virt (one hart; the K210 has two, the CPU layers use one)
   board  the Kendryte standalone SDK's CMake build (kpu_board.c: the real KPU registers) and
-         kflash; the serial log holds the per-layer lines (board.py)
+         kflash (the `flash` alias only); the serial log holds the run's lines (board.py)
 
 qemu memory (-m 256M at 0x80000000): code and read-only data in the first 16 MiB, then data,
 bss (the emulated 2 MiB AI RAM), heap (the layers' parameters, 256-byte aligned) and a 1 MiB
@@ -57,8 +57,9 @@ def check_tools(env, session) -> None:
     platform = opts["run"]["platform"]
     name = session.target_cfg.name
     if platform == "board":
-        from . import board
-        board.require_sdk(session)
+        from . import sdk
+        sdk.locate(session)              # kflash and the port: checked by the flash step only
+        sdk.require_toolchain(session)
         return
     if platform == "qemu":
         for tool, package in ((opts["toolchain"]["cross_cc"], "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"),
@@ -96,7 +97,7 @@ def environment(env, session, platform):
     return e, EMUL_SOURCES
 
 
-def run(platform, session, firmware, bin_dir) -> tuple:
+def run(platform, session, firmware, bin_dir, env=None) -> tuple:
     """(exit status or None on timeout, log)."""
     timeout = session.options["run"]["timeout"]
     if platform == "qemu":
@@ -104,5 +105,5 @@ def run(platform, session, firmware, bin_dir) -> tuple:
         return status, log
     if platform == "board":
         from . import board
-        return board.run(session, firmware, timeout)
+        return board.run(session, firmware, timeout, env)
     return run_program([os.path.abspath(firmware), bin_dir], timeout)

@@ -17,6 +17,14 @@ def run_firmware(target, source, env):
     from . import platforms
     session = env["NNS_SESSION"]
     platform = env["NNS_PLATFORM"]
-    status, log = platforms.run(platform, session, str(source[0]), env["NNS_BIN_DIR"])
+    if platform == "board":
+        from ...errors import UserError
+        from . import board
+        try:
+            board.check_flash(session, env)
+        except UserError as e:
+            print(f"FLASH FAILED: {e}")
+            return 2
+    status, log = platforms.run(platform, session, str(source[0]), env["NNS_BIN_DIR"], env)
     return simrun.finish(f"RUN FAILED [{session.target_cfg.name}] on {platform}", session, status, log, FATAL,
                          str(target[0]), str(target[1]))
