@@ -13,6 +13,7 @@ What this proves (kernels/gap9/ne16/nn_ne16.h, site_scons/nnscons/targets/gap9/n
   numpy's result (embedded in the program); a mismatch prints where and fails.
 - Signed activations: the inputs are int8 x fed as x + 128 with 128 where the (pre-padded)
   input is 0, so numpy checks acc - 128 * sum(w) == conv(x, w) on the NE16 accumulators too.
+- Padding by NE16 (zero only, unsigned inputs): 3x3 with partial and single tiles, depthwise.
 
 Register map (base 0x10201000): +0x00 commit/trigger, +0x04 acquire, +0x0C status,
 +0x10 running job, +0x20.. 24 job registers (pointers, strides, subtile counts/remainders,
@@ -20,20 +21,23 @@ padding, weight offset, filter mask, CONFIG0). See nn_ne16.h.
 
 Measured on the model (FC performance counter PCCR; FC and cluster both run at 50 MHz in this
 model; job = trigger to status 0, data already in L1, configuration ~709 FC cycles per job):
-  3x3  32->32 16x16, int32 out        23,349 cycles  101.0 MACs/cycle
-  3x3  32->32 16x16, normquant        22,374 cycles  105.4 MACs/cycle
+  3x3  32->32 16x16, int32 out        23,350 cycles  101.0 MACs/cycle
+  3x3  32->32 16x16, normquant        22,387 cycles  105.4 MACs/cycle
   cluster, same layer (9 cores, project kernel, DMA + requant included)  329,772 cycles  7.15
        -> NE16 14.7x the cluster (test_ne16_against_the_cluster_on_the_same_layer)
-  1x1  64->64 16x16, normquant        21,082 cycles   49.7 MACs/cycle
-  dw3x3 32 ch 16x16, normquant        14,790 cycles    5.0 MACs/cycle
+  1x1  64->64 16x16, normquant        21,062 cycles   49.8 MACs/cycle
+  dw3x3 32 ch 16x16, normquant        14,816 cycles    5.0 MACs/cycle
 NE16 computes 3x3 output pixels per step, so at 16x16 only 256 of 324 computed pixels are
 kept (a multiple of 3 would give ~127 MACs/cycle for 3x3). Depthwise is slow in the model: one output channel per
 MATRIXVEC pass (16 passes per 16-channel group, 22 cycles of setup each), so a cost model should
 keep depthwise on the cluster unless measured otherwise.
 
-Caveats (from the model's source): right/bottom padding registers pad with 0 only (the buffer
-is cleared, padding_value is written only for full tiles), so the driver takes pre-padded
-inputs; normquant has no rounding term; the model checks no address range (masks with 0x1FFFF).
+Caveats: the padding value is written on the left/top but the right/bottom of a partial tile
+stays 0 (ne16_load.cpp; seen on the model: padding value 128, 6x6, 353 of 1152 words wrong on
+the right edge), so signed inputs (x + 128) come pre-padded and NE16 pads with 0 only; when it
+pads, NE16 reads from in - (top row + left pixel), which must stay inside L1 (a padded tile at
+L1's first byte had an output word land after the status said done); normquant has no rounding
+term (fold 1 << (shift-1) into the bias); the model checks no address range (masks 0x1FFFF).
 """
 from __future__ import annotations
 
@@ -227,7 +231,8 @@ static void say_int(int32_t v) {
 }
 static inline uint32_t cycles(void) { uint32_t v; __asm__ volatile("csrr %%0, 0x780" : "=r"(v)); return v; }
 #define L1 __attribute__((section(".l1.data"), aligned(4)))
-static uint8_t x[] L1 = {%(x)s};
+/* 256 bytes ahead of the input: NE16 reads from in - (top row + left pixel) when it pads */
+static struct { uint8_t ahead[256]; uint8_t x[%(nx)d]; } xin L1 = { {0}, {%(x)s} };
 static uint8_t wt[] L1 = {%(w)s};
 static uint8_t scale[] L1 = {%(scale)s};
 static uint8_t shift[] L1 = {%(shift)s};
@@ -235,8 +240,8 @@ static int32_t bias[] L1 = {%(bias)s};
 static %(otype)s y[%(ny)d] L1;
 static const %(otype)s expect[%(ny)d] = {%(expect)s};
 int main(void) {
-    nn_ne16_conv_t c = { %(mode)s, x, wt, y, %(k_in)d, %(k_out)d, %(h)d, %(w_out)d, 8, -128,
-                         %(quant)d, scale, shift, bias, %(relu)d };
+    nn_ne16_conv_t c = { %(mode)s, xin.x, wt, y, %(k_in)d, %(k_out)d, %(h)d, %(w_out)d, 8, -128,
+                         %(quant)d, scale, shift, bias, %(relu)d, %(pad)d, %(pad)d, %(pad)d, %(pad)d };
     nn_ne16_job_t job;
     for (int i = 0; i < %(ny)d; i++) y[i] = (%(otype)s)0x5a5a5a5a;
     if (nn_ne16_conv_job(&job, &c)) { say("bad job\n"); return 1; }
@@ -261,8 +266,11 @@ int main(void) {
 }
 """
 
-# name: mode, k_in, k_out, h_out, w_out, quant, relu
+# name: mode, k_in, k_out, h_out, w_out, quant, relu[, pad: NE16 zero-pads unsigned inputs]
 CASES = {
+    "3x3_zero_pad_by_ne16_24x40_7x8": ("3x3", 24, 40, 7, 8, 0, 0, 1),
+    "3x3_zero_pad_by_ne16_one_tile_3x2": ("3x3", 16, 32, 3, 2, 0, 0, 1),
+    "dw3x3_zero_pad_by_ne16_normquant": ("dw3x3", 20, 20, 5, 6, 1, 1, 1),
     "3x3_32x32_16x16": ("3x3", 32, 32, 16, 16, 0, 0),
     "3x3_32x32_16x16_normquant": ("3x3", 32, 32, 16, 16, 1, 1),
     "3x3_rem_20x40_7x5": ("3x3", 20, 40, 7, 5, 0, 0),
@@ -278,18 +286,24 @@ C_MODE = {"3x3": "NE16_3X3", "1x1": "NE16_1X1", "dw3x3": "NE16_DW3X3"}
 
 
 def _case_data(name):
-    mode, k_in, k_out, h, w, quant, relu = CASES[name]
+    mode, k_in, k_out, h, w, quant, relu, *pad = CASES[name]
+    pad = pad[0] if pad else 0
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     fs = 1 if mode == "1x1" else 3
-    xs = np.zeros((h + fs - 1, w + fs - 1, k_in), np.int8)    # signed input, zero border
+    dw = mode == "dw3x3"
+    wt = rng.integers(-128, 128, (k_out, fs, fs, 1 if dw else k_in), dtype=np.int8)
     p = fs // 2
-    xs[p:p + h, p:p + w] = rng.integers(-128, 128, (h, w, k_in), dtype=np.int8)
-    xu = (xs.astype(np.int16) + 128).astype(np.uint8)         # what NE16 reads
-    wt = rng.integers(-128, 128, (k_out, fs, fs, 1 if mode == "dw3x3" else k_in), dtype=np.int8)
-    acc = conv_ref(xu, wt, depthwise=mode == "dw3x3")
-    # the signed-input identity the driver documents
-    wsum = wt.astype(np.int64).sum(axis=(1, 2, 3))
-    np.testing.assert_array_equal(acc - 128 * wsum, conv_ref(xs, wt, depthwise=mode == "dw3x3"))
+    if pad:   # unsigned input, NE16 adds the zero border
+        xu = rng.integers(0, 256, (h, w, k_in), dtype=np.uint8)
+        acc = conv_ref(np.pad(xu, ((p, p), (p, p), (0, 0))), wt, depthwise=dw)
+    else:     # signed input x fed as x + 128, the border (x = 0) pre-padded as 128
+        xs = np.zeros((h + fs - 1, w + fs - 1, k_in), np.int8)
+        xs[p:p + h, p:p + w] = rng.integers(-128, 128, (h, w, k_in), dtype=np.int8)
+        xu = (xs.astype(np.int16) + 128).astype(np.uint8)         # what NE16 reads
+        acc = conv_ref(xu, wt, depthwise=dw)
+        # the signed-input identity the driver documents
+        wsum = wt.astype(np.int64).sum(axis=(1, 2, 3))
+        np.testing.assert_array_equal(acc - 128 * wsum, conv_ref(xs, wt, depthwise=dw))
     nch = -(-k_out // 32) * 32
     scale = rng.integers(1, 256, nch, dtype=np.uint8)
     shift = rng.integers(14, 24, nch, dtype=np.uint8)
@@ -299,9 +313,9 @@ def _case_data(name):
     else:
         assert np.abs(acc).max() < 2**31
         out = acc.astype(np.int32)
-    return dict(mode=mode, k_in=k_in, k_out=k_out, h=h, w_out=w, quant=quant, relu=relu, x=xu,
+    return dict(mode=mode, k_in=k_in, k_out=k_out, h=h, w_out=w, quant=quant, relu=relu, x=xu, pad=pad,
                 w=np.frombuffer(ne16_weights.pack(wt, mode), np.uint8), scale=scale, shift=shift,
-                bias=bias, out=out, macs=h * w * k_out * fs * fs * (1 if mode == "dw3x3" else k_in))
+                bias=bias, out=out, macs=h * w * k_out * fs * fs * (1 if dw else k_in))
 
 
 def _c_list(a):
@@ -311,7 +325,7 @@ def _c_list(a):
 def _build_and_run(tmp_path, name):
     d = _case_data(name)
     otype = "int32_t" if not d["quant"] else ("uint8_t" if d["relu"] else "int8_t")
-    src = PROG % dict(x=_c_list(d["x"]), w=_c_list(d["w"]), scale=_c_list(d["scale"]),
+    src = PROG % dict(x=_c_list(d["x"]), nx=d["x"].size, pad=d["pad"], w=_c_list(d["w"]), scale=_c_list(d["scale"]),
                       shift=_c_list(d["shift"]), bias=_c_list(d["bias"]), otype=otype,
                       ny=d["out"].size, expect=_c_list(d["out"]), mode=C_MODE[d["mode"]],
                       k_in=d["k_in"], k_out=d["k_out"], h=d["h"], w_out=d["w_out"],

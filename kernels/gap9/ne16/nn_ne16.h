@@ -25,8 +25,8 @@
  *     NE16's own normquant to 8 bits: y = clip(int32(acc * scale_u8 + bias_i32) >> shift_u8),
  *     clip to [0,255] with ReLU else [-128,127]; no rounding term (add 1 << (shift-1) to the
  *     bias for round-half-up).
- * Padding: right/bottom padding only pads with 0 in the model (cleared buffer); this driver
- * therefore takes pre-padded inputs (padding registers 0), which also serves signed inputs.
+ * Padding: NE16 pads with 0 only on the right/bottom of a partial tile (cleared buffer), so
+ * the driver offers zero padding (unsigned inputs); signed inputs (x + 128) come pre-padded.
  */
 #ifndef NN_NE16_H
 #define NN_NE16_H
@@ -71,8 +71,9 @@ typedef enum { NE16_3X3 = 0, NE16_DW3X3 = 1, NE16_1X1 = 2 } nn_ne16_mode_t;
 
 typedef struct { uint32_t reg[NE16_NB_REGS]; } nn_ne16_job_t;
 
-/* One convolution on an L1 tile, stride 1, no padding registers (input pre-padded):
- * in: (h_out + fs - 1) x (w_out + fs - 1) x k_in uint8 HWC; w: ne16_weights.py's bytes;
+/* One convolution on an L1 tile, stride 1, input pre-padded or zero-padded by NE16 (below):
+ * in: (h_out + fs - 1) x (w_out + fs - 1) x k_in uint8 HWC, less the rows and columns NE16
+ * pads; w: ne16_weights.py's bytes;
  * out: h_out x w_out x k_out, int32 (quant == 0) or 8-bit (quant != 0). */
 typedef struct {
     nn_ne16_mode_t mode;
@@ -83,7 +84,18 @@ typedef struct {
     int quant;                           /* 0: int32 accumulators out; 1: normquant to 8 bits */
     const uint8_t *scale; const uint8_t *shift; const int32_t *bias; /* quant: per channel */
     int relu;                            /* quant: 1 clips to [0,255], 0 to [-128,127] */
+    /* 3x3 modes: zero padding by NE16 (0 or 1 per side); in is then the unpadded
+     * (h_out + 2 - top - bottom) x (w_out + 2 - left - right) x k_in tile. Zero only: the model
+     * writes PADDING's value on the left/top but leaves 0 on the right/bottom of a partial tile,
+     * so signed inputs (x + 128) must come pre-padded. NE16 reads from in - top row - left
+     * pixel: that address must not fall below the start of L1 (seen on the model: a tile at L1's
+     * first byte, padded, had an output word written after the status said done). */
+    int pad_top, pad_right, pad_bottom, pad_left;
 } nn_ne16_conv_t;
+
+/* NE16 reads and writes L1 behind the compiler's back: a compiler barrier before the commit
+ * (inputs stored) and after the wait (outputs not read early); volatile alone orders neither. */
+static inline void nn_ne16_barrier(void) { __asm__ volatile("" ::: "memory"); }
 
 static inline void nn_ne16_write(uint32_t offs, uint32_t v) { *(volatile uint32_t *)(NE16_BASE + offs) = v; }
 static inline int32_t nn_ne16_read(uint32_t offs) { return *(volatile int32_t *)(NE16_BASE + offs); }
@@ -98,17 +110,27 @@ static inline int nn_ne16_conv_job(nn_ne16_job_t *job, const nn_ne16_conv_t *c)
 {
     const int fs = c->mode == NE16_1X1 ? 1 : 3;
     const int tp_out = c->mode == NE16_DW3X3 ? NE16_TP_IN : NE16_TP_OUT;
-    const int w_in = c->w_out + fs - 1;
+    const int w_in = c->w_out + fs - 1 - c->pad_left - c->pad_right;
     const int out_bytes = c->quant ? 1 : 4;
     const int nb_ki = nn_ne16_ceil(c->k_in, NE16_TP_IN);
+    const uint32_t pad_back = (uint32_t)(c->pad_top * c->k_in * w_in + c->pad_left * c->k_in);
     uint32_t *r = job->reg;
     if (c->qw < 2 || c->qw > 8 || c->k_in < 1 || c->k_out < 1 || c->h_out < 1 || c->w_out < 1)
         return -1;
     if (c->mode == NE16_DW3X3 && c->k_in != c->k_out)
         return -1;
+    if ((unsigned)c->pad_top > (fs == 3) || (unsigned)c->pad_right > (fs == 3)
+        || (unsigned)c->pad_bottom > (fs == 3) || (unsigned)c->pad_left > (fs == 3))
+        return -1;
+    if (((uint32_t)c->in & 0x1FFFFu) < pad_back)
+        return -1;
+    /* the buffers escape to NE16: without this, GCC may fold loads of a static output array
+     * the program never stores to (seen: y[0] read as its initial 0 after the job) */
+    __asm__ volatile("" :: "r"(c->in), "r"(c->weights), "r"(c->out), "r"(c->scale),
+                     "r"(c->shift), "r"(c->bias) : "memory");
     for (int i = 0; i < NE16_NB_REGS; i++) r[i] = 0;
     r[NE16_WEIGHTS_PTR] = (uint32_t)c->weights;
-    r[NE16_INFEAT_PTR] = (uint32_t)c->in;
+    r[NE16_INFEAT_PTR] = (uint32_t)c->in - pad_back;
     r[NE16_OUTFEAT_PTR] = (uint32_t)c->out;
     r[NE16_SCALE_PTR] = (uint32_t)c->scale;
     r[NE16_SCALE_SHIFT_PTR] = (uint32_t)c->shift;
@@ -133,10 +155,14 @@ static inline int nn_ne16_conv_job(nn_ne16_job_t *job, const nn_ne16_conv_t *c)
         const int rem_ho = nn_ne16_rem(c->h_out, 3), rem_wo = nn_ne16_rem(c->w_out, 3);
         r[NE16_REM0] = ((uint32_t)nn_ne16_rem(ko, tp_out) << 16) | (uint32_t)nn_ne16_rem(c->k_in, NE16_TP_IN);
         r[NE16_REM1] = ((uint32_t)rem_ho << 16) | (uint32_t)rem_wo;
-        r[NE16_REM2] = ((uint32_t)(rem_ho + fs - 1) << 16) | (uint32_t)(rem_wo + fs - 1);
+        /* the last tile's input rows/columns: the bottom/right pad is not read */
+        r[NE16_REM2] = ((uint32_t)(rem_ho + fs - 1 - c->pad_bottom) << 16)
+                     | (uint32_t)(rem_wo + fs - 1 - c->pad_right);
         r[NE16_NB0] = ((uint32_t)nn_ne16_ceil(ko, tp_out) << 16) | (uint32_t)nb_ki;
         r[NE16_NB1] = ((uint32_t)nn_ne16_ceil(c->h_out, 3) << 16) | (uint32_t)nn_ne16_ceil(c->w_out, 3);
     }
+    r[NE16_PADDING] = ((uint32_t)c->pad_top << 28) | ((uint32_t)c->pad_right << 24)
+                    | ((uint32_t)c->pad_bottom << 20) | ((uint32_t)c->pad_left << 16); /* value 0 */
     r[NE16_WEIGHT_OFFSET] = (uint32_t)c->weight_offset;
     r[NE16_CONFIG0] = NE16_CFG_QW(c->qw) | ((uint32_t)c->mode << 5)
         | (c->quant ? NE16_CFG_OUTQUANT | NE16_CFG_QBITS_8 | NE16_CFG_NORM_8 | NE16_CFG_NORM_SHIFT
@@ -157,6 +183,7 @@ static inline int nn_ne16_acquire(void)
 static inline void nn_ne16_trigger(const nn_ne16_job_t *job)
 {
     for (int i = 0; i < NE16_NB_REGS; i++) nn_ne16_write(NE16_REG_OFFS(i), job->reg[i]);
+    nn_ne16_barrier();
     nn_ne16_write(NE16_TRIGGER, 0);
 }
 
@@ -164,6 +191,7 @@ static inline void nn_ne16_trigger(const nn_ne16_job_t *job)
 static inline void nn_ne16_wait(void)
 {
     while (nn_ne16_read(NE16_STATUS) != 0) {}
+    nn_ne16_barrier();
 }
 
 /* acquire + configure + trigger + wait for one job */
