@@ -14,21 +14,27 @@ What this proves (kernels/gap9/ne16/nn_ne16.h, site_scons/nnscons/targets/gap9/n
 - Signed activations: the inputs are int8 x fed as x + 128 with 128 where the (pre-padded)
   input is 0, so numpy checks acc - 128 * sum(w) == conv(x, w) on the NE16 accumulators too.
 - Padding by NE16 (zero only, unsigned inputs): 3x3 with partial and single tiles, depthwise.
+- Job queue: a second job committed into NE16's second register context while the first runs
+  (acquire returns job id 1 at once), both outputs bit-exact; NE16 starts it when the first ends.
 
 Register map (base 0x10201000): +0x00 commit/trigger, +0x04 acquire, +0x0C status,
 +0x10 running job, +0x20.. 24 job registers (pointers, strides, subtile counts/remainders,
 padding, weight offset, filter mask, CONFIG0). See nn_ne16.h.
 
 Measured on the model (FC performance counter PCCR; FC and cluster both run at 50 MHz in this
-model; job = trigger to status 0, data already in L1, configuration ~709 FC cycles per job):
+model; job = trigger to status 0, data already in L1, configuration ~709 FC cycles per job;
+figures move by ~0.1% with the L1 placement of the buffers, bank conflicts being modelled):
   3x3  32->32 16x16, int32 out        23,350 cycles  101.0 MACs/cycle
   3x3  32->32 16x16, normquant        22,387 cycles  105.4 MACs/cycle
   cluster, same layer (9 cores, project kernel, DMA + requant included)  329,772 cycles  7.15
        -> NE16 14.7x the cluster (test_ne16_against_the_cluster_on_the_same_layer)
   1x1  64->64 16x16, normquant        21,062 cycles   49.8 MACs/cycle
   dw3x3 32 ch 16x16, normquant        14,816 cycles    5.0 MACs/cycle
+  3x3  32->32 9x9, two jobs queued    12,774 cycles  116.9 MACs/cycle (both jobs, configuration
+                                                      of the second overlapped with the first)
 NE16 computes 3x3 output pixels per step, so at 16x16 only 256 of 324 computed pixels are
-kept (a multiple of 3 would give ~127 MACs/cycle for 3x3). Depthwise is slow in the model: one output channel per
+kept; sizes that are multiples of 3 (9x9 above) come closer to the ~127 MACs/cycle that the
+model's per-step costs give for full 3x3 tiles. Depthwise is slow in the model: one output channel per
 MATRIXVEC pass (16 passes per 16-channel group, 22 cycles of setup each), so a cost model should
 keep depthwise on the cluster unless measured otherwise.
 
@@ -238,17 +244,22 @@ static uint8_t scale[] L1 = {%(scale)s};
 static uint8_t shift[] L1 = {%(shift)s};
 static int32_t bias[] L1 = {%(bias)s};
 static %(otype)s y[%(ny)d] L1;
+#define QUEUED %(queued)d   /* a second job committed while the first runs (2nd context) */
+static %(otype)s y2[QUEUED ? %(ny)d : 1] L1;
 static const %(otype)s expect[%(ny)d] = {%(expect)s};
 int main(void) {
     nn_ne16_conv_t c = { %(mode)s, xin.x, wt, y, %(k_in)d, %(k_out)d, %(h)d, %(w_out)d, 8, -128,
                          %(quant)d, scale, shift, bias, %(relu)d, %(pad)d, %(pad)d, %(pad)d, %(pad)d };
-    nn_ne16_job_t job;
-    for (int i = 0; i < %(ny)d; i++) y[i] = (%(otype)s)0x5a5a5a5a;
+    nn_ne16_job_t job, job2;
+    for (int i = 0; i < %(ny)d; i++) y[i] = y2[QUEUED ? i : 0] = (%(otype)s)0x5a5a5a5a;
     if (nn_ne16_conv_job(&job, &c)) { say("bad job\n"); return 1; }
+    c.out = y2;
+    if (nn_ne16_conv_job(&job2, &c)) { say("bad job\n"); return 1; }
     __asm__ volatile("csrw 0xCC0, %%0; csrw 0x79F, zero; csrw 0xCC1, 1" :: "r"(1));
     uint32_t t0 = cycles();
-    int id = nn_ne16_acquire();
+    int id = nn_ne16_acquire(), id2 = -1;
     nn_ne16_trigger(&job);
+    if (QUEUED) { id2 = nn_ne16_acquire(); nn_ne16_trigger(&job2); }
     uint32_t t1 = cycles();
     nn_ne16_wait();
     uint32_t t2 = cycles();
@@ -259,6 +270,12 @@ int main(void) {
                            say(" want "); say_int(expect[i]); say("\n"); }
             bad++;
         }
+    for (int i = 0; QUEUED && i < %(ny)d; i++)
+        if (y2[i] != expect[i]) {
+            if (bad < 4) { say("queued job mismatch at "); say_int(i); say("\n"); }
+            bad++;
+        }
+    if (QUEUED) { say("queued job="); say_int(id2); say(" total_cycles="); say_int(t2 - t0); say("\n"); }
     say("NE16 job="); say_int(id); say(" status="); say_int(nn_ne16_read(NE16_STATUS));
     say(" mismatches="); say_int(bad); say(" cfg_cycles="); say_int(t1 - t0);
     say(" job_cycles="); say_int(t2 - t1); say("\n");
@@ -266,8 +283,10 @@ int main(void) {
 }
 """
 
-# name: mode, k_in, k_out, h_out, w_out, quant, relu[, pad: NE16 zero-pads unsigned inputs]
+# name: mode, k_in, k_out, h_out, w_out, quant, relu[, pad: NE16 zero-pads unsigned inputs
+# [, queued: a second job (other output) committed into the second context while the first runs]]
 CASES = {
+    "3x3_two_jobs_queued_32x32_9x9": ("3x3", 32, 32, 9, 9, 0, 0, 0, 1),
     "3x3_zero_pad_by_ne16_24x40_7x8": ("3x3", 24, 40, 7, 8, 0, 0, 1),
     "3x3_zero_pad_by_ne16_one_tile_3x2": ("3x3", 16, 32, 3, 2, 0, 0, 1),
     "dw3x3_zero_pad_by_ne16_normquant": ("dw3x3", 20, 20, 5, 6, 1, 1, 1),
@@ -286,8 +305,8 @@ C_MODE = {"3x3": "NE16_3X3", "1x1": "NE16_1X1", "dw3x3": "NE16_DW3X3"}
 
 
 def _case_data(name):
-    mode, k_in, k_out, h, w, quant, relu, *pad = CASES[name]
-    pad = pad[0] if pad else 0
+    mode, k_in, k_out, h, w, quant, relu, *more = CASES[name]
+    pad, queued = (list(more) + [0, 0])[:2]
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     fs = 1 if mode == "1x1" else 3
     dw = mode == "dw3x3"
@@ -313,7 +332,7 @@ def _case_data(name):
     else:
         assert np.abs(acc).max() < 2**31
         out = acc.astype(np.int32)
-    return dict(mode=mode, k_in=k_in, k_out=k_out, h=h, w_out=w, quant=quant, relu=relu, x=xu, pad=pad,
+    return dict(mode=mode, k_in=k_in, k_out=k_out, h=h, w_out=w, quant=quant, relu=relu, x=xu, pad=pad, queued=queued,
                 w=np.frombuffer(ne16_weights.pack(wt, mode), np.uint8), scale=scale, shift=shift,
                 bias=bias, out=out, macs=h * w * k_out * fs * fs * (1 if dw else k_in))
 
@@ -325,7 +344,7 @@ def _c_list(a):
 def _build_and_run(tmp_path, name):
     d = _case_data(name)
     otype = "int32_t" if not d["quant"] else ("uint8_t" if d["relu"] else "int8_t")
-    src = PROG % dict(x=_c_list(d["x"]), nx=d["x"].size, pad=d["pad"], w=_c_list(d["w"]), scale=_c_list(d["scale"]),
+    src = PROG % dict(x=_c_list(d["x"]), nx=d["x"].size, pad=d["pad"], queued=d["queued"], w=_c_list(d["w"]), scale=_c_list(d["scale"]),
                       shift=_c_list(d["shift"]), bias=_c_list(d["bias"]), otype=otype,
                       ny=d["out"].size, expect=_c_list(d["out"]), mode=C_MODE[d["mode"]],
                       k_in=d["k_in"], k_out=d["k_out"], h=d["h"], w_out=d["w_out"],
@@ -355,6 +374,12 @@ def test_ne16_runs_each_mode_bit_exact_on_the_gap9_model(tmp_path, name):
     assert m, run.stdout[-3000:]
     assert run.returncode == 0 and m.group(3) == "0", run.stdout[-3000:]
     job = int(m.group(5))
+    if d["queued"]:
+        q = re.search(r"queued job=(\d+) total_cycles=(\d+)", run.stdout)
+        assert q and q.group(1) == "1" and m.group(1) == "0", run.stdout[-3000:]
+        print(f"\n{name}: two jobs, {2 * d['macs']} MACs, {q.group(2)} cycles from the first acquire "
+              f"({2 * d['macs'] / int(q.group(2)):.1f} MACs/cycle)")
+        return
     print(f"\n{name}: {d['macs']} MACs, NE16 job {job} cycles ({d['macs'] / job:.1f} MACs/cycle), "
           f"configuration {m.group(4)} cycles")
 
