@@ -124,8 +124,8 @@ static inline int nn_ne16_conv_job(nn_ne16_job_t *job, const nn_ne16_conv_t *c)
         return -1;
     if (((uint32_t)c->in & 0x1FFFFu) < pad_back)
         return -1;
-    /* the buffers escape to NE16: without this, GCC may fold loads of a static output array
-     * the program never stores to (seen: y[0] read as its initial 0 after the job) */
+    /* the buffers escape to NE16: otherwise GCC may treat a static output array the program
+     * never stores to as constant, and fold its loads after the job */
     __asm__ volatile("" :: "r"(c->in), "r"(c->weights), "r"(c->out), "r"(c->scale),
                      "r"(c->shift), "r"(c->bias) : "memory");
     for (int i = 0; i < NE16_NB_REGS; i++) r[i] = 0;
