@@ -20,7 +20,7 @@ from SCons.Script import (ARGUMENTS, COMMAND_LINE_TARGETS, Alias, BoolVariable, 
 
 from ..errors import UserError
 from ..targets import kind_module
-from . import matrix, network, noop, workspace
+from . import console, matrix, network, noop, workspace
 
 MANIFEST = "targets.yaml"
 
@@ -71,6 +71,9 @@ def main() -> None:
     SetOption("implicit_cache", 1)
     variables = _variables()
     env = Environment(variables=variables, ENV=os.environ.copy(), tools=[])
+    if not env["verbose"]:
+        # SCons's own progress lines (`Building targets ...`) say nothing the steps do not
+        SetOption("no_progress", True)
     try:
         unknown = variables.UnknownVariables()
         if unknown:
@@ -190,7 +193,9 @@ def _build(env, manifest, root) -> None:
     # codegen: every generated file, the ones no step compiles too (gap9's SDK Makefile)
     defaults = [n for k in ("check", "report", "quantized", "compiledb", "model", "codegen")
                 for n in all_aliases.get(k, [])]
-    Default(defaults)
+    if _default_build():
+        console.verdict_last(env, results)
+    Default(defaults if env["verbose"] else console.quiet_default(env, defaults))
     if iterations:
         if not all_aliases.get("bench"):
             raise UserError("iterations=: no target of this build has a benchmark mode (host only)")
