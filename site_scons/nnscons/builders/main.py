@@ -12,6 +12,7 @@ import sys
 
 import atexit
 import json
+import time
 
 import SCons.Action
 from SCons.Script import (ARGUMENTS, COMMAND_LINE_TARGETS, Alias, BoolVariable, Decider, Default,
@@ -23,6 +24,7 @@ from ..targets import kind_module
 from . import console, matrix, network, noop, workspace
 
 MANIFEST = "targets.yaml"
+_START = time.monotonic()        # a matrix's wall time: from reading the SConstruct to its summary
 
 
 def _variables():
@@ -265,8 +267,9 @@ def _matrix_summary(results) -> None:
                     or path.endswith(f"{c.target}--{c.model}"):
                 failures.setdefault((c.target, c.model), f"{path}: {f.errstr}" if c.session else c.reason)
     rows = matrix.summarize(results, failures, matrix.timings(results))
-    matrix.write(rows)
+    wall_s = round(time.monotonic() - _START, 3)
+    matrix.write(rows, wall_s=wall_s)
     from . import html
     from ..fileio import write_if_changed
-    write_if_changed(os.path.join("build", "matrix.html"), html.build_matrix_page(rows))
-    print(matrix.table(rows))
+    write_if_changed(os.path.join("build", "matrix.html"), html.build_matrix_page(rows, wall_s))
+    print(matrix.table(rows, wall_s))
