@@ -46,7 +46,7 @@ def _check_console(out: str, model: str, target: str) -> list:
 def test_one_layer_rebuild_prints_the_steps_that_ran_then_the_verdict(project):
     first = nnscons(project, "target=host", "model=simplecnn")
     got = _check_console(first, "simplecnn", "host")
-    assert "MODEL simplecnn" in got and "COMPILEDB compile_commands.json" in got
+    assert "MODEL simplecnn" in got and os.path.isfile(project.file("build/host/simplecnn/compile_commands.json"))
     assert got.index("MODEL simplecnn") < got.index("CHECK simplecnn")
 
     # nothing changed: the verdict alone

@@ -8,8 +8,6 @@ the library's files.  verbose=1 keeps SCons's own lines.
 """
 from __future__ import annotations
 
-import os
-
 import SCons.Action
 
 
@@ -39,33 +37,11 @@ def verdict_last(env, combos) -> None:
 
 
 def quiet_compiledb(env) -> None:
-    """The compilation database (always rebuilt by SCons's builder) names itself only when its
-    content changed: `COMPILEDB <file> [target]`; verbose=1 prints SCons's line every time."""
+    """The compilation database (rebuilt by SCons's builder on every build: it is always
+    built) is written silently: editor metadata, not a step of the network's build;
+    verbose=1 prints SCons's `Building compilation database` line."""
     if env.get("NNS_VERBOSE"):
         return
     from SCons.Tool import compilation_db
-
-    def write(target, source, env):
-        path = target[0].get_path()
-        before = _read(path)
-        compilation_db.write_compilation_db(target, source, env)
-        if _read(path) != before:
-            print(f"COMPILEDB {os.path.basename(path)} [{env.get('NNS_TARGET', '')}]".replace(" []", ""))
-        return 0
-
-    def emitter(target, source, env):
-        target, source = emit(target, source, env)
-        env.Precious(target)        # SCons removes a target before its action: the old one is compared
-        return target, source
-
     builder = env["BUILDERS"]["CompilationDatabase"]
-    emit = builder.emitter
-    builder.action, builder.emitter = SCons.Action.Action(write, None), emitter
-
-
-def _read(path: str):
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
+    builder.action = SCons.Action.Action(compilation_db.write_compilation_db, None)
