@@ -4,8 +4,9 @@
 of nodes, so -j overlaps them.  A combination that cannot be planned (an op a target
 lacks, a model that does not fit) becomes a node that fails with its reason, so the others
 build on (keep-going) and the exit status says something failed.  At the end: a table,
-build/matrix.json and build/matrix.csv (per combination: status, first wrong layer, MACs,
-parameter bytes, peak memory, latency or cycles where known, build and run seconds).
+build/matrix.json and build/matrix.csv (per combination: platform, status, first wrong layer,
+MACs, parameter bytes, one column per memory figure, latency or cycles where known, build and
+run seconds; the wall time in matrix.json and the summary line).
 `shard=i/n` keeps the i-th of n deterministic slices; `merge` joins shards' matrix.json.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ MATRIX_CSV = os.path.join("build", "matrix.csv")
 MEMORY = ("activation_arena_bytes", "peak_l2_bytes", "l3_bytes", "sram_used_bytes")
 COLUMNS = ("target", "model", "platform", "status", "first_wrong_layer", "reason", "macs", "param_bytes",
            *MEMORY, "latency_ms", "cycles", "build_s", "run_s")
-# what the time columns mean (the console table's footer, matrix.html)
+# what the time columns mean (stated on matrix.html)
 TIME_NOTE = ("build s: from the combination's first step to its last in this invocation (with -j the "
              "combinations overlap, so these add up to more than the wall time); run s: from its RUN step "
              "to its REPORT; 0 when nothing ran")
