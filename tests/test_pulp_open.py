@@ -102,6 +102,9 @@ def test_simplecnn_is_bit_exact_on_pulp_open_with_cycles(project):
     assert "MAC/cyc" in proc.stdout and "pulp-open proxy figures for GAP9" in proc.stdout
     rep = json.loads(project.read(f"{OUT}/report.json"))
     _check_cycles(rep)
+    # report.html: MACs/cycle per layer (not MACs bars with a cycles line), the console's columns
+    page = project.read(f"{OUT}/report.html")
+    assert "<h2>Per-layer MACs/cycle</h2>" in page and "<th>cycles</th>" in page and "<th>MAC/cyc</th>" in page
     log = project.read(f"{OUT}/run.log")
     assert log.count("measure ") == 6 and "Test PASSED" in log
     # nothing else changes: a second call is a no-op (no RUN)

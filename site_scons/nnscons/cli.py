@@ -19,6 +19,11 @@ def is_matrix(args) -> bool:
     return False
 
 
+def is_verbose(args) -> bool:
+    """verbose= set to one of SCons's true values (BoolVariable's spellings)."""
+    return any(a.lower() in {f"verbose={v}" for v in ("1", "y", "yes", "t", "true", "on", "all")} for a in args)
+
+
 def main(argv=None) -> int:
     sys.dont_write_bytecode = True          # nothing outside build/: no bytecode caches
     args = list(sys.argv[1:] if argv is None else argv)
@@ -33,6 +38,8 @@ def main(argv=None) -> int:
     import SCons.Script
     if is_matrix(args):
         args = ["-k", *args]
+    if not is_verbose(args):
+        args = ["-Q", *args]        # no `scons: Reading SConscript files ...` around the steps
     sys.argv = ["nnscons", "-f", sconstruct, *args]
     try:
         SCons.Script.main()

@@ -12,6 +12,7 @@ import sys
 
 import atexit
 import json
+import time
 
 import SCons.Action
 from SCons.Script import (ARGUMENTS, COMMAND_LINE_TARGETS, Alias, BoolVariable, Decider, Default,
@@ -20,9 +21,10 @@ from SCons.Script import (ARGUMENTS, COMMAND_LINE_TARGETS, Alias, BoolVariable, 
 
 from ..errors import UserError
 from ..targets import kind_module
-from . import matrix, network, noop, workspace
+from . import console, matrix, network, noop, workspace
 
 MANIFEST = "targets.yaml"
+_START = time.monotonic()        # a matrix's wall time: from reading the SConstruct to its summary
 
 
 def _variables():
@@ -73,6 +75,9 @@ def main() -> None:
     SetOption("implicit_cache", 1)
     variables = _variables()
     env = Environment(variables=variables, ENV=os.environ.copy(), tools=[])
+    if not env["verbose"]:
+        # SCons's own progress lines (`Building targets ...`) say nothing the steps do not
+        SetOption("no_progress", True)
     try:
         unknown = variables.UnknownVariables()
         if unknown:
@@ -196,7 +201,9 @@ def _build(env, manifest, root) -> None:
                 for k in ("check", "report") for n in c.aliases[k]}
     defaults = [n for k in ("check", "report", "quantized", "compiledb", "model", "codegen", "image")
                 for n in all_aliases.get(k, []) if id(n) not in no_board]
-    Default(defaults)
+    if _default_build():
+        console.verdict_last(env, results)
+    Default(defaults if env["verbose"] else console.quiet_default(env, defaults))
     if iterations:
         if not all_aliases.get("bench"):
             raise UserError("iterations=: no target of this build has a benchmark mode (host only)")
@@ -267,8 +274,9 @@ def _matrix_summary(results) -> None:
                     or path.endswith(f"{c.target}--{c.model}"):
                 failures.setdefault((c.target, c.model), f"{path}: {f.errstr}" if c.session else c.reason)
     rows = matrix.summarize(results, failures, matrix.timings(results))
-    matrix.write(rows)
+    wall_s = round(time.monotonic() - _START, 3)
+    matrix.write(rows, wall_s=wall_s)
     from . import html
     from ..fileio import write_if_changed
-    write_if_changed(os.path.join("build", "matrix.html"), html.build_matrix_page(rows))
-    print(matrix.table(rows))
+    write_if_changed(os.path.join("build", "matrix.html"), html.build_matrix_page(rows, wall_s))
+    print(matrix.table(rows, wall_s))

@@ -4,8 +4,9 @@
 of nodes, so -j overlaps them.  A combination that cannot be planned (an op a target
 lacks, a model that does not fit) becomes a node that fails with its reason, so the others
 build on (keep-going) and the exit status says something failed.  At the end: a table,
-build/matrix.json and build/matrix.csv (per combination: status, first wrong layer, MACs,
-parameter bytes, peak memory, latency or cycles where known, build and run seconds).
+build/matrix.json and build/matrix.csv (per combination: platform, status, first wrong layer,
+MACs, parameter bytes, one column per memory figure, latency or cycles where known, build and
+run seconds; the wall time in matrix.json and the summary line).
 `shard=i/n` keeps the i-th of n deterministic slices; `merge` joins shards' matrix.json.
 """
 from __future__ import annotations
@@ -22,8 +23,15 @@ from ..fileio import write_if_changed
 
 MATRIX_JSON = os.path.join("build", "matrix.json")
 MATRIX_CSV = os.path.join("build", "matrix.csv")
+# the report's memory figures, one column each (a target reports those it has): host's
+# activation arena, gap9/pulp-open's peak L2 and L3, k210's SRAM in use
+MEMORY = ("activation_arena_bytes", "peak_l2_bytes", "l3_bytes", "sram_used_bytes")
 COLUMNS = ("target", "model", "platform", "status", "first_wrong_layer", "reason", "macs", "param_bytes",
-           "peak_memory", "latency_ms", "cycles", "build_s", "run_s")
+           *MEMORY, "latency_ms", "cycles", "build_s", "run_s")
+# what the time columns mean (stated on matrix.html)
+TIME_NOTE = ("build s: from the combination's first step to its last in this invocation (with -j the "
+             "combinations overlap, so these add up to more than the wall time); run s: from its RUN step "
+             "to its REPORT; 0 when nothing ran")
 
 
 def names(arg: str, declared, what: str) -> list:
@@ -90,8 +98,7 @@ def _row(c: Combination, failures: dict, timings: dict) -> dict:
     if rep is not None:
         row.update(macs=rep.get("total_macs"), param_bytes=rep.get("total_param_bytes"),
                    first_wrong_layer=rep.get("first_wrong_layer"))
-        peak = {k: rep[k] for k in ("activation_arena_bytes", "peak_l2_bytes", "l3_bytes") if k in rep}
-        row["peak_memory"] = peak or None
+        row.update({k: rep.get(k) for k in MEMORY})
         row["latency_ms"] = rep.get("latency_ms")
         row["cycles"] = rep.get("total_cycles")
     if failed:
@@ -114,17 +121,20 @@ def summarize(combos: list, failures: dict, timings: dict) -> list:
     return [_row(c, failures, timings) for c in combos]
 
 
-def write(rows: list, json_path: str = MATRIX_JSON, csv_path: str = MATRIX_CSV) -> None:
-    write_if_changed(json_path, json.dumps({"combinations": rows}, indent=2, sort_keys=True) + "\n")
+def write(rows: list, json_path: str = MATRIX_JSON, csv_path: str = MATRIX_CSV, wall_s=None) -> None:
+    """matrix.json ({"combinations": rows, "wall_s": the invocation's seconds, None after a
+    merge}) and matrix.csv (one flat row per combination, COLUMNS)."""
+    write_if_changed(json_path, json.dumps({"combinations": rows, "wall_s": wall_s}, indent=2,
+                                           sort_keys=True) + "\n")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: json.dumps(v, sort_keys=True) if isinstance(v, dict) else v for k, v in r.items()})
+        w.writerow({k: r.get(k) for k in COLUMNS})
     write_if_changed(csv_path, buf.getvalue())
 
 
-def table(rows: list) -> str:
+def table(rows: list, wall_s=None) -> str:
     head = ("target", "model", "platform", "status", "MACs", "params B", "latency ms", "cycles",
             "build s", "run s", "first wrong layer / reason")
     lines = [head]
@@ -141,8 +151,8 @@ def table(rows: list) -> str:
     widths = [max(len(str(x[i])) for x in lines) for i in range(len(head))]
     text = ["  ".join(str(c).ljust(w) for c, w in zip(x, widths)).rstrip() for x in lines]
     passed = sum(r["status"] == "passed" for r in rows)
-    text.append(f"matrix: {passed} of {len(rows)} combination(s) passed "
-                f"({MATRIX_JSON}, {MATRIX_CSV})")
+    wall = f" in {wall_s:.1f} s wall time" if wall_s is not None else ""
+    text.append(f"matrix: {passed} of {len(rows)} combination(s) passed{wall} ({MATRIX_JSON}, {MATRIX_CSV})")
     return "\n".join(text)
 
 

@@ -13,7 +13,7 @@ import os
 from .. import manifest as manifest_mod
 from ..errors import UserError
 from ..targets import schemas
-from . import core_tool, workspace
+from . import console, core_tool, workspace
 
 
 def load_manifest(path: str):
@@ -83,6 +83,7 @@ def declare(env, session, *, verbose: bool = False, check_tools: bool = True) ->
         session.kind.check_tools(env, session)      # UserError naming what to install
     session.kind.tool.generate(env)
     env.Tool("compilation_db")
+    console.quiet_compiledb(env)
     return declare_nodes(env, session)
 
 

@@ -103,6 +103,13 @@ def declare_library(env, session, common, obj_dir, extra_sources=(), extra_objec
     return archive + others, harness
 
 
+def network_labels(files) -> list:
+    """The CODEGEN label of each network file: its name, or its path under the build folder
+    when several have that name (one .cmake and .mk per platform's archive folder)."""
+    names = [os.path.basename(path) for path, _, _ in files]
+    return [name if names.count(name) == 1 else path for (path, _, _), name in zip(files, names)]
+
+
 def declare(env, session) -> dict:
     """Create every node; return the aliases {name: nodes}."""
     b = session.build_dir
@@ -150,8 +157,9 @@ def declare(env, session) -> dict:
     inp = env.NnsInput(binfiles.input_path(b), value(env, [session.input_key, plan.layout]),
                        NNS_VERB="INPUT", NNS_LABEL=session.model_cfg.name)
     env.Depends(inp, py_sources("reference/quant.py"))
-    network_files = {path: codegen(path, template, spec, os.path.basename(path))[0]
-                     for path, template, spec in plan.network_files}
+    network_files = {path: codegen(path, template, spec, label)[0]
+                     for (path, template, spec), label in zip(plan.network_files,
+                                                              network_labels(plan.network_files))}
     env.Precious(weights + goldens + inp)
 
     common = CommonNodes(layer_files=layer_files, network_files=network_files,
@@ -199,6 +207,7 @@ def declare(env, session) -> dict:
     env.Depends(rep, py_sources("builders/report.py", "builders/runlog.py", "builders/html.py"))
     check = env.NnsCheck(check_path, rep[0], NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)
     session.report_nodes = [rep[0]]
+    session.check_node = check           # the default build orders it last (builders/console.py)
     verdict = env.AlwaysBuild(env.Alias(f"verdict-{session.target_cfg.name}-{session.model_cfg.name}",
                                         [check, rep[0]], SCons.Action.Action(actions.print_verdict, None)))
 

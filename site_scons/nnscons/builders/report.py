@@ -140,7 +140,10 @@ def _cell(v) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
-def table(report: dict) -> str:
+def table_rows(report: dict, width: int | None = 28) -> tuple:
+    """The per-layer table as (header, rows of cell strings): the console's table and
+    report.html's (builders/html.py) have the same columns. width: where long names are cut
+    (None: never)."""
     columns = list(report.get("columns") or [("tiles", "n_tiles")])
     if any("cycles" in layer for layer in report["layers"]):
         columns += [("cycles", "cycles"), ("MAC/cyc", "macs_per_cycle")]
@@ -148,14 +151,20 @@ def table(report: dict) -> str:
         columns += [("TCDM cont", "tcdm_contention")]   # cycles lost to L1 bank conflicts, all cores
     if any("sqnr_db" in layer for layer in report["layers"]):
         columns += [("SQNR dB", "sqnr_db")]     # fidelity to the float model (builders/fidelity.py)
-    rows = [("#", "layer", "op", "in", "out", "MACs", "params B")
-            + tuple(h for h, _ in columns) + ("fused", "status")]
+    header = ("#", "layer", "op", "in", "out", "MACs", "params B") + tuple(h for h, _ in columns) + ("fused", "status")
+    rows = []
     for i, l in enumerate(report["layers"]):
         tile = l.get("tile") or {}
         extra = tuple(_cell(l.get(key, tile.get(key))) for _, key in columns)
-        rows.append((str(i), printable(l["name"], 28), l["op"], ",".join(_shape(s) for s in l["inputs"]),
+        rows.append((str(i), printable(l["name"], width), l["op"], ",".join(_shape(s) for s in l["inputs"]),
                      _shape(l["output"]), f"{l['macs']:,}", f"{l['param_bytes']:,}") + extra
-                    + (printable("+".join(l["fused"]), 24) or "-", l.get("status", "-")))
+                    + (printable("+".join(l["fused"]), width and 24) or "-", l.get("status", "-")))
+    return header, rows
+
+
+def table(report: dict) -> str:
+    header, body = table_rows(report)
+    rows = [header] + body
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines.append(f"total: {report['total_macs']:,} MACs, {report['total_param_bytes']:,} parameter bytes, "
