@@ -293,6 +293,30 @@ def test_gap9_layer_by_layer_runs_say_they_take_one_input_and_one_output(project
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("target,platform,variable", [("pulp-open", "gvsoc-open", "GVSOC"),
+                                                      ("gap9", "gvsoc-gap9", "GAP9_GVSOC")])
+def test_the_gvsoc_platforms_run_a_whole_network_of_several_inputs_and_outputs(project, target, platform, variable):
+    import shutil
+    from conftest import GAP9_MODEL, SCONS
+    from nnscons.targets.gap9 import gvsoc_open
+    where = gvsoc_open.find_gvsoc() if variable == "GVSOC" else GAP9_MODEL
+    if not (where and shutil.which("riscv64-unknown-elf-gcc")):
+        pytest.skip(f"{variable} (GVSoC for {platform}) or riscv64-unknown-elf-gcc not installed")
+    f = two_by_three(project.file("f.onnx"))
+    np.savez(project.file("x.npz"), **_inputs(7))
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", **{variable: where})
+    proc = subprocess.run([SCONS, "-Q", f"target={target}", f"model={f}", "input=x.npz", f"platform={platform}"],
+                          cwd=project.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=900)
+    assert f"Test PASSED [{target}] f: all 8 layers match" in proc.stdout, proc.stdout[-2000:]
+    out = np.load(project.file(os.path.join(adhoc(project, target, "f"), platform, "output.npz")))
+    g = load_model(f, name="f")
+    ref = reference.run_graph(g, reference.quantize_input(g, _inputs(7)))
+    for t in OUTPUTS:
+        np.testing.assert_array_equal(out[t], reference.dequantize(g.tensor(t), ref[t]), err_msg=t)
+
+
+@pytest.mark.slow
 def test_gap9_qemu_runs_several_inputs_and_outputs(project):
     import shutil
     if not (shutil.which("riscv64-unknown-elf-gcc") and shutil.which("qemu-system-riscv32")):
