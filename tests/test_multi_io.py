@@ -243,6 +243,40 @@ def test_gap9_emul_runs_several_inputs_and_outputs_like_the_host(project, tmp_pa
     for group in (("INPUT",), ("OUTPUT",)):       # inputs apart from each other, outputs too
         spans = sorted((places[m], places[m] + sizes[m]) for m in places if f"_{group[0]}_" in m)
         assert all(a[1] <= b_[0] for a, b_ in zip(spans, spans[1:])), spans
+    # an application of the library: run_float on its own float arrays (not in place), so run
+    # copies each input into its slot and each output out of its own
+    (tmp_path / "app.c").write_text(GAP9_APP)
+    packed = np.concatenate([x[k].reshape(-1) for k in SHAPES]).astype(np.float32)
+    packed.tofile(tmp_path / "x.f32")
+    mk = project.file(os.path.join(b, "emul", "lib", "nns_f.mk"))
+    (tmp_path / "Makefile").write_text(f"include {mk}\napp: app.c\n\t$(CC) -O1 $(NNS_F_CFLAGS) -o $@ app.c $(NNS_F_LIBS)\n")
+    subprocess.run(["make", "-s", "app"], cwd=tmp_path, check=True)
+    r = subprocess.run(["./app"], cwd=tmp_path, stdout=subprocess.PIPE, text=True, timeout=120,
+                       env=dict(os.environ, NN_EMUL_FS_DIR=project.file(os.path.join(b, "bin"))))
+    assert r.returncode == 0, r.stdout
+    assert "output 1 boxes elements 256 rank 4 layout NHWC" in r.stdout
+    y = np.fromfile(tmp_path / "y.f32", dtype=np.float32)
+    assert y.tobytes() == np.concatenate([out[t].reshape(-1) for t in OUTPUTS]).tobytes()
+
+
+# the host's application on the gap9 library: the arena in L2, the weights from the readfs
+GAP9_APP = APP.replace('#include "nns_f.h"', '#include "pmsis.h"\n#include "nn_gap9.h"\n#include "nns_f.h"').replace(
+    "int main(void)", "static int app(void)").replace(
+    "    void *arena = malloc(NNS_F_ARENA_SIZE);", "    static struct pi_device flash, fs;\n"
+    "    void *arena = pi_l2_malloc(NNS_F_ARENA_SIZE);").replace(
+    "    if (nns_f_init(&net, arena, NNS_F_ARENA_SIZE) != NNS_F_OK || nns_f_run_float(&net, xs, ys) != NNS_F_OK)",
+    "    if (nns_f_init(&net, arena, NNS_F_ARENA_SIZE) != NNS_F_OK || nn_readfs_mount(&flash, &fs)\n"
+    "        || nns_f_open(&net, &fs) != NNS_F_OK || nns_f_run_float(&net, xs, ys) != NNS_F_OK)") + """
+static void app_main(void)
+{
+    pmsis_exit(app());
+}
+
+int main(void)
+{
+    return pmsis_kickoff((void *)app_main);
+}
+"""
 
 
 # gap9 with its activations in L3 (memory.spill_plan), at 32x32: the live tensors (24,576 B) do
