@@ -3,7 +3,9 @@ three-output graph (box head, score head, and a fused feature map that later lay
 read) imports, equals the float64 QDQ evaluation tensor by tensor, builds on the host with
 `input=` as an .npz keyed by input name and `output.npz` keyed by output name, and its C API
 (packed buffers, per-tensor macros, run-time descriptors, run_float) gives the harness's
-bytes; targets that move one input and one output say so."""
+bytes; gap9 runs it on emul, qemu, gvsoc-open and gvsoc-gap9 (each tensor its own slot in the
+arena, also with the activations in L3); k210, aie2p and gap9's layer-by-layer runs say they
+move one input and one output."""
 from __future__ import annotations
 
 import os
