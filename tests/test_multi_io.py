@@ -3,7 +3,9 @@ three-output graph (box head, score head, and a fused feature map that later lay
 read) imports, equals the float64 QDQ evaluation tensor by tensor, builds on the host with
 `input=` as an .npz keyed by input name and `output.npz` keyed by output name, and its C API
 (packed buffers, per-tensor macros, run-time descriptors, run_float) gives the harness's
-bytes; targets that move one input and one output say so."""
+bytes; gap9 runs it on emul, qemu, gvsoc-open and gvsoc-gap9 (each tensor its own slot in the
+arena, also with the activations in L3); k210, aie2p and gap9's layer-by-layer runs say they
+move one input and one output."""
 from __future__ import annotations
 
 import os
@@ -24,7 +26,8 @@ SHAPES = {"img": (1, 3, 8, 8), "aux": (1, 2, 8, 8)}
 OUTPUTS = ["scores", "boxes", "fused"]
 
 
-def two_by_three(path, seed=0, outputs=OUTPUTS):
+def two_by_three(path, seed=0, outputs=OUTPUTS, hw=8):
+    """hw: the images' height and width (8; larger to make the activations outgrow a memory)."""
     rng = np.random.default_rng(seed)
 
     def init(n, shape, s=0.3):
@@ -41,8 +44,8 @@ def two_by_three(path, seed=0, outputs=OUTPUTS):
     inits = [init("w1", (8, 3, 3, 3)), init("b1", (8,), 0.1), init("w2", (8, 2, 3, 3)),
              init("b2", (8,), 0.1), init("w3", (4, 8, 1, 1)), init("b3", (4,), 0.1),
              init("wf", (5, 8)), init("bf", (5,), 0.1)]
-    shapes = {"scores": [1, 5], "boxes": [1, 4, 8, 8], "fused": [1, 8, 8, 8]}
-    graph = helper.make_graph(nodes, "mio", [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v))
+    shapes = {"scores": [1, 5], "boxes": [1, 4, hw, hw], "fused": [1, 8, hw, hw]}
+    graph = helper.make_graph(nodes, "mio", [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v[:2]) + [hw, hw])
                                              for k, v in SHAPES.items()],
                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, shapes[o]) for o in outputs],
                               inits)
@@ -52,9 +55,9 @@ def two_by_three(path, seed=0, outputs=OUTPUTS):
     return str(path)
 
 
-def _inputs(seed):
+def _inputs(seed, hw=8):
     rng = np.random.default_rng(seed)
-    return {k: rng.standard_normal(s).astype(np.float32) for k, s in SHAPES.items()}
+    return {k: rng.standard_normal(s[:2] + (hw, hw)).astype(np.float32) for k, s in SHAPES.items()}
 
 
 def test_every_tensor_equals_the_float64_qdq_evaluation(tmp_path):
@@ -180,10 +183,181 @@ def test_host_build_takes_an_npz_and_writes_output_npz_and_the_c_api_packs_them(
 
 def test_targets_that_move_one_input_and_one_output_say_so(project):
     f = two_by_three(project.file("f.onnx"))
-    bad = project.scons("target=gap9", f"model={f}", check=False)
+    for kind in ("k210", "aie2p"):
+        bad = project.scons(f"target={kind}", f"model={f}", check=False)
+        assert bad.returncode != 0
+        assert (f"target kind '{kind}' runs models with one input and one output; 'f' has 2 input(s) "
+                "(img, aux) and 3 output(s) (scores, boxes, fused)") in bad.stdout + bad.stderr
+
+
+GAP9_APP_CHECK = r"""
+#include "nns_f.h"
+#if NNS_F_NUM_INPUTS != 2 || NNS_F_NUM_OUTPUTS != 3 || NNS_F_OUTPUT_BOXES_INDEX != 1
+#error "the header's tensor counts"
+#endif
+static const long places[] = { NNS_F_INPUT_IMG_OFFSET, NNS_F_INPUT_L_AUX_OFFSET, NNS_F_OUTPUT_SCORES_OFFSET,
+                               NNS_F_OUTPUT_BOXES_OFFSET, NNS_F_OUTPUT_FUSED_OFFSET };
+"""
+
+
+def _gap9_multi_io(project, platform, target="gap9", hw=8):
+    """Builds two_by_three for gap9 on platform; (output.npz, the build folder, the input)."""
+    f = two_by_three(project.file("f.onnx"), hw=hw)
+    x = _inputs(7, hw)
+    np.savez(project.file("x.npz"), **x)
+    proc = project.scons(f"target={target}", f"model={f}", "input=x.npz", f"platform={platform}")
+    # gap9 runs the Relu as its own layer (8 of them), every one checked against its golden
+    assert f"Test PASSED [{target}] f: all 8 layers match" in proc.stdout, proc.stdout[-2000:]
+    b = adhoc(project, target, "f")
+    out = np.load(project.file(os.path.join(b, platform, "output.npz")))
+    assert out.files == OUTPUTS
+    assert not os.path.exists(project.file(os.path.join(b, platform, "output.npy")))
+    g = load_model(f, name="f")
+    ref = reference.run_graph(g, reference.quantize_input(g, x))
+    for t in OUTPUTS:
+        np.testing.assert_array_equal(out[t], reference.dequantize(g.tensor(t), ref[t]), err_msg=t)
+    return out, b, x
+
+
+def test_gap9_emul_runs_several_inputs_and_outputs_like_the_host(project, tmp_path):
+    out, b, x = _gap9_multi_io(project, "emul")
+    host = project.scons("target=host", f"model={project.file('f.onnx')}", "input=x.npz")
+    assert "Test PASSED [host] f:" in host.stdout
+    want = np.load(project.file(os.path.join(adhoc(project, "host", "f"), "output.npz")))
+    for t in OUTPUTS:
+        assert out[t].tobytes() == want[t].tobytes()
+    # the header: the per-tensor macros and each tensor's own place in the arena
+    header = project.read(os.path.join(b, "include", "nns_f.h"))
+    for m in ("NNS_F_INPUT_IMG_OFFSET", "NNS_F_INPUT_L_AUX_OFFSET", "NNS_F_OUTPUT_FUSED_OFFSET"):
+        assert f"#define {m} " in header
+    assert "#define NNS_F_INPUT_OFFSET" not in header     # one per tensor instead
+    (tmp_path / "check.c").write_text(GAP9_APP_CHECK)
+    inc = project.file(os.path.join(b, "include"))
+    subprocess.run(["gcc", "-fsyntax-only", "-I", inc, "-I", os.path.join(project.path, "kernels", "gap9"),
+                    "-I", os.path.join(project.path, "kernels", "gap9", "emul"), "-I",
+                    os.path.join(project.path, "kernels", "common"), "check.c"], cwd=tmp_path, check=True)
+    places = {}
+    for line in header.splitlines():
+        if line.startswith("#define NNS_F_") and "_OFFSET " in line:
+            places[line.split()[1]] = int(line.split()[2])
+    sizes = {"NNS_F_INPUT_IMG_OFFSET": 192, "NNS_F_INPUT_L_AUX_OFFSET": 128, "NNS_F_OUTPUT_SCORES_OFFSET": 5,
+             "NNS_F_OUTPUT_BOXES_OFFSET": 256, "NNS_F_OUTPUT_FUSED_OFFSET": 512}
+    for group in (("INPUT",), ("OUTPUT",)):       # inputs apart from each other, outputs too
+        spans = sorted((places[m], places[m] + sizes[m]) for m in places if f"_{group[0]}_" in m)
+        assert all(a[1] <= b_[0] for a, b_ in zip(spans, spans[1:])), spans
+    # an application of the library: run_float on its own float arrays (not in place), so run
+    # copies each input into its slot and each output out of its own
+    (tmp_path / "app.c").write_text(GAP9_APP)
+    packed = np.concatenate([x[k].reshape(-1) for k in SHAPES]).astype(np.float32)
+    packed.tofile(tmp_path / "x.f32")
+    mk = project.file(os.path.join(b, "emul", "lib", "nns_f.mk"))
+    (tmp_path / "Makefile").write_text(f"include {mk}\napp: app.c\n\t$(CC) -O1 $(NNS_F_CFLAGS) -o $@ app.c $(NNS_F_LIBS)\n")
+    subprocess.run(["make", "-s", "app"], cwd=tmp_path, check=True)
+    r = subprocess.run(["./app"], cwd=tmp_path, stdout=subprocess.PIPE, text=True, timeout=120,
+                       env=dict(os.environ, NN_EMUL_FS_DIR=project.file(os.path.join(b, "bin"))))
+    assert r.returncode == 0, r.stdout
+    assert "output 1 boxes elements 256 rank 4 layout NHWC" in r.stdout
+    y = np.fromfile(tmp_path / "y.f32", dtype=np.float32)
+    assert y.tobytes() == np.concatenate([out[t].reshape(-1) for t in OUTPUTS]).tobytes()
+
+
+# the host's application on the gap9 library: the arena in L2, the weights from the readfs
+GAP9_APP = APP.replace('#include "nns_f.h"', '#include "pmsis.h"\n#include "nn_gap9.h"\n#include "nns_f.h"').replace(
+    "int main(void)", "static int app(void)").replace(
+    "    void *arena = malloc(NNS_F_ARENA_SIZE);", "    static struct pi_device flash, fs;\n"
+    "    void *arena = pi_l2_malloc(NNS_F_ARENA_SIZE);").replace(
+    "    if (nns_f_init(&net, arena, NNS_F_ARENA_SIZE) != NNS_F_OK || nns_f_run_float(&net, xs, ys) != NNS_F_OK)",
+    "    if (nns_f_init(&net, arena, NNS_F_ARENA_SIZE) != NNS_F_OK || nn_readfs_mount(&flash, &fs)\n"
+    "        || nns_f_open(&net, &fs) != NNS_F_OK || nns_f_run_float(&net, xs, ys) != NNS_F_OK)") + """
+static void app_main(void)
+{
+    pmsis_exit(app());
+}
+
+int main(void)
+{
+    return pmsis_kickoff((void *)app_main);
+}
+"""
+
+
+# gap9 with its activations in L3 (memory.spill_plan), at 32x32: the live tensors (24,576 B) do
+# not fit the 24,000 B of L2 beside open's block (2,864 B), one layer's (16,387 B) do, with the
+# harness's 2 KiB compare buffer; and a pulp-open target whose programs run layer by layer
+SMALL_L2 = """
+  gap9-tiny-l2:
+    kind: gap9
+    memory: {l1: 128KiB, l1_reserved: 16KiB, l2: 89536, l2_reserved: 64KiB, l3_device: ram,
+             l3_size: 1MiB, l3_threshold: 36KiB}
+    run: {platform: emul}
+  pulp-layerwise:
+    kind: gap9
+    memory: {l1: 64KiB, l1_reserved: 12KiB, l2: 1.5MiB, l2_reserved: 320KiB, l3_device: flash,
+             l3_size: 0, l3_threshold: 1GiB}
+    run: {platform: gvsoc-open, layer_by_layer: always}
+"""
+
+
+def _small_targets(project):
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\n  pulp-open:\n", SMALL_L2 + "\n  pulp-open:\n", 1))
+
+
+def test_gap9_with_the_activations_in_l3_moves_every_input_and_output(project):
+    _small_targets(project)
+    import re
+    out, b, _ = _gap9_multi_io(project, "emul", target="gap9-tiny-l2", hw=32)
+    report = project.read(os.path.join(b, "emul", "report.json"))
+    assert "activations in L3" in report
+    # each input to its L3 home from its own slot before the first layer, each output back after the last
+    src = project.read(os.path.join(b, "src", "nns_f.c"))
+    assert re.findall(r"pi_ram_write\(&ctx->ram_dev, act \+ \d+u, ctx->arena( \+ \d+u)?, (\d+)u\)", src) == \
+        [("", "3072"), (" + 3072u", "2048")]
+    assert [int(n) for _, n in re.findall(r"pi_ram_read\(&ctx->ram_dev, act \+ \d+u, ctx->arena( \+ \d+u)?, (\d+)u\)",
+                                          src)] == [5, 4096, 8192]
+
+
+def test_gap9_layer_by_layer_runs_say_they_take_one_input_and_one_output(project):
+    _small_targets(project)
+    f = two_by_three(project.file("f.onnx"))
+    bad = project.scons("target=pulp-layerwise", f"model={f}", check=False)
     assert bad.returncode != 0
-    assert ("target kind 'gap9' runs models with one input and one output; 'f' has 2 input(s) "
+    assert ("target kind 'gap9' on platform=gvsoc-open would run 'f' layer by layer (run.layer_by_layer is "
+            "'always'), and a layer-by-layer run takes models with one input and one output; 'f' has 2 input(s) "
             "(img, aux) and 3 output(s) (scores, boxes, fused)") in bad.stdout + bad.stderr
+    assert "Traceback" not in bad.stdout + bad.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target,platform,variable", [("pulp-open", "gvsoc-open", "GVSOC"),
+                                                      ("gap9", "gvsoc-gap9", "GAP9_GVSOC")])
+def test_the_gvsoc_platforms_run_a_whole_network_of_several_inputs_and_outputs(project, target, platform, variable):
+    import shutil
+    from conftest import GAP9_MODEL, SCONS
+    from nnscons.targets.gap9 import gvsoc_open
+    where = gvsoc_open.find_gvsoc() if variable == "GVSOC" else GAP9_MODEL
+    if not (where and shutil.which("riscv64-unknown-elf-gcc")):
+        pytest.skip(f"{variable} (GVSoC for {platform}) or riscv64-unknown-elf-gcc not installed")
+    f = two_by_three(project.file("f.onnx"))
+    np.savez(project.file("x.npz"), **_inputs(7))
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", **{variable: where})
+    proc = subprocess.run([SCONS, "-Q", f"target={target}", f"model={f}", "input=x.npz", f"platform={platform}"],
+                          cwd=project.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=900)
+    assert f"Test PASSED [{target}] f: all 8 layers match" in proc.stdout, proc.stdout[-2000:]
+    out = np.load(project.file(os.path.join(adhoc(project, target, "f"), platform, "output.npz")))
+    g = load_model(f, name="f")
+    ref = reference.run_graph(g, reference.quantize_input(g, _inputs(7)))
+    for t in OUTPUTS:
+        np.testing.assert_array_equal(out[t], reference.dequantize(g.tensor(t), ref[t]), err_msg=t)
+
+
+@pytest.mark.slow
+def test_gap9_qemu_runs_several_inputs_and_outputs(project):
+    import shutil
+    if not (shutil.which("riscv64-unknown-elf-gcc") and shutil.which("qemu-system-riscv32")):
+        pytest.skip("riscv64-unknown-elf-gcc / qemu-system-riscv32 not installed")
+    _gap9_multi_io(project, "qemu")
 
 
 @pytest.mark.slow

@@ -267,7 +267,7 @@ def one_input_one_output(graph, kind: str) -> None:
         raise UserError(f"target kind '{kind}' runs models with one input and one output; "
                         f"'{graph.name}' has {len(graph.inputs)} input(s) ({', '.join(graph.inputs)}) "
                         f"and {len(graph.outputs)} output(s) ({', '.join(graph.outputs)}); build it "
-                        f"for a target of kind host or arm64")
+                        f"for a target of kind host, arm64 or gap9")
 
 
 def from_layout(flat, shape, layout: str, flattened_from=None):

@@ -162,7 +162,6 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
     check_limits(opts, where)
-    base.one_input_one_output(graph, "gap9")
     if opts["run"]["platform"] in gvsoc_open.PLATFORMS:
         gvsoc_open.check_memory(opts, where)
     threshold = opts["memory"]["l3_threshold"]
@@ -232,6 +231,20 @@ def _lib_dir(platform: str) -> str:
     return f"{platform}/lib"
 
 
+def _offset_macros(lib, io) -> list:
+    """Where in ctx->arena the input and output may be given in place: NNS_<M>_INPUT_OFFSET and
+    _OUTPUT_OFFSET for a model with one of each, else one per tensor (NNS_<M>_INPUT_<NAME>_OFFSET)."""
+    M, (ins, outs) = lib["macro"], io
+    if len(ins) == 1 and len(outs) == 1:
+        return [f"#define {M}_INPUT_OFFSET {ins[0]['offset']}      /* in ctx->arena: the input may be given in place */",
+                f"#define {M}_OUTPUT_OFFSET {outs[0]['offset']}     /* and the output */"]
+    lines = ["/* in ctx->arena: each input and output may be given in place there (the outputs' places",
+             " * may overlap the inputs': a run overwrites its inputs there) */"]
+    for kind, tensors, slots in (("INPUT", lib["inputs"], ins), ("OUTPUT", lib["outputs"], outs)):
+        lines += [f"#define {M}_{kind}_{t['id']}_OFFSET {s['offset']}" for t, s in zip(tensors, slots)]
+    return lines
+
+
 def _lib(lib, layers, mem, opts, io) -> dict:
     """The header's GAP9 part: what the application flashes (the readfs files) and the memory
     it gives the library (L1, L2, L3 from the plan), the context's state, nns_<model>_open/close,
@@ -259,8 +272,10 @@ def _lib(lib, layers, mem, opts, io) -> dict:
         "L3: NNS_..._L3_SIZE bytes of external RAM.  The context holds PMSIS devices and the",
         "running layer's buffers, which the cluster reads: keep it in L2 (the FC's memory).",
         "Input and output: anywhere the fabric controller reads and writes, or in place at",
-        "ctx->arena + NNS_..._INPUT_OFFSET and ctx->arena + NNS_..._OUTPUT_OFFSET (no copy,",
-        "no more L2; a run may overwrite the input there).",
+        *(["ctx->arena + NNS_..._INPUT_OFFSET and ctx->arena + NNS_..._OUTPUT_OFFSET (no copy,",
+           "no more L2; a run may overwrite the input there)."] if len(lib["inputs"]) == len(lib["outputs"]) == 1
+          else ["ctx->arena + NNS_..._INPUT_<NAME>_OFFSET and NNS_..._OUTPUT_<NAME>_OFFSET per",
+                "tensor (no copy, no more L2; a run may overwrite the inputs there)."]),
         "Runs happen on the fabric controller, one inference at a time per context.  Each",
         "open opens cluster 0 (pi_cluster_open) for its context: the PMSIS emulation lets a",
         "cluster be open once at a time, so there open one context at a time (close it",
@@ -274,8 +289,7 @@ def _lib(lib, layers, mem, opts, io) -> dict:
         "/* GAP9: the readfs files the application flashes (weights), and the memory it gives */",
         f"#define {M}_NUM_READFS_FILES {len(files)}",
         f"#define {M}_READFS_FILES {{ " + ", ".join(f'"{f}"' for f in files) + " }",
-        f"#define {M}_INPUT_OFFSET {io[0]['offset']}      /* in ctx->arena: the input may be given in place */",
-        f"#define {M}_OUTPUT_OFFSET {io[1]['offset']}     /* and the output */",
+        *_offset_macros(lib, io),
         "",
         f"/* Loads the weights from the mounted readfs fs, opens the cluster (and the RAM when",
         f" * L3_SIZE > 0), on a context {P}_init set up: {M}_OK or a status ({P}_strerror).",
@@ -300,6 +314,12 @@ def _lib(lib, layers, mem, opts, io) -> dict:
 def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPlan:
     """Every layer its own program and run (layerwise.py): on gvsoc-open and gvsoc-gap9, when
     the model does not fit L2 (neither simulator has L3) or when run.layer_by_layer says so."""
+    if len(graph.inputs) > 1 or len(graph.outputs) > 1:
+        raise UserError(f"target kind 'gap9' on platform={opts['run']['platform']} would run '{graph.name}' layer by "
+                        f"layer ({why}), and a layer-by-layer run takes models with one input and one output; "
+                        f"'{graph.name}' has {len(graph.inputs)} input(s) ({', '.join(graph.inputs)}) and "
+                        f"{len(graph.outputs)} output(s) ({', '.join(graph.outputs)}): build it for platform=emul "
+                        f"or platform=qemu, or with run.layer_by_layer: auto where the network fits L2")
     lw = layerwise.plan(graph, layers, opts, budgets)
     sliced = []
     for lp in layers:
@@ -373,12 +393,13 @@ def _memory_lines(mem, opts) -> list:
 
 
 def _slots(graph, mem) -> tuple:
-    """Where the network's input and output are in the L2 arena while it runs: their planned
-    buffers, or the arena's start when the activations live in L3 (memory.spill_plan)."""
+    """([input slots], [output slots]) {offset, size}: where each network input and output is in
+    the L2 arena while it runs, in the model's order: their planned buffers, or slots at the
+    arena's start when the activations live in L3 (memory.spill_plan)."""
     t, spill = mem["buffers"]["tensors"], mem["spill"]
     if spill:
-        return {"offset": 0, "size": spill["input"]["size"]}, {"offset": 0, "size": spill["output"]["size"]}
-    return t[graph.input], t[graph.output]
+        return tuple([{"offset": s["l2"], "size": s["size"]} for s in spill[k]] for k in ("inputs", "outputs"))
+    return [t[n] for n in graph.inputs], [t[n] for n in graph.outputs]
 
 
 def _layer_buffers(lp, mem) -> tuple:
@@ -393,11 +414,11 @@ def _layer_buffers(lp, mem) -> tuple:
 def network_spec(graph, layers, mem, opts) -> dict:
     """Everything the library's network source (network.c.j2) depends on: order, buffer offsets,
     tiers, slabs, memory sizes, and the L3 homes of the activations when they live there."""
-    slot_in, slot_out = _slots(graph, mem)
+    slots_in, slots_out = _slots(graph, mem)
     return {
         "arena_size": mem["arena_bytes"],
-        "input": slot_in,
-        "output": slot_out,
+        "inputs": slots_in,
+        "outputs": slots_out,
         "spill": mem["spill"],
         "layers": [{"cname": lp.cname, "bin": lp.cname, "index": i,
                     "inputs": _layer_buffers(lp, mem)[0],

@@ -12,7 +12,8 @@ target has L3 RAM, they live in L3 instead, at their liveness-planned offsets in
 and L2 holds one layer's working set: before each layer the fabric controller reads its inputs
 from L3 into the L2 arena (pi_ram_read), after it writes its output back (pi_ram_write). The
 input slot and the output slot are at the start of the L2 arena; the run moves them to and
-from L3 once each.
+from L3 once each; a network with several inputs (outputs) has them back to back there, each
+at a 16-byte boundary, in the model's order.
 """
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ def spill_plan(graph, layers, buffers, act_l3: int) -> dict:
     liveness-planned offset; per layer its inputs (each once) then its output in the L2 arena
     (an alias layer's output is its input); the network's input and output slots at 0."""
     t = buffers["tensors"]
-    per_layer, l2_arena = {}, max(_align(t[graph.input]["size"], 16), _align(t[graph.output]["size"], 16))
+    inputs, outputs = _io_slots(graph.inputs, t), _io_slots(graph.outputs, t)
+    per_layer, l2_arena = {}, max(_slots_end(inputs), _slots_end(outputs))
     for lp in layers:
         layer, at, reads = lp.layer, {}, []
         if layer.op in STREAMED_OPS:
@@ -123,8 +125,22 @@ def spill_plan(graph, layers, buffers, act_l3: int) -> dict:
         per_layer[lp.cname] = {"reads": reads, "inputs": [at[n] for n in layer.inputs], "write": out, "stream": None}
         l2_arena = max(l2_arena, end if out_l2 < end else end + _align(out["size"], 16))
     return {"act_l3": act_l3, "l3_end": act_l3 + buffers["arena_size"], "l2_arena": l2_arena, "layers": per_layer,
-            "input": {"l3": t[graph.input]["offset"], "size": t[graph.input]["size"]},
-            "output": {"l3": t[graph.output]["offset"], "size": t[graph.output]["size"]}}
+            "inputs": inputs, "outputs": outputs}
+
+
+def _io_slots(names, tensors) -> list:
+    """The network inputs' (outputs') slots at the L2 arena's start while their tensors live in
+    L3: [{l3, l2, size}] back to back, 16-byte aligned (the input slots are read before the
+    first layer and the output slots written after the last, so the two sets may overlap)."""
+    slots, at = [], 0
+    for n in names:
+        slots.append({"l3": tensors[n]["offset"], "l2": at, "size": tensors[n]["size"]})
+        at += _align(tensors[n]["size"], 16)
+    return slots
+
+
+def _slots_end(slots) -> int:
+    return slots[-1]["l2"] + _align(slots[-1]["size"], 16)
 
 
 def state_fields(l3_device: str, n_staged: int) -> list:

@@ -40,7 +40,8 @@ def declare_nodes(env, session, common) -> dict:
     firmware = penv.Program(os.path.join(pdir, "firmware"),
                             objects[:1] + lib_nodes[:1] + sorted(objects[1:], key=str),
                             LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
-    run = penv.NnsGap9Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")],
+    run = penv.NnsGap9Run([os.path.join(pdir, "run.log"),
+                           os.path.join(pdir, binfiles.output_array(len(session.graph.outputs)))],
                           firmware + common.input + common.weights + common.goldens,
                           NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on {platform}",
                           NNS_PLATFORM=platform)
