@@ -151,6 +151,9 @@ def read_onnx(path: str, input_shape=None) -> OnnxFile:
         proto, opset = _upgrade(proto, opset)
         graph = proto.graph
         inputs = [i for i in graph.input if i.name not in inits]
+    from .onnx_integer import to_float
+    proto = to_float(proto, path)       # onnxruntime's dynamic quantization: its float model
+    graph = proto.graph
     shapes = tuple(resolve_input_shape(path, i.name, _declared_shape(path, i), input_shape)
                    for i in inputs)
     names = tuple(i.name for i in inputs)
