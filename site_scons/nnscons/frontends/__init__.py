@@ -123,6 +123,10 @@ def load_model(source: str, *, name: str, input_shape: tuple | None = None,
         raise ModelError(f"{source}: model file or directory not found")
     if fmt == "ares" or (fmt == "auto" and os.path.isdir(source)):
         from .ares import load_ares
+        if not os.path.isfile(os.path.join(source, "network_info.json")):
+            raise ModelError(f"{source}: a folder without network_info.json{' (empty)' if not os.listdir(source) else ''}"
+                             f" is not an ARES export; give a .onnx or .tflite model file or an ARES "
+                             f"export folder")
         if calibration:
             raise ModelError(f"{source}: calibration applies to float models only; an ARES "
                              f"export is already quantized")

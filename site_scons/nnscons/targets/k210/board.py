@@ -172,9 +172,9 @@ def declare_nodes(env, session, common) -> dict:
     firmware = env.Command(os.path.join(bdir, "cmake", project_name(session) + ".bin"),
                            project + [s for s in sources] + common.input + common.weights + common.goldens,
                            env.Action(build_firmware, f"SDK-BUILD {project_name(session)} [{t}]"))
-    run = env.NnsK210Run([os.path.join(bdir, "run.log"), os.path.join(bdir, "output.npy")], firmware,
+    run = env.NnsK210Run([os.path.join(bdir, "run.log"), os.path.join(bdir, "output.npy"),
+                          binfiles.output_path(bdir)], firmware,
                          NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on board", NNS_PLATFORM="board")
-    env.SideEffect(binfiles.output_path(bdir), run)
     # no archive on the board (the SDK's project compiles the sources): the library alias is
     # the header, the library's generated sources and the project
     lib = [n for p, n in sorted(common.network_files.items()) if p != "src/main.c"]
