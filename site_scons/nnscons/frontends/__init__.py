@@ -28,7 +28,7 @@ def _finite_initializers(proto, source) -> None:
     """A float model's weights hold numbers: a NaN or an infinity (a diverged training, a
     damaged export) cannot be quantized, and would otherwise fail deep in the scales."""
     import numpy as np
-    from onnx import numpy_helper
+    from .onnx_file import tensor_array
     users = {}
     for node in proto.graph.node:
         for i in node.input:
@@ -36,7 +36,7 @@ def _finite_initializers(proto, source) -> None:
     for init in proto.graph.initializer:
         if init.data_type not in (1, 10, 11, 16):       # float, float16, double, bfloat16
             continue
-        a = numpy_helper.to_array(init)
+        a = tensor_array(source, init)
         bad = int(a.size - np.count_nonzero(np.isfinite(a)))
         if bad:
             raise ModelError(f"{source}: weights {init.name!r} (used by {users.get(init.name, 'no node')!r}) hold "
