@@ -10,15 +10,25 @@ Deterministic (derandomized, no example database written): CI runs the same exam
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (pip install -r requirements.txt)")
+from hypothesis.configuration import set_hypothesis_home_dir  # noqa: E402
+
+# hypothesis keeps a .hypothesis/ folder in the working directory (the checkout) even without
+# an example database: a temporary one instead, removed at exit
+_HOME = tempfile.mkdtemp(prefix="nnscons-hypothesis-")
+atexit.register(shutil.rmtree, _HOME, True)
+set_hypothesis_home_dir(_HOME)
+
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
