@@ -492,6 +492,8 @@ class Manifest:
 
     def _pick(self, what, arg, declared):
         name = arg or self.defaults.get(what)
+        if not name and len(declared) == 1:         # the only one declared needs no default
+            name = next(iter(declared))
         known = ", ".join(declared) or "(none declared)"
         if not name:
             raise ManifestError(f"{self.display}: no {what} selected; pass {what}=<name> on the "
