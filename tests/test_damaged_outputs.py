@@ -154,3 +154,7 @@ def test_the_check_follows_report_json_and_says_why(tmp_path):
     assert status == 1 and not made and "cannot be read" in out
     status, out, made = _check(tmp_path, '{"passed": true}')
     assert status == 1 and "lacks its verdict" in out
+    # a failing verdict over a report without its table: the verdict, not a KeyError
+    status, out, made = _check(tmp_path, json.dumps({"passed": False, "verdict": "CHECK FAILED [host] m: x",
+                                                     "layers": [{"name": "a"}]}))
+    assert status == 1 and "CHECK FAILED [host] m: x" in out and "no complete per-layer table" in out
