@@ -278,7 +278,6 @@ def test_nnscons_from_a_subfolder_builds_the_project(project):
     """./nnscons typed in a subfolder works as from the root (SCons's -u), relative paths
     from that subfolder, not `No SConstruct file found` with an internal frame line."""
     import subprocess
-    import sys
     _bootstrap_venv(project)
     sub = project.file("models")
     np.save(os.path.join(sub, "x.npy"), np.random.default_rng(3).standard_normal((1, 1, 28, 28)).astype(np.float32))
