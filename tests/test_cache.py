@@ -25,7 +25,7 @@ def _outputs(project, rel):
     root = project.file(rel)
     for dirpath, _, files in os.walk(root):
         for f in files:
-            if f.startswith((".sconsign", ".lock")) or f in ("compile_commands.json", "output.bin"):
+            if f.startswith((".sconsign", ".lock")) or f == "compile_commands.json":
                 continue
             p = os.path.join(dirpath, f)
             if "/cache/" in p:

@@ -51,6 +51,15 @@ def installed(tmp_path_factory):
     return venv / "bin", repo
 
 
+def test_pip_install_writes_nothing_into_the_checkout(installed):
+    """setuptools' build/lib, build/bdist.* and .egg-info go to a temporary folder: the
+    checkout's build/ is nnscons's own, and nothing else is written there."""
+    _, repo = installed
+    written = [os.path.relpath(os.path.join(d, f), repo) for d, dirs, files in os.walk(repo)
+               for f in files + dirs if f == "build" or f.endswith(".egg-info")]
+    assert written == [], written
+
+
 def _clean_env():
     """No PYTHONPATH to our checkout: the installed package only."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

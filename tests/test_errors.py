@@ -248,3 +248,45 @@ def test_a_host_memory_beyond_the_address_space_is_refused(project):
 def test_a_mistyped_alias_gets_the_closest_ones(project):
     fails(project, "model=simplecnn", "lib", expect=["'lib' is not something this build makes: did you mean library?",
                                                      "export"])
+
+
+def test_a_source_folder_that_is_not_an_ares_export_says_so(project):
+    """An empty folder given as source: is not blamed on calibration of ARES exports."""
+    os.makedirs(project.file("models/empty"))
+    project.write("targets.yaml", project.read("targets.yaml") + "  empty:\n    source: models/empty\n")
+    out = fails(project, "model=empty", expect=["models.empty.source", "is an empty folder, not an ARES export",
+                                                "point source: at a .onnx or .tflite model file"])
+    assert "calibration" not in out
+    out = fails(project, "model=empty", "calibration=models", expect=["is an empty folder, not an ARES export"])
+    assert "already quantized" not in out
+
+
+def _bootstrap_venv(project):
+    """A .venv for ./nnscons made of links to this interpreter and its scons, with the stamp of
+    requirements.txt: the bootstrap neither rebuilds it nor touches the real one."""
+    import hashlib
+    import sys
+    bindir = project.file(".venv/bin")
+    os.makedirs(bindir)
+    for name, real in (("python", sys.executable), ("scons", os.path.join(os.path.dirname(sys.executable), "scons"))):
+        os.symlink(real, os.path.join(bindir, name))
+    digest = hashlib.sha256(open(project.file("requirements.txt"), "rb").read()).hexdigest()
+    project.write(".venv/.requirements.sha256", digest + "\n")
+
+
+def test_nnscons_from_a_subfolder_builds_the_project(project):
+    """./nnscons typed in a subfolder works as from the root (SCons's -u), relative paths
+    from that subfolder, not `No SConstruct file found` with an internal frame line."""
+    import subprocess
+    _bootstrap_venv(project)
+    sub = project.file("models")
+    np.save(os.path.join(sub, "x.npy"), np.random.default_rng(3).standard_normal((1, 1, 28, 28)).astype(np.float32))
+    proc = subprocess.run([os.path.join("..", "nnscons"), "model=simplecnn", "input=x.npy"], cwd=sub,
+                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Test PASSED [host] simplecnn" in proc.stdout and "Traceback" not in proc.stderr
+    assert os.path.isfile(project.file("build/host/simplecnn/report.json"))
+    assert not os.path.exists(os.path.join(sub, "build"))
+    # x.npy is only in the subfolder: from the root, input=x.npy would be `no such file`
+    assert not os.path.exists(project.file("x.npy"))

@@ -6,6 +6,7 @@ import re
 from collections import Counter
 
 import numpy as np
+import pytest
 
 import modelgen
 from conftest import steps
@@ -73,3 +74,19 @@ def test_explain_predicts_a_weight_edit(project):
     modelgen.edit_one_weight(qdq, "conv2")
     got, text = check_row(project, f"model={qdq}")
     assert "WEIGHTS conv2" in got and "weights changed" in text
+
+
+@pytest.mark.slow
+def test_a_one_layer_budget_edit_on_gap9_as_the_readme_says(project):
+    """README's row for one layer's l1_budget on gap9: a layer whose weights are staged from
+    L3 also regenerates the network source (its staging slabs follow the tiling): 9 steps."""
+    args = ("target=gap9", "model=resnet18", "platform=emul")
+    project.scons(*args, "-j2")         # (the edit's build -j1: -j2 may interleave two step lines)
+    model = "    zoo: resnet18\n    seed: 0\n    input_shape: [1, 3, 224, 224]\n"
+    edit(project, "targets.yaml", model,
+         model + "    targets:\n      gap9:\n        layers:\n          layer3.0.conv2: {l1_budget: 40KiB}\n")
+    got, text = check_row(project, *args)
+    assert got == Counter(["CODEGEN layer3.0.conv2", "CC layer3.0.conv2", "CODEGEN nns_resnet18.c",
+                           "CC nns_resnet18", "AR libnns_resnet18.a", "LINK firmware",
+                           "RUN resnet18 on emul", "REPORT resnet18", "CHECK resnet18"]), text
+    assert "9 step(s) would run" in text

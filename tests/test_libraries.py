@@ -435,3 +435,22 @@ def test_gap9_library_emul_and_qemu(project, tmp_path):
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout
     _same_as_harness(project, q, b, "qemu/", r.stdout)
+
+
+def test_the_mk_example_relinks_the_app_when_the_archive_changes(project, tmp_path):
+    """The usage the generated .mk documents (its comment) makes the app depend on the archive:
+    a rebuilt network relinks the app."""
+    import re
+    b = _library(project, "host", "native", "lib")
+    mk = project.file(f"{b}/lib/nns_simplecnn.mk")
+    text = open(mk).read()
+    rules = [line[len("#   "):] for line in text.splitlines() if re.match(r"#   \S", line) and "include" not in line]
+    assert any(r.startswith("app:") for r in rules), text
+    (tmp_path / "main.c").write_text('#include "nns_simplecnn.h"\nint main(void) { return NNS_SIMPLECNN_ARENA_SIZE == 0; }\n')
+    (tmp_path / "Makefile").write_text(f"include {mk}\n" + "\n".join(rules) + "\n")
+    subprocess.run(["make", "-s", "app"], cwd=tmp_path, check=True, capture_output=True)
+    assert subprocess.run(["make", "-q", "app"], cwd=tmp_path).returncode == 0      # up to date
+    archive = project.file(f"{b}/lib/libnns_simplecnn.a")
+    later = os.stat(tmp_path / "app").st_mtime + 5
+    os.utime(archive, (later, later))                                             # a new library
+    assert subprocess.run(["make", "-q", "app"], cwd=tmp_path).returncode == 1, "app not relinked"

@@ -166,11 +166,22 @@ def test_select_errors(workdir, target, model, expected):
 
 
 def test_select_without_defaults(workdir):
-    m = load(workdir, "targets: {host: {kind: host}}\n")
-    with pytest.raises(ManifestError, match=r"no target selected.*target=<name>.*host"):
+    m = load(workdir, "targets: {host: {kind: host}, gap9: {kind: gap9}}\n")
+    with pytest.raises(ManifestError, match=r"no target selected.*target=<name>.*host, gap9"):
         m.select(None, None)
     with pytest.raises(ManifestError, match="no model selected"):
         m.select("host", None)
+
+
+def test_the_only_target_or_model_declared_needs_no_default(workdir):
+    """A firmware's manifest with one target and no defaults: `nnscons model=m library` uses it."""
+    m = load(workdir, "targets: {mcu: {kind: host}}\nmodels: {m: {zoo: simplecnn}, n: {zoo: simplecnn}}\n")
+    target, model = m.select(None, "m")
+    assert (target.name, model.name) == ("mcu", "m")
+    with pytest.raises(ManifestError, match="no model selected"):
+        m.select(None, None)
+    m = load(workdir, "targets: {mcu: {kind: host}}\nmodels: {m: {zoo: simplecnn}}\n")
+    assert [c.name for c in m.select(None, None)] == ["mcu", "m"]
 
 
 # Each case: manifest text, then fragments that must all appear in the message.

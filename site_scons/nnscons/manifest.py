@@ -388,6 +388,12 @@ class _Validator:
         if fmt == "ares" and not is_dir:
             raise self.error(line, path, "format ares expects an ARES export directory, "
                              "got a file")
+        if fmt in ("ares", "auto") and is_dir and not os.path.isfile(os.path.join(source, "network_info.json")):
+            what = "an empty folder" if not os.listdir(source) else "a folder without network_info.json"
+            raise self.error(line, path, f"{source} is {what}, not an ARES export (network_info.json, "
+                             f"the layers' folders, test_cases/)",
+                             "point source: at a .onnx or .tflite model file, or at the folder an "
+                             "ARES export wrote")
         if fmt == "auto" and not is_dir and not source.lower().endswith(MODEL_SUFFIXES):
             raise self.error(line, path, "cannot tell the model format; expected a .onnx "
                              "file, a .tflite file or an ARES export directory",
@@ -489,6 +495,8 @@ class Manifest:
 
     def _pick(self, what, arg, declared):
         name = arg or self.defaults.get(what)
+        if not name and len(declared) == 1:         # the only one declared needs no default
+            name = next(iter(declared))
         known = ", ".join(declared) or "(none declared)"
         if not name:
             raise ManifestError(f"{self.display}: no {what} selected; pass {what}=<name> on the "

@@ -101,16 +101,41 @@ def run_check(target, source, env):
     the build fails."""
     from . import report
     session = env["NNS_SESSION"]
-    rep = report.load(str(source[0]))
-    if session.report_written or not rep.get("passed"):
-        print(report.table(rep))
-    print(rep["verdict"])
+    rep, problem = _readable_report(str(source[0]))
     session.verdict_printed = True
-    if not rep.get("passed"):
+    if problem:
+        print(f"CHECK FAILED [{session.target_cfg.name}] {session.model_cfg.name}: {source[0]} {problem}; "
+              f"it is not the report this build wrote: remove it and build again")
+        remove_stale([str(target[0])])
+        return 1
+    if session.report_written or not rep["passed"]:
+        try:
+            print(report.table(rep))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            print(f"({source[0]} holds no complete per-layer table)")     # an edited report
+    print(rep["verdict"])
+    if not rep["passed"]:
         remove_stale([str(target[0])])
         return 1
     write_if_changed(str(target[0]), rep["verdict"] + "\n")
     return 0
+
+
+def _readable_report(path: str):
+    """(report, None), or (None, what is wrong with it): a report that does not parse, lacks
+    its verdict, or whose verdict contradicts its `passed` (an edit) decides nothing."""
+    from . import report
+    try:
+        rep = report.load(path)
+    except (OSError, ValueError) as e:
+        return None, f"cannot be read ({e})"
+    if not isinstance(rep, dict) or not isinstance(rep.get("passed"), bool) \
+            or not isinstance(rep.get("verdict"), str) or not isinstance(rep.get("layers"), list):
+        return None, "lacks its verdict (\"passed\", \"verdict\", \"layers\")"
+    if rep["passed"] != rep["verdict"].startswith("Test PASSED"):
+        return None, (f"says \"passed\": {str(rep['passed']).lower()} but its verdict reads "
+                      f"'{rep['verdict'][:120]}'")
+    return rep, None
 
 
 def print_verdict(target, source, env):
@@ -118,7 +143,8 @@ def print_verdict(target, source, env):
     (nothing changed), from the up-to-date report (source[1])."""
     from . import report
     if not env["NNS_SESSION"].verdict_printed:
-        print(report.load(str(source[1]))["verdict"])
+        rep, problem = _readable_report(str(source[1]))
+        print(rep["verdict"] if rep else f"{source[1]} {problem}")
     return 0
 
 

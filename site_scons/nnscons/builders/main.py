@@ -68,6 +68,7 @@ def _help_text(variables, env, manifest) -> str:
 
 def main() -> None:
     root = os.getcwd()
+    _paths_from_launch_dir(root)
     # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
     # firmware relinked within the same second at the same size would not rerun.
     Decider("content")
@@ -103,6 +104,30 @@ def main() -> None:
             return
         sys.stderr.write(f"nnscons: error: {e}\n")
         Exit(2)
+
+
+_PATH_OPTIONS = ("input", "calibration", "cache")
+
+
+def _paths_from_launch_dir(root: str) -> None:
+    """Run from a subfolder (./nnscons passes -C <project root>, as SCons's -u): a relative
+    path given to input=, calibration=, cache= or model= means one from that subfolder;
+    rewritten relative to the root the build runs in."""
+    from SCons.Script import GetLaunchDir
+    launch = GetLaunchDir()
+    if not launch or os.path.realpath(launch) == os.path.realpath(root):
+        return
+
+    def moved(path: str) -> str:
+        return path if not path or os.path.isabs(path) else os.path.relpath(os.path.join(launch, path), root)
+
+    for key in _PATH_OPTIONS:
+        if ARGUMENTS.get(key):
+            ARGUMENTS[key] = moved(ARGUMENTS[key])
+    if ARGUMENTS.get("model"):          # model files (not the manifest's model names)
+        ARGUMENTS["model"] = ",".join(
+            moved(m) if m.lower().endswith((".onnx", ".tflite")) or os.sep in m
+            or os.path.exists(os.path.join(launch, m)) else m for m in ARGUMENTS["model"].split(","))
 
 
 def _combinations(env, manifest) -> tuple:

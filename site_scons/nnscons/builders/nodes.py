@@ -238,4 +238,8 @@ def declare(env, session) -> dict:
         # bin/ is flashed as a whole on gvsoc: files of layers that are gone must not stay
         workspace.prune(b, ["bin", os.path.join("src", "layers"), os.path.join("src", "weights")],
                         [str(n) for n in weights + goldens + inp + sources + list(extra_bins)])
+        # a built file changed since its step wrote it (truncated, edited) is rebuilt
+        from . import damaged
+        for path in damaged.remove_damaged([n for nodes in aliases.values() for n in nodes]):
+            print(f"nnscons: {path} changed since it was built: building it again")
     return aliases

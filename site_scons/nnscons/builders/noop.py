@@ -101,6 +101,8 @@ def record(k: str, roots, sessions, extra_lines=()) -> None:
         seen.add(id(n))
         if n.has_builder() and n.get_state() not in (SCons.Node.up_to_date, SCons.Node.executed):
             return                      # not every step completed (interrupted): no record
+        # the other files of its step (output.npy beside run.log: no step reads it)
+        stack.extend(getattr(n, "target_peers", None) or ())
         if isinstance(n, SCons.Node.FS.File) and not str(n).endswith("compile_commands.json"):
             files.add(str(n))
         try:

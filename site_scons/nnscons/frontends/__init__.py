@@ -28,7 +28,7 @@ def _finite_initializers(proto, source) -> None:
     """A float model's weights hold numbers: a NaN or an infinity (a diverged training, a
     damaged export) cannot be quantized, and would otherwise fail deep in the scales."""
     import numpy as np
-    from onnx import numpy_helper
+    from .onnx_file import tensor_array
     users = {}
     for node in proto.graph.node:
         for i in node.input:
@@ -36,7 +36,7 @@ def _finite_initializers(proto, source) -> None:
     for init in proto.graph.initializer:
         if init.data_type not in (1, 10, 11, 16):       # float, float16, double, bfloat16
             continue
-        a = numpy_helper.to_array(init)
+        a = tensor_array(source, init)
         bad = int(a.size - np.count_nonzero(np.isfinite(a)))
         if bad:
             raise ModelError(f"{source}: weights {init.name!r} (used by {users.get(init.name, 'no node')!r}) hold "
@@ -123,6 +123,10 @@ def load_model(source: str, *, name: str, input_shape: tuple | None = None,
         raise ModelError(f"{source}: model file or directory not found")
     if fmt == "ares" or (fmt == "auto" and os.path.isdir(source)):
         from .ares import load_ares
+        if not os.path.isfile(os.path.join(source, "network_info.json")):
+            raise ModelError(f"{source}: a folder without network_info.json{' (empty)' if not os.listdir(source) else ''}"
+                             f" is not an ARES export; give a .onnx or .tflite model file or an ARES "
+                             f"export folder")
         if calibration:
             raise ModelError(f"{source}: calibration applies to float models only; an ARES "
                              f"export is already quantized")

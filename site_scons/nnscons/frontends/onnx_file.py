@@ -176,11 +176,22 @@ def cap_ir_version(proto: onnx.ModelProto) -> onnx.ModelProto:
     return proto
 
 
-def constant_value(node: onnx.NodeProto) -> np.ndarray:
+def tensor_array(path: str, tensor: onnx.TensorProto, what: str = "initializer") -> np.ndarray:
+    """A TensorProto's values; a tensor whose data does not match its dims or type (a damaged
+    or hand-edited file) is a ModelError naming it, not numpy's ValueError."""
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as e:                                   # noqa: BLE001 - any decoding failure
+        raise ModelError(f"{path}: {what} {tensor.name!r} (dims {list(tensor.dims)}, data type "
+                         f"{tensor.data_type}) cannot be read: {e}; the file is damaged or was written "
+                         f"wrong: export the model again") from None
+
+
+def constant_value(node: onnx.NodeProto, path: str = "model") -> np.ndarray:
     """The tensor a Constant node produces."""
     (attr,) = node.attribute
     if attr.name == "value":
-        return numpy_helper.to_array(attr.t)
+        return tensor_array(path, attr.t, f"the value of Constant node {node.name!r}:")
     return np.array(helper.get_attribute_value(attr))
 
 

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-from onnx import numpy_helper
 
 from ..errors import ModelError
 from ..ir import QParams
 from ..passes.opgraph import Op, OpGraph, rename_tensor
 from . import onnx_ops
-from .onnx_file import OnnxFile, attributes, constant_value, node_label
+from .onnx_file import OnnxFile, attributes, constant_value, node_label, tensor_array
 
 PASS_THROUGH = ("Identity", "Dropout")
 
@@ -62,7 +61,7 @@ class OnnxWalker:
     def __init__(self, f: OnnxFile):
         self.f = f
         graph = f.proto.graph
-        self.consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+        self.consts = {i.name: tensor_array(f.path, i) for i in graph.initializer}
         self.qconsts: dict = {}
         self.alias: dict = {}
         self.qparams: dict = {}
@@ -166,7 +165,7 @@ class OnnxWalker:
                 raise self.fail(name, node, f"operator domain {node.domain!r} is not "
                                             f"supported; {onnx_ops.supported_list()}")
             if node.op_type == "Constant":
-                self.consts[out] = constant_value(node)
+                self.consts[out] = constant_value(node, self.f.path)
             elif self._fold(name, node, inputs):
                 pass
             elif node.op_type == "QuantizeLinear":

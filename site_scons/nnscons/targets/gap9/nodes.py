@@ -41,13 +41,13 @@ def declare_nodes(env, session, common) -> dict:
                             objects[:1] + lib_nodes[:1] + sorted(objects[1:], key=str),
                             LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
     run = penv.NnsGap9Run([os.path.join(pdir, "run.log"),
-                           os.path.join(pdir, binfiles.output_array(len(session.graph.outputs)))],
+                           os.path.join(pdir, binfiles.output_array(len(session.graph.outputs))),
+                           binfiles.output_path(pdir)],
                           firmware + common.input + common.weights + common.goldens,
                           NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on {platform}",
                           NNS_PLATFORM=platform)
-    penv.SideEffect(binfiles.output_path(pdir), run)
-    env.Clean(firmware, [binfiles.output_path(pdir)] +
-              ([os.path.join(pdir, gvsoc_open.WORK_DIR)] if platform in gvsoc_open.PLATFORMS else []))
+    if platform in gvsoc_open.PLATFORMS:
+        env.Clean(firmware, [os.path.join(pdir, gvsoc_open.WORK_DIR)])
     aliases = {"firmware": firmware, "run": run, "library": lib_nodes}
     if platform not in ("qemu",) + gvsoc_open.PLATFORMS:
         aliases["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
@@ -91,10 +91,10 @@ def _layerwise_nodes(env, penv, session, common, objects, pdir) -> dict:
                                    NNS_VERB="RUN", NNS_LABEL=label, NNS_PLATFORM=penv["NNS_PLATFORM_NAME"])
         programs += prog
         logs += log
-    run = penv.NnsGap9Merge([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")], logs,
+    run = penv.NnsGap9Merge([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy"),
+                             binfiles.output_path(pdir)], logs,
                             NNS_VERB="MERGE", NNS_LABEL=f"{session.model_cfg.name}: {len(logs)} layer runs")
-    penv.SideEffect(binfiles.output_path(pdir), run)
-    env.Clean(programs, [binfiles.output_path(pdir), os.path.join(pdir, gvsoc_open.WORK_DIR)])
+    env.Clean(programs, [os.path.join(pdir, gvsoc_open.WORK_DIR)])
     return {"firmware": programs, "run": run, "bins": slices}
 
 

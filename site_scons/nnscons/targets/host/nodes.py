@@ -27,11 +27,10 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     firmware = env.Program(os.path.join(b, "firmware"), harness + lib_nodes[:1],
                            LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
     run = env.NnsRun([os.path.join(b, "run.log"),
-                      os.path.join(b, binfiles.output_array(len(session.graph.outputs)))],
+                      os.path.join(b, binfiles.output_array(len(session.graph.outputs))),
+                      binfiles.output_path(b)],
                      firmware + common.input + common.goldens,
                      NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
-    env.SideEffect(binfiles.output_path(b), run)
-    env.Clean(firmware, [binfiles.output_path(b)])
     cdb = env.CompilationDatabase(os.path.join(b, "compile_commands.json"))
     nodes = {"firmware": firmware, "run": run, "compiledb": cdb, "library": lib_nodes}
     if not bench or "NNS_ITERATIONS" not in env:   # only nnscons's own front end times

@@ -236,9 +236,9 @@ def declare_nodes(env, session, common) -> dict:
                            NNS_SDK=sdk_dir, NNS_IMAGE=image_info)
     env.Depends(firmware, py_sources("targets/k210/board.py", "targets/k210/image.py"))
     env.Clean(firmware, [os.path.join(bdir, "cmake")])
-    flash = env.NnsK210Run([os.path.join(bdir, "run.log"), os.path.join(bdir, "output.npy")], firmware[1],
+    flash = env.NnsK210Run([os.path.join(bdir, "run.log"), os.path.join(bdir, "output.npy"),
+                            binfiles.output_path(bdir)], firmware[1],
                            NNS_VERB="FLASH", NNS_LABEL=f"{session.model_cfg.name} on board", NNS_PLATFORM="board")
-    env.SideEffect(binfiles.output_path(bdir), flash)
     # no archive on the board (the SDK's project compiles the sources): the library alias is
     # the header, the library's generated sources and the project
     lib = [n for p, n in sorted(common.network_files.items()) if p != "src/main.c"]

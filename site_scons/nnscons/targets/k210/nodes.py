@@ -26,11 +26,10 @@ def declare_nodes(env, session, common) -> dict:
         lib_nodes, harness = declare_library(penv, session, common, os.path.join(pdir, "obj"), extra)
         firmware = penv.Program(os.path.join(pdir, "firmware"), harness + lib_nodes[:1],
                                 LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
-        run = penv.NnsK210Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy")],
+        run = penv.NnsK210Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy"),
+                               binfiles.output_path(pdir)],
                               firmware + common.input + common.goldens,
                               NNS_VERB="RUN", NNS_LABEL=f"{label} on {platform}", NNS_PLATFORM=platform)
-        penv.SideEffect(binfiles.output_path(pdir), run)
-        env.Clean(firmware, [binfiles.output_path(pdir)])
         nodes = {"firmware": firmware, "run": run, "library": lib_nodes}
         if platform == "emul":
             nodes["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
