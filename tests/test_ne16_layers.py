@@ -64,7 +64,7 @@ def test_simplecnn_convs_on_ne16_bit_exact_and_faster_than_the_cluster(project):
     assert all(lay["engine"] != "ne16" for lay in ne.values() if lay["op"] != "conv2d")
     assert " engine " in r["gap9"][1] and " ne16 " in r["gap9"][1]
     src = project.read("build/gap9/simplecnn/src/layers/conv2.c")
-    assert "nn_ne16_run(&job)" in src
+    assert "nn_ne16_trigger(&job)" in src
 
 
 @needs_model

@@ -79,33 +79,49 @@ def _geometry(layer, graph):
     return i, o, kh, kw
 
 
+def _rows_per_tile(oh) -> list:
+    """Candidate output rows per tile, best first: at least 4 tiles when there are 6 rows or
+    more (NE16 computes one tile while the cores requantize the one before), multiples of 3
+    first (NE16's 3x3 output pixels per step), then the rest, fewer rows last."""
+    cap = oh if oh < 6 else max(3, -(-(-(-oh // 4)) // 3) * 3)
+    rows = list(range(min(cap, oh), 0, -1))
+    return [r for r in rows if r % 3 == 0 or r == oh] + [r for r in rows if not (r % 3 == 0 or r == oh)]
+
+
+def _tile_bytes(i, o, kh, row, th, tc, in_bufs) -> dict:
+    pw = o["w"] + kh - 1
+    d = {"l1_in": tiling._align4((th + kh - 1) * pw * i["c"]), "l1_acc": 4 * th * o["w"] * tc,
+         "l1_out": tiling._align4(th * o["w"] * tc), "l1_w": tiling._align4(tc * row), "l1_par": 3 * 4 * tc}
+    d["l1_bytes"] = in_bufs * d["l1_in"] + 2 * (d["l1_acc"] + d["l1_out"]) + d["l1_w"] + d["l1_par"]
+    return d
+
+
 def plan_tiling(layer, graph, m, budget):
-    """(tiling dict or None): the fewest tiles that fit budget, output channels split first
-    only when all of them do not fit with one row."""
+    """(tiling dict or None): whole output rows; accumulators and outputs double buffered,
+    inputs too when they fit (in_bufs). Preferred, in order: row counts NE16 fills (a
+    multiple of its 3 output rows per step, or all rows) before more output channels per
+    tile (all, else multiples of its 32 per step, else 16 or 8), then double-buffered inputs."""
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
-    pw = o["w"] + kw - 1
-    cands = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
+    tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT)) + [c for c in (16, 8) if c < o["c"]]
+    rows = _rows_per_tile(o["h"])
+    full = [r for r in rows if r % 3 == 0 or r == o["h"]]
     pt = int(layer.attrs["pads"][0])
-    for tc in cands:
-        for th in range(o["h"], 0, -1):
-            l1_in = tiling._align4((th + kh - 1) * pw * i["c"])
-            l1_acc = 4 * th * o["w"] * tc
-            l1_out = tiling._align4(th * o["w"] * tc)
-            l1_w = tiling._align4(tc * row)
-            l1_par = 3 * 4 * tc
-            total = l1_in + l1_acc + l1_out + l1_w + l1_par
-            if total > budget:
-                continue
-            n_h, n_c = -(-o["h"] // th), -(-o["c"] // tc)
-            in_bytes = n_c * sum(min(i["h"], min(o["h"], (t + 1) * th) + kh - 1 - pt) - max(0, t * th - pt)
-                                 for t in range(n_h)) * i["w"] * i["c"]
-            params = o["c"] * (row + 12)
-            return {"pipeline": "ne16", "th": th, "tw": o["w"], "tc": tc, "n_h": n_h, "n_w": 1, "n_c": n_c,
-                    "n_tiles": n_h * n_c, "l1_in": l1_in, "l1_acc": l1_acc, "l1_out": l1_out, "l1_w": l1_w,
-                    "l1_params": l1_w + l1_par, "l1_bytes": total,
-                    "l2_l1_bytes": in_bytes + params + o["h"] * o["w"] * o["c"],
-                    "lower_bound": i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"]}
+    for th_set in (full, [r for r in rows if r not in full]):
+        for tc in tcs:
+            for in_bufs in (2, 1):
+                for th in th_set:
+                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs)
+                    if d["l1_bytes"] > budget:
+                        continue
+                    n_h, n_c = -(-o["h"] // th), -(-o["c"] // tc)
+                    in_bytes = n_c * sum(min(i["h"], min(o["h"], (t + 1) * th) + kh - 1 - pt) - max(0, t * th - pt)
+                                         for t in range(n_h)) * i["w"] * i["c"]
+                    params = o["c"] * (row + 12)
+                    return dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c,
+                                n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
+                                l2_l1_bytes=in_bytes + params + o["h"] * o["w"] * o["c"],
+                                lower_bound=i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"])
     return None
 
 
