@@ -126,3 +126,35 @@ def test_eligibility_and_bias_fold():
     want = ((x + 5) * w).sum() + lay.bias[0]
     got = ((x + 128) * w).sum() + ne16_layer.fold_bias(lay, g)[0]
     assert got == want
+
+
+def test_ne16_tiles_keep_32_output_channels_or_the_layer_stays_on_the_cluster():
+    """ResNet-18's shapes in the default 112 KiB budget: NE16 tiles of whole rows, a multiple of 3
+    rows, at least 32 output channels; 512x7x7 3x3 (its weights crowd L1) stays on the cluster."""
+    import numpy as np
+
+    class Q:
+        zero_point = -128
+
+    class T:
+        def __init__(self, shape):
+            self.shape, self.q = shape, Q()
+
+    def plan(c, h, oc, k):
+        class G:
+            t = {"x": T((1, c, h, h)), "y": T((1, oc, h, h))}
+
+            def tensor(self, n):
+                return self.t[n]
+
+        class L:
+            op, inputs, output, bias = "conv2d", ["x"], "y", None
+            weight = np.zeros((oc, c, k, k), np.int8)
+            attrs = {"kernel": (k, k), "stride": (1, 1), "pads": (k // 2,) * 4}
+        return ne16_layer.plan_tiling(L(), G(), "3x3" if k == 3 else "1x1", 112 * 1024)
+
+    for c, h in ((64, 56), (128, 28), (256, 14)):
+        t = plan(c, h, c, 3)
+        assert t["th"] % 3 == 0 and t["tc"] >= 32 and t["l1_bytes"] <= 112 * 1024, (c, t)
+    assert plan(64, 56, 64, 3)["in_bufs"] == 2
+    assert plan(512, 7, 512, 3) is None
