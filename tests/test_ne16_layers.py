@@ -48,7 +48,7 @@ def _check_faster(ne, cl):
     assert all(cl[n]["engine"] == "cluster" for n in on)
     lines = []
     for n in on:
-        c_ne, c_cl = ne[n]["measured"]["cycles"], cl[n]["measured"]["cycles"]
+        c_ne, c_cl = ne[n]["cycles"], cl[n]["cycles"]     # scaled when run on a slice
         lines.append(f"{n}: NE16 {c_ne:,} cycles, cluster {c_cl:,} ({c_cl / c_ne:.1f}x)")
         assert c_ne < c_cl, lines[-1]
     print("\n".join(lines))
@@ -128,9 +128,9 @@ def test_eligibility_and_bias_fold():
     assert got == want
 
 
-def test_ne16_tiles_keep_32_output_channels_or_the_layer_stays_on_the_cluster():
+def test_ne16_tiles_for_resnet18_shapes():
     """ResNet-18's shapes in the default 112 KiB budget: NE16 tiles of whole rows, a multiple of 3
-    rows, at least 32 output channels; 512x7x7 3x3 (its weights crowd L1) stays on the cluster."""
+    rows, 32 output channels or more; 512x7x7 3x3 (its weights crowd L1) in 16-channel tiles."""
     import numpy as np
 
     class Q:
@@ -157,4 +157,5 @@ def test_ne16_tiles_keep_32_output_channels_or_the_layer_stays_on_the_cluster():
         t = plan(c, h, c, 3)
         assert t["th"] % 3 == 0 and t["tc"] >= 32 and t["l1_bytes"] <= 112 * 1024, (c, t)
     assert plan(64, 56, 64, 3)["in_bufs"] == 2
-    assert plan(512, 7, 512, 3) is None
+    t = plan(512, 7, 512, 3)
+    assert t["tc"] == 16 and t["th"] == 3 and t["l1_bytes"] <= 112 * 1024

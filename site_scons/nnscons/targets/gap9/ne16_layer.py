@@ -100,13 +100,12 @@ def plan_tiling(layer, graph, m, budget):
     """(tiling dict or None): whole output rows; accumulators and outputs double buffered,
     inputs too when they fit (in_bufs). Preferred, in order: row counts NE16 fills (a
     multiple of its 3 output rows per step, or all rows) before more output channels per
-    tile (all, else multiples of its 32 per step), then double-buffered inputs."""
+    tile (all, else multiples of its 32 per step, else 16 or 8), then double-buffered inputs."""
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
-    # fewer than NE16's 32 output channels per tile (a wide layer's weights crowding L1) measured
-    # slower than the cluster: ResNet-18's 512x7x7 3x3 convs in 16-channel tiles, 26 MACs/cycle
-    # against the cluster's 33; such layers stay on the cluster
-    tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
+    # under 32 output channels per tile when a wide layer's weights crowd L1: ResNet-18's
+    # 512x7x7 3x3 convs in 16-channel tiles still measured 1.6x the cluster
+    tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT)) + [c for c in (16, 8) if c < o["c"]]
     rows = _rows_per_tile(o["h"])
     full = [r for r in rows if r % 3 == 0 or r == o["h"]]
     pt = int(layer.attrs["pads"][0])
