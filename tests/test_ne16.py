@@ -410,6 +410,10 @@ def test_ne16_against_the_cluster_on_the_same_layer(tmp_path, project):
     in L1 (normquant on: 8-bit outputs, as the cluster produces)."""
     import json
     _one_conv_onnx(project.file("conv32.onnx"))
+    # the cluster's kernel, not the build's own NE16 path (kernels.ne16: auto is on here)
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\n  gap9:\n    kind: gap9\n",
+                                            "\n  gap9:\n    kind: gap9\n    kernels: {ne16: false}\n", 1))
     env = {k: v for k, v in os.environ.items() if k != "GAP_SDK_HOME"}
     env.update(GAP9_GVSOC=GAP9_MODEL, PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run([SCONS, "-Q", "target=gap9", "model=conv32.onnx", "platform=gvsoc-gap9"],

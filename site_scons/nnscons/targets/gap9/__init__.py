@@ -22,11 +22,13 @@ from ...resources import data_path, data_relative
 from ... import ops as nnsops
 from .. import base, library
 from ... import binfiles
-from . import gvsoc_open, layerwise, memory, ops, platforms
+from . import gvsoc_open, layerwise, memory, ne16_layer, ops, platforms
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
 TEMPLATES = data_path("templates", "gap9")
+# the modules the WEIGHTS nodes' bytes depend on
+WEIGHTS_PY = ("ops.py", "ne16_layer.py", "ne16_weights.py")
 
 SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
@@ -35,7 +37,7 @@ SCHEMA = {
     "cluster": {"cores": "count|auto", "stack_size": "size", "slave_stack_size": "size"},
     "dma": {"max_inflight": "count", "max_transfer": "size"},
     "tiling": {"l1_budget": "size"},
-    "kernels": {"xpulp": "bool"},
+    "kernels": {"xpulp": "bool", "ne16": ["auto", True, False]},
     "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-open", "gvsoc-gap9"], "timeout": "count",
             "layer_by_layer": ["auto", "always"]},
     "layer": {"l1_budget": "size"},
@@ -54,7 +56,8 @@ DEFAULTS = {
     "dma": {"max_inflight": 8, "max_transfer": 64 * 1024},
     "tiling": {"l1_budget": None},          # None: L1 minus memory.l1_reserved
     # conv and linear layers on the Xpulp SIMD kernels (nn_xp_*.c); false: the plain C ones
-    "kernels": {"xpulp": True},
+    # ne16: eligible convs on NE16 (ne16_layer.py); auto = on gvsoc-gap9, the only platform with it
+    "kernels": {"xpulp": True, "ne16": "auto"},
     # layer_by_layer (gvsoc-open, gvsoc-gap9): auto = when the model's parameters do not fit L2
     "run": {"platform": "auto", "timeout": 900, "layer_by_layer": "auto"},
 }
@@ -135,6 +138,7 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
     """(layer plans, kernel sources, {cname: (l1_budget, where)}): each layer's tiling, its
     parameters' layout and tier (L3 when its weights exceed threshold bytes), its spec."""
     layers, kernels, budgets = [], set(), {}
+    ne16 = ne16_layer.enabled(opts, opts["run"]["platform"], where)
     for layer in graph.layers:
         impl = ops.OPS.get(layer.op)
         if impl is None:
@@ -150,10 +154,15 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
         tier = "L3" if layer.weight is not None and layer.weight.size > threshold else "L2"
         cname = cnames[layer.name]
         spec = ops.layer_spec(layer, graph, cname, layout, tier, til, opts["kernels"]["xpulp"])
-        lp = base.LayerPlan(layer=layer, cname=cname, template=impl.template, kernels=impl.kernels,
-                            spec=spec, param_layout=layout, macs=base.macs(layer, graph),
-                            param_bytes=base.layout_bytes(layout), pack=ops.pack_params,
-                            report={"l1_budget": budget})
+        on_ne16 = ne16 and ne16_layer.plan_layer(layer, graph, cname, budget)
+        if on_ne16:
+            spec, layout = on_ne16
+        lp = base.LayerPlan(layer=layer, cname=cname, template="conv2d_ne16.c.j2" if on_ne16 else impl.template,
+                            kernels=impl.kernels, spec=spec, param_layout=layout, macs=base.macs(layer, graph),
+                            param_bytes=base.layout_bytes(layout),
+                            pack=ne16_layer.pack if on_ne16 else ops.pack_params, pack_key="ne16" if on_ne16 else None,
+                            report={"l1_budget": budget, "engine": "ne16" if on_ne16 else
+                                    ("cluster" if layer.op == "conv2d" else "-")})
         layers.append(lp)
         kernels.update(impl.kernels)
     kernels.add(data_path("kernels", "gap9", "nn_gap9.c"))
@@ -215,9 +224,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                 "l3_device": opts["memory"]["l3_device"],
                 "activations_l3_bytes": mem["spill"]["l3_end"] - mem["spill"]["act_l3"] if mem["spill"] else 0,
                 "summary_lines": _memory_lines(mem, opts) + notes},
-        columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
+        columns=[("engine", "engine"), ("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("L3->L2 B", "l3_l2"), ("tier", "tier")],
-        extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "memory": mem,
+        extra={"weights_py": [os.path.join(os.path.dirname(__file__), f) for f in WEIGHTS_PY], "memory": mem,
                # the export's gap_sdk.mk: the defines of a real GAP9 build (the gvsoc platform's)
                "sdk_defines": platforms.runtime_defines(opts) + platforms.xpulp_defines("gvsoc"),
                "library": library.files(model, _lib_dir(opts["run"]["platform"]))})
@@ -321,6 +330,9 @@ def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPl
                         f"{len(graph.outputs)} output(s) ({', '.join(graph.outputs)}): build it for platform=emul "
                         f"or platform=qemu, or with run.layer_by_layer: auto where the network fits L2")
     lw = layerwise.plan(graph, layers, opts, budgets)
+    for lp in layers:           # a sliced NE16 layer: layerwise re-planned it for the cluster
+        if lp.report.get("engine") == "ne16" and lp.report.get("slice"):
+            lp.spec = ne16_layer.reslice(lp, graph, budgets[lp.cname][0])
     sliced = []
     for lp in layers:
         s = lp.report.get("slice")
@@ -342,9 +354,9 @@ def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPl
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
         report={"cycles_source": gvsoc_open.CYCLES_SOURCE[opts["run"]["platform"]], "layer_by_layer": True, "peak_l2_bytes": lw["peak_l2"],
                 "l2_bytes": lw["l2_avail"], "l3_bytes": 0, "summary_lines": lines},
-        columns=[("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
+        columns=[("engine", "engine"), ("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("tier", "tier")],
-        extra={"weights_py": [os.path.join(os.path.dirname(__file__), "ops.py")], "layerwise": lw})
+        extra={"weights_py": [os.path.join(os.path.dirname(__file__), f) for f in WEIGHTS_PY], "layerwise": lw})
 
 
 def _layer_report(lp, mem) -> dict:

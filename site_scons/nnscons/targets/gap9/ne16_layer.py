@@ -1,0 +1,206 @@
+"""Conv layers on NE16 (GAP9's convolution accelerator), platform=gvsoc-gap9 only.
+
+Which convs go (eligible), NE16's L1 tiling, the .bin layout and its packing, the spec of
+templates/gap9/conv2d_ne16.c.j2. What NE16 computes (nn_ne16.h, tests/test_ne16.py):
+unsigned activations u = x ^ 0x80 = x + 128 (pads hold zp + 128), int8 weights packed
+bit-serially (ne16_weights.py), 32-bit accumulators streamed out; so
+  acc_ne16 = sum(u * w) = sum((x - zp) * w) + (zp + 128) * sum(w)
+and the cores requantize bias' + acc_ne16 with bias' = bias - (zp + 128) * sum(w), folded
+into the bias section at build time: the same integer the cluster path requantizes, so the
+same rounding (nn_xp_requant, round half to even), bit for bit.
+
+Tiles: whole output rows (NE16's padding needs the full width), tc output channels (a
+multiple of NE16's 32 per step, or all), every input channel (no partial sums).
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ...errors import UserError
+from .. import base
+from . import ne16_weights, tiling
+
+ENGINES = ("ne16", "cluster")
+TP_OUT = 32
+
+
+def enabled(opts, platform, where) -> bool:
+    """kernels.ne16: auto = on for gvsoc-gap9 (the only platform with NE16's model)."""
+    v = opts["kernels"].get("ne16", "auto")
+    if v == "auto":
+        return platform == "gvsoc-gap9"
+    if v and platform != "gvsoc-gap9":
+        raise UserError(f"{where(None, 'kernels', 'ne16')}: kernels.ne16 = true needs platform=gvsoc-gap9 "
+                        f"(GVSoC's GAP9 model has NE16; platform={platform} does not): set it to auto or false")
+    return bool(v)
+
+
+def mode(layer, graph):
+    """'3x3' or '1x1' when NE16 can run the conv (dense, stride 1, no dilation, int8
+    weights, a bias fold that fits int32), else None."""
+    if layer.op != "conv2d" or layer.attrs.get("groups", 1) != 1 or layer.weight is None:
+        return None
+    a = layer.attrs
+    if tuple(a["stride"]) != (1, 1) or tuple(a.get("dilation", (1, 1))) != (1, 1):
+        return None
+    k = tuple(a["kernel"])
+    m = {(3, 3): "3x3", (1, 1): "1x1"}.get(k)
+    if m is None or (m == "1x1" and any(a["pads"])):
+        return None
+    w = np.asarray(layer.weight)
+    if w.dtype.kind not in "iu" or w.min() < -128 or w.max() > 127:
+        return None
+    b = fold_bias(layer, graph)
+    if b.min() < -2**31 or b.max() >= 2**31:
+        return None
+    return m
+
+
+def fold_bias(layer, graph) -> np.ndarray:
+    """bias - (zp + 128) * sum(w) per output channel, int64 (see the module's docstring)."""
+    zp = int(graph.tensor(layer.inputs[0]).q.zero_point)
+    w = np.asarray(layer.weight).astype(np.int64)
+    bias = np.zeros(w.shape[0], np.int64) if layer.bias is None else np.asarray(layer.bias).astype(np.int64)
+    return bias - (zp + 128) * w.reshape(w.shape[0], -1).sum(1)
+
+
+def weight_row(layer, m) -> int:
+    """Bytes of one output channel's NE16 weights."""
+    oc, ic = int(layer.weight.shape[0]), int(layer.weight.shape[1])
+    return ne16_weights.packed_size(m, ic, 1)
+
+
+def _geometry(layer, graph):
+    from .ops import hwc
+    i, o = hwc(graph.tensor(layer.inputs[0]).shape), hwc(graph.tensor(layer.output).shape)
+    kh, kw = layer.attrs["kernel"]
+    return i, o, kh, kw
+
+
+def _rows_per_tile(oh) -> list:
+    """Candidate output rows per tile, best first: at least 4 tiles when there are 6 rows or
+    more (NE16 computes one tile while the cores requantize the one before), multiples of 3
+    first (NE16's 3x3 output pixels per step), then the rest, fewer rows last."""
+    cap = oh if oh < 6 else max(3, -(-(-(-oh // 4)) // 3) * 3)
+    rows = list(range(min(cap, oh), 0, -1))
+    return [r for r in rows if r % 3 == 0 or r == oh] + [r for r in rows if not (r % 3 == 0 or r == oh)]
+
+
+def _tile_bytes(i, o, kh, row, th, tc, in_bufs) -> dict:
+    pw = o["w"] + kh - 1
+    d = {"l1_in": tiling._align4((th + kh - 1) * pw * i["c"]), "l1_acc": 4 * th * o["w"] * tc,
+         "l1_out": tiling._align4(th * o["w"] * tc), "l1_w": tiling._align4(tc * row), "l1_par": 3 * 4 * tc}
+    d["l1_bytes"] = in_bufs * d["l1_in"] + 2 * (d["l1_acc"] + d["l1_out"]) + d["l1_w"] + d["l1_par"]
+    return d
+
+
+def plan_tiling(layer, graph, m, budget):
+    """(tiling dict or None): whole output rows; accumulators and outputs double buffered,
+    inputs too when they fit (in_bufs). Preferred, in order: row counts NE16 fills (a
+    multiple of its 3 output rows per step, or all rows) before more output channels per
+    tile (all, else multiples of its 32 per step, else 16 or 8), then double-buffered inputs."""
+    i, o, kh, kw = _geometry(layer, graph)
+    row = weight_row(layer, m)
+    # under 32 output channels per tile when a wide layer's weights crowd L1: ResNet-18's
+    # 512x7x7 3x3 convs in 16-channel tiles still measured 1.6x the cluster
+    tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT)) + [c for c in (16, 8) if c < o["c"]]
+    rows = _rows_per_tile(o["h"])
+    full = [r for r in rows if r % 3 == 0 or r == o["h"]]
+    pt = int(layer.attrs["pads"][0])
+    for th_set in (full, [r for r in rows if r not in full]):
+        for tc in tcs:
+            for in_bufs in (2, 1):
+                for th in th_set:
+                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs)
+                    if d["l1_bytes"] > budget:
+                        continue
+                    n_h, n_c = -(-o["h"] // th), -(-o["c"] // tc)
+                    in_bytes = n_c * sum(min(i["h"], min(o["h"], (t + 1) * th) + kh - 1 - pt) - max(0, t * th - pt)
+                                         for t in range(n_h)) * i["w"] * i["c"]
+                    params = o["c"] * (row + 12)
+                    return dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c,
+                                n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
+                                l2_l1_bytes=in_bytes + params + o["h"] * o["w"] * o["c"],
+                                lower_bound=i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"])
+    return None
+
+
+def param_layout(layer, graph, m) -> list:
+    """weight (NE16's bytes, one row per output channel), bias (always: the folded one),
+    mult, shift: channel-major sections, so a slice of the first k channels is a prefix."""
+    from ... import ops as registry
+    oc = int(layer.weight.shape[0])
+    counts = [("weight", "int8", oc * weight_row(layer, m)), ("bias", "int32", oc)]
+    counts += [(s, "int32", n) for s, n in registry.requant_counts(layer, graph).items()]
+    layout, off = [], 0
+    for section, dtype, count in counts:
+        layout.append((section, dtype, count, off))
+        off += -(-count * np.dtype(dtype).itemsize // 4) * 4
+    return layout
+
+
+def pack(layer, graph, layout) -> bytes:
+    """The .bin of an NE16 layer (param_layout)."""
+    m = mode(layer, graph)
+    arrays = dict(base.param_arrays(layer, graph))
+    arrays["weight"] = np.frombuffer(ne16_weights.pack(np.asarray(layer.weight), m, "OIHW"), np.int8)
+    arrays["bias"] = fold_bias(layer, graph).astype(np.int32)
+    blob = bytearray(base.layout_bytes(layout))
+    for section, dtype, count, offset in layout:
+        raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()
+        if len(raw) != count * np.dtype(dtype).itemsize:
+            raise AssertionError(f"{layer.name}: {section} has {len(raw)} B, layout says {count} values")
+        blob[offset:offset + len(raw)] = raw
+    return bytes(blob)
+
+
+def layer_spec(layer, graph, cname, layout, m, til) -> dict:
+    """What conv2d_ne16.c.j2 needs."""
+    i, o, kh, kw = _geometry(layer, graph)
+    pt, pl = int(layer.attrs["pads"][0]), int(layer.attrs["pads"][1])
+    zp = int(graph.tensor(layer.inputs[0]).q.zero_point)
+    return {
+        "op": "conv2d", "engine": "ne16", "name": layer.name, "cname": cname, "mode": m,
+        "inputs": [dict(i, zp=zp, size=i["h"] * i["w"] * i["c"])],
+        "out": dict(o, zp=int(graph.tensor(layer.output).q.zero_point), size=o["h"] * o["w"] * o["c"]),
+        "act": [layer.act_min, layer.act_max], "kernel": [kh, kw], "pads": [pt, pl],
+        "pad_u8": (zp + 128) & 0xFF, "w_row": weight_row(layer, m),
+        "params": {s: {"dtype": d, "count": n, "offset": off} for s, d, n, off in layout},
+        "tier": "L2", "tile": til, "l3_stream": False,
+        "sections": [{"name": s, "offset": 0, "src": off, "per_oc": n // o["c"]} for s, _, n, off in layout],
+    }
+
+
+def plan_layer(layer, graph, cname, budget):
+    """(spec, layout) of a conv on NE16, or None when NE16 cannot run it within budget."""
+    m = mode(layer, graph)
+    if m is None:
+        return None
+    til = plan_tiling(layer, graph, m, budget)
+    if til is None:
+        return None
+    layout = param_layout(layer, graph, m)
+    return layer_spec(layer, graph, cname, layout, m, til), layout
+
+
+def reslice(lp, graph, budget):
+    """A layer run layer by layer on its first k output channels (layerwise.py re-planned it
+    for the cluster): its NE16 spec for those channels, the sliced .bin layout unchanged."""
+    from .layerwise import _SliceView
+    k = lp.report["slice"]["channels"]
+    layer = lp.layer
+    out = graph.tensor(layer.output)
+    view_t = copy.copy(out)
+    view_t.shape = (out.shape[0], k) + tuple(out.shape[2:])
+    sl = copy.copy(layer)
+    sl.weight = layer.weight[:k]
+    sl.bias = None if layer.bias is None else layer.bias[:k]
+    view = _SliceView(graph, layer.output, view_t)
+    m = mode(sl, view)
+    til = plan_tiling(sl, view, m, budget)
+    if til is None:
+        return None
+    layout = [tuple(x) for x in lp.report["slice"]["layout"]]
+    return layer_spec(sl, view, lp.cname, layout, m, til)

@@ -1,0 +1,161 @@
+"""Conv layers on NE16 in the gap9 build (kernels.ne16, targets/gap9/ne16_layer.py) on GVSoC's
+GAP9 model: the same network built twice in one project, NE16 on (kernels.ne16: auto, the
+default on platform=gvsoc-gap9) and off (a second gap9 target with kernels.ne16: false);
+both bit-exact with the integer reference, the report says which engine ran each conv, and
+every NE16 conv takes fewer cycles than the cluster on the same layer.
+Needs the model and the riscv compiler (test_gap9_model.py says how); skips without them.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import GAP9_MODEL
+from test_gap9_model import needs_model, scons
+
+from nnscons.targets.gap9 import ne16_layer
+
+
+def _add_cluster_only_target(p):
+    """A second gap9 target, gap9c, the same but with NE16 off."""
+    y = p.read("targets.yaml")
+    assert "\n  gap9:\n    kind: gap9\n" in y
+    p.write("targets.yaml", y.replace("\n  gap9:\n    kind: gap9\n",
+                                      "\n  gap9c:\n    kind: gap9\n    kernels: {ne16: false}\n"
+                                      "\n  gap9:\n    kind: gap9\n", 1))
+
+
+def _report(p, target, model):
+    with open(p.file(f"build/{target}/{model}/gvsoc-gap9/report.json")) as f:
+        return {lay["name"]: lay for lay in json.load(f)["layers"]}
+
+
+def _both(p, model, timeout=1500):
+    _add_cluster_only_target(p)
+    out = {}
+    for target in ("gap9", "gap9c"):
+        proc = scons(p, f"target={target}", f"model={model}", "platform=gvsoc-gap9", timeout=timeout)
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        assert f"Test PASSED [{target}] {model}" in proc.stdout, proc.stdout[-3000:]
+        out[target] = (_report(p, target, model), proc.stdout)
+    return out
+
+
+def _check_faster(ne, cl):
+    on = [n for n, lay in ne.items() if lay.get("engine") == "ne16"]
+    assert on, "no layer ran on NE16"
+    assert all(cl[n]["engine"] == "cluster" for n in on)
+    lines = []
+    for n in on:
+        c_ne, c_cl = ne[n]["cycles"], cl[n]["cycles"]     # scaled when run on a slice
+        lines.append(f"{n}: NE16 {c_ne:,} cycles, cluster {c_cl:,} ({c_cl / c_ne:.1f}x)")
+        assert c_ne < c_cl, lines[-1]
+    print("\n".join(lines))
+    return on
+
+
+@needs_model
+def test_simplecnn_convs_on_ne16_bit_exact_and_faster_than_the_cluster(project):
+    r = _both(project, "simplecnn")
+    ne, cl = r["gap9"][0], r["gap9c"][0]
+    on = _check_faster(ne, cl)
+    assert "conv2" in on                        # 8 -> 16 channels, 3x3, stride 1
+    assert all(lay["engine"] != "ne16" for lay in ne.values() if lay["op"] != "conv2d")
+    assert " engine " in r["gap9"][1] and " ne16 " in r["gap9"][1]
+    src = project.read("build/gap9/simplecnn/src/layers/conv2.c")
+    assert "nn_ne16_trigger(&job)" in src
+
+
+@needs_model
+@pytest.mark.slow
+def test_ic_resnet8_convs_on_ne16_bit_exact_and_faster_than_the_cluster(project):
+    r = _both(project, "ic_resnet8", timeout=2400)
+    on = _check_faster(r["gap9"][0], r["gap9c"][0])
+    assert len(on) >= 5
+
+
+def test_ne16_only_on_the_gap9_model(project):
+    """kernels.ne16: true elsewhere is one clear error; auto is off there (no NE16 in the emulation)."""
+    y = project.read("targets.yaml").replace("\n  gap9:\n    kind: gap9\n",
+                                             "\n  gap9:\n    kind: gap9\n    kernels: {ne16: true}\n", 1)
+    project.write("targets.yaml", y)
+    proc = project.scons("target=gap9", "model=simplecnn", "platform=emul", "firmware", check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stdout + proc.stderr
+    assert "kernels.ne16 = true needs platform=gvsoc-gap9" in proc.stdout + proc.stderr
+
+
+def test_eligibility_and_bias_fold():
+    """Which convs NE16 takes, and that the folded bias makes NE16's unsigned sum equal the
+    signed one: sum(u * w) + bias' == sum((x - zp) * w) + bias with u = x + 128."""
+    import numpy as np
+
+    class Q:
+        def __init__(self, zp):
+            self.zero_point = zp
+
+    class T:
+        def __init__(self, shape, zp=0):
+            self.shape, self.q = shape, Q(zp)
+
+    class G:
+        def __init__(self, zp):
+            self.t = {"x": T((1, 20, 6, 7), zp), "y": T((1, 40, 6, 7), 3)}
+
+        def tensor(self, n):
+            return self.t[n]
+
+    class L:
+        op, inputs, output, act_min, act_max = "conv2d", ["x"], "y", -128, 127
+
+        def __init__(self, k=3, stride=1, groups=1):
+            rng = np.random.default_rng(0)
+            self.weight = rng.integers(-128, 128, (40, 20 // groups, k, k)).astype(np.int8)
+            self.bias = rng.integers(-1000, 1000, 40).astype(np.int32)
+            self.attrs = {"kernel": (k, k), "stride": (stride, stride), "pads": (k // 2,) * 4, "groups": groups}
+
+    g = G(-5)
+    assert ne16_layer.mode(L(3), g) == "3x3"
+    assert ne16_layer.mode(L(3, stride=2), g) is None
+    assert ne16_layer.mode(L(3, groups=4), g) is None
+    assert ne16_layer.mode(L(5), g) is None
+    lay = L(3)
+    rng = np.random.default_rng(1)
+    x = rng.integers(-128, 128, (20, 3, 3)).astype(np.int64)
+    w = lay.weight[0].astype(np.int64)
+    want = ((x + 5) * w).sum() + lay.bias[0]
+    got = ((x + 128) * w).sum() + ne16_layer.fold_bias(lay, g)[0]
+    assert got == want
+
+
+def test_ne16_tiles_for_resnet18_shapes():
+    """ResNet-18's shapes in the default 112 KiB budget: NE16 tiles of whole rows, a multiple of 3
+    rows, 32 output channels or more; 512x7x7 3x3 (its weights crowd L1) in 16-channel tiles."""
+    import numpy as np
+
+    class Q:
+        zero_point = -128
+
+    class T:
+        def __init__(self, shape):
+            self.shape, self.q = shape, Q()
+
+    def plan(c, h, oc, k):
+        class G:
+            t = {"x": T((1, c, h, h)), "y": T((1, oc, h, h))}
+
+            def tensor(self, n):
+                return self.t[n]
+
+        class L:
+            op, inputs, output, bias = "conv2d", ["x"], "y", None
+            weight = np.zeros((oc, c, k, k), np.int8)
+            attrs = {"kernel": (k, k), "stride": (1, 1), "pads": (k // 2,) * 4}
+        return ne16_layer.plan_tiling(L(), G(), "3x3" if k == 3 else "1x1", 112 * 1024)
+
+    for c, h in ((64, 56), (128, 28), (256, 14)):
+        t = plan(c, h, c, 3)
+        assert t["th"] % 3 == 0 and t["tc"] >= 32 and t["l1_bytes"] <= 112 * 1024, (c, t)
+    assert plan(64, 56, 64, 3)["in_bufs"] == 2
+    t = plan(512, 7, 512, 3)
+    assert t["tc"] == 16 and t["th"] == 3 and t["l1_bytes"] <= 112 * 1024
