@@ -7,7 +7,8 @@ Builds and runs each model for each target:platform of --runs in the work tree's
     GAP9_GVSOC=DIR GVSOC=DIR/gvsoc .venv/bin/python benchmarks/gap9_cycles.py [--runs gap9:gvsoc-gap9,...] [model ...]
 
 Default runs: gap9 on gvsoc-gap9 (GreenWaves' GVSoC model of GAP9: 9 cores, 128 KiB L1 with
-bank conflicts) and pulp-open on gvsoc-open (the open proxy: 8 RI5CY cores, 64 KiB L1). Default
+bank conflicts; eligible convs on NE16), gap9-cluster there (every layer on the cluster), and
+pulp-open on gvsoc-open (the open proxy: 8 RI5CY cores, 64 KiB L1). Default
 models: resnet18 (layer by layer: its parameters do not fit L2 and neither simulator has L3)
 and the MobileNet and MLPerf Tiny zoo entries of targets.yaml.
 """
@@ -52,7 +53,7 @@ def show(target, rep):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("models", nargs="*", default=MODELS)
-    ap.add_argument("--runs", default="gap9:gvsoc-gap9,pulp-open:gvsoc-open",
+    ap.add_argument("--runs", default="gap9:gvsoc-gap9,gap9-cluster:gvsoc-gap9,pulp-open:gvsoc-open",
                     help="target:platform pairs (kind gap9 targets; platform gvsoc-gap9 or gvsoc-open)")
     ap.add_argument("--timeout", type=int, default=7200, help="seconds per build")
     args = ap.parse_args()
