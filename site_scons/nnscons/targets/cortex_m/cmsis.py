@@ -22,7 +22,7 @@ ARCHIVES = {"nn": ("cmsis-nn-*.tar.xz", "CMSIS-NN"), "core": ("cmsis6-core-*.tar
 # the int8 kernels the generated layers call and what they call in turn (the linker's
 # --gc-sections drops what a network does not use)
 SOURCE_DIRS = ("ConvolutionFunctions", "FullyConnectedFunctions", "NNSupportFunctions",
-               "BasicMathFunctions", "PoolingFunctions")
+               "BasicMathFunctions", "PoolingFunctions", "TransposeFunctions")
 
 
 def _shared() -> str:

@@ -72,6 +72,7 @@ def declare_nodes(env, session, common) -> dict:
     write_if_changed(script, linker_script(core(session.options), STACK))
     firmware = env.Program(os.path.join(b, "firmware.elf"), harness + start + lib_nodes[:1],
                            LINKFLAGS=env["LINKFLAGS"] + ["-nostartfiles", "-T", script, "-Wl,--gc-sections",
+                                                         "-Wl,--no-warn-execstack",   # newlib's own objects
                                                          "--specs=nano.specs"],
                            LIBS=["m"], LINKCOMSTR=None if env["NNS_VERBOSE"] else f"LINK firmware.elf [{t}]")
     env.Depends(firmware, script)
