@@ -1,0 +1,111 @@
+"""The cortex-m target: TFLite-numerics zoo models bit-exact under qemu-system-arm on a
+Cortex-M55 (CMSIS-NN's Helium/MVE path, mps3-an547) and a Cortex-M4 (its DSP path,
+mps2-an386) with conv, depthwise and add running CMSIS-NN; an ONNX-numerics model on the
+portable kernels; CMSIS-NN taken from $CMSIS_NN/$CMSIS_CORE (here: ../shared/cmsis
+unpacked) and a clear error without it.  Needs Debian's gcc-arm-none-eabi,
+libnewlib-arm-none-eabi and qemu-system-arm, and the CMSIS archives of ../shared/cmsis."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import ROOT, Project, _ignore
+
+CC, QEMU, NM = "arm-none-eabi-gcc", "qemu-system-arm", "arm-none-eabi-nm"
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "cmsis")
+ARCHIVES = sorted(glob.glob(os.path.join(SHARED, "cmsis-nn-*.tar.xz")) +
+                  glob.glob(os.path.join(SHARED, "cmsis6-core-*.tar.xz")))
+pytestmark = [
+    pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU)),
+                       reason="needs arm-none-eabi-gcc and qemu-system-arm (Debian: apt-get install "
+                              "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)"),
+    pytest.mark.skipif(len(ARCHIVES) != 2, reason=f"needs CMSIS-NN and CMSIS Core archives in {SHARED}"),
+]
+
+
+@pytest.fixture(scope="module")
+def proj(tmp_path_factory):
+    """A copy of the project (without ../shared beside it) with CMSIS_NN and CMSIS_CORE
+    naming an unpacked copy, as a user's own CMSIS-NN would be given."""
+    tmp = tmp_path_factory.mktemp("cortexm")
+    dst = tmp / "proj"
+    shutil.copytree(ROOT, dst, ignore=_ignore)
+    for archive in ARCHIVES:
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp / "cmsis", filter="data")
+    saved = {k: os.environ.get(k) for k in ("CMSIS_NN", "CMSIS_CORE")}
+    os.environ["CMSIS_NN"] = str(tmp / "cmsis" / "CMSIS-NN")
+    os.environ["CMSIS_CORE"] = str(tmp / "cmsis" / "CMSIS_6" / "CMSIS" / "Core" / "Include")
+    yield Project(dst)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _build(proj, target, model):
+    proc = proj.scons(f"target={target}", f"model={model}", timeout=1800)
+    log = proj.read(f"build/{target}/{model}/run.log")
+    assert "Test PASSED" in log and "MISMATCH" not in log and "ERROR" not in log, proc.stdout[-3000:] + log
+    report = json.loads(proj.read(f"build/{target}/{model}/report.json"))
+    return log, report
+
+
+def _kernels(report) -> dict:
+    return {layer["name"]: layer.get("kernel") for layer in report["layers"]}
+
+
+def _symbols(proj, target, model) -> set:
+    out = subprocess.run([NM, proj.file(f"build/{target}/{model}/firmware.elf")], stdout=subprocess.PIPE,
+                         text=True, check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4"])
+def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
+    log, report = _build(proj, target, "tfl_resnet8")
+    kernels = _kernels(report)
+    convs = [n for n in kernels if n.startswith("conv_2d")]
+    adds = [n for n in kernels if n.startswith("add_")]
+    assert len(convs) == 9 and len(adds) == 3, kernels
+    assert all(kernels[n] == "cmsis-nn arm_convolve_wrapper_s8" for n in convs), kernels
+    assert all(kernels[n] == "cmsis-nn arm_elementwise_add_s8" for n in adds), kernels
+    # every layer checked on the device against its golden
+    assert log.count(": OK") == len(kernels), log
+    syms = _symbols(proj, target, "tfl_resnet8")
+    assert {"arm_convolve_wrapper_s8", "arm_elementwise_add_s8", "nn_cm_reset"} <= syms
+    # the core's own CMSIS-NN path: Helium (MVE) on the M55, the DSP extension on the M4
+    path = "mve" if target == "cortex-m55" else "dsp"
+    other = {"mve": "dsp", "dsp": "mve"}[path]
+    assert f"arm_convolve_wrapper_s8_get_buffer_size_{path}" in syms
+    assert f"arm_convolve_wrapper_s8_get_buffer_size_{other}" not in syms
+    assert report["cortex_m"]["cmsis_nn_path"] == path
+
+
+def test_tfl_dscnn_depthwise_bit_exact_on_m55(proj):
+    _, report = _build(proj, "cortex-m55", "tfl_dscnn")
+    kernels = _kernels(report)
+    dws = [n for n in kernels if n.startswith("depthwise")]
+    assert len(dws) == 4 and all(kernels[n] == "cmsis-nn arm_depthwise_conv_wrapper_s8" for n in dws), kernels
+
+
+def test_onnx_numerics_model_runs_the_portable_kernels(proj):
+    """An ONNX model's requantization rounds as ONNX does, which CMSIS-NN does not compute:
+    every layer keeps the portable kernels, and is exact."""
+    _, report = _build(proj, "cortex-m4", "simplecnn")
+    assert set(_kernels(report).values()) == {"portable"}
+
+
+def test_without_cmsis_nn_a_clear_error(proj, monkeypatch):
+    monkeypatch.setenv("CMSIS_NN", str(proj.file("no-such-cmsis")))
+    proc = proj.scons("target=cortex-m55", "model=tfl_autoencoder", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in out, out
+    assert "needs CMSIS-NN: set CMSIS_NN" in out, out
