@@ -114,9 +114,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         lp.template, lp.kernels, lp.spec, lp.files = cmsis_layers.TEMPLATES[key], (), spec, []
         lp.param_layout, lp.param_bytes = layout, base.layout_bytes(layout)
         lp.pack, lp.pack_key = cmsis_layers.pack, "cmsis-nn"
-        lp.report = {"kernel": "cmsis-nn " + {"conv2d": "arm_convolve_wrapper_s8",
-                                              "dwconv": "arm_depthwise_conv_wrapper_s8",
-                                              "add": "arm_elementwise_add_s8"}[key],
+        spec["cmsis"] = key
+        lp.report = {"kernel": "cmsis-nn " + cmsis_layers.FUNCTIONS[key],
                      "scratch_bound": spec["scratch"]}
     # the arena's scratch region and the library's files follow the layers as chosen
     net = network_spec(graph, tp.layers, plan_buffers(graph), tp.network["lib"])

@@ -14,7 +14,10 @@ from ... import numerics
 from .. import base
 
 TEMPLATES = {"conv2d": "../cortex_m/conv.c.j2", "dwconv": "../cortex_m/dwconv.c.j2",
-             "add": "../cortex_m/add.c.j2"}
+             "add": "../cortex_m/add.c.j2", "maxpool": "../cortex_m/pool.c.j2",
+             "avgpool": "../cortex_m/pool.c.j2"}
+FUNCTIONS = {"conv2d": "arm_convolve_wrapper_s8", "dwconv": "arm_depthwise_conv_wrapper_s8",
+             "add": "arm_elementwise_add_s8", "maxpool": "arm_max_pool_s8", "avgpool": "arm_avgpool_s8"}
 CH_IN_BLOCK_MVE = 124        # CMSIS-NN's arm_nn_defines: the MVE depthwise kernel's channel block
 
 
@@ -26,7 +29,11 @@ def _tflite_integer_rule(layer, graph) -> bool:
 
 def choice(layer, graph, depthwise: bool) -> str | None:
     """The CMSIS-NN template key of the layer, or None (portable kernel)."""
-    if numerics.graph_rule(graph) != "tflite" or not _tflite_integer_rule(layer, graph):
+    if numerics.graph_rule(graph) != "tflite":
+        return None
+    if layer.op in ("maxpool", "avgpool", "global_avgpool"):
+        return _pool(layer, graph)
+    if not _tflite_integer_rule(layer, graph):
         return None
     if layer.op == "conv2d":
         g = layer.attrs.get("groups", 1)
@@ -38,6 +45,21 @@ def choice(layer, graph, depthwise: bool) -> str | None:
     return None
 
 
+def _pool(layer, graph) -> str | None:
+    """TFLite's MAX_POOL_2D (codes unchanged: a multiplier of exactly 1) and AVERAGE_POOL_2D
+    (mult 0: the window's raw average over its pixels inside the image, ties away from
+    zero), which CMSIS-NN's pooling computes; MEAN's requantized average is not."""
+    rq = numerics.requant_params(layer, graph)
+    m, sh = int(rq["mult"][0]), int(rq["shift"][0])
+    if tuple(layer.attrs.get("dilation", (1, 1))) != (1, 1) or layer.attrs.get("ceil_mode"):
+        return None
+    if layer.op == "maxpool":
+        return "maxpool" if (m, sh) == numerics.tflite_pair(1.0) else None
+    if m == 0 and not layer.attrs.get("mean") and not layer.attrs.get("count_include_pad"):
+        return "avgpool"
+    return None
+
+
 def _align16(n: int) -> int:
     return -(-n // 16) * 16
 
@@ -46,8 +68,10 @@ def scratch_bound(key: str, spec: dict) -> int:
     """Bytes that hold what CMSIS-NN's *_get_buffer_size asks on any of the cores (the
     scalar, DSP and MVE formulas of its im2col and depthwise buffers, taken at their
     largest); the generated code checks the real request against it on the core."""
-    if key == "add":
+    if key in ("add", "maxpool"):
         return 0
+    if key == "avgpool":
+        return 4 * spec["inputs"][0]["c"]      # the DSP and MVE sums: one int32 per channel
     i = spec["inputs"][0]
     kh, kw = spec["kernel"]
     k = kh * kw * i["c"]
