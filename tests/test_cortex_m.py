@@ -96,6 +96,44 @@ def test_tfl_dscnn_depthwise_bit_exact_on_m55(proj):
     assert len(dws) == 4 and all(kernels[n] == "cmsis-nn arm_depthwise_conv_wrapper_s8" for n in dws), kernels
 
 
+# TFLite operator test models (tests/tflite_cases.py) and the kernel each layer must run
+OP_CASES = {
+    "conv/same_stride2_relu": ["arm_convolve_wrapper_s8"],
+    "conv/valid_dilated": ["arm_convolve_wrapper_s8"],
+    "conv/relu_n1_to_1_5x3": ["arm_convolve_wrapper_s8"],
+    "depthwise/m1_relu6": ["arm_depthwise_conv_wrapper_s8"],
+    "depthwise/m3_dilated": ["portable"],          # channel multiplier 3: the portable grouped conv
+    "add/relu": ["arm_depthwise_conv_wrapper_s8", "arm_elementwise_add_s8"],
+    "sub/relu6": ["arm_depthwise_conv_wrapper_s8", "portable"],    # SUB: TFLite negates after rounding
+    "maxpool/same": ["arm_max_pool_s8"],
+    "maxpool/valid_relu6": ["arm_max_pool_s8"],
+    "avgpool/same": ["arm_avgpool_s8"],
+    "avgpool/valid": ["arm_avgpool_s8"],
+}
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4"])
+def test_tflite_operators_bit_exact_on_their_cmsis_nn_kernels(proj, target):
+    import numpy as np
+    from tflite_cases import CASES
+    names = {}
+    for i, case in enumerate(sorted(OP_CASES)):
+        b, _ = CASES[case](np.random.default_rng(0))
+        rel = f"cm_cases/c{i}.tflite"
+        proj.write(rel, b.finish(description=case))
+        names[f"cmcase{i}"] = (rel, case)
+    text = proj.read("targets.yaml")
+    if "cmcase0:" not in text:
+        proj.write("targets.yaml", text + "\n" + "".join(f"  {n}:\n    source: {rel}\n"
+                                                          for n, (rel, _) in names.items()))
+    proc = proj.scons(f"target={target}", f"model={','.join(names)}", "-j2", "-k", check=False, timeout=1800)
+    for n, (_, case) in names.items():
+        assert f"Test PASSED [{target}] {n}:" in proc.stdout, (case, proc.stdout[-3000:], proc.stderr[-2000:])
+        report = json.loads(proj.read(f"build/{target}/{n}/report.json"))
+        ran = [k.replace("cmsis-nn ", "") for k in _kernels(report).values()]
+        assert ran == OP_CASES[case], (case, ran)
+
+
 def test_onnx_numerics_model_runs_the_portable_kernels(proj):
     """An ONNX model's requantization rounds as ONNX does, which CMSIS-NN does not compute:
     every layer keeps the portable kernels, and is exact."""

@@ -5,9 +5,9 @@ The firmware is cross-compiled with Debian's arm-none-eabi-gcc for the chosen co
 qemu-system-arm on the Arm MPS2/MPS3 machine with that core (platform qemu), from the
 project's own start-up, linker script and semihosting harness (kernels/cortex_m).
 
-Layers: conv2d, depthwise conv2d and add call CMSIS-NN (arm_convolve_wrapper_s8,
-arm_depthwise_conv_wrapper_s8, arm_elementwise_add_s8) where the graph's rule for the
-layer is TFLite's integer one, which is what CMSIS-NN computes: bit-exact with the
+Layers: conv2d, depthwise conv2d, add, max and average pooling call CMSIS-NN
+(arm_convolve_wrapper_s8, arm_depthwise_conv_wrapper_s8, arm_elementwise_add_s8,
+arm_max_pool_s8, arm_avgpool_s8) where the graph's rule for the layer is TFLite's, which is what CMSIS-NN computes: bit-exact with the
 reference there (layers.choice).  Every other layer, and every layer of an ONNX-numerics
 model, runs the portable C kernels the host target plans (HWC, the graph's own
 arithmetic), so an ONNX model is exact too, without CMSIS-NN's speed.

@@ -2,8 +2,9 @@
 
 CMSIS-NN computes TFLite's int8 arithmetic (per-channel multiplier and exponent, TFLite's
 two roundings), so a layer runs on it only where the graph's own rule for that layer is
-TFLite's integer one (numerics: shift fields in (-64, 0)); every other layer (ONNX-rule
-models, FULLY_CONNECTED's double-precision rule, SUB, ops CMSIS-NN lacks) keeps the
+TFLite's integer one (numerics: shift fields in (-64, 0); pooling: TFLite's, see _pool);
+every other layer (ONNX-rule models, FULLY_CONNECTED's double-precision rule, SUB, MEAN,
+ops CMSIS-NN lacks) keeps the
 portable C kernel the host target plans, in the graph's own arithmetic.
 """
 from __future__ import annotations
