@@ -55,6 +55,23 @@ SECTIONS
 """
 
 
+# CMSIS-NN's objects per target folder and CMSIS-NN copy, declared once per SCons run: every
+# model's library of that target archives the same objects (compiled once, not per model)
+_CMSIS_OBJECTS: dict = {}
+
+
+def _cmsis_objects(env, session, where) -> list:
+    folder = os.path.join(os.path.dirname(session.build_dir.rstrip("/")), "cmsis-nn")
+    key = (folder, where["nn"], where["core"])
+    if key not in _CMSIS_OBJECTS:
+        # only the core's flags and CMSIS's headers: the same command line for every model
+        cenv = env.Clone(CPPPATH=cmsis.include_dirs(where))
+        _CMSIS_OBJECTS[key] = [compile_object(cenv, os.path.join(folder, os.path.splitext(os.path.basename(src))[0] + ".o"),
+                                              src, os.path.splitext(os.path.basename(src))[0])[0]
+                               for src in cmsis.sources(where["nn"])]
+    return _CMSIS_OBJECTS[key]
+
+
 def declare_nodes(env, session, common) -> dict:
     from . import STACK, core
     b = session.build_dir
@@ -65,7 +82,7 @@ def declare_nodes(env, session, common) -> dict:
     env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "gap9"), data_path("kernels", "host"),
                         data_path("kernels", "cortex_m")] + cmsis.include_dirs(where))
     obj = os.path.join(b, "obj")
-    lib_nodes, harness = declare_library(env, session, common, obj, extra_sources=cmsis.sources(where["nn"]))
+    lib_nodes, harness = declare_library(env, session, common, obj, extra_objects=_cmsis_objects(env, session, where))
     start = [compile_object(env, os.path.join(obj, "start", os.path.splitext(s)[0] + ".o"),
                             data_path("kernels", "cortex_m", s), s)[0] for s in START]
     script = os.path.join(b, "link.ld")
