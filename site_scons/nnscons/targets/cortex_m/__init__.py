@@ -57,7 +57,7 @@ SCHEMA = {
 DEFAULTS = {
     "toolchain": {"cc": "arm-none-eabi-gcc", "cflags": ["-std=gnu11", "-O2", "-Wall"],
                   "ldflags": [], "cpu": "cortex-m55"},
-    "memory": {"l1": 64 * KiB, "l2": 0},      # l2 0: the core's data memory less stack and harness
+    "memory": {"l1": 64 * KiB, "l2": 0},      # l2 0: half the core's data memory (the rest: the harness, stack)
     "tiling": {"l1_budget": 32 * KiB},
     "run": {"platform": "qemu", "timeout": 600, "qemu": "qemu-system-arm"},
 }
