@@ -1,6 +1,6 @@
 """The cortex-m target: TFLite-numerics zoo models bit-exact under qemu-system-arm on a
-Cortex-M55 (CMSIS-NN's Helium/MVE path, mps3-an547) and a Cortex-M4 (its DSP path,
-mps2-an386) with conv, depthwise and add running CMSIS-NN; an ONNX-numerics model on the
+Cortex-M55 (CMSIS-NN's Helium/MVE path, mps3-an547), a Cortex-M4 (its DSP path,
+mps2-an386) and a Cortex-M3 (plain C, mps2-an385) with conv, depthwise and add running CMSIS-NN; an ONNX-numerics model on the
 portable kernels; CMSIS-NN taken from $CMSIS_NN/$CMSIS_CORE (here: ../shared/cmsis
 unpacked) and a clear error without it.  Needs Debian's gcc-arm-none-eabi,
 libnewlib-arm-none-eabi and qemu-system-arm, and the CMSIS archives of ../shared/cmsis."""
@@ -68,7 +68,7 @@ def _symbols(proj, target, model) -> set:
     return {line.split()[-1] for line in out.splitlines() if line.strip()}
 
 
-@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4"])
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4", "cortex-m3"])
 def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
     log, report = _build(proj, target, "tfl_resnet8")
     kernels = _kernels(report)
@@ -77,15 +77,16 @@ def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
     assert len(convs) == 9 and len(adds) == 3, kernels
     assert all(kernels[n] == "cmsis-nn arm_convolve_wrapper_s8" for n in convs), kernels
     assert all(kernels[n] == "cmsis-nn arm_elementwise_add_s8" for n in adds), kernels
+    assert kernels["average_pool_2d_12"] == "cmsis-nn arm_avgpool_s8", kernels
     # every layer checked on the device against its golden
     assert log.count(": OK") == len(kernels), log
     syms = _symbols(proj, target, "tfl_resnet8")
     assert {"arm_convolve_wrapper_s8", "arm_elementwise_add_s8", "nn_cm_reset"} <= syms
-    # the core's own CMSIS-NN path: Helium (MVE) on the M55, the DSP extension on the M4
-    path = "mve" if target == "cortex-m55" else "dsp"
-    other = {"mve": "dsp", "dsp": "mve"}[path]
-    assert f"arm_convolve_wrapper_s8_get_buffer_size_{path}" in syms
-    assert f"arm_convolve_wrapper_s8_get_buffer_size_{other}" not in syms
+    # the core's own CMSIS-NN path: Helium (MVE) on the M55, the DSP extension on the M4,
+    # plain C on the M3
+    path = {"cortex-m55": "mve", "cortex-m4": "dsp", "cortex-m3": "scalar"}[target]
+    for p in ("mve", "dsp"):
+        assert (f"arm_convolve_wrapper_s8_get_buffer_size_{p}" in syms) == (p == path), (p, path)
     assert report["cortex_m"]["cmsis_nn_path"] == path
 
 
