@@ -88,6 +88,11 @@ def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
     for p in ("mve", "dsp"):
         assert (f"arm_convolve_wrapper_s8_get_buffer_size_{p}" in syms) == (p == path), (p, path)
     assert report["cortex_m"]["cmsis_nn_path"] == path
+    # flash and RAM per memory: the weights are in the code memory, the arena in the data one
+    mem = report["cortex_m_memory"]
+    params = sum(layer["param_bytes"] for layer in report["layers"])
+    assert params < mem["code_bytes"] <= mem["code_size"], mem
+    assert mem["data_bytes"] <= mem["data_size"], mem
 
 
 def test_tfl_dscnn_depthwise_bit_exact_on_m55(proj):

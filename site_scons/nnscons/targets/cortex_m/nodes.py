@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 
+import SCons.Action
+
+from ...builders import actions
 from ...builders.nodes import compile_object, declare_library
 from ...fileio import write_if_changed
 from ...resources import data_path
@@ -99,4 +102,8 @@ def declare_nodes(env, session, common) -> dict:
                      NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
     env.SideEffect(binfiles.output_path(b), run)
     env.Clean(firmware, [binfiles.output_path(b)])
-    return {"firmware": firmware, "run": run, "library": lib_nodes}
+    from .memory import write_report
+    memory = env.Command(os.path.join(b, "memory.json"), firmware,
+                         SCons.Action.Action(write_report, actions.label),
+                         NNS_VERB="SIZE", NNS_LABEL=session.model_cfg.name)
+    return {"firmware": firmware, "run": run, "library": lib_nodes, "report_extra": memory}
