@@ -24,14 +24,15 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def kinds() -> list:
-    """The target kinds: the sub-packages of this folder, sorted."""
-    return sorted(m.name for m in pkgutil.iter_modules([_HERE]) if m.ispkg)
+    """The target kinds: the sub-packages of this folder, sorted (a folder's '_' is the
+    kind's '-': targets/cortex_m/ is kind `cortex-m`)."""
+    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules([_HERE]) if m.ispkg)
 
 
 def kind_module(kind: str):
     if kind not in kinds():
         raise KeyError(kind)
-    return importlib.import_module(f"{__name__}.{kind}")
+    return importlib.import_module(f"{__name__}.{kind.replace('-', '_')}")
 
 
 def schemas() -> dict:

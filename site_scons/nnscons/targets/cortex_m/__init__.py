@@ -1,0 +1,141 @@
+"""The `cortex-m` target: Arm Cortex-M microcontrollers, bare metal, with Arm's CMSIS-NN.
+
+The firmware is cross-compiled with Debian's arm-none-eabi-gcc for the chosen core
+(`toolchain.cpu`: scalar M3, DSP M4/M7/M33, Helium/MVE M55) and runs under
+qemu-system-arm on the Arm MPS2/MPS3 machine with that core (platform qemu), from the
+project's own start-up, linker script and semihosting harness (kernels/cortex_m).
+
+Layers: conv2d, depthwise conv2d, add, max and average pooling call CMSIS-NN
+(arm_convolve_wrapper_s8, arm_depthwise_conv_wrapper_s8, arm_elementwise_add_s8,
+arm_max_pool_s8, arm_avgpool_s8) where the graph's rule for the layer is TFLite's, which is what CMSIS-NN computes: bit-exact with the
+reference there (layers.choice).  Every other layer, and every layer of an ONNX-numerics
+model, runs the portable C kernels the host target plans (HWC, the graph's own
+arithmetic), so an ONNX model is exact too, without CMSIS-NN's speed.
+"""
+from __future__ import annotations
+
+import os
+
+from ...errors import UserError
+from ...resources import data_path
+from .. import base
+from ...planning.buffers import plan_buffers
+from .. import library
+from ..host import TEMPLATES, network_spec, plan as _host_plan
+from . import layers as cmsis_layers
+from . import tool  # noqa: F401  (the kind's SCons Tool)
+from .nodes import declare_nodes  # noqa: F401
+
+PLATFORMS = ["qemu"]
+SINGLE_THREAD = data_path("kernels", "cortex_m", "nn_threads_single.c")
+KiB, MiB = 1024, 1024 * 1024
+# per core: compiler flags, the qemu machine with that core, its code and data memories
+# (origin, bytes): mps2 boards have 4 MiB SSRAM at 0x0 and 4 MiB at 0x20000000, the
+# MPS3 AN547 512 KiB ITCM at 0x0 and 512 KiB DTCM at 0x20000000
+CPUS = {
+    "cortex-m3": {"flags": ["-mcpu=cortex-m3", "-mfloat-abi=soft"], "machine": "mps2-an385",
+                  "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB), "path": "scalar"},
+    "cortex-m4": {"flags": ["-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"],
+                  "machine": "mps2-an386", "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB),
+                  "path": "dsp"},
+    "cortex-m7": {"flags": ["-mcpu=cortex-m7", "-mfpu=fpv5-d16", "-mfloat-abi=hard"],
+                  "machine": "mps2-an500", "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB),
+                  "path": "dsp"},
+    "cortex-m55": {"flags": ["-mcpu=cortex-m55", "-mfloat-abi=hard"], "machine": "mps3-an547",
+                   "code": (0x0, 512 * KiB), "data": (0x20000000, 512 * KiB), "path": "mve"},
+}
+STACK = 16 * KiB
+
+SCHEMA = {
+    "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]", "cpu": sorted(CPUS)},
+    "memory": {"l1": "size", "l2": "size"},
+    "tiling": {"l1_budget": "size"},
+    "run": {"platform": PLATFORMS, "timeout": "count", "qemu": "str"},
+    "layer": {"l1_budget": "size"},
+}
+
+DEFAULTS = {
+    "toolchain": {"cc": "arm-none-eabi-gcc", "cflags": ["-std=gnu11", "-O2", "-Wall"],
+                  "ldflags": [], "cpu": "cortex-m55"},
+    "memory": {"l1": 64 * KiB, "l2": 0},      # l2 0: half the core's data memory (the rest: the harness, stack)
+    "tiling": {"l1_budget": 32 * KiB},
+    "run": {"platform": "qemu", "timeout": 600, "qemu": "qemu-system-arm"},
+}
+
+
+def options(target_cfg) -> dict:
+    opts = base.merged_options(DEFAULTS, target_cfg)
+    # the portable kernels the host target plans: one thread, no vector ISA of a PC
+    opts["kernel"] = {"isa": "portable", "threads": 1}
+    if not opts["memory"]["l2"]:
+        opts["memory"]["l2"] = CPUS[opts["toolchain"]["cpu"]]["data"][1] // 2
+    return opts
+
+
+def core(opts) -> dict:
+    return CPUS[opts["toolchain"]["cpu"]]
+
+
+def check_tools(env, session) -> None:
+    name = session.target_cfg.name
+    cc = session.options["toolchain"]["cc"]
+    if not env.Detect(cc):
+        raise UserError(f"target '{name}': C compiler '{cc}' not found on PATH; install it "
+                        f"(Debian: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi) "
+                        f"or set targets.{name}.toolchain.cc")
+    qemu = session.options["run"]["qemu"]
+    if not env.Detect(qemu):
+        raise UserError(f"target '{name}': '{qemu}' not found on PATH; install it "
+                        f"(Debian: apt-get install qemu-system-arm) or set targets.{name}.run.qemu")
+
+
+def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
+    base.one_input_one_output(graph, "cortex-m")
+    tp = _host_plan(graph, cnames, opts, overrides, where, auto=("portable",),
+                    isa_codes={"portable": 1, "auto": 1}, kind="cortex-m", fuse_residual=False)
+    from ..host.ops import depthwise
+    kernels, calls = set(), set()
+    for lp in tp.layers:
+        key = cmsis_layers.choice(lp.layer, graph, depthwise(lp.layer, graph))
+        if key is None:
+            lp.report["kernel"] = "portable"
+            kernels.update(lp.kernels)
+            calls |= base.template_calls(TEMPLATES, lp.template)
+            continue
+        layout = base.param_layout(lp.layer, graph)
+        spec = {k: v for k, v in lp.spec.items() if k not in ("gemm", "tile", "isa", "scratch_at")}
+        spec["params"] = {section: {"dtype": dtype, "count": count, "offset": offset}
+                          for section, dtype, count, offset in layout}
+        if key == "add":
+            from ...ops.add import TFLITE_LEFT_SHIFT
+            spec["left_shift"] = TFLITE_LEFT_SHIFT
+        spec["scratch"] = cmsis_layers.scratch_bound(key, spec)
+        spec["scratch_at"] = {}
+        lp.template, lp.kernels, lp.spec, lp.files = cmsis_layers.TEMPLATES[key], (), spec, []
+        lp.param_layout, lp.param_bytes = layout, base.layout_bytes(layout)
+        lp.pack, lp.pack_key = cmsis_layers.pack, "cmsis-nn"
+        spec["cmsis"] = key
+        lp.report = {"kernel": "cmsis-nn " + cmsis_layers.FUNCTIONS[key],
+                     "scratch_bound": spec["scratch"]}
+    # the arena's scratch region and the library's files follow the layers as chosen
+    net = network_spec(graph, tp.layers, plan_buffers(graph), tp.network["lib"])
+    lib = net["lib"]
+    files = (library.generated_files(lib, TEMPLATES, net["total"], tp.layers, "network.c.j2", net, link_libs=["m"])
+             + library.weights_files(lib, TEMPLATES, tp.layers))
+    golden = base.binfiles.bin_name("golden", "%s")
+    prefix, suffix = golden.split("%s")
+    files.append(("src/main.c", "../cortex_m/main.c.j2",
+                  {"lib": net["lib"], "max_layer_out": max(lp_out["output"]["size"] for lp_out in net["layers"]),
+                   "bins": {"input": base.binfiles.INPUT, "golden_prefix": prefix, "golden_suffix": suffix}}))
+    tp.network, tp.network_files = net, files
+    # no POSIX threads on bare metal: nn_threads.h's single-thread implementation instead
+    threads = {os.path.join(data_path("kernels", "common"), "nn_threads.c")}
+    kernels = (kernels - threads) | ({SINGLE_THREAD} if kernels & threads else set())
+    tp.kernels = [k for k in base.with_kernel_dependencies(kernels, calls) if k not in threads]
+    tp.columns = [("kernel", "kernel")]
+    c = core(opts)
+    tp.report["cortex_m"] = {"cpu": opts["toolchain"]["cpu"], "machine": c["machine"], "cmsis_nn_path": c["path"],
+                             "cmsis_nn_layers": sum(lp.report["kernel"] != "portable" for lp in tp.layers)}
+    tp.extra["link_libs"] = ["m"]
+    return tp
+

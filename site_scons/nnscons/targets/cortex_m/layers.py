@@ -1,0 +1,105 @@
+"""Which layers call CMSIS-NN on a Cortex-M, their specs, weights layout and scratch.
+
+CMSIS-NN computes TFLite's int8 arithmetic (per-channel multiplier and exponent, TFLite's
+two roundings), so a layer runs on it only where the graph's own rule for that layer is
+TFLite's integer one (numerics: shift fields in (-64, 0); pooling: TFLite's, see _pool);
+every other layer (ONNX-rule models, FULLY_CONNECTED's double-precision rule, SUB, MEAN,
+ops CMSIS-NN lacks) keeps the
+portable C kernel the host target plans, in the graph's own arithmetic.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import numerics
+from .. import base
+
+TEMPLATES = {"conv2d": "../cortex_m/conv.c.j2", "dwconv": "../cortex_m/dwconv.c.j2",
+             "add": "../cortex_m/add.c.j2", "maxpool": "../cortex_m/pool.c.j2",
+             "avgpool": "../cortex_m/pool.c.j2"}
+FUNCTIONS = {"conv2d": "arm_convolve_wrapper_s8", "dwconv": "arm_depthwise_conv_wrapper_s8",
+             "add": "arm_elementwise_add_s8", "maxpool": "arm_max_pool_s8", "avgpool": "arm_avgpool_s8"}
+CH_IN_BLOCK_MVE = 124        # CMSIS-NN's arm_nn_defines: the MVE depthwise kernel's channel block
+
+
+def _tflite_integer_rule(layer, graph) -> bool:
+    shift = numerics.requant_params(layer, graph).get("shift")
+    return (shift is not None and np.all(shift < 0)
+            and np.all(shift > numerics.TFLITE_F64_FLAG))
+
+
+def choice(layer, graph, depthwise: bool) -> str | None:
+    """The CMSIS-NN template key of the layer, or None (portable kernel)."""
+    if numerics.graph_rule(graph) != "tflite":
+        return None
+    if layer.op in ("maxpool", "avgpool", "global_avgpool"):
+        return _pool(layer, graph)
+    if not _tflite_integer_rule(layer, graph):
+        return None
+    if layer.op == "conv2d":
+        g = layer.attrs.get("groups", 1)
+        if g == 1:
+            return "conv2d"
+        return "dwconv" if depthwise else None
+    if layer.op == "add" and not layer.attrs.get("sub"):
+        return "add"
+    return None
+
+
+def _pool(layer, graph) -> str | None:
+    """TFLite's MAX_POOL_2D (codes unchanged: a multiplier of exactly 1) and AVERAGE_POOL_2D
+    (mult 0: the window's raw average over its pixels inside the image, ties away from
+    zero), which CMSIS-NN's pooling computes; MEAN's requantized average is not."""
+    rq = numerics.requant_params(layer, graph)
+    m, sh = int(rq["mult"][0]), int(rq["shift"][0])
+    if tuple(layer.attrs.get("dilation", (1, 1))) != (1, 1) or layer.attrs.get("ceil_mode"):
+        return None
+    if layer.op == "maxpool":
+        return "maxpool" if (m, sh) == numerics.tflite_pair(1.0) else None
+    if m == 0 and not layer.attrs.get("mean") and not layer.attrs.get("count_include_pad"):
+        return "avgpool"
+    return None
+
+
+def _align16(n: int) -> int:
+    return -(-n // 16) * 16
+
+
+def scratch_bound(key: str, spec: dict) -> int:
+    """Bytes that hold what CMSIS-NN's *_get_buffer_size asks on any of the cores (the
+    scalar, DSP and MVE formulas of its im2col and depthwise buffers, taken at their
+    largest); the generated code checks the real request against it on the core."""
+    if key in ("add", "maxpool"):
+        return 0
+    if key == "avgpool":
+        return 4 * spec["inputs"][0]["c"]      # the DSP and MVE sums: one int32 per channel
+    i = spec["inputs"][0]
+    kh, kw = spec["kernel"]
+    k = kh * kw * i["c"]
+    if key == "conv2d":
+        one_x_n = (kw + spec["pads"][1] + spec["pads"][3] + spec["stride"][1]) * i["c"]
+        return max(4 * _align16(k), 2 * (-(-k // 4) * 4) * 2, 4 * i["c"], one_x_n)
+    mve = 4 * CH_IN_BLOCK_MVE * kh * kw
+    dsp = i["c"] * kh * kw * 2
+    one_in_ch = 4 * _align16(kh * kw) + kh * kw * spec["out"]["c"] + (kw + 2) * 4
+    return max(mve, dsp, one_in_ch)
+
+
+def pack(layer, graph, layout) -> bytes:
+    """The weights .bin in CMSIS-NN's layouts: conv filters OHWI, depthwise filters
+    1HWC (= HWC), bias int32, the multipliers and TFLite's exponents (shift field + 32)."""
+    arrays = dict(base.param_arrays(layer, graph))
+    if layer.op == "conv2d":
+        w = layer.weight
+        if layer.attrs.get("groups", 1) == 1:
+            arrays["weight"] = np.ascontiguousarray(w.transpose(0, 2, 3, 1))       # OIHW -> OHWI
+        else:
+            arrays["weight"] = np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))   # C1HW -> HWC
+        arrays["shift"] = np.asarray(arrays["shift"], dtype=np.int64) + numerics.TFLITE_SHIFT_BIAS
+    blob = bytearray(base.layout_bytes(layout))
+    for section, dtype, count, offset in layout:
+        raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()
+        if len(raw) != count * np.dtype(dtype).itemsize:
+            raise AssertionError(f"{layer.name}: {section} has {len(raw)} bytes, layout says {count} values")
+        blob[offset:offset + len(raw)] = raw
+    return bytes(blob)

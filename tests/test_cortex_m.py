@@ -1,0 +1,155 @@
+"""The cortex-m target: TFLite-numerics zoo models bit-exact under qemu-system-arm on a
+Cortex-M55 (CMSIS-NN's Helium/MVE path, mps3-an547), a Cortex-M4 (its DSP path,
+mps2-an386) and a Cortex-M3 (plain C, mps2-an385) with conv, depthwise and add running CMSIS-NN; an ONNX-numerics model on the
+portable kernels; CMSIS-NN taken from $CMSIS_NN/$CMSIS_CORE (here: ../shared/cmsis
+unpacked) and a clear error without it.  Needs Debian's gcc-arm-none-eabi,
+libnewlib-arm-none-eabi and qemu-system-arm, and the CMSIS archives of ../shared/cmsis."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import ROOT, Project, _ignore
+
+CC, QEMU, NM = "arm-none-eabi-gcc", "qemu-system-arm", "arm-none-eabi-nm"
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "cmsis")
+ARCHIVES = sorted(glob.glob(os.path.join(SHARED, "cmsis-nn-*.tar.xz")) +
+                  glob.glob(os.path.join(SHARED, "cmsis6-core-*.tar.xz")))
+pytestmark = [
+    pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU)),
+                       reason="needs arm-none-eabi-gcc and qemu-system-arm (Debian: apt-get install "
+                              "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)"),
+    pytest.mark.skipif(len(ARCHIVES) != 2, reason=f"needs CMSIS-NN and CMSIS Core archives in {SHARED}"),
+]
+
+
+@pytest.fixture(scope="module")
+def proj(tmp_path_factory):
+    """A copy of the project (without ../shared beside it) with CMSIS_NN and CMSIS_CORE
+    naming an unpacked copy, as a user's own CMSIS-NN would be given."""
+    tmp = tmp_path_factory.mktemp("cortexm")
+    dst = tmp / "proj"
+    shutil.copytree(ROOT, dst, ignore=_ignore)
+    for archive in ARCHIVES:
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp / "cmsis", filter="data")
+    saved = {k: os.environ.get(k) for k in ("CMSIS_NN", "CMSIS_CORE")}
+    os.environ["CMSIS_NN"] = str(tmp / "cmsis" / "CMSIS-NN")
+    os.environ["CMSIS_CORE"] = str(tmp / "cmsis" / "CMSIS_6" / "CMSIS" / "Core" / "Include")
+    yield Project(dst)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _build(proj, target, model):
+    proc = proj.scons(f"target={target}", f"model={model}", timeout=1800)
+    log = proj.read(f"build/{target}/{model}/run.log")
+    assert "Test PASSED" in log and "MISMATCH" not in log and "ERROR" not in log, proc.stdout[-3000:] + log
+    report = json.loads(proj.read(f"build/{target}/{model}/report.json"))
+    return log, report
+
+
+def _kernels(report) -> dict:
+    return {layer["name"]: layer.get("kernel") for layer in report["layers"]}
+
+
+def _symbols(proj, target, model) -> set:
+    out = subprocess.run([NM, proj.file(f"build/{target}/{model}/firmware.elf")], stdout=subprocess.PIPE,
+                         text=True, check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4", "cortex-m3"])
+def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
+    log, report = _build(proj, target, "tfl_resnet8")
+    kernels = _kernels(report)
+    convs = [n for n in kernels if n.startswith("conv_2d")]
+    adds = [n for n in kernels if n.startswith("add_")]
+    assert len(convs) == 9 and len(adds) == 3, kernels
+    assert all(kernels[n] == "cmsis-nn arm_convolve_wrapper_s8" for n in convs), kernels
+    assert all(kernels[n] == "cmsis-nn arm_elementwise_add_s8" for n in adds), kernels
+    assert kernels["average_pool_2d_12"] == "cmsis-nn arm_avgpool_s8", kernels
+    # every layer checked on the device against its golden
+    assert log.count(": OK") == len(kernels), log
+    syms = _symbols(proj, target, "tfl_resnet8")
+    assert {"arm_convolve_wrapper_s8", "arm_elementwise_add_s8", "nn_cm_reset"} <= syms
+    # the core's own CMSIS-NN path: Helium (MVE) on the M55, the DSP extension on the M4,
+    # plain C on the M3
+    path = {"cortex-m55": "mve", "cortex-m4": "dsp", "cortex-m3": "scalar"}[target]
+    for p in ("mve", "dsp"):
+        assert (f"arm_convolve_wrapper_s8_get_buffer_size_{p}" in syms) == (p == path), (p, path)
+    assert report["cortex_m"]["cmsis_nn_path"] == path
+    # flash and RAM per memory: the weights are in the code memory, the arena in the data one
+    mem = report["cortex_m_memory"]
+    params = sum(layer["param_bytes"] for layer in report["layers"])
+    assert params < mem["code_bytes"] <= mem["code_size"], mem
+    assert mem["data_bytes"] <= mem["data_size"], mem
+
+
+def test_tfl_dscnn_depthwise_bit_exact_on_m55(proj):
+    _, report = _build(proj, "cortex-m55", "tfl_dscnn")
+    kernels = _kernels(report)
+    dws = [n for n in kernels if n.startswith("depthwise")]
+    assert len(dws) == 4 and all(kernels[n] == "cmsis-nn arm_depthwise_conv_wrapper_s8" for n in dws), kernels
+
+
+# TFLite operator test models (tests/tflite_cases.py) and the kernel each layer must run
+OP_CASES = {
+    "conv/same_stride2_relu": ["arm_convolve_wrapper_s8"],
+    "conv/valid_dilated": ["arm_convolve_wrapper_s8"],
+    "conv/relu_n1_to_1_5x3": ["arm_convolve_wrapper_s8"],
+    "depthwise/m1_relu6": ["arm_depthwise_conv_wrapper_s8"],
+    "depthwise/m3_dilated": ["portable"],          # channel multiplier 3: the portable grouped conv
+    "add/relu": ["arm_depthwise_conv_wrapper_s8", "arm_elementwise_add_s8"],
+    "sub/relu6": ["arm_depthwise_conv_wrapper_s8", "portable"],    # SUB: TFLite negates after rounding
+    "maxpool/same": ["arm_max_pool_s8"],
+    "maxpool/valid_relu6": ["arm_max_pool_s8"],
+    "avgpool/same": ["arm_avgpool_s8"],
+    "avgpool/valid": ["arm_avgpool_s8"],
+}
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4"])
+def test_tflite_operators_bit_exact_on_their_cmsis_nn_kernels(proj, target):
+    import numpy as np
+    from tflite_cases import CASES
+    names = {}
+    for i, case in enumerate(sorted(OP_CASES)):
+        b, _ = CASES[case](np.random.default_rng(0))
+        rel = f"cm_cases/c{i}.tflite"
+        proj.write(rel, b.finish(description=case))
+        names[f"cmcase{i}"] = (rel, case)
+    text = proj.read("targets.yaml")
+    if "cmcase0:" not in text:
+        proj.write("targets.yaml", text + "\n" + "".join(f"  {n}:\n    source: {rel}\n"
+                                                          for n, (rel, _) in names.items()))
+    proc = proj.scons(f"target={target}", f"model={','.join(names)}", "-j2", "-k", check=False, timeout=1800)
+    for n, (_, case) in names.items():
+        assert f"Test PASSED [{target}] {n}:" in proc.stdout, (case, proc.stdout[-3000:], proc.stderr[-2000:])
+        report = json.loads(proj.read(f"build/{target}/{n}/report.json"))
+        ran = [k.replace("cmsis-nn ", "") for k in _kernels(report).values()]
+        assert ran == OP_CASES[case], (case, ran)
+
+
+def test_onnx_numerics_model_runs_the_portable_kernels(proj):
+    """An ONNX model's requantization rounds as ONNX does, which CMSIS-NN does not compute:
+    every layer keeps the portable kernels, and is exact."""
+    _, report = _build(proj, "cortex-m4", "simplecnn")
+    assert set(_kernels(report).values()) == {"portable"}
+
+
+def test_without_cmsis_nn_a_clear_error(proj, monkeypatch):
+    monkeypatch.setenv("CMSIS_NN", str(proj.file("no-such-cmsis")))
+    proc = proj.scons("target=cortex-m55", "model=tfl_autoencoder", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in out, out
+    assert "needs CMSIS-NN: set CMSIS_NN" in out, out
