@@ -235,8 +235,8 @@ CASES = {
     "neither zoo nor source": (edit("    zoo: resnet18\n", ""),
                                ["targets.yaml:22: models.resnet18: exactly one of 'zoo' or 'source'",
                                 "got neither", "simplecnn"]),
-    "unknown zoo": (edit("zoo: resnet18", "zoo: resnet50"),
-                    ["targets.yaml:23: models.resnet18.zoo: unknown zoo model 'resnet50'; expected one of:",
+    "unknown zoo": (edit("zoo: resnet18", "zoo: resnet34"),
+                    ["targets.yaml:23: models.resnet18.zoo: unknown zoo model 'resnet34'; expected one of:",
                      "resnet18", "simplecnn"]),
     "missing source": (edit("source: m.onnx", "source: models/missing.onnx"),
                        ["targets.yaml:36: models.mine.source: model source not found: models/missing.onnx "
