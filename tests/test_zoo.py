@@ -99,7 +99,7 @@ def test_bad_input_shape(name, shape):
 
 
 def test_unknown_model():
-    with pytest.raises(ValueError, match="resnet18, resnet8, simplecnn"):
+    with pytest.raises(ValueError, match="resnet18, resnet50, resnet8, simplecnn"):
         zoo.build("vgg", 0)
 
 
