@@ -65,9 +65,8 @@ def to_float(proto, path: str):
         w_float = (w * w_scale.reshape(shape) if w_scale.size > 1 else w * w_scale[0]).astype(np.float32)
         w_name = f"{label}::float_weight"
         new_inits.append(numpy_helper.from_array(w_float, w_name))
-        attrs = {k: v for k, v in attributes(node).items()}
         replaced[id(node)] = helper.make_node(INTEGER_OPS[node.op_type], [x, w_name], [mul.output[0]],
-                                              name=node.name, **attrs)
+                                              name=node.name, **attributes(node))
         replaced[id(cast)] = replaced[id(mul)] = None
     nodes = [replaced.get(id(n), n) for n in g.node]
     nodes = _live([n for n in nodes if n is not None], {o.name for o in g.output})

@@ -67,16 +67,22 @@ def slice_bytes(full: bytes, layout, sliced) -> bytes:
     return bytes(blob)
 
 
-def _slice(lp, graph, k, budget, at, opts):
-    """Re-plan a conv2d/linear LayerPlan for its first k output channels (spec and tiling)."""
-    layer = lp.layer
+def sliced_layer(graph, layer, k) -> tuple:
+    """(the layer on its first k output channels, the graph as that layer sees it)."""
     out = graph.tensor(layer.output)
     view_t = copy.copy(out)
     view_t.shape = (out.shape[0], k) + tuple(out.shape[2:])
     sl = copy.copy(layer)
     sl.weight = layer.weight[:k]
     sl.bias = None if layer.bias is None else layer.bias[:k]
-    view = _SliceView(graph, layer.output, view_t)
+    return sl, _SliceView(graph, layer.output, view_t)
+
+
+def _slice(lp, graph, k, budget, at, opts):
+    """Re-plan a conv2d/linear LayerPlan for its first k output channels (spec and tiling)."""
+    layer = lp.layer
+    out = graph.tensor(layer.output)
+    sl, view = sliced_layer(graph, layer, k)
     til, need = ops.plan_tiling(sl, view, budget, opts["cluster"]["cores"], opts["kernels"]["xpulp"])
     if til is None:
         raise ops.budget_error(layer, need, budget, at)

@@ -14,7 +14,6 @@ multiple of NE16's 32 per step, or all), every input channel (no partial sums).
 """
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 
@@ -188,16 +187,10 @@ def plan_layer(layer, graph, cname, budget):
 def reslice(lp, graph, budget):
     """A layer run layer by layer on its first k output channels (layerwise.py re-planned it
     for the cluster): its NE16 spec for those channels, the sliced .bin layout unchanged."""
-    from .layerwise import _SliceView
+    from .layerwise import sliced_layer
     k = lp.report["slice"]["channels"]
     layer = lp.layer
-    out = graph.tensor(layer.output)
-    view_t = copy.copy(out)
-    view_t.shape = (out.shape[0], k) + tuple(out.shape[2:])
-    sl = copy.copy(layer)
-    sl.weight = layer.weight[:k]
-    sl.bias = None if layer.bias is None else layer.bias[:k]
-    view = _SliceView(graph, layer.output, view_t)
+    sl, view = sliced_layer(graph, layer, k)
     m = mode(sl, view)
     til = plan_tiling(sl, view, m, budget)
     if til is None:
