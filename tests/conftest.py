@@ -20,7 +20,11 @@ SCONS = os.path.join(os.path.dirname(sys.executable), "scons")
 # GVSoC's GAP9 model (GAP9_GVSOC, set by .ci/run) makes gap9's platform=auto choose it: the
 # suite's gap9 builds say their platform or run on the emulation; the tests of the model
 # (test_gap9_model.py) hand it to their builds themselves.
-GAP9_MODEL = os.environ.pop("GAP9_GVSOC", None)
+# The xdist workers start after this module ran in the controller and inherit its environment:
+# the value stays reachable to them under a name no build reads.
+GAP9_MODEL = os.environ.pop("GAP9_GVSOC", None) or os.environ.get("NNSCONS_TESTS_GAP9_GVSOC")
+if GAP9_MODEL:
+    os.environ["NNSCONS_TESTS_GAP9_GVSOC"] = GAP9_MODEL
 _SKIP = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache")
 
 
