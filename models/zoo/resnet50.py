@@ -8,7 +8,7 @@ output, layer1's 56x56x256 ones) do not fit GAP9's L2 at once: the gap9 target k
 from __future__ import annotations
 
 from ._graph import Builder
-from .resnet18 import DEFAULT_INPUT_SHAPE, check_input_shape  # noqa: F401  (the zoo's interface)
+from .resnet18 import DEFAULT_INPUT_SHAPE, check_input_shape, head, residual, stem  # noqa: F401  (DEFAULT_INPUT_SHAPE, check_input_shape: the zoo interface)
 
 STAGES = ((64, 3), (128, 4), (256, 6), (512, 3))     # bottleneck width, blocks
 EXPANSION = 4
@@ -25,28 +25,17 @@ def _bottleneck(b: Builder, prefix: str, x: str, cin: int, width: int, stride: i
     y = b.node("Relu", f"{prefix}.relu_1", [y])
     y = b.conv(f"{prefix}.conv3", y, width, cout, 1, 1, 0)
     y = b.batchnorm(f"{prefix}.bn3", y, cout, gamma=_BRANCH_GAMMA)
-    shortcut = x
-    if stride != 1 or cin != cout:
-        shortcut = b.conv(f"{prefix}.downsample.0", x, cin, cout, 1, stride, 0)
-        shortcut = b.batchnorm(f"{prefix}.downsample.1", shortcut, cout)
-    y = b.node("Add", f"{prefix}.add", [y, shortcut])
-    return b.node("Relu", f"{prefix}.relu_2", [y])
+    return residual(b, prefix, y, x, cin, cout, stride, "relu_2")
 
 
 def build(seed: int, input_shape=DEFAULT_INPUT_SHAPE):
     check_input_shape(input_shape)
     b = Builder(seed)
-    x = b.conv("conv1", "input", 3, 64, 7, 2, 3)
-    x = b.batchnorm("bn1", x, 64)
-    x = b.node("Relu", "relu", [x])
-    x = b.node("MaxPool", "maxpool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    x = stem(b)
     cin = 64
     for stage, (width, blocks) in enumerate(STAGES, start=1):
         for block in range(blocks):
             stride = 2 if stage > 1 and block == 0 else 1
             x = _bottleneck(b, f"layer{stage}.{block}", x, cin, width, stride)
             cin = width * EXPANSION
-    x = b.node("GlobalAveragePool", "avgpool", [x])
-    x = b.node("Flatten", "flatten", [x], axis=1)
-    b.gemm("fc", x, cin, 1000, output="output")
-    return b.model("resnet50", "input", input_shape, "output", (1, 1000))
+    return head(b, x, cin, "resnet50", input_shape)
