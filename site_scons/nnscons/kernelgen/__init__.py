@@ -141,7 +141,7 @@ def default_blocking(m: int, n: int, k2: int) -> dict:
 def weight_matrix(layer, graph) -> np.ndarray:
     """(N, taps, IC) int8: conv OIHW -> O,(kh kw),I; linear columns in HWC order when the
     layer reads a flattened 4-D tensor (activations are HWC on the host)."""
-    from ..targets.base import flattened_from
+    from ..tensor_layout import flattened_from
     w = np.asarray(layer.weight)
     if layer.op == "conv2d":
         o, i, kh, kw = w.shape

@@ -16,6 +16,7 @@ from ...planning.buffers import plan_buffers
 from .. import base, library
 from . import gemm
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
+from .tool import check_tools  # noqa: F401  (the kind's hook: its compiler is here)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import DEPTHWISE_CONV, GROUPED_CONV, OPS, depthwise, layer_spec
 
@@ -48,14 +49,6 @@ DEFAULTS = {
 def options(target_cfg) -> dict:
     """The target's sections with defaults filled in."""
     return base.merged_options(DEFAULTS, target_cfg)
-
-
-def check_tools(env, session) -> None:
-    cc = session.options["toolchain"]["cc"]
-    if not env.Detect(cc):
-        name = session.target_cfg.name
-        raise UserError(f"target '{name}': C compiler '{cc}' not found on PATH; install it "
-                        f"(Debian: apt-get install gcc) or set targets.{name}.toolchain.cc")
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO, isa_codes=None,
