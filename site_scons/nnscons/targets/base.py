@@ -187,6 +187,27 @@ def merged_options(defaults: dict, target_cfg) -> dict:
     return merged
 
 
+def layer_key_at(layer_name: str, overrides: dict, where, section: str):
+    """where(*keys) of a per-layer key's setting: 'targets.yaml:N: ...' of the layer's own
+    value (the model's overrides of that layer) when it has one, else of the target's
+    option targets.<t>.<section>.<keys>."""
+    own = overrides.get(layer_name, {})
+    return lambda *keys: where(layer_name, *keys) if keys[-1] in own else where(None, section, *keys)
+
+
+def layer_key(layer_name: str, key: str, opts: dict, overrides: dict, where, section: str,
+              limit=None, limit_text: str = "") -> tuple:
+    """(value, where it was set) of a per-layer key: the layer's own value, else the target's
+    opts[section][key].  With `limit` (a size key), a value above it is a UserError naming
+    where it was set: '<where>: <key> <value> B exceeds <limit_text>'."""
+    own = overrides.get(layer_name, {})
+    value = own[key] if key in own else opts[section][key]
+    at = layer_key_at(layer_name, overrides, where, section)(key)
+    if limit is not None and value > limit:
+        raise UserError(f"{at}: {key} {value} B exceeds {limit_text}")
+    return value, at
+
+
 def pool_check(layer, graph):
     """What no kernel of the op implements (the op's OpDef.check; usable as OpImpl.check)."""
     return ops.check(layer, graph)

@@ -88,18 +88,13 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             raise base.unsupported(layer, kind, OPS)
         if impl.check and (reason := impl.check(layer, graph)):
             raise UserError(f"layer '{layer.name}': {reason} (target kind '{kind}')")
-        own = "l1_budget" in overrides.get(layer.name, {})
-        budget = overrides[layer.name]["l1_budget"] if own else default_budget
-        budget_at = where(layer.name, "l1_budget") if own else where(None, "tiling", "l1_budget")
-        if budget > l1_size:
-            raise UserError(f"{budget_at}: l1_budget {budget} B exceeds the "
-                            f"target's L1 size memory.l1 = {l1_size} B")
+        budget, budget_at = base.layer_key(layer.name, "l1_budget", opts, overrides, where, "tiling",
+                                           l1_size, f"the target's L1 size memory.l1 = {l1_size} B")
         if gemm.generated(layer):
             # a fused layer's weights and requantization are its conv's (the original layer)
             orig = next(l for l in source.layers if l.name == layer.name) if layer.name in fusions else layer
             g = gemm.plan_layer(orig, source, opts, overrides.get(layer.name, {}), tuning,
-                                lambda *k, _l=layer.name: where(_l, *k) if k[-1] in overrides.get(_l, {})
-                                else where(None, "kernel", *k), auto=auto)
+                                base.layer_key_at(layer.name, overrides, where, "kernel"), auto=auto)
             if layer.name in fusions:
                 add = fusions[layer.name]
                 g["spec"]["residual"] = gemm.residual_spec(orig, add, source)
