@@ -273,8 +273,6 @@ def macs(layer, graph) -> int:
     return ops.macs(layer, graph)
 
 
-
-
 def one_input_one_output(graph, kind: str) -> None:
     """The targets whose harness and network source move one input and one output."""
     if len(graph.inputs) > 1 or len(graph.outputs) > 1:
@@ -283,14 +281,6 @@ def one_input_one_output(graph, kind: str) -> None:
                         f"'{graph.name}' has {len(graph.inputs)} input(s) ({', '.join(graph.inputs)}) "
                         f"and {len(graph.outputs)} output(s) ({', '.join(graph.outputs)}); build it "
                         f"for a target of kind host, arm64 or gap9")
-
-
-
-
-
-
-
-
 
 
 def unsupported(layer, target: str, ops: dict) -> UserError:
