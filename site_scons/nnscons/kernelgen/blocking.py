@@ -55,7 +55,7 @@ def default_blocking(m: int, n: int, k2: int) -> dict:
 
 # ---- the exact vpmaddubsw variant (isa avx2u8) and avx512vnni -------------------------
 
-# Its own register blocking: 2 accumulators per output vector (isa.Avx2U8), so 8 channels
+# Its own register blocking: 2 accumulators per output vector (isa_x86.Avx2U8), so 8 channels
 # x 5 pixels (10 accumulators, a weight vector, a broadcast, a temporary, a constant).
 U8_BLOCKING = {"mr": 5, "nr": 8, "k_unroll": 2}
 

@@ -134,7 +134,7 @@ def pack_u8(wm: np.ndarray, g: dict, nr: int, split: bool = True) -> dict:
 
 def bias_u8(wm: np.ndarray, fb: np.ndarray, steps, nr: int) -> np.ndarray:
     """The avx2u8 variant's bias, wrapped to int32: fb - 128 * sum(w) (its activations are
-    x + 128) - 32768 * (the panel's steps) (the widening's offset, isa.Avx2U8); steps
+    x + 128) - 32768 * (the panel's steps) (the widening's offset, isa_x86.Avx2U8); steps
     None: avx512vnni's, fb - 128 * sum(w)."""
     if steps is None:
         steps = np.zeros(panels(wm.shape[0], nr), np.int64)
