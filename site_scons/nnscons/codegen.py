@@ -10,26 +10,7 @@ import re
 
 import jinja2
 
-
-def c_comment(text: str) -> str:
-    """Text safe inside a /* */ comment on one line (names are untrusted)."""
-    text = "".join(ch if 32 <= ord(ch) < 127 else f"\\u{ord(ch):04x}" for ch in str(text))
-    return text.replace("*/", "*\\/").replace("/*", "/\\*")
-
-
-def c_string(text: str) -> str:
-    """A C string literal (with its quotes) holding `text` (names are untrusted): printable
-    ASCII as is, anything else as octal escapes of its UTF-8 bytes."""
-    out = []
-    for byte in str(text).encode("utf-8", "surrogatepass"):
-        ch = chr(byte)
-        if ch in '"\\?':
-            out.append("\\" + ch)
-        elif 32 <= byte < 127:
-            out.append(ch)
-        else:
-            out.append(f"\\{byte:03o}")
-    return '"' + "".join(out) + '"'
+from .cstrings import c_comment, c_string
 
 
 @functools.lru_cache(maxsize=None)
@@ -40,18 +21,24 @@ def _environment(templates_dir: str) -> jinja2.Environment:
                              auto_reload=True)
     env.filters["c_comment"] = c_comment
     env.filters["c_string"] = c_string
-    env.filters["kernelgen"] = _kernelgen
     return env
 
 
-def _kernelgen(spec) -> str:
-    """A generated BRGEMM layer source (nnscons.kernelgen) from its spec."""
-    from . import kernelgen
-    return kernelgen.layer_source(spec)
+# Filters a target kind adds for its own templates ({name: function}), e.g. the host's
+# `kernelgen` (a generated BRGEMM layer source from its spec): registered by the kind, so
+# this module does not import the generators above it.
+_FILTERS = {}
+
+
+def add_filter(name: str, function) -> None:
+    """Make `function` the Jinja filter `name` of every template rendered from now on."""
+    _FILTERS[name] = function
 
 
 def render(templates_dir: str, template: str, **context) -> str:
-    text = _environment(templates_dir).get_template(template).render(**context)
+    env = _environment(templates_dir)
+    env.filters.update(_FILTERS)
+    text = env.get_template(template).render(**context)
     return re.sub(r"\n{3,}", "\n\n", text)
 
 

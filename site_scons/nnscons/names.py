@@ -56,6 +56,14 @@ def _sanitize(name: str) -> str:
     return s
 
 
+def c_model_name(model_name: str) -> str:
+    """The model name as the one C identifier everything model-wide is named after:
+    nns_<model>_run and NNS_<MODEL>_... of its API, the library's files, the k210 board
+    project (a name that sanitizes to no identifier: 'model')."""
+    cname = c_names([model_name])[model_name]
+    return cname.lower() if cname.isidentifier() else "model"
+
+
 def _with_suffix(base: str, n: int) -> str:
     suffix = f"_{n}"
     return base[:MAX_LEN - len(suffix)].rstrip("_") + suffix

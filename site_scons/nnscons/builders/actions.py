@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import codegen
 from ..fileio import write_if_changed
-from ..targets import base
+from ..tensor_layout import to_layout
 
 
 def label(target, source, env):
@@ -45,8 +45,8 @@ def write_golden(target, source, env):
     session = env["NNS_SESSION"]
     tensor = env["NNS_TENSOR"]
     plan = session.plan
-    data = base.to_layout(session.reference()[tensor].astype(np.int8), plan.layout,
-                          plan.tensor_layouts.get(tensor))
+    data = to_layout(session.reference()[tensor].astype(np.int8), plan.layout,
+                     plan.tensor_layouts.get(tensor))
     write_if_changed(str(target[0]), data.tobytes())
     return 0
 
@@ -57,7 +57,7 @@ def write_input(target, source, env):
     if not isinstance(codes, dict):
         codes = {session.graph.input: codes}
     # several inputs: their codes back to back, in the model's order (the C API's packing)
-    data = b"".join(base.to_layout(codes[t].astype(np.int8), session.plan.layout).tobytes()
+    data = b"".join(to_layout(codes[t].astype(np.int8), session.plan.layout).tobytes()
                     for t in session.graph.inputs)
     write_if_changed(str(target[0]), data)
     return 0

@@ -111,15 +111,15 @@ class Predictor:
                 return session.plan_by_cname[env["NNS_CNAME"]].packed_params(session.graph)
             if fn is actions.write_golden or fn is actions.write_input:
                 import numpy as np
-                from ..targets import base
+                from ..tensor_layout import to_layout
                 plan = session.plan
                 if fn is actions.write_input:
                     data = session.quantized_input()
-                    return base.to_layout(data.astype(np.int8), plan.layout).tobytes()
+                    return to_layout(data.astype(np.int8), plan.layout).tobytes()
                 tensor = env["NNS_TENSOR"]
                 ref = plan.reference(session) if getattr(plan, "reference", None) else session.reference()
-                return base.to_layout(ref[tensor].astype(np.int8), plan.layout,
-                                      plan.tensor_layouts.get(tensor)).tobytes()
+                return to_layout(ref[tensor].astype(np.int8), plan.layout,
+                                 plan.tensor_layouts.get(tensor)).tobytes()
         except Exception:               # noqa: BLE001 - a prediction that fails is "changed"
             return None
         return None

@@ -119,9 +119,9 @@ def declare(env, session) -> dict:
     env = env.Clone(NNS_SESSION=session, NNS_TARGET=t, NNS_BIN_DIR=os.path.join(b, "bin"),
                     CPPPATH=[data_path("kernels", "common"), os.path.join(b, "src")])
 
-    codegen_py = py_sources("codegen.py", "builders/actions.py", "kernelgen/*.py")
-    weights_py = py_sources("targets/base.py", "numerics.py") + list(plan.extra.get("weights_py", []))
-    golden_py = py_sources("reference/*.py", "numerics.py") + list(plan.extra.get("golden_py", []))
+    codegen_py = py_sources("codegen.py", "cstrings.py", "builders/actions.py", "kernelgen/*.py")
+    weights_py = py_sources("targets/base.py", "tensor_layout.py", "numerics.py") + list(plan.extra.get("weights_py", []))
+    golden_py = py_sources("reference/*.py", "numerics.py", "tensor_layout.py") + list(plan.extra.get("golden_py", []))
 
     def codegen(path, template, spec, label):
         node = env.NnsCodegen(os.path.join(b, path), [value(env, spec), os.path.join(tdir, template)],

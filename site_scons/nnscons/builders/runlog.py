@@ -41,7 +41,7 @@ def write_output(session, output_bin: str, output_npy: str) -> None:
     from the packed buffer in the model's order."""
     from ..frontends.layout import model_output
     from ..reference import dequantize
-    from ..targets.base import from_layout
+    from ..tensor_layout import from_layout
     g = session.graph
     data = np.fromfile(output_bin, dtype=np.int8)
     arrays, offset = {}, 0

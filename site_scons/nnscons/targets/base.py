@@ -17,6 +17,9 @@ import numpy as np
 
 from .. import binfiles, numerics, ops
 from ..errors import UserError
+# layout conversion lives in the ground floor (tensor_layout); the targets read it from here too
+from ..tensor_layout import (flattened_from, flattened_layouts, from_layout,  # noqa: F401
+                             layout_index, to_layout)
 
 
 _C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
@@ -184,6 +187,27 @@ def merged_options(defaults: dict, target_cfg) -> dict:
     return merged
 
 
+def layer_key_at(layer_name: str, overrides: dict, where, section: str):
+    """where(*keys) of a per-layer key's setting: 'targets.yaml:N: ...' of the layer's own
+    value (the model's overrides of that layer) when it has one, else of the target's
+    option targets.<t>.<section>.<keys>."""
+    own = overrides.get(layer_name, {})
+    return lambda *keys: where(layer_name, *keys) if keys[-1] in own else where(None, section, *keys)
+
+
+def layer_key(layer_name: str, key: str, opts: dict, overrides: dict, where, section: str,
+              limit=None, limit_text: str = "") -> tuple:
+    """(value, where it was set) of a per-layer key: the layer's own value, else the target's
+    opts[section][key].  With `limit` (a size key), a value above it is a UserError naming
+    where it was set: '<where>: <key> <value> B exceeds <limit_text>'."""
+    own = overrides.get(layer_name, {})
+    value = own[key] if key in own else opts[section][key]
+    at = layer_key_at(layer_name, overrides, where, section)(key)
+    if limit is not None and value > limit:
+        raise UserError(f"{at}: {key} {value} B exceeds {limit_text}")
+    return value, at
+
+
 def pool_check(layer, graph):
     """What no kernel of the op implements (the op's OpDef.check; usable as OpImpl.check)."""
     return ops.check(layer, graph)
@@ -249,17 +273,6 @@ def macs(layer, graph) -> int:
     return ops.macs(layer, graph)
 
 
-def to_layout(array, layout: str, flattened_from=None):
-    """A batch-1 NCHW (or N,F) int8 tensor in a target's activation layout, flattened.
-    flattened_from: the (1,C,H,W) shape a 2-D tensor was flattened from."""
-    a = np.asarray(array)
-    if flattened_from is not None and a.ndim == 2:
-        a = a.reshape(flattened_from)
-    if layout == "hwc" and a.ndim == 4:
-        a = a.transpose(0, 2, 3, 1)
-    return np.ascontiguousarray(a).reshape(-1)
-
-
 def one_input_one_output(graph, kind: str) -> None:
     """The targets whose harness and network source move one input and one output."""
     if len(graph.inputs) > 1 or len(graph.outputs) > 1:
@@ -268,59 +281,6 @@ def one_input_one_output(graph, kind: str) -> None:
                         f"'{graph.name}' has {len(graph.inputs)} input(s) ({', '.join(graph.inputs)}) "
                         f"and {len(graph.outputs)} output(s) ({', '.join(graph.outputs)}); build it "
                         f"for a target of kind host, arm64 or gap9")
-
-
-def from_layout(flat, shape, layout: str, flattened_from=None):
-    """Inverse of to_layout: back to the model's NCHW shape."""
-    shape = tuple(shape)
-    if flattened_from is not None and len(shape) == 2:
-        return from_layout(flat, flattened_from, layout).reshape(shape)
-    if layout == "hwc" and len(shape) == 4:
-        n, c, h, w = shape
-        return np.asarray(flat).reshape(n, h, w, c).transpose(0, 3, 1, 2)
-    return np.asarray(flat).reshape(shape)
-
-
-def flattened_from(layer, graph):
-    """The 4-D (1,C,H,W) shape a Linear's input was flattened from (H*W > 1), else None:
-    on a target whose activations are HWC its weight columns must follow that order."""
-    t = layer.inputs[0]
-    while True:
-        p = graph.producer(t)
-        if p is None or not ops.get(p.op).alias:
-            return None
-        src = graph.tensor(p.inputs[0]).shape
-        if len(src) == 4:
-            return tuple(src) if src[2] * src[3] > 1 else None
-        t = p.inputs[0]
-
-
-def layout_index(layer, graph, layout: str, tensor_layouts=None) -> np.ndarray:
-    """A gather index (ops.move: output element -> input NCHW element, -1 = fill) in a
-    target's activation layout: output slot -> input slot."""
-    from ..ops.move import index
-    tl = flattened_layouts(graph) if tensor_layouts is None else tensor_layouts
-    src = graph.tensor(layer.inputs[0]).shape
-    n = int(np.prod(src))
-    slots = to_layout(np.arange(n).reshape(src), layout, tl.get(layer.inputs[0]))
-    pos = np.empty(n, dtype=np.int64)
-    pos[slots] = np.arange(n)
-    idx = to_layout(index(layer, graph), layout, tl.get(layer.output))
-    return np.where(idx < 0, -1, pos[np.maximum(idx, 0)]).astype(np.int32)
-
-
-def flattened_layouts(graph) -> dict:
-    """{reshape output: the 4-D shape it flattens}: on an HWC target those tensors hold
-    their 4-D input's HWC bytes, and their goldens must too (TargetPlan.tensor_layouts)."""
-    out = {}
-    for layer in graph.layers:
-        if ops.get(layer.op).alias:
-            src = graph.tensor(layer.inputs[0]).shape
-            if layer.inputs[0] in out:
-                out[layer.output] = out[layer.inputs[0]]
-            elif len(src) == 4:
-                out[layer.output] = list(src)
-    return out
 
 
 def unsupported(layer, target: str, ops: dict) -> UserError:

@@ -12,17 +12,12 @@ import os
 
 import numpy as np
 
-from .. import binfiles, names
+from .. import binfiles
+from ..names import c_model_name  # noqa: F401  (the plans name the model's C symbols with it)
 from ..resources import data_path
 
 # the header, the API source, the CMake and Make files: the host's templates, for every target
 TEMPLATES = data_path("templates", "host")
-
-
-def c_model_name(model_name: str) -> str:
-    """The model name as the C identifier used in nns_<model>_run and NNS_<MODEL>_..."""
-    cname = names.c_names([model_name])[model_name]
-    return cname.lower() if cname.isidentifier() else "model"
 
 
 def files(model_cname: str, lib_dir: str = "lib") -> dict:

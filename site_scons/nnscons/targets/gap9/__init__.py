@@ -94,14 +94,9 @@ def check_tools(env, session) -> None:
 
 
 def _budget(layer, opts, overrides, where):
-    own = "l1_budget" in overrides.get(layer.name, {})
-    budget = overrides[layer.name]["l1_budget"] if own else opts["tiling"]["l1_budget"]
-    at = where(layer.name, "l1_budget") if own else where(None, "tiling", "l1_budget")
     l1_avail = opts["memory"]["l1"] - opts["memory"]["l1_reserved"]
-    if budget > l1_avail:
-        raise UserError(f"{at}: l1_budget {budget} B exceeds GAP9's usable L1: memory.l1 - "
-                        f"memory.l1_reserved = {l1_avail} B")
-    return budget, at
+    return base.layer_key(layer.name, "l1_budget", opts, overrides, where, "tiling", l1_avail,
+                          f"GAP9's usable L1: memory.l1 - memory.l1_reserved = {l1_avail} B")
 
 
 # what the kernels' deepest call chains take on the cluster (their frames and the runtime's

@@ -16,6 +16,7 @@ from ...planning.buffers import plan_buffers
 from .. import base, library
 from . import gemm
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
+from .tool import check_tools  # noqa: F401  (the kind's hook: its compiler is here)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import DEPTHWISE_CONV, GROUPED_CONV, OPS, depthwise, layer_spec
 
@@ -48,14 +49,6 @@ DEFAULTS = {
 def options(target_cfg) -> dict:
     """The target's sections with defaults filled in."""
     return base.merged_options(DEFAULTS, target_cfg)
-
-
-def check_tools(env, session) -> None:
-    cc = session.options["toolchain"]["cc"]
-    if not env.Detect(cc):
-        name = session.target_cfg.name
-        raise UserError(f"target '{name}': C compiler '{cc}' not found on PATH; install it "
-                        f"(Debian: apt-get install gcc) or set targets.{name}.toolchain.cc")
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO, isa_codes=None,
@@ -95,18 +88,13 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             raise base.unsupported(layer, kind, OPS)
         if impl.check and (reason := impl.check(layer, graph)):
             raise UserError(f"layer '{layer.name}': {reason} (target kind '{kind}')")
-        own = "l1_budget" in overrides.get(layer.name, {})
-        budget = overrides[layer.name]["l1_budget"] if own else default_budget
-        budget_at = where(layer.name, "l1_budget") if own else where(None, "tiling", "l1_budget")
-        if budget > l1_size:
-            raise UserError(f"{budget_at}: l1_budget {budget} B exceeds the "
-                            f"target's L1 size memory.l1 = {l1_size} B")
+        budget, budget_at = base.layer_key(layer.name, "l1_budget", opts, overrides, where, "tiling",
+                                           l1_size, f"the target's L1 size memory.l1 = {l1_size} B")
         if gemm.generated(layer):
             # a fused layer's weights and requantization are its conv's (the original layer)
             orig = next(l for l in source.layers if l.name == layer.name) if layer.name in fusions else layer
             g = gemm.plan_layer(orig, source, opts, overrides.get(layer.name, {}), tuning,
-                                lambda *k, _l=layer.name: where(_l, *k) if k[-1] in overrides.get(_l, {})
-                                else where(None, "kernel", *k), auto=auto)
+                                base.layer_key_at(layer.name, overrides, where, "kernel"), auto=auto)
             if layer.name in fusions:
                 add = fusions[layer.name]
                 g["spec"]["residual"] = gemm.residual_spec(orig, add, source)

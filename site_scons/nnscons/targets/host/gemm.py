@@ -8,9 +8,12 @@ import os
 
 import numpy as np
 
-from ... import kernelgen, numerics
+from ... import codegen, kernelgen, numerics
 from ...builders.nodes import py_sources
 from ...errors import UserError
+
+# templates/host/gemm.c.j2 is `{{ spec | kernelgen }}`: the layer's generated source
+codegen.add_filter("kernelgen", kernelgen.layer_source)
 
 KEYS = ("mr", "nr", "k_unroll", "order")
 ORDERS = ("panel", "block")

@@ -9,11 +9,12 @@ import shutil
 import SCons.Action
 import SCons.Builder
 
+from nnscons.errors import UserError
+
 from nnscons.builders import actions
-from nnscons.builders.hostrun import run_bench, run_native
+from nnscons.builders.hostrun import run_native
+from nnscons.targets.host.bench import run_bench
 from nnscons.targets.host.tune import run_tune
-
-
 
 
 def generate(env):
@@ -36,5 +37,12 @@ def exists(env):
     """Whether this target's tools (compiler, emulator or SDK of the chosen platform) are
     here: the same check that names what to install (check_tools)."""
     from ..base import tools_exist
-    from . import check_tools
     return tools_exist(check_tools, env)
+
+
+def check_tools(env, session) -> None:
+    cc = session.options["toolchain"]["cc"]
+    if not env.Detect(cc):
+        name = session.target_cfg.name
+        raise UserError(f"target '{name}': C compiler '{cc}' not found on PATH; install it "
+                        f"(Debian: apt-get install gcc) or set targets.{name}.toolchain.cc")

@@ -39,7 +39,8 @@ FILES = ("firmware.elf", "firmware.bin", "firmware.map")
 
 
 def project_name(session) -> str:
-    return "nns_" + "".join(c if c.isalnum() else "_" for c in session.model_cfg.name)
+    """The board project (CMake project, image name): nns_<model> as the library's."""
+    return "nns_" + library.c_model_name(session.model_cfg.name)
 
 
 def goldens_embedded(session) -> bool:

@@ -1,0 +1,88 @@
+"""Register blockings (mr pixels x nr channels) and the cost models that choose them: the
+int16 variants' candidates within the register file, avx2u8's fixed blocking, avx512vnni's
+own search.
+"""
+from __future__ import annotations
+
+from .isa import REGISTERS
+
+
+DEFAULT_NR_CHOICES = (8, 16, 24, 32)
+
+# At most this many accumulators: on this host (AMD Zen 1: one vector multiply pipe, each
+# 256-bit op two 128-bit halves) the 4x16 microkernel ran at 18.2 GMAC/s in L1 against
+# 17.5 for 5x16, 17.1 for 3x16, 17.2 for 6x8, 16.5-17.3 for 2x32, 4x24, 3x24 (K = 576,
+# paired runs), and a ResNet-18 inference took 2.6% longer with 5x16 than with 4x16.
+MAX_ACCUMULATORS = 8
+
+
+def candidates(isa: str = "avx2"):
+    """(mr, nr) pairs whose accumulators, weight vectors, one broadcast and one product
+    temporary fit the register file with one register to spare (gcc spills an accumulator
+    of a blocking that uses all 16, e.g. 6x16: measured slower than 5x16), with at most
+    MAX_ACCUMULATORS accumulators (measured)."""
+    regs = REGISTERS[isa]
+    out = []
+    for nr in DEFAULT_NR_CHOICES:
+        nv = nr // 8
+        for mr in range(1, 15):
+            if mr * nv + nv + 2 <= regs - 1 and mr * nv <= MAX_ACCUMULATORS:
+                out.append((mr, nr))
+    return out
+
+
+def cost(m: int, n: int, k2: int, mr: int, nr: int) -> float:
+    """Cycles, roughly: per K pair the padded multiply-adds at 2 per cycle, all vector ops
+    (multiply-add + add per accumulator, a widening per weight vector, counted twice: a
+    lane-crossing 256-bit op, two on Zen 1, a broadcast per pixel) on 4 pipes, or the
+    loads (nv weight vectors + mr broadcasts, 2 per cycle), whichever dominates; plus a
+    per-call epilogue and call overhead."""
+    nv = nr // 8
+    calls = -(-m // mr) * -(-n // nr)
+    per_pair = max(mr * nv / 2.0, (2 * mr * nv + 2 * nv + mr) / 4.0, (mr + nv) / 2.0)
+    return calls * (k2 * per_pair + 12 * mr * nv + 20)
+
+
+def default_blocking(m: int, n: int, k2: int) -> dict:
+    """The cheapest candidate; loop order: pixel blocks outer ("block", a block's
+    activations stay in L1 across the channel panels) when all the int8 weights fit in
+    128 KiB, else panels outer ("panel", each weight panel streamed once per band)."""
+    best = min(candidates(), key=lambda c: (cost(m, n, k2, *c), -c[0] * c[1], c))
+    weights = k2 * 2 * -(-n // best[1]) * best[1]
+    return {"mr": best[0], "nr": best[1], "k_unroll": 2,
+            "order": "block" if weights <= 128 * 1024 else "panel"}
+
+
+# ---- the exact vpmaddubsw variant (isa avx2u8) and avx512vnni -------------------------
+
+# Its own register blocking: 2 accumulators per output vector (isa_x86.Avx2U8), so 8 channels
+# x 5 pixels (10 accumulators, a weight vector, a broadcast, a temporary, a constant).
+U8_BLOCKING = {"mr": 5, "nr": 8, "k_unroll": 2}
+
+# avx512vnni's blockings (mr pixels x nr channels): nr/8 weight vectors, a broadcast and
+# at most 20 accumulators within its 32 registers.  On a Zen 4 (ResNet-18, one blocking for
+# every layer, bench medians of 40): 5x32 9.94 ms, 4x32 9.97, 3x32 10.12, 8x16 10.26,
+# 6x16 10.39, 6x32 (24 accumulators) 10.38, 4x24 10.48, 2x32 17.2.
+VNNI_NR = (8, 16, 24, 32)
+VNNI_MAX_ACCUMULATORS = 20
+VNNI_LATENCY = 5          # cycles before an accumulator's next vpdpbusd can issue
+
+
+def vnni_blocking(m: int, n: int, q: int, order: str) -> dict:
+    """The cheapest avx512vnni blocking for an M x N GEMM of q quads per output, by a
+    rough cycle count per quad: the vector ops (a vpdpbusd per accumulator and a
+    broadcast per pixel, two per cycle), the loads (nv weight vectors + mr broadcasts, two
+    per cycle) or the accumulators' latency, whichever is largest, over the padded M x N
+    calls, plus a per-call epilogue."""
+    best = None
+    for nr in VNNI_NR:
+        nv = nr // 8
+        for mr in range(1, 13):
+            if mr * nv > VNNI_MAX_ACCUMULATORS or mr * nv + nv + 2 > 32:
+                continue
+            calls = -(-m // mr) * -(-n // nr)
+            c = calls * (q * max((mr * nv + mr) / 2.0, (mr + nv) / 2.0, VNNI_LATENCY) + 12 * mr * nv + 20)
+            key = (c, -mr * nr, mr, nr)
+            if best is None or key < best[0]:
+                best = (key, mr, nr)
+    return {"mr": best[1], "nr": best[2], "k_unroll": 2, "order": order}

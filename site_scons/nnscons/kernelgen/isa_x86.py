@@ -1,0 +1,180 @@
+"""The x86-64 plug-ins: AVX2 (int16 pairs, vpmaddwd), its exact vpmaddubsw variant on the u8
+buffer (avx2u8) and AVX-512 VNNI (vpdpbusd on 256-bit vectors)."""
+from __future__ import annotations
+
+from .microkernel import Isa, Micro, k_loops
+
+
+class Avx2(Isa):
+    """x86-64 AVX2: int8 weights sign-extended to int16 (vpmovsxbw), activation pairs
+    broadcast, exact int16 x int16 pair sums (vpmaddwd: |x|, |w| <= 128, so a pair
+    never reaches the one saturating case -32768 * -32768 * 2)."""
+    name = "avx2"
+    guard = "NN_HAVE_X86"
+    attr = "NN_AVX2 "
+    runtime = "nn_cpu_has_avx2()"
+
+    def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
+        out = [f"static {self.attr}void {fname}(const int16_t *const *a, const int8_t *w, const nn_epi_t *e, int8_t *out, int last, const int8_t *res)",
+               "{"]
+        out += [f"    const int16_t *a{m} = a[{m}];" for m in range(mk.mr)]
+        for m in range(mk.mr):
+            out.append("    __m256i " + ", ".join(f"c{m}_{v} = _mm256_setzero_si256()" for v in range(mk.nv)) + ";")
+
+        def body(k):
+            s = ["{"]
+            for v in range(mk.nv):
+                s.append(f"    const __m256i w{v} = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(w + {v * 16})));")
+            for m in range(mk.mr):
+                s.append(f"    const __m256i b{m} = _mm256_set1_epi32(nn_load_pair(p{m} + 2 * ({k})));")
+                for v in range(mk.nv):
+                    s.append(f"    c{m}_{v} = _mm256_add_epi32(c{m}_{v}, _mm256_madd_epi16(b{m}, w{v}));")
+            s.append(f"    w += {mk.nr * 2};")
+            # opaque to the optimizer: keeps every accumulator in its register and stops
+            # gcc from reassociating unrolled steps into extra temporaries (spills)
+            accs = [f"c{m}_{v}" for m in range(mk.mr) for v in range(mk.nv)]
+            s.append('    __asm__("" : ' + ", ".join(f'"+x"({a})' for a in accs) + ");")
+            s.append("}")
+            return s
+        out += k_loops(mk, body, tapoff)
+        out += _avx2_epilogue(mk, lambda m, v: f"c{m}_{v}")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
+_REQUANT8 = {"f64": "nn_avx2_requant8_f64", "f64c": "nn_avx2_requant8_f64c",
+             "tfl": "nn_avx2_tfl8", "tfl64": "nn_avx2_requant8"}
+# the conv's own codes before a fused TFLite ADD, by its rule
+_TFL_CODES8 = {"tfl": "nn_avx2_mbqm8_pc", "tfl64": "nn_avx2_requant8_lanes"}
+
+
+def _avx2_epilogue(mk: Micro, acc) -> list:
+    """Requantize (and add the fused residual), store: acc(m, v) is the int32 vector
+    expression of pixel m, channels v*8..v*8+7."""
+    out = [] if mk.res else ["    (void)res;"]
+    for m in range(mk.mr):
+        for v in range(mk.nv):
+            cnt = "last" if v == mk.nv - 1 else "8"
+            off = m * mk.ostride + v * 8
+            if mk.res and mk.epilogue in _TFL_CODES8:
+                codes = f"{_TFL_CODES8[mk.epilogue]}(nn_avx2_biased8({acc(m, v)}, e, {v}), e, {v})"
+                q = f"nn_avx2_tfl_res8({codes}, res + {off}, {cnt}, e->res)"
+            elif mk.res:
+                checked = int(mk.epilogue != "f64")
+                q = f"nn_avx2_requant_res8({acc(m, v)}, e, {v}, {checked}, res + {off}, {cnt}, e->res)"
+            else:
+                q = f"{_REQUANT8[mk.epilogue]}({acc(m, v)}, e, {v})"
+            out.append(f"    nn_avx2_store8(out + {off}, {q}, {cnt});")
+    return out
+
+
+def _u8_head(isa, mk: Micro, fname: str) -> list:
+    """The signature and pixel pointers of a microkernel on the u8 buffer (avx2u8,
+    avx512vnni): xo/nx list a panel's correction quads (avx2u8's only)."""
+    return [f"static {isa.attr}void {fname}(const uint8_t *const *a, const int8_t *w, const nn_epi_t *e, "
+            "int8_t *out, int last, const int8_t *res, const int32_t *xo, int nx)",
+            "{"] + [f"    const uint8_t *a{m} = a[{m}];" for m in range(mk.mr)]
+
+
+def _u8_weights(mk: Micro) -> list:
+    """The nv weight vectors of one quad step: 8 channels x 4 int8 each."""
+    return [f"    const __m256i w{v} = _mm256_loadu_si256((const __m256i *)(const void *)(w + {v * 32}));"
+            for v in range(mk.nv)]
+
+
+def _pin(accs: list, constraint: str) -> list:
+    """Keeps every accumulator in its register (as in Avx2): gcc takes at most 30
+    operands per asm, an in-out one counts twice."""
+    return ['    __asm__("" : ' + ", ".join(f'"+{constraint}"({a})' for a in accs[i:i + 15]) + ");"
+            for i in range(0, len(accs), 15)]
+
+
+def _u8_loops(mk: Micro, body, tapoff: str) -> list:
+    return [ln.replace("const int16_t *p", "const uint8_t *p") for ln in k_loops(mk, body, tapoff)]
+
+
+class Avx2U8(Avx2):
+    """x86-64 AVX2 with u8 x s8 `vpmaddubsw`, exact by proof.  Activations are x + 128 (u8,
+    kernelgen.fill_u8), weights are packed per panel as [K/4][NR][4] (kernelgen.pack_u8):
+    one broadcast of 4 activations and one 32-byte load of 8 channels x 4 weights feed one
+    vpmaddubsw (32 products; one multiply, where the int16 path needs two vpmaddwd).  Its
+    int16 pair sums x0*w0 + x1*w1 are exact only when they cannot saturate:
+    kernelgen.pack_u8 splits the weights W = A + B so that every packed pair of A and of B
+    has a positive part <= 128 and a negative part <= 128 (255 * 128 fits int16) and
+    checks it (kernelgen.u8_pairs_safe); B is nonzero in few quads, which each panel lists
+    (`xo`, `nx`: their offsets in the pixel's window) and runs after the main K loop with
+    their weights after the panel's.
+
+    The pair sums are widened without a second multiply (vpmaddwd by ones would run on
+    the same, single, multiply pipe of this machine, Zen 1): t' = t ^ 0x8000 makes the low
+    half lo + 32768 (unsigned); d accumulates t' as int32 (65536 * hi + lo + 32768) and h
+    accumulates hi = t >> 16 (arithmetic); at the end lo + hi summed over the steps is
+    d - 65535 * h - 32768 * steps, the constant folded into the bias (bias_u8; all in
+    wrapping int32, exact because the true value fits: kernelgen.vector_safe)."""
+    name = "avx2u8"
+
+    def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
+        out = _u8_head(self, mk, fname)
+        out.append("    const __m256i lo_bias = _mm256_set1_epi32(0x8000);")
+        for m in range(mk.mr):
+            out.append("    __m256i " + ", ".join(f"d{m}_{v} = _mm256_setzero_si256(), h{m}_{v} = _mm256_setzero_si256()"
+                                               for v in range(mk.nv)) + ";")
+        accs = [f"{x}{m}_{v}" for m in range(mk.mr) for v in range(mk.nv) for x in "dh"]
+
+        def body(k):
+            s = ["{"] + _u8_weights(mk)
+            for m in range(mk.mr):
+                s.append(f"    const __m256i b{m} = _mm256_set1_epi32(nn_load_quad(p{m} + 4 * ({k})));")
+                for v in range(mk.nv):
+                    # hi from t itself (the xor changes only the low half): two short
+                    # chains after the multiply schedule better than one (measured)
+                    s.append(f"    {{ const __m256i t = _mm256_maddubs_epi16(b{m}, w{v});")
+                    s.append(f"      d{m}_{v} = _mm256_add_epi32(d{m}_{v}, _mm256_xor_si256(t, lo_bias));")
+                    s.append(f"      h{m}_{v} = _mm256_add_epi32(h{m}_{v}, _mm256_srai_epi32(t, 16)); }}")
+            s.append(f"    w += {mk.nr * 4};")
+            return s + _pin(accs, "x") + ["}"]
+        out += _u8_loops(mk, body, tapoff)
+        # the correction quads of this panel (B's nonzero ones), after the main K loop
+        out.append("    for (int j = 0; j < nx; ++j) {")
+        out += [f"        const uint8_t *p{m} = a{m} + xo[j];" for m in range(mk.mr)]
+        out += ["    " + ln for ln in body("0")]
+        out.append("    }")
+        out += _avx2_epilogue(mk, lambda m, v: f"_mm256_add_epi32(_mm256_sub_epi32(d{m}_{v}, _mm256_slli_epi32(h{m}_{v}, 16)), h{m}_{v})")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
+class Avx512Vnni(Isa):
+    """x86-64 AVX-512 VNNI (with VL) on 256-bit vectors: `vpdpbusd`, u8 x s8 products
+    summed four at a time straight into int32 lanes with no intermediate saturation, so
+    exact for every weight.  It reads the avx2u8 variant's buffer (x + 128 as u8,
+    kernelgen.fill_u8) and weights packed per panel as [K/4][NR][4] with no split
+    (kernelgen.pack_u8(split=False)); the unsigned offset, -128 * sum(w), is folded into
+    its bias (kernelgen.bias_u8, no steps).  int32 accumulation wraps, exact because the
+    true value fits (kernelgen.vector_safe).  256-bit vectors keep the AVX2 epilogue and
+    the 8-channel edge structure; AVX-512 gives 32 registers, so blockings up to 20
+    accumulators (kernelgen.vnni_blocking)."""
+    name = "avx512vnni"
+    guard = "NN_HAVE_X86"
+    attr = "NN_VNNI "
+    runtime = "nn_cpu_has_avx512vnni()"
+
+    def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
+        out = _u8_head(self, mk, fname)
+        out.append("    (void)xo; (void)nx;   /* no correction quads: vpdpbusd never saturates */")
+        for m in range(mk.mr):
+            out.append("    __m256i " + ", ".join(f"c{m}_{v} = _mm256_setzero_si256()" for v in range(mk.nv)) + ";")
+        accs = [f"c{m}_{v}" for m in range(mk.mr) for v in range(mk.nv)]
+
+        def body(k):
+            s = ["{"] + _u8_weights(mk)
+            for m in range(mk.mr):
+                s.append(f"    const __m256i b{m} = _mm256_set1_epi32(nn_load_quad(p{m} + 4 * ({k})));")
+                for v in range(mk.nv):
+                    s.append(f"    c{m}_{v} = _mm256_dpbusd_epi32(c{m}_{v}, b{m}, w{v});")
+            s.append(f"    w += {mk.nr * 4};")
+            return s + _pin(accs, "v") + ["}"]    # "v": any of the 32 registers
+        out += _u8_loops(mk, body, tapoff)
+        out += _avx2_epilogue(mk, lambda m, v: f"c{m}_{v}")
+        out.append("}")
+        return "\n".join(out) + "\n"

@@ -1,0 +1,64 @@
+"""The host's `bench` alias: time N inferences of the firmware on this machine and write
+bench.json (per layer median, GMAC/s and the fraction of this core's peak)."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ... import binfiles
+from ...builders.hostrun import run_program
+from ...fileio import write_if_changed
+from .tune import peak, running_variant
+
+
+def parse_bench(text):
+    """(total median ms, [(layer cname, median ms)]) from the firmware's bench lines."""
+    layers, total = [], None
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[:2] == ["bench", "layer"]:
+            layers.append((f[3], float(f[4])))
+        elif len(f) == 3 and f[:2] == ["bench", "total"]:
+            total = float(f[2])
+    return total, layers
+
+
+def run_bench(target, source, env):
+    """target: [bench.json]; source[0]: the firmware. N timed inferences after a warm-up."""
+    session = env["NNS_SESSION"]
+    n = env["NNS_ITERATIONS"]
+    out_dir = os.path.dirname(str(target[0]))
+    cmd = [source[0].abspath, env["NNS_BIN_DIR"], binfiles.output_path(out_dir, bench=True), str(n)]
+    status, text = run_program(cmd, session.options["run"]["timeout"])
+    total, layers = parse_bench(text)
+    if status != 0 or total is None:
+        print(f"BENCH FAILED [{session.target_cfg.name}]: status {status}:\n" + "\n".join(text.splitlines()[-15:]))
+        return 1
+    names = {lp.cname: lp.layer.name for lp in session.plan.layers}
+    macs = {lp.cname: lp.macs for lp in session.plan.layers}
+    with tempfile.TemporaryDirectory(prefix="nnscons-peak-") as work:
+        pk, pk_isa = peak(session, work, session.options)
+    isas = {lp.cname: running_variant(lp.spec.get("gemm", {}).get("variants", []), pk_isa)
+            for lp in session.plan.layers}
+    threads = max([lp.spec.get("gemm", {}).get("threads", 1) for lp in session.plan.layers] or [1])
+    doc = {"model": session.model_cfg.name, "target": session.target_cfg.name, "iterations": n,
+           "threads": threads, "median_ms": total,
+           "peak_gmac_per_s": round(pk, 2), "peak_isa": pk_isa,
+           "layers": [{"name": names.get(c, c), "median_ms": ms,
+                       "gmac_per_s": round(macs.get(c, 0) / (ms * 1e6), 3) if ms > 0 else None}
+                      for c, ms in layers]}
+    for r, (c, _) in zip(doc["layers"], layers):
+        # generated layers running the peak's variant: against its peak; others have none here
+        r["fraction_of_peak"] = (round(r["gmac_per_s"] / pk, 3)
+                                 if isas.get(c) == pk_isa and pk > 0 and r["gmac_per_s"] else None)
+    write_if_changed(str(target[0]), json.dumps(doc, indent=1) + "\n")
+    width = max([len(r["name"]) for r in doc["layers"]] + [5])
+    for r in doc["layers"]:
+        print(f"  {r['name']:<{width}}  {r['median_ms']:9.3f} ms" +
+              (f"  {r['gmac_per_s']:6.1f} GMAC/s" if r["gmac_per_s"] else "") +
+              (f"  {r['fraction_of_peak']:4.0%} of peak" if r["fraction_of_peak"] else ""))
+    print(f"BENCH [{session.target_cfg.name}] {session.model_cfg.name}: median {total:.3f} ms over {n} "
+          f"iterations ({threads} thread{'s' if threads > 1 else ''}); {pk_isa} peak {pk:.1f} GMAC/s "
+          f"(one core) -> {target[0]}")
+    return 0
