@@ -145,8 +145,8 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
 
 /* ---- im2col path: every other groups == 1 conv (in_c % 4 != 0, dilated columns, any input
  * zero point; the network's first conv on an image). Each pixel's receptive field is copied
- * to a contiguous run of K = k_h*k_w*in_c bytes, padding as the zero point itself; the dot
- * loops' x ^ 0x80 = x + 128 form (0..255) then gives sum (x + 128) * w, from which the
+ * to a contiguous run of K = k_h*k_w*in_c bytes as x ^ 0x80 = x + 128 (0..255), padding as
+ * the zero point so flipped; the dot loops (flip form 2) give sum (x + 128) * w, from which the
  * kernel subtracts (zp + 128) * sum(w) per channel: sum (x - zp) * w over the whole field.
  * Weight rows are padded with zeros to KW = K rounded up to a word (the layer's .bin is
  * packed so), so every load is aligned and the buffers' last word needs no special case.
@@ -159,15 +159,30 @@ int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg)
     return cfg->groups == 1 && !nn_xp_conv2d_fast(cfg);
 }
 
-/* pixel p's receptive field into buf (KW bytes), positions outside the tile (and the bytes
- * after K, which meet zero weights) as pad */
+/* pixel p's receptive field into buf (KW bytes) as x ^ 0x80 (= x + 128, what the loops' flip
+ * form 2 reads), positions outside the tile (and the bytes after K, which meet zero weights)
+ * as the zero point ^ 0x80. A kernel row inside the tile is one run of k_w * in_c bytes in
+ * the HWC tile: copied a word at a time (misaligned words in hardware), the flip one xor per
+ * word; rows that touch the padding go tap by tap. */
 static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t pad, int8_t *buf)
 {
     const int y = p / cfg->out_w, x = p - y * cfg->out_w;
     const int row0 = y * cfg->stride_h - cfg->pad_top, col0 = x * cfg->stride_w - cfg->pad_left;
+    const int run = cfg->k_w * cfg->in_c;
+    const int cols_in = cfg->dil_w == 1 && col0 >= 0 && col0 + cfg->k_w <= cfg->in_w;
     int i, j, c, k = 0;
     for (i = 0; i < cfg->k_h; ++i) {
         const int r = row0 + i * cfg->dil_h;
+        if (cols_in && r >= 0 && r < cfg->in_h) {
+            const int8_t *src = in + ((ptrdiff_t)r * cfg->in_w + col0) * cfg->in_c;
+            int8_t *dst = buf + k;
+            for (j = 0; j + 4 <= run; j += 4)
+                nn_xp_store_u(dst + j, nn_xp_load_u(src + j) ^ NN_XP_FLIP_MASK);
+            for (; j < run; ++j)
+                dst[j] = (int8_t)(src[j] ^ 0x80);
+            k += run;
+            continue;
+        }
         for (j = 0; j < cfg->k_w; ++j) {
             const int q = col0 + j * cfg->dil_w;
             if (r < 0 || r >= cfg->in_h || q < 0 || q >= cfg->in_w) {
@@ -176,7 +191,7 @@ static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t
             } else {
                 const int8_t *px = in + ((ptrdiff_t)r * cfg->in_w + q) * cfg->in_c;
                 for (c = 0; c < cfg->in_c; ++c)
-                    buf[k++] = px[c];
+                    buf[k++] = (int8_t)(px[c] ^ 0x80);
             }
         }
     }
@@ -190,7 +205,7 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
 {
     const int out_c = cfg->out_c;
     const int kw = (cfg->k_h * cfg->k_w * cfg->in_c + 3) & ~3, nw = kw / 4;
-    const int8_t pad = (int8_t)cfg->in_zp;
+    const int8_t pad = (int8_t)(cfg->in_zp ^ 0x80);     /* the zero point, flipped */
     const uint32_t zu = (uint32_t)(cfg->in_zp + 128);
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
     int8_t *buf_a = scratch, *buf_b = buf_a + kw;
@@ -217,17 +232,17 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
                 const int8_t *w = weight + (ptrdiff_t)o * kw;
                 int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
                 if (nb == 4 && pair)
-                    nn_xp_dot_4x2(1, acc, buf_a, buf_b, w, kw, nw, 1, 0, 0);
+                    nn_xp_dot_4x2(2, acc, buf_a, buf_b, w, kw, nw, 1, 0, 0);
                 else if (nb == 4) {
                     int32_t a4[4] = {0, 0, 0, 0};
-                    nn_xp_dot_4x1(1, a4, buf_a, w, kw, nw, 1, 0, 0);
+                    nn_xp_dot_4x1(2, a4, buf_a, w, kw, nw, 1, 0, 0);
                     for (j = 0; j < 4; ++j)
                         acc[2 * j] = a4[j];
                 } else {
                     for (j = 0; j < nb; ++j) {
-                        acc[2 * j] = nn_xp_dot_1x1(1, 0, buf_a, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
+                        acc[2 * j] = nn_xp_dot_1x1(2, 0, buf_a, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
                         if (pair)
-                            acc[2 * j + 1] = nn_xp_dot_1x1(1, 0, buf_b, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
+                            acc[2 * j + 1] = nn_xp_dot_1x1(2, 0, buf_b, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
                     }
                 }
                 for (j = 0; j < nb; ++j) {

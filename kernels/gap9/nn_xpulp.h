@@ -66,6 +66,21 @@ static inline uint32_t nn_xp_load_u(const int8_t *p)
 #endif
 }
 
+/* A word to any byte address (the cores store misaligned words in hardware, as they load them) */
+static inline void nn_xp_store_u(int8_t *p, uint32_t v)
+{
+#if defined(NN_XPULP_INSN)
+    typedef struct { uint8_t b[4]; } nn_xp_bytes4;
+    __asm__("sw %1, %0" : "=m"(*(nn_xp_bytes4 *)(void *)p) : "r"(v));
+#elif defined(NN_XPULP_BUILTIN)
+    __builtin_memcpy(p, &v, 4);
+#else
+    int i;
+    for (i = 0; i < 4; ++i)
+        p[i] = (int8_t)(uint8_t)(v >> 8 * i);
+#endif
+}
+
 #if defined(NN_XPULP_BUILTIN)
 typedef signed char nn_v4s __attribute__((vector_size(4)));
 typedef unsigned char nn_v4u __attribute__((vector_size(4)));

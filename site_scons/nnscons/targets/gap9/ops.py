@@ -241,7 +241,8 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          or (layer.op in ("maxpool", "avgpool") and xpulp) else 1,
                          kernel=xp_conv_path(layer, graph, xpulp) if conv and cores > 0 and
                          xp_conv_path(layer, graph, xpulp) in ("direct", "im2col") else "", cores=max(cores, 1),
-                         plane_cores=cores if dw else 0, plane_extra=4 * -(-kw // 4) if dw else 0)
+                         plane_cores=cores if dw else 0, plane_extra=4 * -(-kw // 4) if dw else 0,
+                         all_channels=layer.op in ("maxpool", "avgpool") and xpulp and cores > 0)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):

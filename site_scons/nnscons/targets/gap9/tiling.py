@@ -115,6 +115,10 @@ class Window:
     # + 1) rows of align4((tw - 1) * sw + plane_extra) bytes (0: none)
     plane_cores: int = 0
     plane_extra: int = 0
+    # the Xpulp pools run over a pixel's channels: a channel slice would make every pixel a
+    # DMA chunk of its own and each tile re-run the kernel's set-up, so keep all channels
+    # whenever some tiling with them fits
+    all_channels: bool = False
 
 
 def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
@@ -230,6 +234,8 @@ def plan_window(g: Window, budget: int):
     whole = ok & ((tc[C] % g.tc_multiple == 0) | (tc[C] == g.oc))
     if whole.any():
         ok = whole
+    if g.all_channels and (ok & (tc[C] == g.oc)).any():
+        ok = ok & (tc[C] == g.oc)
     cost = traffic + TILE_OVERHEAD * n_tiles
     if g.kernel:
         cost = _xp_cycles(g, th, tw, tc, H, W, C, l1_in, params_tile, single)
