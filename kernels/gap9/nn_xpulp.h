@@ -414,4 +414,25 @@ static inline int8_t nn_xp_requant(int32_t bias, int32_t acc, int32_t mult, int3
     return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
 }
 
+/* The common case of nn_xp_requant without its checks, for callers that made them once per
+ * channel (nn_xp_requant_quick): shift >= 33 (k = shift - 32 >= 1, half_m1 = 2^(k-1) - 1)
+ * and bias + acc known not to overflow (|bias| <= 2^30, |acc| < 2^30). Same result. */
+static inline int nn_xp_requant_quick(int32_t bias, int32_t shift)
+{
+    return shift >= 33 && shift <= 62 && bias >= -(1 << 30) && bias <= (1 << 30);
+}
+
+/* |acc| < 2^30 for every dot product of `bytes` int8 weights with centred activations
+ * (|x - zp| <= 255): bytes * 255 * 128 < 2^30 */
+#define NN_XP_QUICK_BYTES 32768
+
+static inline int8_t nn_xp_requant_k(int32_t s, int32_t mult, int32_t k, int32_t half_m1, int32_t zp,
+                                     int32_t lo, int32_t hi)
+{
+    const int64_t v = (int64_t)s * mult;
+    const int32_t vh = (int32_t)(v >> 32);
+    int32_t q = ((vh + half_m1 + (((uint32_t)v != 0) | ((vh >> k) & 1))) >> k) + zp;
+    return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+}
+
 #endif /* NN_XPULP_H */
