@@ -572,8 +572,8 @@ def test_xpulp_linear_equals_common_kernel(harnesses, tmp_path, build):
 
 @pytest.mark.parametrize("build", XP_BUILDS)
 def test_xpulp_add_equals_common_kernel(harnesses, tmp_path, build):
-    """nn_xp_add_s8 against nn_add_s8: shifts below 9 (fallback), 9..31 and from 32 on,
-    multipliers and operands at their extremes, every clamp."""
+    """nn_xp_add_s8 against nn_add_s8: shifts below 9 (fallback), 9..16, 17..31 (the 32-bit
+    rule) and from 32 on, multipliers and operands at their extremes, every clamp."""
     exe = _exe(harnesses, build)
     rng = np.random.default_rng(77)
     b, cases = Batch(), []
@@ -592,7 +592,8 @@ def test_xpulp_add_equals_common_kernel(harnesses, tmp_path, build):
         b.add(ADD, cfg, [x, y, mult, shift], n, fill=3)
         b.add(XP_ADD, cfg, [x, y, mult, shift], n, fill=-3)
     outs = b.run(exe, tmp_path)
-    assert {int(s >= 9) + int(s >= 32) for _, s in cases} == {0, 1, 2}   # fallback, both fast rules
+    # the fallback and the three fast rules
+    assert {int(s >= 9) + int(s >= 17) + int(s >= 32) for _, s in cases} == {0, 1, 2, 3}
     distinct = set()
     for i, (cfg, _) in enumerate(cases):
         np.testing.assert_array_equal(outs[2 * i + 1], outs[2 * i], err_msg=f"add case {i}: {cfg}")

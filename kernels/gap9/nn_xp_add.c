@@ -9,6 +9,14 @@
  *     result (high + 2^(k-1) - 1 + carry) >> k (the rule of nn_xp_requant in nn_xpulp.h);
  *   9 <= shift <= 31: low + 2^(shift-1) - 1 + bit with its carry into high; the result,
  *     |acc| / 2^shift < 2^31, is (high << (32 - shift)) | (low >> shift).
+ *
+ * 17 <= shift <= 31 (ResNet-18's adds: 29-31) avoids the 64-bit products (mulh: several
+ * cycles on the cluster cores): with M = Mh 2^16 + Ml (Ml = M & 0xffff),
+ *   H = A m0h + B m1h,  L = A m0l + B m1l   (A = a - a_zp, B = b - b_zp: |H|, |L| < 2^26)
+ *   acc = T 2^16 + Ll,  T = H + (L >> 16),  Ll = L & 0xffff
+ * and with u = shift - 16 >= 1, floor(acc / 2^shift) = T >> u, so bit = (T >> u) & 1 and
+ * the same carry argument gives round(acc / 2^shift) = (T + 2^(u-1) - 1 + (Ll != 0 || bit)) >> u.
+ * The zero points fold into the constants of H and L (a m0h + b m1h - a_zp m0h - b_zp m1h).
  */
 #include "nn_hwc_kernels.h"
 #include "nn_xpulp.h"
@@ -21,6 +29,20 @@ void nn_xp_add_s8(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t
     int i;
     if (s < 9) {
         nn_add_s8(n, a, a_zp, b, b_zp, mult, shift, out_zp, act_min, act_max, out);
+        return;
+    }
+    if (s >= 17 && s <= 31) {
+        const int32_t m0h = m0 >> 16, m1h = m1 >> 16, m0l = m0 & 0xffff, m1l = m1 & 0xffff, u = s - 16;
+        const int32_t ch = -(a_zp * m0h + b_zp * m1h), cl = -(a_zp * m0l + b_zp * m1l);
+        const int32_t half = ((int32_t)1 << (u - 1)) - 1;
+        for (i = 0; i < n; ++i) {
+            const int32_t x = a[i], y = b[i];
+            const int32_t l = x * m0l + y * m1l + cl;
+            const int32_t t = x * m0h + y * m1h + ch + (l >> 16);
+            int32_t q = (t + half + (((uint32_t)l << 16) != 0 || ((t >> u) & 1))) >> u;
+            q += out_zp;
+            out[i] = (int8_t)(q < act_min ? act_min : (q > act_max ? act_max : q));
+        }
         return;
     }
     for (i = 0; i < n; ++i) {

@@ -41,13 +41,29 @@ typedef struct {
     int rows, n;
 } field_t;
 
-static void field_of(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int8_t *out, int p, field_t *f)
+/* the taps [lo, hi) of n at base + i * step inside [0, limit): nn_valid_range without its
+ * divisions when step == 1 (dozens of cycles each on the cluster cores) */
+static inline void valid_taps(int base, int step, int n, int limit, int *lo, int *hi)
 {
-    const int y = p / cfg->out_w, x = p - y * cfg->out_w;
+    if (step != 1) {
+        nn_valid_range(base, step, n, limit, lo, hi);
+        return;
+    }
+    *lo = base >= 0 ? 0 : -base;
+    *hi = limit - base < n ? limit - base : n;
+    if (*hi < 0)
+        *hi = 0;
+    if (*lo > *hi)
+        *lo = *hi;
+}
+
+/* output pixel p at (y, x) of the tile */
+static void field_of(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int8_t *out, int p, int y, int x, field_t *f)
+{
     const int row0 = y * cfg->stride_h - cfg->pad_top, col0 = x * cfg->stride_w - cfg->pad_left;
     int ki0, ki1, kj0, kj1;
-    nn_valid_range(row0, cfg->dil_h, cfg->k_h, cfg->in_h, &ki0, &ki1);
-    nn_valid_range(col0, 1, cfg->k_w, cfg->in_w, &kj0, &kj1);
+    valid_taps(row0, cfg->dil_h, cfg->k_h, cfg->in_h, &ki0, &ki1);
+    valid_taps(col0, 1, cfg->k_w, cfg->in_w, &kj0, &kj1);
     f->n = (kj1 - kj0) * cfg->in_c / 4;
     f->rows = f->n ? ki1 - ki0 : 0;
     f->w0 = f->rows ? ((ptrdiff_t)ki0 * cfg->k_w + kj0) * cfg->in_c : 0;
@@ -111,10 +127,14 @@ static void direct(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t 
                    int pix_begin, int pix_end, int c_begin, int c_end, int flip)
 {
     field_t wait[NN_XP_PENDING], f;
-    int n_wait = 0, p, i;
+    int n_wait = 0, p, i, y = pix_begin / cfg->out_w, x = pix_begin - y * cfg->out_w;
 
     for (p = pix_begin; p < pix_end; ++p) {
-        field_of(cfg, in, out, p, &f);
+        field_of(cfg, in, out, p, y, x, &f);
+        if (++x == cfg->out_w) {
+            x = 0;
+            ++y;
+        }
         for (i = 0; i < n_wait; ++i)
             if (wait[i].rows == f.rows && wait[i].n == f.n && wait[i].w0 == f.w0)
                 break;
@@ -145,8 +165,8 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
 
 /* ---- im2col path: every other groups == 1 conv (in_c % 4 != 0, dilated columns, any input
  * zero point; the network's first conv on an image). Each pixel's receptive field is copied
- * to a contiguous run of K = k_h*k_w*in_c bytes, padding as the zero point itself; the dot
- * loops' x ^ 0x80 = x + 128 form (0..255) then gives sum (x + 128) * w, from which the
+ * to a contiguous run of K = k_h*k_w*in_c bytes as x ^ 0x80 = x + 128 (0..255), padding as
+ * the zero point so flipped; the dot loops (flip form 2) give sum (x + 128) * w, from which the
  * kernel subtracts (zp + 128) * sum(w) per channel: sum (x - zp) * w over the whole field.
  * Weight rows are padded with zeros to KW = K rounded up to a word (the layer's .bin is
  * packed so), so every load is aligned and the buffers' last word needs no special case.
@@ -159,15 +179,30 @@ int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg)
     return cfg->groups == 1 && !nn_xp_conv2d_fast(cfg);
 }
 
-/* pixel p's receptive field into buf (KW bytes), positions outside the tile (and the bytes
- * after K, which meet zero weights) as pad */
+/* pixel p's receptive field into buf (KW bytes) as x ^ 0x80 (= x + 128, what the loops' flip
+ * form 2 reads), positions outside the tile (and the bytes after K, which meet zero weights)
+ * as the zero point ^ 0x80. A kernel row inside the tile is one run of k_w * in_c bytes in
+ * the HWC tile: copied a word at a time (misaligned words in hardware), the flip one xor per
+ * word; rows that touch the padding go tap by tap. */
 static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t pad, int8_t *buf)
 {
     const int y = p / cfg->out_w, x = p - y * cfg->out_w;
     const int row0 = y * cfg->stride_h - cfg->pad_top, col0 = x * cfg->stride_w - cfg->pad_left;
+    const int run = cfg->k_w * cfg->in_c;
+    const int cols_in = cfg->dil_w == 1 && col0 >= 0 && col0 + cfg->k_w <= cfg->in_w;
     int i, j, c, k = 0;
     for (i = 0; i < cfg->k_h; ++i) {
         const int r = row0 + i * cfg->dil_h;
+        if (cols_in && r >= 0 && r < cfg->in_h) {
+            const int8_t *src = in + ((ptrdiff_t)r * cfg->in_w + col0) * cfg->in_c;
+            int8_t *dst = buf + k;
+            for (j = 0; j + 4 <= run; j += 4)
+                nn_xp_store_u(dst + j, nn_xp_load_u(src + j) ^ NN_XP_FLIP_MASK);
+            for (; j < run; ++j)
+                dst[j] = (int8_t)(src[j] ^ 0x80);
+            k += run;
+            continue;
+        }
         for (j = 0; j < cfg->k_w; ++j) {
             const int q = col0 + j * cfg->dil_w;
             if (r < 0 || r >= cfg->in_h || q < 0 || q >= cfg->in_w) {
@@ -176,7 +211,7 @@ static void im2col(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int p, int8_t
             } else {
                 const int8_t *px = in + ((ptrdiff_t)r * cfg->in_w + q) * cfg->in_c;
                 for (c = 0; c < cfg->in_c; ++c)
-                    buf[k++] = px[c];
+                    buf[k++] = (int8_t)(px[c] ^ 0x80);
             }
         }
     }
@@ -189,8 +224,8 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
                         int pix_begin, int pix_end, int c_begin, int c_end, int8_t *scratch)
 {
     const int out_c = cfg->out_c;
-    const int kw = (cfg->k_h * cfg->k_w * cfg->in_c + 3) & ~3, nw = kw / 4;
-    const int8_t pad = (int8_t)cfg->in_zp;
+    const int kw = (cfg->k_h * cfg->k_w * cfg->in_c + 3) & ~3, nw = kw / 4, quick = kw < NN_XP_QUICK_BYTES;
+    const int8_t pad = (int8_t)(cfg->in_zp ^ 0x80);     /* the zero point, flipped */
     const uint32_t zu = (uint32_t)(cfg->in_zp + 128);
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
     int8_t *buf_a = scratch, *buf_b = buf_a + kw;
@@ -217,28 +252,35 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
                 const int8_t *w = weight + (ptrdiff_t)o * kw;
                 int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
                 if (nb == 4 && pair)
-                    nn_xp_dot_4x2(1, acc, buf_a, buf_b, w, kw, nw, 1, 0, 0);
+                    nn_xp_dot_4x2(2, acc, buf_a, buf_b, w, kw, nw, 1, 0, 0);
                 else if (nb == 4) {
                     int32_t a4[4] = {0, 0, 0, 0};
-                    nn_xp_dot_4x1(1, a4, buf_a, w, kw, nw, 1, 0, 0);
+                    nn_xp_dot_4x1(2, a4, buf_a, w, kw, nw, 1, 0, 0);
                     for (j = 0; j < 4; ++j)
                         acc[2 * j] = a4[j];
                 } else {
                     for (j = 0; j < nb; ++j) {
-                        acc[2 * j] = nn_xp_dot_1x1(1, 0, buf_a, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
+                        acc[2 * j] = nn_xp_dot_1x1(2, 0, buf_a, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
                         if (pair)
-                            acc[2 * j + 1] = nn_xp_dot_1x1(1, 0, buf_b, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
+                            acc[2 * j + 1] = nn_xp_dot_1x1(2, 0, buf_b, w + (ptrdiff_t)j * kw, nw, 1, 0, 0);
                     }
                 }
                 for (j = 0; j < nb; ++j) {
-                    const int32_t b = bias ? bias[o + j] : 0;
+                    const int32_t b = bias ? bias[o + j] : 0, m = mult[o + j], s = shift[o + j];
                     /* modular arithmetic: the centred sum fits in 32 bits, its parts may not */
                     const uint32_t corr = zu * (uint32_t)wsum[o + j - c0];
-                    oa[o + j] = nn_xp_requant(b, (int32_t)((uint32_t)acc[2 * j] - corr), mult[o + j],
-                                              shift[o + j], ozp, lo, hi);
-                    if (pair)
-                        oa[out_c + o + j] = nn_xp_requant(b, (int32_t)((uint32_t)acc[2 * j + 1] - corr),
-                                                          mult[o + j], shift[o + j], ozp, lo, hi);
+                    const int32_t a0 = (int32_t)((uint32_t)acc[2 * j] - corr);
+                    const int32_t a1 = (int32_t)((uint32_t)acc[2 * j + 1] - corr);
+                    if (quick && nn_xp_requant_quick(b, s)) {
+                        const int32_t k = s - 32, h = ((int32_t)1 << (k - 1)) - 1;
+                        oa[o + j] = nn_xp_requant_k(b + a0, m, k, h, ozp, lo, hi);
+                        if (pair)
+                            oa[out_c + o + j] = nn_xp_requant_k(b + a1, m, k, h, ozp, lo, hi);
+                    } else {
+                        oa[o + j] = nn_xp_requant(b, a0, m, s, ozp, lo, hi);
+                        if (pair)
+                            oa[out_c + o + j] = nn_xp_requant(b, a1, m, s, ozp, lo, hi);
+                    }
                 }
             }
         }
@@ -250,6 +292,24 @@ void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, cons
                             int8_t *out, int pix_begin, int pix_end, int8_t *scratch)
 {
     im2col_conv(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, 0, cfg->out_c, scratch);
+}
+
+/* plain C, one pixel at a time: its channels c_begin.. sit at out[p*out_c + c_begin]; out of
+ * line, so that its copy of the configuration is not on the stack under the SIMD paths (the
+ * cores' stacks are 1 KiB) */
+static __attribute__((noinline)) void chans_plain(const nn_hwc_conv_cfg_t *cfg, const int8_t *in,
+                                                  const int8_t *weight, const int32_t *bias, const int32_t *mult,
+                                                  const int32_t *shift, int8_t *out, int c_begin, int c_end)
+{
+    nn_hwc_conv_cfg_t sub = *cfg;
+    const ptrdiff_t per_oc = (ptrdiff_t)cfg->k_h * cfg->k_w * (cfg->in_c / cfg->groups);
+    const int n_pix = cfg->out_h * cfg->out_w;
+    int p;
+    sub.out_c = c_end - c_begin;
+    for (p = 0; p < n_pix; ++p)
+        nn_hwc_conv2d_s8(&sub, in, weight + c_begin * per_oc, bias ? bias + c_begin : NULL,
+                         mult + c_begin, shift + c_begin,
+                         out + (ptrdiff_t)p * (cfg->out_c - sub.out_c) + c_begin, p, p + 1);
 }
 
 /* Every output pixel, channels [c_begin, c_end): the cores' share when a tile has fewer
@@ -266,15 +326,8 @@ void nn_xp_conv2d_chans_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const
         direct(cfg, in, weight, bias, mult, shift, out, 0, n_pix, c_begin, c_end, cfg->in_zp == -128);
     } else if (nn_xp_conv2d_im2col(cfg) && scratch) {
         im2col_conv(cfg, in, weight, bias, mult, shift, out, 0, n_pix, c_begin, c_end, scratch);
-    } else {    /* plain C, one pixel at a time: its channels c_begin.. sit at out[p*out_c + c_begin] */
-        nn_hwc_conv_cfg_t sub = *cfg;
-        const ptrdiff_t per_oc = (ptrdiff_t)cfg->k_h * cfg->k_w * (cfg->in_c / cfg->groups);
-        int p;
-        sub.out_c = c_end - c_begin;
-        for (p = 0; p < n_pix; ++p)
-            nn_hwc_conv2d_s8(&sub, in, weight + c_begin * per_oc, bias ? bias + c_begin : NULL,
-                             mult + c_begin, shift + c_begin,
-                             out + (ptrdiff_t)p * (cfg->out_c - sub.out_c) + c_begin, p, p + 1);
+    } else {
+        chans_plain(cfg, in, weight, bias, mult, shift, out, c_begin, c_end);
     }
 }
 

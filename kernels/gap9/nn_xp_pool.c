@@ -21,13 +21,32 @@ int nn_xp_maxpool_fast(const nn_hwc_pool_cfg_t *cfg)
     return cfg->c % 4 == 0 && cfg->dil_h == 1 && cfg->dil_w == 1;
 }
 
+/* Whether the requantization of a maximum is the identity: a multiplier of exactly 1
+ * (mult = 2^shift, so no rounding), the same zero point, no clamp inside int8. Then a
+ * window's maximum word is its output word (a max pool keeping its input's scale). */
+static int identity(const nn_hwc_pool_cfg_t *cfg, int32_t mult, int32_t shift)
+{
+    return shift >= 1 && shift <= 30 && mult == (int32_t)1 << shift && cfg->in_zp == cfg->out_zp &&
+           cfg->act_min <= -128 && cfg->act_max >= 127;
+}
+
+static inline uint32_t max9(const int8_t *p, ptrdiff_t c, ptrdiff_t row)
+{
+    const uint32_t a = nn_xp_max4(nn_xp_max4(nn_xp_load(p), nn_xp_load(p + c)), nn_xp_load(p + 2 * c));
+    const uint32_t b = nn_xp_max4(nn_xp_max4(nn_xp_load(p + row), nn_xp_load(p + row + c)), nn_xp_load(p + row + 2 * c));
+    const uint32_t d = nn_xp_max4(nn_xp_max4(nn_xp_load(p + 2 * row), nn_xp_load(p + 2 * row + c)),
+                                  nn_xp_load(p + 2 * row + 2 * c));
+    return nn_xp_max4(nn_xp_max4(a, b), d);
+}
+
 void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
                       const int32_t *shift, int8_t *out, int pix_begin, int pix_end)
 {
     const int c = cfg->c, words = c / 4;
     const ptrdiff_t row = (ptrdiff_t)cfg->in_w * c;
-    const int lut = (pix_end - pix_begin) * c >= NN_XP_POOL_LUT_MIN;
     const int32_t m0 = mult[0], s0 = shift[0], ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
+    const int same = identity(cfg, m0, s0);
+    const int lut = !same && (pix_end - pix_begin) * c >= NN_XP_POOL_LUT_MIN;
     int8_t table[256];
     int p, y, x, i, j, r, q;
 
@@ -48,7 +67,11 @@ void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int3
         int r0, r1, c0, c1;
         nn_valid_range(top, 1, cfg->k_h, cfg->in_h, &r0, &r1);
         nn_valid_range(left, 1, cfg->k_w, cfg->in_w, &c0, &c1);
-        if (r0 < r1 && c0 < c1) {
+        if (same && r1 - r0 == 3 && c1 - c0 == 3) {     /* a whole 3 x 3 window: unrolled */
+            const int8_t *first = in + (top + r0) * row + (ptrdiff_t)(left + c0) * c;
+            for (i = 0; i < words; ++i)
+                nn_xp_store_u(o + 4 * i, max9(first + 4 * i, c, row));
+        } else if (r0 < r1 && c0 < c1) {
             const int8_t *first = in + (top + r0) * row + (ptrdiff_t)(left + c0) * c;
             for (i = 0; i < words; ++i) {
                 const int8_t *base = first + 4 * i;
@@ -56,6 +79,10 @@ void nn_xp_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int3
                 for (r = 0; r < r1 - r0; ++r)
                     for (q = 0; q < c1 - c0; ++q)
                         m = nn_xp_max4(m, nn_xp_load(base + r * row + (ptrdiff_t)q * c));
+                if (same) {
+                    nn_xp_store_u(o + 4 * i, m);
+                    continue;
+                }
                 for (j = 0; j < 4; ++j) {
                     const int8_t v = (int8_t)(uint8_t)(m >> 8 * j);
                     o[4 * i + j] = lut ? table[v + 128] : nn_xp_requant(0, v - cfg->in_zp, m0, s0, ozp, lo, hi);

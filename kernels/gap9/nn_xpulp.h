@@ -66,6 +66,21 @@ static inline uint32_t nn_xp_load_u(const int8_t *p)
 #endif
 }
 
+/* A word to any byte address (the cores store misaligned words in hardware, as they load them) */
+static inline void nn_xp_store_u(int8_t *p, uint32_t v)
+{
+#if defined(NN_XPULP_INSN)
+    typedef struct { uint8_t b[4]; } nn_xp_bytes4;
+    __asm__("sw %1, %0" : "=m"(*(nn_xp_bytes4 *)(void *)p) : "r"(v));
+#elif defined(NN_XPULP_BUILTIN)
+    __builtin_memcpy(p, &v, 4);
+#else
+    int i;
+    for (i = 0; i < 4; ++i)
+        p[i] = (int8_t)(uint8_t)(v >> 8 * i);
+#endif
+}
+
 #if defined(NN_XPULP_BUILTIN)
 typedef signed char nn_v4s __attribute__((vector_size(4)));
 typedef unsigned char nn_v4u __attribute__((vector_size(4)));
@@ -396,6 +411,27 @@ static inline int8_t nn_xp_requant(int32_t bias, int32_t acc, int32_t mult, int3
     else
         q = (vh + ((int32_t)1 << (k - 1)) - 1 + (vl != 0 || bit)) >> k;
     q += zp;
+    return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
+}
+
+/* The common case of nn_xp_requant without its checks, for callers that made them once per
+ * channel (nn_xp_requant_quick): shift >= 33 (k = shift - 32 >= 1, half_m1 = 2^(k-1) - 1)
+ * and bias + acc known not to overflow (|bias| <= 2^30, |acc| < 2^30). Same result. */
+static inline int nn_xp_requant_quick(int32_t bias, int32_t shift)
+{
+    return shift >= 33 && shift <= 62 && bias >= -(1 << 30) && bias <= (1 << 30);
+}
+
+/* |acc| < 2^30 for every dot product of `bytes` int8 weights with centred activations
+ * (|x - zp| <= 255): bytes * 255 * 128 < 2^30 */
+#define NN_XP_QUICK_BYTES 32768
+
+static inline int8_t nn_xp_requant_k(int32_t s, int32_t mult, int32_t k, int32_t half_m1, int32_t zp,
+                                     int32_t lo, int32_t hi)
+{
+    const int64_t v = (int64_t)s * mult;
+    const int32_t vh = (int32_t)(v >> 32);
+    int32_t q = ((vh + half_m1 + (((uint32_t)v != 0) | ((vh >> k) & 1))) >> k) + zp;
     return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
 }
 

@@ -241,7 +241,8 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          or (layer.op in ("maxpool", "avgpool") and xpulp) else 1,
                          kernel=xp_conv_path(layer, graph, xpulp) if conv and cores > 0 and
                          xp_conv_path(layer, graph, xpulp) in ("direct", "im2col") else "", cores=max(cores, 1),
-                         plane_cores=cores if dw else 0, plane_extra=4 * -(-kw // 4) if dw else 0)
+                         plane_cores=cores if dw else 0, plane_extra=4 * -(-kw // 4) if dw else 0,
+                         all_channels=layer.op in ("maxpool", "avgpool") and xpulp and cores > 0)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
@@ -354,6 +355,8 @@ def l1_parts(t) -> list:
     if t.pipeline in ("spatial", "flat") and t.n_tiles > 1:
         parts = [("in0", t.l1_in), ("in1", t.l1_in), ("out0", t.l1_out), ("out1", t.l1_out),
                  ("par0", t.l1_params)]
+    elif t.pipeline == "channel" and t.n_c > 1 and t.params_single:
+        parts = [("in0", t.l1_in), ("par0", t.l1_params), ("out0", t.l1_out), ("out1", t.l1_out)]
     elif t.pipeline == "channel" and t.n_c > 1:
         parts = [("in0", t.l1_in), ("par0", t.l1_params), ("par1", t.l1_params),
                  ("out0", t.l1_out), ("out1", t.l1_out)]

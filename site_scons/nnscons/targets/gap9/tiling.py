@@ -77,6 +77,11 @@ class Tiling:
     l2_l1_bytes: int     # bytes moved between L2 and L1
     lower_bound: int     # every tensor moved once
     l1_scratch: int = 0  # per-layer kernel scratch (the cores' im2col buffers), in l1_bytes
+    # channel pipeline with one parameter buffer: the next channel tile's parameters load
+    # after this tile's compute instead of during it (a whole input plane and 4-channel
+    # parameter tiles fit a budget that double-buffered parameters would not: ResNet-18's
+    # layer4 in 52 KiB)
+    params_single: bool = False
 
     @property
     def n_tiles(self):
@@ -115,6 +120,10 @@ class Window:
     # + 1) rows of align4((tw - 1) * sw + plane_extra) bytes (0: none)
     plane_cores: int = 0
     plane_extra: int = 0
+    # the Xpulp pools run over a pixel's channels: a channel slice would make every pixel a
+    # DMA chunk of its own and each tile re-run the kernel's set-up, so keep all channels
+    # whenever some tiling with them fits
+    all_channels: bool = False
 
 
 def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
@@ -155,10 +164,11 @@ def _core_cycles(g: Window, P, tcs, px):
     return best
 
 
-def _xp_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, single):
+def _xp_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, single, serial_params=False):
     """Estimated cycles of the layer per (th, tw, tc) grid point (see the constants above):
     per tile max(compute on the busiest core, its DMA) + TILE_CYCLES; the spatial pipeline
-    loads each channel tile's parameters between tiles, the channel pipeline the input once."""
+    loads each channel tile's parameters between tiles, the channel pipeline the input once
+    (serial_params: and each parameter tile after the previous tile's compute)."""
     k_words = g.kh * g.kw * g.c / 4
     px = k_words * WORD_CYCLES + g.kh * ROW_CYCLES + PIXEL_CYCLES
     total = np.zeros(H.shape)
@@ -171,6 +181,10 @@ def _xp_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, single):
                 if g.kernel == "im2col":
                     comp = comp + -(-P // g.cores) * g.kh * g.kw * g.c * IM2COL_CYCLES
                 # spatial: the next input and this output move meanwhile; channel: parameters
+                if serial_params:
+                    total += count * (np.maximum(comp, P * tcs / DMA_BYTES_PER_CYCLE) +
+                                      params_tile[C] / DMA_BYTES_PER_CYCLE + TILE_CYCLES)
+                    continue
                 dma = np.where(single, params_tile[C], l1_in) + P * tcs
                 total += count * (np.maximum(comp, dma / DMA_BYTES_PER_CYCLE) + TILE_CYCLES)
     n_c = -(-g.oc // tc)[C]
@@ -217,24 +231,42 @@ def plan_window(g: Window, budget: int):
               if g.plane_cores else 0)
     scratch = _align4(g.scratch) + planes
     l1 = np.where(single, l1_ch, l1_sp) + scratch
+    # the Xpulp convs may also run the channel pipeline on one parameter buffer (params_single)
+    l1_ps = np.where(single & (n_c[C] > 1), l1_in + params_tile[C] + dbl * l1_out + scratch, np.iinfo(np.int64).max) \
+        if g.kernel else None
     # one spatial tile reads its input box once (every channel tile its own channels when
     # grouped); several re-read the boxes per channel tile when groups == 1
     traffic = np.where(single, rows_sum[H] * cols_sum[W] * g.c,
                        rows_sum[H] * cols_sum[W] * chan_sum[C]) + params_total + out_total
-    smallest = int(l1.min())
-    ok = l1 <= budget
-    if not ok.any():
-        return None, smallest
-    # a kernel blocked over tc_multiple channels (the Xpulp conv: 4) runs a partial block
-    # several times slower: keep whole blocks whenever some tiling with them fits
-    whole = ok & ((tc[C] % g.tc_multiple == 0) | (tc[C] == g.oc))
-    if whole.any():
-        ok = whole
+    smallest = int(l1.min()) if l1_ps is None else int(min(l1.min(), l1_ps.min()))
+
+    def pick(l1, cost):
+        """(cost, index) of the best grid point within the budget, or None"""
+        ok = l1 <= budget
+        if not ok.any():
+            return None
+        # a kernel blocked over tc_multiple channels (the Xpulp conv: 4) runs a partial block
+        # several times slower: keep whole blocks whenever some tiling with them fits
+        whole = ok & ((tc[C] % g.tc_multiple == 0) | (tc[C] == g.oc))
+        if whole.any():
+            ok = whole
+        if g.all_channels and (ok & (tc[C] == g.oc)).any():
+            ok = ok & (tc[C] == g.oc)
+        idx = np.lexsort((l1[ok], -tw[W][ok], traffic[ok], cost[ok]))[0]
+        return cost[ok][idx], (H[ok][idx], W[ok][idx], C[ok][idx])
+
     cost = traffic + TILE_OVERHEAD * n_tiles
     if g.kernel:
         cost = _xp_cycles(g, th, tw, tc, H, W, C, l1_in, params_tile, single)
-    idx = np.lexsort((l1[ok], -tw[W][ok], traffic[ok], cost[ok]))[0]
-    h, w, c = H[ok][idx], W[ok][idx], C[ok][idx]
+    best = pick(l1, cost)
+    params_single = False
+    if l1_ps is not None:
+        alt = pick(l1_ps, _xp_cycles(g, th, tw, tc, H, W, C, l1_in, params_tile, single, serial_params=True))
+        if alt is not None and (best is None or alt[0] < best[0]):
+            best, l1, params_single = alt, l1_ps, True
+    if best is None:
+        return None, smallest
+    h, w, c = best[1]
     pipeline = "channel" if n_sp[h, w, c] == 1 else "spatial"
     return Tiling(pipeline=pipeline, th=int(th[h]), tw=int(tw[w]), tc=int(tc[c]),
                   n_h=int(n_h[h]), n_w=int(n_w[w]), n_c=int(n_c[c]),
@@ -242,7 +274,8 @@ def plan_window(g: Window, budget: int):
                   l1_in=int(l1_in[h, w, c]), l1_out=int(l1_out[h, w, c]),
                   l1_params=int(params_tile[c]), l1_bytes=int(l1[h, w, c]),
                   l2_l1_bytes=int(traffic[h, w, c]), lower_bound=int(lower),
-                  l1_scratch=int(np.broadcast_to(scratch, l1.shape)[h, w, c])), smallest
+                  l1_scratch=int(np.broadcast_to(scratch, l1.shape)[h, w, c]),
+                  params_single=params_single), smallest
 
 
 def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):
