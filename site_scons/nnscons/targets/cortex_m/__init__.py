@@ -31,18 +31,21 @@ SINGLE_THREAD = data_path("kernels", "cortex_m", "nn_threads_single.c")
 KiB, MiB = 1024, 1024 * 1024
 # per core: compiler flags, the qemu machine with that core, its code and data memories
 # (origin, bytes): mps2 boards have 4 MiB SSRAM at 0x0 and 4 MiB at 0x20000000, the
-# MPS3 AN547 512 KiB ITCM at 0x0 and 512 KiB DTCM at 0x20000000
+# MPS3 AN547 512 KiB ITCM at 0x0 and 512 KiB DTCM at 0x20000000; "hz": the machine's
+# processor clock in qemu (SysTick's: 25 MHz on the MPS2 boards, 32 MHz on the AN547)
 CPUS = {
     "cortex-m3": {"flags": ["-mcpu=cortex-m3", "-mfloat-abi=soft"], "machine": "mps2-an385",
-                  "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB), "path": "scalar"},
+                  "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB), "path": "scalar",
+                  "hz": 25_000_000},
     "cortex-m4": {"flags": ["-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"],
                   "machine": "mps2-an386", "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB),
-                  "path": "dsp"},
+                  "path": "dsp", "hz": 25_000_000},
     "cortex-m7": {"flags": ["-mcpu=cortex-m7", "-mfpu=fpv5-d16", "-mfloat-abi=hard"],
                   "machine": "mps2-an500", "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB),
-                  "path": "dsp"},
+                  "path": "dsp", "hz": 25_000_000},
     "cortex-m55": {"flags": ["-mcpu=cortex-m55", "-mfloat-abi=hard"], "machine": "mps3-an547",
-                   "code": (0x0, 512 * KiB), "data": (0x20000000, 512 * KiB), "path": "mve"},
+                   "code": (0x0, 512 * KiB), "data": (0x20000000, 512 * KiB), "path": "mve",
+                   "hz": 32_000_000},
 }
 STACK = 16 * KiB
 
@@ -132,7 +135,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     threads = {os.path.join(data_path("kernels", "common"), "nn_threads.c")}
     kernels = (kernels - threads) | ({SINGLE_THREAD} if kernels & threads else set())
     tp.kernels = [k for k in base.with_kernel_dependencies(kernels, calls) if k not in threads]
-    tp.columns = [("kernel", "kernel")]
+    tp.columns = [("kernel", "kernel"), ("insns", "insns"), ("MAC/insn", "macs_per_insn")]
     c = core(opts)
     tp.report["cortex_m"] = {"cpu": opts["toolchain"]["cpu"], "machine": c["machine"], "cmsis_nn_path": c["path"],
                              "cmsis_nn_layers": sum(lp.report["kernel"] != "portable" for lp in tp.layers)}

@@ -15,7 +15,7 @@ from ... import binfiles
 from .. import library
 from . import cmsis
 
-START = ("nn_cm_start.c", "nn_cm_semihost.c")
+START = ("nn_cm_start.c", "nn_cm_semihost.c", "nn_cm_counter.c")
 
 
 def linker_script(core: dict, stack: int) -> str:
@@ -106,4 +106,8 @@ def declare_nodes(env, session, common) -> dict:
     memory = env.Command(os.path.join(b, "memory.json"), firmware,
                          SCons.Action.Action(write_report, actions.label),
                          NNS_VERB="SIZE", NNS_LABEL=session.model_cfg.name)
-    return {"firmware": firmware, "run": run, "library": lib_nodes, "report_extra": memory}
+    from .insns import write_report as write_insns
+    insns = env.Command(os.path.join(b, "insns.json"), run[0],
+                        SCons.Action.Action(write_insns, actions.label),
+                        NNS_VERB="INSNS", NNS_LABEL=session.model_cfg.name)
+    return {"firmware": firmware, "run": run, "library": lib_nodes, "report_extra": memory + insns}
