@@ -93,6 +93,21 @@ def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
     params = sum(layer["param_bytes"] for layer in report["layers"])
     assert params < mem["code_bytes"] <= mem["code_size"], mem
     assert mem["data_bytes"] <= mem["data_size"], mem
+    # instructions per layer (qemu -icount): every layer measured, the total their sum
+    assert all(layer["insns"] > 0 for layer in report["layers"]), report["layers"]
+    assert report["total_insns"] == sum(layer["insns"] for layer in report["layers"])
+    assert "not cycles" in report["insns_source"]
+
+
+def _conv_macs_per_insn(report) -> float:
+    convs = [layer for layer in report["layers"] if layer["op"] == "conv2d"]
+    return sum(layer["macs"] for layer in convs) / sum(layer["insns"] for layer in convs)
+
+
+def test_helium_does_4x_the_macs_per_instruction_of_scalar_on_the_convs(proj):
+    """The same ResNet-8 convs on CMSIS-NN's MVE path (M55) and its plain C (M3)."""
+    rates = {t: _conv_macs_per_insn(_build(proj, t, "tfl_resnet8")[1]) for t in ("cortex-m55", "cortex-m3")}
+    assert rates["cortex-m55"] >= 4 * rates["cortex-m3"], rates
 
 
 def test_tfl_dscnn_depthwise_bit_exact_on_m55(proj):
