@@ -14,6 +14,7 @@ arithmetic), so an ONNX model is exact too, without CMSIS-NN's speed.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 from ...errors import UserError
@@ -23,6 +24,7 @@ from ...planning.buffers import plan_buffers
 from .. import library
 from ..host import TEMPLATES, network_spec, plan as _host_plan
 from . import layers as cmsis_layers
+from . import rules
 from . import tool  # noqa: F401  (the kind's SCons Tool)
 from .nodes import declare_nodes  # noqa: F401
 
@@ -54,6 +56,7 @@ SCHEMA = {
     "memory": {"l1": "size", "l2": "size"},
     "tiling": {"l1_budget": "size"},
     "run": {"platform": PLATFORMS, "timeout": "count", "qemu": "str"},
+    "cmsis_nn": {"numerics": rules.CHOICES},
     "layer": {"l1_budget": "size"},
 }
 
@@ -63,6 +66,7 @@ DEFAULTS = {
     "memory": {"l1": 64 * KiB, "l2": 0},      # l2 0: half the core's data memory (the rest: the harness, stack)
     "tiling": {"l1_budget": 32 * KiB},
     "run": {"platform": "qemu", "timeout": 600, "qemu": "qemu-system-arm"},
+    "cmsis_nn": {"numerics": rules.DEFAULT},
 }
 
 
@@ -98,14 +102,23 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                     isa_codes={"portable": 1, "auto": 1}, kind="cortex-m", fuse_residual=False)
     from ..host.ops import depthwise
     kernels, calls = set(), set()
+    # numerics cmsis: a layer whose own rule is not CMSIS-NN's runs on it all the same, as
+    # its variant against the TFLite view (rules.py), where CMSIS-NN can compute it
+    view, switched = rules.tflite_view(graph), {}
     for lp in tp.layers:
-        key = cmsis_layers.choice(lp.layer, graph, depthwise(lp.layer, graph))
+        dw = depthwise(lp.layer, graph)
+        key = cmsis_layers.choice(lp.layer, graph, dw)
+        alt = None
+        if key is None and opts["cmsis_nn"]["numerics"] == "cmsis" and rules.switchable(graph):
+            key = cmsis_layers.choice(lp.layer, view, dw)
+            alt = lp.layer if key else None
         if key is None:
             lp.report["kernel"] = "portable"
             kernels.update(lp.kernels)
             calls |= base.template_calls(TEMPLATES, lp.template)
             continue
-        layout = base.param_layout(lp.layer, graph)
+        layer, lgraph = (alt, view) if alt is not None else (lp.layer, graph)
+        layout = cmsis_layers.layout(layer, lgraph, key)
         spec = {k: v for k, v in lp.spec.items() if k not in ("gemm", "tile", "isa", "scratch_at")}
         spec["params"] = {section: {"dtype": dtype, "count": count, "offset": offset}
                           for section, dtype, count, offset in layout}
@@ -117,9 +130,15 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         lp.template, lp.kernels, lp.spec, lp.files = cmsis_layers.TEMPLATES[key], (), spec, []
         lp.param_layout, lp.param_bytes = layout, base.layout_bytes(layout)
         lp.pack, lp.pack_key = cmsis_layers.pack, "cmsis-nn"
+        if alt is not None:
+            switched[lp.layer.name] = alt
+            lp.pack = functools.partial(cmsis_layers.pack_as, alt, view)
+            lp.pack_key = "cmsis-nn, TFLite's rule"
         spec["cmsis"] = key
         lp.report = {"kernel": "cmsis-nn " + cmsis_layers.FUNCTIONS[key],
                      "scratch_bound": spec["scratch"]}
+        if alt is not None:
+            lp.report["rule"] = "tflite"
     # the arena's scratch region and the library's files follow the layers as chosen
     net = network_spec(graph, tp.layers, plan_buffers(graph), tp.network["lib"])
     lib = net["lib"]
@@ -140,5 +159,14 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     tp.report["cortex_m"] = {"cpu": opts["toolchain"]["cpu"], "machine": c["machine"], "cmsis_nn_path": c["path"],
                              "cmsis_nn_layers": sum(lp.report["kernel"] != "portable" for lp in tp.layers)}
     tp.extra["link_libs"] = ["m"]
+    tp.extra["cmsis_rule"] = {"switched": sorted(switched)}
+    if switched:
+        # the goldens follow the switched layers' rule (their keys: which layers switched)
+        tp.reference = rules.reference(switched, view)
+        tag = ["cmsis-nn numerics", sorted(switched)]
+        tp.golden_tags = {layer.output: tag for layer in graph.layers}
+        tp.extra["golden_py"] = [os.path.join(os.path.dirname(__file__), "rules.py")]
+        tp.columns.append(("rule dep", "rule_departures"))    # outputs off the model's own rule
+    tp.report["cortex_m"]["numerics"] = opts["cmsis_nn"]["numerics"]
     return tp
 

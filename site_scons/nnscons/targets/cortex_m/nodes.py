@@ -8,7 +8,7 @@ import os
 import SCons.Action
 
 from ...builders import actions
-from ...builders.nodes import compile_object, declare_library
+from ...builders.nodes import compile_object, declare_library, value
 from ...fileio import write_if_changed
 from ...resources import data_path
 from ... import binfiles
@@ -110,4 +110,12 @@ def declare_nodes(env, session, common) -> dict:
     insns = env.Command(os.path.join(b, "insns.json"), run[0],
                         SCons.Action.Action(write_insns, actions.label),
                         NNS_VERB="INSNS", NNS_LABEL=session.model_cfg.name)
-    return {"firmware": firmware, "run": run, "library": lib_nodes, "report_extra": memory + insns}
+    extra = memory + insns
+    if session.plan.extra["cmsis_rule"]["switched"]:
+        from . import rules
+        dep = env.Command(os.path.join(b, "numerics.json"),
+                          common.goldens + [value(env, session.plan.extra["cmsis_rule"])],
+                          SCons.Action.Action(rules.write_report, actions.label),
+                          NNS_VERB="NUMERICS", NNS_LABEL=session.model_cfg.name)
+        extra += dep
+    return {"firmware": firmware, "run": run, "library": lib_nodes, "report_extra": extra}
