@@ -155,11 +155,55 @@ def test_tflite_operators_bit_exact_on_their_cmsis_nn_kernels(proj, target):
         assert ran == OP_CASES[case], (case, ran)
 
 
-def test_onnx_numerics_model_runs_the_portable_kernels(proj):
-    """An ONNX model's requantization rounds as ONNX does, which CMSIS-NN does not compute:
-    every layer keeps the portable kernels, and is exact."""
+def _add_target(proj, name, body):
+    text = proj.read("targets.yaml")
+    if f"\n  {name}:" not in text:
+        proj.write("targets.yaml", text.replace("\ntargets:\n", f"\ntargets:\n  {name}:\n{body}", 1))
+
+
+def test_onnx_model_on_cmsis_nn_with_its_departures_from_onnx_counted(proj):
+    """numerics cmsis (the default): simplecnn's convs, max pools and FC (after a flatten
+    of 16x7x7: HWC columns) run CMSIS-NN, checked bit for bit against a reference that
+    rounds as TFLite does there; the report counts each layer's 1-LSB departures from the
+    ONNX rule on this input, and quantized.onnx still equals the ONNX-rule reference."""
+    import numpy as np
     _, report = _build(proj, "cortex-m4", "simplecnn")
+    kernels = _kernels(report)
+    assert kernels == {"conv1": "cmsis-nn arm_convolve_wrapper_s8", "pool1": "cmsis-nn arm_max_pool_s8",
+                       "conv2": "cmsis-nn arm_convolve_wrapper_s8", "pool2": "cmsis-nn arm_max_pool_s8",
+                       "flatten": "portable", "fc": "cmsis-nn arm_fully_connected_per_channel_s8"}, kernels
+    info = report["cmsis_numerics"]
+    assert info["model_rule"] == "onnx" and "ties away from zero" in info["rule"]
+    assert set(info["layers"]) == {"conv1", "pool1", "conv2", "pool2", "fc"}
+    for name, entry in info["layers"].items():
+        assert entry["max_diff_lsb"] <= 1 and 0 <= entry["departures"] <= entry["elements"], info
+        layer = next(l for l in report["layers"] if l["name"] == name)
+        assert layer["rule_departures"] == entry["departures"]
+    assert info["layers"]["pool1"]["departures"] == 0          # max pooling: no rounding at all
+    assert info["departures"] == sum(e["departures"] for e in info["layers"].values()) > 0, info
+    # conv1's, recomputed: the ONNX rule on the run's input against the golden the device matched
+    import pickle
+    import numpy as np
+    from nnscons.reference.runner import run_layer
+    b = proj.file("build/cortex-m4/simplecnn")
+    with open(os.path.join(b, "cache", "model.pkl"), "rb") as f:
+        graph = pickle.load(f)["graph"]
+    conv1 = next(l for l in graph.layers if l.name == "conv1")
+    x = np.fromfile(os.path.join(b, "bin", "input.bin"), np.int8).reshape(1, 1, 28, 28)
+    golden = np.fromfile(os.path.join(b, "bin", "golden", "conv1.bin"), np.int8).reshape(28, 28, 8)
+    onnx_rule = run_layer(conv1, graph, [x])[0].transpose(1, 2, 0)
+    assert int(np.count_nonzero(onnx_rule != golden)) == info["layers"]["conv1"]["departures"] > 0
+    assert report["self_consistency"]["equal"], report["self_consistency"]
+
+
+def test_onnx_exact_keeps_the_portable_kernels(proj):
+    """An ONNX model's requantization rounds as ONNX does, which CMSIS-NN does not compute:
+    with numerics onnx-exact every layer keeps the portable kernels, and is exact."""
+    _add_target(proj, "cm4-exact", "    kind: cortex-m\n    toolchain: {cpu: cortex-m4}\n"
+                                   "    cmsis_nn: {numerics: onnx-exact}\n")
+    _, report = _build(proj, "cm4-exact", "simplecnn")
     assert set(_kernels(report).values()) == {"portable"}
+    assert "cmsis_numerics" not in report and report["cortex_m"]["numerics"] == "onnx-exact"
 
 
 def test_without_cmsis_nn_a_clear_error(proj, monkeypatch):

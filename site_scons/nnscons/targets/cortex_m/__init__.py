@@ -28,7 +28,7 @@ from . import rules
 from . import tool  # noqa: F401  (the kind's SCons Tool)
 from .nodes import declare_nodes  # noqa: F401
 
-PLATFORMS = ["qemu"]
+PLATFORMS = ["qemu", "board"]
 SINGLE_THREAD = data_path("kernels", "cortex_m", "nn_threads_single.c")
 KiB, MiB = 1024, 1024 * 1024
 # per core: compiler flags, the qemu machine with that core, its code and data memories
@@ -57,6 +57,8 @@ SCHEMA = {
     "tiling": {"l1_budget": "size"},
     "run": {"platform": PLATFORMS, "timeout": "count", "qemu": "str"},
     "cmsis_nn": {"numerics": rules.CHOICES},
+    "board": {"linker_script": "str", "build": ["make", "cmake"], "flasher": ["openocd", "pyocd"],
+              "openocd": "str", "openocd_config": "list[str]", "pyocd": "str", "pyocd_target": "str"},
     "layer": {"l1_budget": "size"},
 }
 
@@ -67,6 +69,8 @@ DEFAULTS = {
     "tiling": {"l1_budget": 32 * KiB},
     "run": {"platform": "qemu", "timeout": 600, "qemu": "qemu-system-arm"},
     "cmsis_nn": {"numerics": rules.DEFAULT},
+    "board": {"linker_script": "", "build": "make", "flasher": "openocd", "openocd": "openocd",
+              "openocd_config": [], "pyocd": "pyocd", "pyocd_target": ""},
 }
 
 
@@ -91,7 +95,7 @@ def check_tools(env, session) -> None:
                         f"(Debian: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi) "
                         f"or set targets.{name}.toolchain.cc")
     qemu = session.options["run"]["qemu"]
-    if not env.Detect(qemu):
+    if session.options["run"]["platform"] == "qemu" and not env.Detect(qemu):
         raise UserError(f"target '{name}': '{qemu}' not found on PATH; install it "
                         f"(Debian: apt-get install qemu-system-arm) or set targets.{name}.run.qemu")
 

@@ -90,6 +90,11 @@ def declare_nodes(env, session, common) -> dict:
                             data_path("kernels", "cortex_m", s), s)[0] for s in START]
     script = os.path.join(b, "link.ld")
     write_if_changed(script, linker_script(core(session.options), STACK))
+    if session.options["run"]["platform"] == "board":
+        from . import board
+        nodes = board.declare_nodes(env, session, common, lib_nodes)
+        nodes["library"] = lib_nodes
+        return nodes
     firmware = env.Program(os.path.join(b, "firmware.elf"), harness + start + lib_nodes[:1],
                            LINKFLAGS=env["LINKFLAGS"] + ["-nostartfiles", "-T", script, "-Wl,--gc-sections",
                                                          "-Wl,--no-warn-execstack",   # newlib's own objects
