@@ -21,6 +21,12 @@ TEMPLATES = {"conv2d": "../cortex_m/conv.c.j2", "dwconv": "../cortex_m/dwconv.c.
 FUNCTIONS = {"conv2d": "arm_convolve_wrapper_s8", "dwconv": "arm_depthwise_conv_wrapper_s8",
              "add": "arm_elementwise_add_s8", "maxpool": "arm_max_pool_s8", "avgpool": "arm_avgpool_s8",
              "fc": "arm_fully_connected_per_channel_s8"}
+# what the generated layer of each key calls in CMSIS-NN (the export's entry points)
+CALLS = {"conv2d": ("arm_convolve_wrapper_s8", "arm_convolve_wrapper_s8_get_buffer_size"),
+         "dwconv": ("arm_depthwise_conv_wrapper_s8", "arm_depthwise_conv_wrapper_s8_get_buffer_size"),
+         "add": ("arm_elementwise_add_s8",), "maxpool": ("arm_max_pool_s8",),
+         "avgpool": ("arm_avgpool_s8", "arm_avgpool_s8_get_buffer_size"),
+         "fc": ("arm_fully_connected_per_channel_s8", "arm_fully_connected_s8_get_buffer_size")}
 CH_IN_BLOCK_MVE = 124        # CMSIS-NN's arm_nn_defines: the MVE depthwise kernel's channel block
 
 

@@ -85,6 +85,10 @@ def declare_nodes(env, session, common) -> dict:
     env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "gap9"), data_path("kernels", "host"),
                         data_path("kernels", "cortex_m")] + cmsis.include_dirs(where))
     obj = os.path.join(b, "obj")
+    # the standalone export carries the CMSIS-NN sources the layers call (builders/export.py)
+    from .layers import CALLS
+    entries = sorted({f for lp in session.plan.layers if lp.spec.get("cmsis") for f in CALLS[lp.spec["cmsis"]]})
+    session.plan.extra["export_vendor"] = cmsis.vendored(where, entries)
     lib_nodes, harness = declare_library(env, session, common, obj, extra_objects=_cmsis_objects(env, session, where))
     start = [compile_object(env, os.path.join(obj, "start", os.path.splitext(s)[0] + ".o"),
                             data_path("kernels", "cortex_m", s), s)[0] for s in START]
