@@ -212,3 +212,26 @@ def test_without_cmsis_nn_a_clear_error(proj, monkeypatch):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Traceback" not in out, out
     assert "needs CMSIS-NN: set CMSIS_NN" in out, out
+
+
+# the issue's goals: the zoo's MLPerf Tiny models and simplecnn on the three cores' qemu
+# machines (ONNX models: CMSIS-NN with numerics cmsis), the TFLite ones bit-exact with the
+# LiteRT-checked reference; ResNet-8 within the AN547's 512 KiB ITCM and DTCM
+GOAL_MODELS = ["simplecnn", "ic_resnet8", "kws_dscnn", "vww_mobilenetv1", "ad_autoencoder",
+               "tfl_resnet8", "tfl_dscnn", "tfl_mobilenetv1"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m7", "cortex-m4"])
+def test_goal_models_pass_on_the_three_cores(proj, target):
+    proc = proj.scons(f"target={target}", f"model={','.join(GOAL_MODELS)}", "-j2", "-k", check=False, timeout=7200)
+    for model in GOAL_MODELS:
+        assert f"Test PASSED [{target}] {model}:" in proc.stdout, (model, proc.stdout[-3000:], proc.stderr[-2000:])
+        report = json.loads(proj.read(f"build/{target}/{model}/report.json"))
+        assert report["passed"] and report["total_insns"] > 0
+        if model not in ("ad_autoencoder", "tfl_autoencoder"):     # FC-only models: no conv
+            assert report["cortex_m"]["cmsis_nn_layers"] > 0, model
+    mem = json.loads(proj.read(f"build/{target}/ic_resnet8/report.json"))["cortex_m_memory"]
+    if target == "cortex-m55":
+        assert mem["code_size"] == mem["data_size"] == 512 * 1024
+    assert mem["code_bytes"] <= mem["code_size"] and mem["data_bytes"] <= mem["data_size"], mem

@@ -5,12 +5,14 @@ The firmware is cross-compiled with Debian's arm-none-eabi-gcc for the chosen co
 qemu-system-arm on the Arm MPS2/MPS3 machine with that core (platform qemu), from the
 project's own start-up, linker script and semihosting harness (kernels/cortex_m).
 
-Layers: conv2d, depthwise conv2d, add, max and average pooling call CMSIS-NN
-(arm_convolve_wrapper_s8, arm_depthwise_conv_wrapper_s8, arm_elementwise_add_s8,
-arm_max_pool_s8, arm_avgpool_s8) where the graph's rule for the layer is TFLite's, which is what CMSIS-NN computes: bit-exact with the
-reference there (layers.choice).  Every other layer, and every layer of an ONNX-numerics
-model, runs the portable C kernels the host target plans (HWC, the graph's own
-arithmetic), so an ONNX model is exact too, without CMSIS-NN's speed.
+Layers: conv2d, depthwise conv2d, add, max and average pooling (and, on ONNX models, fully
+connected) call CMSIS-NN where the layer's rule is TFLite's, which is what CMSIS-NN
+computes: bit-exact with the reference there (layers.choice).  An ONNX model's layers
+switch to that rule with cmsis_nn.numerics: cmsis (the default; rules.py: the reference
+follows, the departures from ONNX's rule are counted) or keep ONNX's on the portable
+kernels (onnx-exact).  Every other layer runs the portable C kernels the host target plans
+(HWC, the graph's own arithmetic).  Per-layer instruction counts: insns.py; platform=board:
+board.py.
 """
 from __future__ import annotations
 
@@ -47,8 +49,11 @@ CPUS = {
                   "path": "dsp", "hz": 25_000_000},
     "cortex-m55": {"flags": ["-mcpu=cortex-m55", "-mfloat-abi=hard"], "machine": "mps3-an547",
                    "code": (0x0, 512 * KiB), "data": (0x20000000, 512 * KiB), "path": "mve",
-                   "hz": 32_000_000},
+                   "hz": 32_000_000, "bulk": (0x01000000, 2 * MiB)},
 }
+# weights above this share of the code memory go to the machine's "bulk" memory (the
+# AN547's SRAM); the rest of the code memory is for the code (about 100 KiB with CMSIS-NN)
+WEIGHTS_SHARE = 0.75
 STACK = 16 * KiB
 
 SCHEMA = {
@@ -106,23 +111,22 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                     isa_codes={"portable": 1, "auto": 1}, kind="cortex-m", fuse_residual=False)
     from ..host.ops import depthwise
     kernels, calls = set(), set()
-    # numerics cmsis: a layer whose own rule is not CMSIS-NN's runs on it all the same, as
-    # its variant against the TFLite view (rules.py), where CMSIS-NN can compute it
-    view, switched = rules.tflite_view(graph), {}
+    # numerics cmsis: a layer of an ONNX model runs CMSIS-NN where it can, computed against
+    # the graph's TFLite-rule view (rules.py): its parameters, weights .bin and golden
+    view, switched = rules.tflite_view(graph), set()
     for lp in tp.layers:
         dw = depthwise(lp.layer, graph)
         key = cmsis_layers.choice(lp.layer, graph, dw)
-        alt = None
+        switch = False
         if key is None and opts["cmsis_nn"]["numerics"] == "cmsis" and rules.switchable(graph):
             key = cmsis_layers.choice(lp.layer, view, dw)
-            alt = lp.layer if key else None
+            switch = key is not None
         if key is None:
             lp.report["kernel"] = "portable"
             kernels.update(lp.kernels)
             calls |= base.template_calls(TEMPLATES, lp.template)
             continue
-        layer, lgraph = (alt, view) if alt is not None else (lp.layer, graph)
-        layout = cmsis_layers.layout(layer, lgraph, key)
+        layout = cmsis_layers.layout(lp.layer, view if switch else graph, key)
         spec = {k: v for k, v in lp.spec.items() if k not in ("gemm", "tile", "isa", "scratch_at")}
         spec["params"] = {section: {"dtype": dtype, "count": count, "offset": offset}
                           for section, dtype, count, offset in layout}
@@ -134,14 +138,14 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         lp.template, lp.kernels, lp.spec, lp.files = cmsis_layers.TEMPLATES[key], (), spec, []
         lp.param_layout, lp.param_bytes = layout, base.layout_bytes(layout)
         lp.pack, lp.pack_key = cmsis_layers.pack, "cmsis-nn"
-        if alt is not None:
-            switched[lp.layer.name] = alt
-            lp.pack = functools.partial(cmsis_layers.pack_as, alt, view)
+        if switch:
+            switched.add(lp.layer.name)
+            lp.pack = functools.partial(cmsis_layers.pack_as, view)
             lp.pack_key = "cmsis-nn, TFLite's rule"
         spec["cmsis"] = key
         lp.report = {"kernel": "cmsis-nn " + cmsis_layers.FUNCTIONS[key],
                      "scratch_bound": spec["scratch"]}
-        if alt is not None:
+        if switch:
             lp.report["rule"] = "tflite"
     # the arena's scratch region and the library's files follow the layers as chosen
     net = network_spec(graph, tp.layers, plan_buffers(graph), tp.network["lib"])

@@ -109,10 +109,10 @@ def layout(layer, graph, key) -> list:
     return out
 
 
-def pack_as(layer, graph, _layer, _graph, layout) -> bytes:
-    """pack() of a switched layer: its variant against the TFLite view (rules.py), whatever
-    layer and graph the caller passes (functools.partial(pack_as, variant, view))."""
-    return pack(layer, graph, layout)
+def pack_as(view, layer, _graph, layout) -> bytes:
+    """pack() of a layer switched to TFLite's rule: against the graph's TFLite view
+    (rules.py), not the graph the caller passes (functools.partial(pack_as, view))."""
+    return pack(layer, view, layout)
 
 
 def pack(layer, graph, layout) -> bytes:

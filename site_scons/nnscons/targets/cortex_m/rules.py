@@ -45,10 +45,9 @@ def same_qparams(graph, a: str, b: str) -> bool:
     return float(qa.scale) == float(qb.scale) and int(qa.zero_point) == int(qb.zero_point)
 
 
-def reference(switched: dict, view):
+def reference(switched: set, view):
     """reference(graph, codes) -> {tensor: int8}: the model's own rule, except for the
-    switched layers ({name: the layer as CMSIS-NN computes it}), computed against the
-    TFLite view (a TargetPlan.reference)."""
+    switched layers (names), computed against the TFLite view (a TargetPlan.reference)."""
     def run(graph, x_q):
         from ...reference.runner import run_layer
         feeds = x_q if isinstance(x_q, dict) else {graph.input: x_q}
@@ -60,8 +59,7 @@ def reference(switched: dict, view):
                                  f"got {x.dtype} {x.shape}")
             values[t] = x
         for layer in graph.layers:
-            alt = switched.get(layer.name)
-            values[layer.output] = run_layer(alt or layer, view if alt else graph,
+            values[layer.output] = run_layer(layer, view if layer.name in switched else graph,
                                              [values[t] for t in layer.inputs])
         return values
     return run
