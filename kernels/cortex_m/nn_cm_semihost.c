@@ -34,7 +34,7 @@ static void put(char c)
     }
 }
 
-static void put_num(unsigned long v, int negative)
+static void put_num(unsigned long long v, int negative)
 {
     char digits[24];
     int n = 0;
@@ -58,18 +58,19 @@ void sh_printf(const char *fmt, ...)
             continue;
         }
         int is_long = 0;
-        if (p[1] == 'l') {
-            is_long = 1;
+        while (p[1] == 'l' && is_long < 2) {
+            ++is_long;
             ++p;
         }
         switch (*++p) {
         case 'd': {
-            long v = is_long ? va_arg(ap, long) : va_arg(ap, int);
-            put_num(v < 0 ? 0UL - (unsigned long)v : (unsigned long)v, v < 0);
+            long long v = is_long == 2 ? va_arg(ap, long long) : is_long ? va_arg(ap, long) : va_arg(ap, int);
+            put_num(v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v, v < 0);
             break;
         }
         case 'u':
-            put_num(is_long ? va_arg(ap, unsigned long) : va_arg(ap, unsigned), 0);
+            put_num(is_long == 2 ? va_arg(ap, unsigned long long)
+                    : is_long ? va_arg(ap, unsigned long) : va_arg(ap, unsigned), 0);
             break;
         case 's':
             for (const char *s = va_arg(ap, const char *); *s; ++s)

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 void sh_puts(const char *s);                       /* SYS_WRITE0 */
-void sh_printf(const char *fmt, ...);              /* %d %ld %u %s %c only */
+void sh_printf(const char *fmt, ...);              /* %d %ld %lld %u %lu %llu %s %c only */
 long sh_read_file(const char *path, void *buf, long size);   /* bytes, -1: cannot open, -2: size differs */
 int sh_write_file(const char *path, const void *buf, long size);   /* 0 ok */
 int sh_cmdline(char *buf, int size);               /* SYS_GET_CMDLINE; 0 ok */

@@ -4,6 +4,7 @@
  * status.  The symbols come from the project's linker script (nodes.linker_script). */
 #include <stdint.h>
 #include <string.h>
+#include "nn_cm_counter.h"
 #include "nn_cm_semihost.h"
 
 extern uint32_t __stack_top, __data_load, __data_start, __data_end, __bss_start, __bss_end;
@@ -30,8 +31,10 @@ void nn_cm_fault(void)
     sh_exit(3);
 }
 
-/* initial SP, reset, NMI, HardFault, MemManage, BusFault, UsageFault */
-__attribute__((section(".vectors"), used)) static const void *const vectors[7] = {
+/* initial SP, reset, NMI, HardFault, MemManage, BusFault, UsageFault, 4 reserved, SVCall,
+ * DebugMonitor, reserved, PendSV, SysTick (the instruction counter's wraps) */
+__attribute__((section(".vectors"), used)) static const void *const vectors[16] = {
     &__stack_top, (void *)nn_cm_reset, (void *)nn_cm_fault, (void *)nn_cm_fault,
-    (void *)nn_cm_fault, (void *)nn_cm_fault, (void *)nn_cm_fault,
+    (void *)nn_cm_fault, (void *)nn_cm_fault, (void *)nn_cm_fault, 0, 0, 0, 0,
+    (void *)nn_cm_fault, (void *)nn_cm_fault, 0, (void *)nn_cm_fault, (void *)nn_cm_systick,
 };

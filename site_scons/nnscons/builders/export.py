@@ -58,14 +58,17 @@ def _copy(target, source, env):
     return 0
 
 
-def include_dirs(env, build_dir: str) -> list:
+def include_dirs(env, build_dir: str, vendor_dirs=None) -> list:
     """(absolute folder, folder in the export) of each include path the library compiles
-    with: the build's src/ and include/, the project's kernel folders; others (an SDK's) as
-    they are."""
+    with: the build's src/ and include/, the project's kernel folders, a vendored library's
+    (vendor_dirs: {folder: its name in the export}); others (an SDK's) as they are."""
     out = []
+    vendor_dirs = {os.path.abspath(k): v for k, v in (vendor_dirs or {}).items()}
     for d in env.Flatten([env.get("CPPPATH", [])]):
         d = os.path.abspath(env.subst(str(d)))
-        if _in(d, KERNELS):
+        if d in vendor_dirs:
+            out.append((d, vendor_dirs[d]))
+        elif _in(d, KERNELS):
             out.append((d, "kernels/" + os.path.relpath(d, KERNELS)))
         elif _in(d, build_dir):
             out.append((d, os.path.relpath(d, build_dir)))
@@ -137,7 +140,10 @@ def declare(env, session, lib_files: dict, generated: list, kernel_sources: list
     lib_dir = os.path.dirname(lib_files["lib"])
     out_dir = os.path.join(session.build_dir, os.path.dirname(lib_dir), "export")
     model = os.path.basename(lib_files["lib"])[len("libnns_"):-len(".a")]
-    dirs = include_dirs(env, b)
+    # a third-party library the plan's layers call, carried in the export (cortex-m:
+    # CMSIS-NN's used sources, its and CMSIS Core's headers, their licenses)
+    vendor = session.plan.extra.get("export_vendor") or {"files": [], "dirs": {}}
+    dirs = include_dirs(env, b, vendor["dirs"])
     flags = _flags(env, b)
     copy = SCons.Action.Action(_copy, actions.label)
     nodes, sources = [], []
@@ -160,6 +166,10 @@ def declare(env, session, lib_files: dict, generated: list, kernel_sources: list
     for w in weights:
         name = "weights/" + os.path.basename(str(w))
         put(name, w, name)
+    for src, name in vendor["files"]:
+        put(name, src, name)
+        if name.endswith(".c"):
+            sources.append(name)
     kind = getattr(session.target_cfg, "kind", "")
     sdk, scan = None, []
     if kind == "gap9":

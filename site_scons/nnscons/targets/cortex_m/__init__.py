@@ -5,15 +5,18 @@ The firmware is cross-compiled with Debian's arm-none-eabi-gcc for the chosen co
 qemu-system-arm on the Arm MPS2/MPS3 machine with that core (platform qemu), from the
 project's own start-up, linker script and semihosting harness (kernels/cortex_m).
 
-Layers: conv2d, depthwise conv2d, add, max and average pooling call CMSIS-NN
-(arm_convolve_wrapper_s8, arm_depthwise_conv_wrapper_s8, arm_elementwise_add_s8,
-arm_max_pool_s8, arm_avgpool_s8) where the graph's rule for the layer is TFLite's, which is what CMSIS-NN computes: bit-exact with the
-reference there (layers.choice).  Every other layer, and every layer of an ONNX-numerics
-model, runs the portable C kernels the host target plans (HWC, the graph's own
-arithmetic), so an ONNX model is exact too, without CMSIS-NN's speed.
+Layers: conv2d, depthwise conv2d, add, max and average pooling (and, on ONNX models, fully
+connected) call CMSIS-NN where the layer's rule is TFLite's, which is what CMSIS-NN
+computes: bit-exact with the reference there (layers.choice).  An ONNX model's layers
+switch to that rule with cmsis_nn.numerics: cmsis (the default; rules.py: the reference
+follows, the departures from ONNX's rule are counted) or keep ONNX's on the portable
+kernels (onnx-exact).  Every other layer runs the portable C kernels the host target plans
+(HWC, the graph's own arithmetic).  Per-layer instruction counts: insns.py; platform=board:
+board.py.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 from ...errors import UserError
@@ -23,27 +26,34 @@ from ...planning.buffers import plan_buffers
 from .. import library
 from ..host import TEMPLATES, network_spec, plan as _host_plan
 from . import layers as cmsis_layers
+from . import rules
 from . import tool  # noqa: F401  (the kind's SCons Tool)
 from .nodes import declare_nodes  # noqa: F401
 
-PLATFORMS = ["qemu"]
+PLATFORMS = ["qemu", "board"]
 SINGLE_THREAD = data_path("kernels", "cortex_m", "nn_threads_single.c")
 KiB, MiB = 1024, 1024 * 1024
 # per core: compiler flags, the qemu machine with that core, its code and data memories
 # (origin, bytes): mps2 boards have 4 MiB SSRAM at 0x0 and 4 MiB at 0x20000000, the
-# MPS3 AN547 512 KiB ITCM at 0x0 and 512 KiB DTCM at 0x20000000
+# MPS3 AN547 512 KiB ITCM at 0x0 and 512 KiB DTCM at 0x20000000; "hz": the machine's
+# processor clock in qemu (SysTick's: 25 MHz on the MPS2 boards, 32 MHz on the AN547)
 CPUS = {
     "cortex-m3": {"flags": ["-mcpu=cortex-m3", "-mfloat-abi=soft"], "machine": "mps2-an385",
-                  "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB), "path": "scalar"},
+                  "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB), "path": "scalar",
+                  "hz": 25_000_000},
     "cortex-m4": {"flags": ["-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"],
                   "machine": "mps2-an386", "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB),
-                  "path": "dsp"},
+                  "path": "dsp", "hz": 25_000_000},
     "cortex-m7": {"flags": ["-mcpu=cortex-m7", "-mfpu=fpv5-d16", "-mfloat-abi=hard"],
                   "machine": "mps2-an500", "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB),
-                  "path": "dsp"},
+                  "path": "dsp", "hz": 25_000_000},
     "cortex-m55": {"flags": ["-mcpu=cortex-m55", "-mfloat-abi=hard"], "machine": "mps3-an547",
-                   "code": (0x0, 512 * KiB), "data": (0x20000000, 512 * KiB), "path": "mve"},
+                   "code": (0x0, 512 * KiB), "data": (0x20000000, 512 * KiB), "path": "mve",
+                   "hz": 32_000_000, "bulk": (0x01000000, 2 * MiB)},
 }
+# weights above this share of the code memory go to the machine's "bulk" memory (the
+# AN547's SRAM); the rest of the code memory is for the code (about 100 KiB with CMSIS-NN)
+WEIGHTS_SHARE = 0.75
 STACK = 16 * KiB
 
 SCHEMA = {
@@ -51,6 +61,9 @@ SCHEMA = {
     "memory": {"l1": "size", "l2": "size"},
     "tiling": {"l1_budget": "size"},
     "run": {"platform": PLATFORMS, "timeout": "count", "qemu": "str"},
+    "cmsis_nn": {"numerics": rules.CHOICES},
+    "board": {"linker_script": "str", "build": ["make", "cmake"], "flasher": ["openocd", "pyocd"],
+              "openocd": "str", "openocd_config": "list[str]", "pyocd": "str", "pyocd_target": "str"},
     "layer": {"l1_budget": "size"},
 }
 
@@ -60,6 +73,9 @@ DEFAULTS = {
     "memory": {"l1": 64 * KiB, "l2": 0},      # l2 0: half the core's data memory (the rest: the harness, stack)
     "tiling": {"l1_budget": 32 * KiB},
     "run": {"platform": "qemu", "timeout": 600, "qemu": "qemu-system-arm"},
+    "cmsis_nn": {"numerics": rules.DEFAULT},
+    "board": {"linker_script": "", "build": "make", "flasher": "openocd", "openocd": "openocd",
+              "openocd_config": [], "pyocd": "pyocd", "pyocd_target": ""},
 }
 
 
@@ -84,7 +100,7 @@ def check_tools(env, session) -> None:
                         f"(Debian: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi) "
                         f"or set targets.{name}.toolchain.cc")
     qemu = session.options["run"]["qemu"]
-    if not env.Detect(qemu):
+    if session.options["run"]["platform"] == "qemu" and not env.Detect(qemu):
         raise UserError(f"target '{name}': '{qemu}' not found on PATH; install it "
                         f"(Debian: apt-get install qemu-system-arm) or set targets.{name}.run.qemu")
 
@@ -95,14 +111,22 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                     isa_codes={"portable": 1, "auto": 1}, kind="cortex-m", fuse_residual=False)
     from ..host.ops import depthwise
     kernels, calls = set(), set()
+    # numerics cmsis: a layer of an ONNX model runs CMSIS-NN where it can, computed against
+    # the graph's TFLite-rule view (rules.py): its parameters, weights .bin and golden
+    view, switched = rules.tflite_view(graph), set()
     for lp in tp.layers:
-        key = cmsis_layers.choice(lp.layer, graph, depthwise(lp.layer, graph))
+        dw = depthwise(lp.layer, graph)
+        key = cmsis_layers.choice(lp.layer, graph, dw)
+        switch = False
+        if key is None and opts["cmsis_nn"]["numerics"] == "cmsis" and rules.switchable(graph):
+            key = cmsis_layers.choice(lp.layer, view, dw)
+            switch = key is not None
         if key is None:
             lp.report["kernel"] = "portable"
             kernels.update(lp.kernels)
             calls |= base.template_calls(TEMPLATES, lp.template)
             continue
-        layout = base.param_layout(lp.layer, graph)
+        layout = cmsis_layers.layout(lp.layer, view if switch else graph, key)
         spec = {k: v for k, v in lp.spec.items() if k not in ("gemm", "tile", "isa", "scratch_at")}
         spec["params"] = {section: {"dtype": dtype, "count": count, "offset": offset}
                           for section, dtype, count, offset in layout}
@@ -114,9 +138,15 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         lp.template, lp.kernels, lp.spec, lp.files = cmsis_layers.TEMPLATES[key], (), spec, []
         lp.param_layout, lp.param_bytes = layout, base.layout_bytes(layout)
         lp.pack, lp.pack_key = cmsis_layers.pack, "cmsis-nn"
+        if switch:
+            switched.add(lp.layer.name)
+            lp.pack = functools.partial(cmsis_layers.pack_as, view)
+            lp.pack_key = "cmsis-nn, TFLite's rule"
         spec["cmsis"] = key
         lp.report = {"kernel": "cmsis-nn " + cmsis_layers.FUNCTIONS[key],
                      "scratch_bound": spec["scratch"]}
+        if switch:
+            lp.report["rule"] = "tflite"
     # the arena's scratch region and the library's files follow the layers as chosen
     net = network_spec(graph, tp.layers, plan_buffers(graph), tp.network["lib"])
     lib = net["lib"]
@@ -132,10 +162,19 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     threads = {os.path.join(data_path("kernels", "common"), "nn_threads.c")}
     kernels = (kernels - threads) | ({SINGLE_THREAD} if kernels & threads else set())
     tp.kernels = [k for k in base.with_kernel_dependencies(kernels, calls) if k not in threads]
-    tp.columns = [("kernel", "kernel")]
+    tp.columns = [("kernel", "kernel"), ("insns", "insns"), ("MAC/insn", "macs_per_insn")]
     c = core(opts)
     tp.report["cortex_m"] = {"cpu": opts["toolchain"]["cpu"], "machine": c["machine"], "cmsis_nn_path": c["path"],
                              "cmsis_nn_layers": sum(lp.report["kernel"] != "portable" for lp in tp.layers)}
     tp.extra["link_libs"] = ["m"]
+    tp.extra["cmsis_rule"] = {"switched": sorted(switched)}
+    if switched:
+        # the goldens follow the switched layers' rule (their keys: which layers switched)
+        tp.reference = rules.reference(switched, view)
+        tag = ["cmsis-nn numerics", sorted(switched)]
+        tp.golden_tags = {layer.output: tag for layer in graph.layers}
+        tp.extra["golden_py"] = [os.path.join(os.path.dirname(__file__), "rules.py")]
+        tp.columns.append(("rule dep", "rule_departures"))    # outputs off the model's own rule
+    tp.report["cortex_m"]["numerics"] = opts["cmsis_nn"]["numerics"]
     return tp
 

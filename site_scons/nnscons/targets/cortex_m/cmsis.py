@@ -83,3 +83,46 @@ def sources(nn: str) -> list:
 
 def include_dirs(where: dict) -> list:
     return [os.path.join(where["nn"], "Include"), where["core"]]
+
+
+_DEFINED = re.compile(r"^[A-Za-z_][\w \t\*]*?\b(arm_\w+)\s*\(", re.M)     # a definition at a line's start
+_CALLED = re.compile(r"\b(arm_\w+)\s*\(")
+
+
+def used_sources(nn: str, entries) -> list:
+    """The CMSIS-NN sources a network's calls need: the files defining the entry functions
+    and, followed through their bodies, every arm_* function they call (text-level: each
+    source file's definitions and calls), sorted."""
+    defined, calls = {}, {}
+    for path in sources(nn):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for name in _DEFINED.findall(text):
+            defined.setdefault(name, path)
+        calls[path] = set(_CALLED.findall(text))
+    todo = [defined[e] for e in entries if e in defined]
+    used = set()
+    while todo:
+        path = todo.pop()
+        if path in used:
+            continue
+        used.add(path)
+        todo += [defined[c] for c in calls[path] if c in defined and defined[c] not in used]
+    return sorted(used)
+
+
+def vendored(where: dict, entries) -> dict:
+    """What a standalone export carries of CMSIS: {"files": [(path, name in the export)],
+    "dirs": {include folder: its name in the export}}: the used sources, CMSIS-NN's and
+    CMSIS Core's headers, and both licenses."""
+    nn, core = where["nn"], where["core"]
+    files = [(p, "cmsis-nn/" + os.path.relpath(p, nn)) for p in used_sources(nn, entries)]
+    files += [(p, "cmsis-nn/" + os.path.relpath(p, nn))
+              for p in sorted(glob.glob(os.path.join(nn, "Include", "**", "*.h"), recursive=True))]
+    files += [(p, "cmsis-core/Include/" + os.path.relpath(p, core))
+              for p in sorted(glob.glob(os.path.join(core, "**", "*.h"), recursive=True))]
+    for lic, name in ((os.path.join(nn, "LICENSE"), "cmsis-nn/LICENSE"),
+                      (os.path.join(core, "..", "..", "..", "LICENSE"), "cmsis-core/LICENSE")):
+        if os.path.isfile(lic):
+            files.append((os.path.normpath(lic), name))
+    return {"files": files, "dirs": {os.path.join(nn, "Include"): "cmsis-nn/Include", core: "cmsis-core/Include"}}

@@ -13,12 +13,20 @@ import numpy as np
 
 from ... import numerics
 from .. import base
+from .rules import same_qparams
 
 TEMPLATES = {"conv2d": "../cortex_m/conv.c.j2", "dwconv": "../cortex_m/dwconv.c.j2",
              "add": "../cortex_m/add.c.j2", "maxpool": "../cortex_m/pool.c.j2",
-             "avgpool": "../cortex_m/pool.c.j2"}
+             "avgpool": "../cortex_m/pool.c.j2", "fc": "../cortex_m/fc.c.j2"}
 FUNCTIONS = {"conv2d": "arm_convolve_wrapper_s8", "dwconv": "arm_depthwise_conv_wrapper_s8",
-             "add": "arm_elementwise_add_s8", "maxpool": "arm_max_pool_s8", "avgpool": "arm_avgpool_s8"}
+             "add": "arm_elementwise_add_s8", "maxpool": "arm_max_pool_s8", "avgpool": "arm_avgpool_s8",
+             "fc": "arm_fully_connected_per_channel_s8"}
+# what the generated layer of each key calls in CMSIS-NN (the export's entry points)
+CALLS = {"conv2d": ("arm_convolve_wrapper_s8", "arm_convolve_wrapper_s8_get_buffer_size"),
+         "dwconv": ("arm_depthwise_conv_wrapper_s8", "arm_depthwise_conv_wrapper_s8_get_buffer_size"),
+         "add": ("arm_elementwise_add_s8",), "maxpool": ("arm_max_pool_s8",),
+         "avgpool": ("arm_avgpool_s8", "arm_avgpool_s8_get_buffer_size"),
+         "fc": ("arm_fully_connected_per_channel_s8", "arm_fully_connected_s8_get_buffer_size")}
 CH_IN_BLOCK_MVE = 124        # CMSIS-NN's arm_nn_defines: the MVE depthwise kernel's channel block
 
 
@@ -43,6 +51,8 @@ def choice(layer, graph, depthwise: bool) -> str | None:
         return "dwconv" if depthwise else None
     if layer.op == "add" and not layer.attrs.get("sub"):
         return "add"
+    if layer.op == "linear":
+        return "fc"
     return None
 
 
@@ -54,6 +64,8 @@ def _pool(layer, graph) -> str | None:
     m, sh = int(rq["mult"][0]), int(rq["shift"][0])
     if tuple(layer.attrs.get("dilation", (1, 1))) != (1, 1) or layer.attrs.get("ceil_mode"):
         return None
+    if not same_qparams(graph, layer.inputs[0], layer.output):
+        return None     # CMSIS-NN's pooling keeps the input's codes: no requantization
     if layer.op == "maxpool":
         return "maxpool" if (m, sh) == numerics.tflite_pair(1.0) else None
     if m == 0 and not layer.attrs.get("mean") and not layer.attrs.get("count_include_pad"):
@@ -69,7 +81,7 @@ def scratch_bound(key: str, spec: dict) -> int:
     """Bytes that hold what CMSIS-NN's *_get_buffer_size asks on any of the cores (the
     scalar, DSP and MVE formulas of its im2col and depthwise buffers, taken at their
     largest); the generated code checks the real request against it on the core."""
-    if key in ("add", "maxpool"):
+    if key in ("add", "maxpool", "fc"):      # fc: MVE's kernel sums are in its weights .bin
         return 0
     if key == "avgpool":
         return 4 * spec["inputs"][0]["c"]      # the DSP and MVE sums: one int32 per channel
@@ -85,6 +97,24 @@ def scratch_bound(key: str, spec: dict) -> int:
     return max(mve, dsp, one_in_ch)
 
 
+KERNEL_SUM = "kernel_sum"
+
+
+def layout(layer, graph, key) -> list:
+    """The weights .bin's sections: the common ones, and for fc the kernel sums after them."""
+    out = base.param_layout(layer, graph)
+    if key == "fc":
+        end = base.layout_bytes(out)
+        out.append((KERNEL_SUM, "int32", int(layer.weight.shape[0]), end))
+    return out
+
+
+def pack_as(view, layer, _graph, layout) -> bytes:
+    """pack() of a layer switched to TFLite's rule: against the graph's TFLite view
+    (rules.py), not the graph the caller passes (functools.partial(pack_as, view))."""
+    return pack(layer, view, layout)
+
+
 def pack(layer, graph, layout) -> bytes:
     """The weights .bin in CMSIS-NN's layouts: conv filters OHWI, depthwise filters
     1HWC (= HWC), bias int32, the multipliers and TFLite's exponents (shift field + 32)."""
@@ -95,6 +125,20 @@ def pack(layer, graph, layout) -> bytes:
             arrays["weight"] = np.ascontiguousarray(w.transpose(0, 2, 3, 1))       # OIHW -> OHWI
         else:
             arrays["weight"] = np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))   # C1HW -> HWC
+        arrays["shift"] = np.asarray(arrays["shift"], dtype=np.int64) + numerics.TFLITE_SHIFT_BIAS
+    if layer.op == "linear":
+        # columns in HWC order when it reads a flattened 4-D tensor (as base.pack_hwc), and
+        # the MVE kernel's per-row sums: bias + input offset * the row's weights, as
+        # arm_vector_sum_s8 computes them (TFLite Micro does at Prepare; here at build time)
+        src = base.flattened_from(layer, graph)
+        w = layer.weight
+        if src is not None:
+            _, c, h, wd = src
+            w = w.reshape(w.shape[0], c, h, wd).transpose(0, 2, 3, 1).reshape(w.shape[0], -1)
+        arrays["weight"] = np.ascontiguousarray(w)
+        zp_in = graph.tensor(layer.inputs[0]).q.zero_point
+        bias = np.zeros(w.shape[0], np.int64) if layer.bias is None else layer.bias.astype(np.int64)
+        arrays[KERNEL_SUM] = bias - zp_in * w.astype(np.int64).sum(axis=1)
         arrays["shift"] = np.asarray(arrays["shift"], dtype=np.int64) + numerics.TFLITE_SHIFT_BIAS
     blob = bytearray(base.layout_bytes(layout))
     for section, dtype, count, offset in layout:

@@ -25,8 +25,11 @@ def sections(size_tool: str, elf: str) -> dict:
 def usage(found: dict, core: dict, stack: int) -> dict:
     code = sum(found.get(s, 0) for s in CODE)
     data = sum(found.get(s, 0) for s in DATA) + stack
-    return {"machine": core["machine"], "code_bytes": code, "code_size": core["code"][1],
-            "data_bytes": data, "data_size": core["data"][1], "stack_bytes": stack}
+    out = {"machine": core["machine"], "code_bytes": code, "code_size": core["code"][1],
+           "data_bytes": data, "data_size": core["data"][1], "stack_bytes": stack}
+    if ".weights" in found:         # weights in the bulk memory (nodes.weights_in_bulk)
+        out.update(bulk_bytes=found[".weights"], bulk_size=core["bulk"][1], bulk_origin=core["bulk"][0])
+    return out
 
 
 def write_report(target, source, env):
@@ -40,6 +43,9 @@ def write_report(target, source, env):
             f"{u['code_size'] // 1024} KiB at {c['code'][0]:#x}; data, bss and the "
             f"{STACK // 1024} KiB stack {u['data_bytes'] / 1024:.1f} KiB of {u['data_size'] // 1024} KiB "
             f"at {c['data'][0]:#x} (the harness's buffers included)")
+    if "bulk_bytes" in u:
+        line += (f"; the weights {u['bulk_bytes'] / 1024:.1f} KiB of {u['bulk_size'] // 1024} KiB "
+                 f"at {u['bulk_origin']:#x}")
     doc = {"cortex_m_memory": u, "summary_lines": [line]}
     write_if_changed(str(target[0]), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return 0

@@ -15,8 +15,12 @@ SECTIONS = ["-mthumb", "-ffunction-sections", "-fdata-sections"]
 
 def qemu_command(opts, machine, firmware, bin_dir, output_bin):
     """qemu-system-arm on the core's machine; the harness's command line (semihosting
-    SYS_GET_CMDLINE) names the .bin folder and the output file relative to qemu's folder."""
+    SYS_GET_CMDLINE) names the .bin folder and the output file relative to qemu's folder.
+    -icount: the virtual clock (and so SysTick) advances 2^ICOUNT_SHIFT ns per instruction,
+    which makes the harness's per-layer ticks instruction counts (insns.py)."""
+    from nnscons.targets.cortex_m.insns import ICOUNT_SHIFT
     return [opts["run"]["qemu"], "-M", machine, "-nographic", "-monitor", "none", "-serial", "none",
+            "-icount", f"shift={ICOUNT_SHIFT}",
             "-semihosting-config", f"enable=on,target=native,arg=firmware,arg={bin_dir},arg={output_bin}",
             "-kernel", firmware]
 

@@ -1,0 +1,130 @@
+"""cortex-m platform=board: the generated firmware project (Makefile and CMakeLists.txt
+over the model's library, the harness, the start-up and a linker script, the user's or the
+project's), built by make or cmake; the `flash` alias through a fake openocd that runs the
+programmed ELF on qemu's MPS2 Cortex-M4 board (the board's stand-in, semihosting as
+openocd serves it) and a fake pyocd that records its commands; clear errors for a missing
+flasher configuration or linker script."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import ROOT, Project, _ignore
+
+CC, QEMU = "arm-none-eabi-gcc", "qemu-system-arm"
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "cmsis")
+ARCHIVES = sorted(glob.glob(os.path.join(SHARED, "cmsis-nn-*.tar.xz")) +
+                  glob.glob(os.path.join(SHARED, "cmsis6-core-*.tar.xz")))
+FAKES = os.path.join(ROOT, "tests", "cortex_m")
+pytestmark = [
+    pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU) and shutil.which("make")),
+                       reason="needs arm-none-eabi-gcc, make and qemu-system-arm (Debian: apt-get install "
+                              "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm make)"),
+    pytest.mark.skipif(len(ARCHIVES) != 2, reason=f"needs CMSIS-NN and CMSIS Core archives in {SHARED}"),
+]
+
+TARGETS = {
+    "cmb-ocd": "    board: {openocd: %(fakes)s/fake_openocd, openocd_config: [board/fake.cfg]}\n",
+    "cmb-cmake": "    board: {build: cmake, linker_script: boards/mine.ld}\n",
+    "cmb-pyocd": "    board: {flasher: pyocd, pyocd: %(fakes)s/fake_pyocd, pyocd_target: stm32f429xi}\n",
+    "cmb-noconf": "    board: {openocd: %(fakes)s/fake_openocd}\n",
+    "cmb-noscript": "    board: {linker_script: boards/missing.ld}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def proj(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cmboard")
+    dst = tmp / "proj"
+    shutil.copytree(ROOT, dst, ignore=_ignore)
+    for archive in ARCHIVES:
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp / "cmsis", filter="data")
+    saved = {k: os.environ.get(k) for k in ("CMSIS_NN", "CMSIS_CORE", "FAKE_OPENOCD_LOG", "FAKE_PYOCD_LOG")}
+    os.environ["CMSIS_NN"] = str(tmp / "cmsis" / "CMSIS-NN")
+    os.environ["CMSIS_CORE"] = str(tmp / "cmsis" / "CMSIS_6" / "CMSIS" / "Core" / "Include")
+    os.environ["FAKE_OPENOCD_LOG"] = str(tmp / "openocd.log")
+    os.environ["FAKE_PYOCD_LOG"] = str(tmp / "pyocd.log")
+    p = Project(dst)
+    text = p.read("targets.yaml")
+    entries = "".join(f"  {name}:\n    kind: cortex-m\n    toolchain: {{cpu: cortex-m4}}\n    run: {{platform: board}}\n"
+                      + body % {"fakes": FAKES} for name, body in TARGETS.items())
+    p.write("targets.yaml", text.replace("\ntargets:\n", "\ntargets:\n" + entries, 1))
+    yield p, tmp
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def test_default_build_is_the_image_from_the_generated_makefile(proj):
+    p, _ = proj
+    proc = p.scons("target=cmb-ocd", "model=simplecnn")
+    assert "BOARD-BUILD firmware.elf [cmb-ocd]" in proc.stdout and "FLASH" not in proc.stdout, proc.stdout
+    b = "build/cmb-ocd/simplecnn/board"
+    make = p.read(f"{b}/Makefile")
+    assert "LDSCRIPT ?= ../link.ld" in make and "LIB = ../lib/libnns_simplecnn.a" in make, make
+    assert os.path.isfile(p.file(f"{b}/firmware.elf"))
+    # the same project builds by hand, outside nnscons, into the same kind of image
+    out = subprocess.run(["make", "-B", "-C", p.file(b), "firmware.elf"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    assert out.returncode == 0, out.stdout
+    syms = subprocess.run(["arm-none-eabi-nm", p.file(f"{b}/firmware.elf")], stdout=subprocess.PIPE, text=True).stdout
+    assert "arm_convolve_wrapper_s8" in syms and "nn_cm_reset" in syms
+
+
+def test_flash_through_openocd_runs_and_checks_the_board(proj):
+    p, tmp = proj
+    proc = p.scons("target=cmb-ocd", "model=simplecnn", "check")
+    assert "Test PASSED [cmb-ocd] simplecnn" in proc.stdout, proc.stdout[-3000:]
+    log = p.read("build/cmb-ocd/simplecnn/board/run.log")
+    assert "Test PASSED" in log and "measure 0 ticks=" in log, log
+    args = (tmp / "openocd.log").read_text().splitlines()[-1]
+    assert "'program board/firmware.elf verify reset'" in args and "'-f', 'board/fake.cfg'" in args, args
+    report = json.loads(p.read("build/cmb-ocd/simplecnn/board/report.json"))
+    assert report["passed"] and report["platform"] == "board"
+
+
+@pytest.mark.skipif(not shutil.which("cmake"), reason="needs cmake (Debian: apt-get install cmake)")
+def test_cmake_project_with_the_users_linker_script(proj):
+    p, _ = proj
+    p.scons("target=cmb-ocd", "model=simplecnn")       # the project's script, as a start for the user's
+    script = p.read("build/cmb-ocd/simplecnn/link.ld").replace("16 KiB stack", "16 KiB stack (mine)")
+    p.write("boards/mine.ld", script)
+    proc = p.scons("target=cmb-cmake", "model=simplecnn")
+    assert "BOARD-BUILD" in proc.stdout
+    b = "build/cmb-cmake/simplecnn/board"
+    assert 'set(LDSCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/../../../../boards/mine.ld"' in p.read(f"{b}/CMakeLists.txt")
+    out = subprocess.run([QEMU, "-M", "mps2-an386", "-nographic", "-monitor", "none", "-serial", "none",
+                          "-semihosting-config", "enable=on,target=native,arg=firmware,arg=bin,arg=board/out.bin",
+                          "-kernel", "board/firmware.elf"], cwd=p.file("build/cmb-cmake/simplecnn"),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300).stdout
+    assert "Test PASSED" in out, out
+
+
+def test_flash_through_pyocd_programs_and_resets(proj):
+    p, tmp = proj
+    p.scons("target=cmb-pyocd", "model=simplecnn", "flash")
+    calls = (tmp / "pyocd.log").read_text().splitlines()
+    assert calls == ["load -t stm32f429xi board/firmware.elf", "reset -t stm32f429xi"], calls
+
+
+@pytest.mark.parametrize("target, words", [
+    ("cmb-noconf", ["flash: no openocd configuration: set targets.cmb-noconf.board.openocd_config"]),
+    ("cmb-noscript", ["targets.cmb-noscript.board.linker_script: 'boards/missing.ld' is not a file",
+                      "__stack_top"]),
+])
+def test_clear_errors(proj, target, words):
+    p, _ = proj
+    proc = p.scons(f"target={target}", "model=simplecnn", "flash", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in out, out[-3000:]
+    for w in words:
+        assert w in out, out[-3000:]
