@@ -187,10 +187,23 @@ class OnnxWalker:
                 try:
                     got = onnx_ops.convert(self, name, node, resolved, out)
                     self.ops.extend(got if isinstance(got, list) else [got])
+                    self._integer_outputs(node, inputs)
                 except (ValueError, TypeError, IndexError, KeyError) as e:   # malformed values
                     raise self.fail(name, node, f"malformed node ({type(e).__name__}: {e}); "
                                                 f"fix or re-export the model") from None
         return self._graph()
+
+    def _integer_outputs(self, node, inputs):
+        """A plain op on quantized tensors (QOperator graphs move uint8 codes with MaxPool,
+        Reshape, Transpose, Split, ...: only data movement takes integers in ONNX): its outputs
+        are quantized too, at its input's parameters (passes/quantize.inherit_qparams), so a
+        DequantizeLinear may read them."""
+        acts = [t for t in inputs if t and not self.is_const(self.resolve(t))]
+        if node.op_type.startswith("QLinear") or not acts or not all(t in self.q_names for t in acts):
+            return
+        for t in node.output:
+            if t:
+                self.q_names[t] = self.resolve(t)
 
     # -- constant folding -------------------------------------------------------------------
     def _static_shapes(self) -> dict:
