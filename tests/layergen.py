@@ -265,13 +265,28 @@ def mobilenetv3_block(g, x, c):
     return g.gemm_tail(p, 32, 10)
 
 
+def mobilenetv3_bn_block(g, x, c):
+    """As an unfused export has it (onnxruntime's quantizer without pre-processing leaves the
+    BatchNormalization -> HardSwish islands in float): conv, BN, hard-swish, SE, pool, head."""
+    y = g.hardswish(g.bn(g.conv(x, c, 24, k=1, bias=False), 24))
+    y = g.hardswish(g.bn(g.conv(y, 24, 24, group=24, bias=False), 24))
+    s = g.node("GlobalAveragePool", [y])
+    s = g.node("Relu", [g.conv(s, 24, 8, k=1)])
+    s = g.node("HardSigmoid", [g.conv(s, 8, 24, k=1)], alpha=1 / 6, beta=0.5)
+    y = g.bn(g.conv(g.node("Mul", [y, s]), 24, c, k=1, bias=False), c)
+    y = g.node("Add", [y, x])
+    p = g.node("GlobalAveragePool", [g.hardswish(g.bn(g.conv(y, c, 16, k=1, bias=False), 16))])
+    p = g.hardswish(g.conv(p, 16, 32, k=1))
+    return g.gemm_tail(p, 32, 10)
+
+
 PATTERNS = [_pat(f) for f in (
     conv_bias, conv_no_bias_bn_relu, conv_stride2_pad0, group_conv, depthwise_relu6, dilated_conv,
     conv_1x1_hardswish, conv_hardsigmoid, conv_prelu, conv_leakyrelu, conv_silu, gemm_flatten, gemm_alpha_beta,
     gemm_no_transb_reshape, linear_on_flattened_map, softmax_tail, softmax_channels, pad_constant_conv,
     pad_reflect_conv, pad_edge_asym, conv_transpose, conv_transpose_no_bias_out_pad, resize_nearest,
     concat_branches, split_sizes, glu, channel_shuffle, residual_block, maxpool_ceil, avgpool_pad_exclude,
-    avgpool_pad_include, squeeze_excite, reduce_mean_tail, mobilenetv3_block)]
+    avgpool_pad_include, squeeze_excite, reduce_mean_tail, mobilenetv3_block, mobilenetv3_bn_block)]
 
 
 def float_model(pattern, opset, path, seed=0):

@@ -6,7 +6,8 @@ within 1 LSB; a sample builds and passes on the host; what stays refused says so
 Fixed here: a network input the quantizer left in float before its first op (a MaxPool or a
 Pad ahead of the first QuantizeLinear: QDQ and QOperator), a QOperator graph's MaxPool on
 uint8 codes read by a DequantizeLinear, a QOperator graph whose first op (GlobalAveragePool)
-stayed in float."""
+stayed in float, a float island's fork (a lut reading a BatchNormalization's float output that
+the model also rounds for other readers: ops/lut.merge_island_chains)."""
 from __future__ import annotations
 
 import logging
@@ -28,8 +29,11 @@ FIXED = [(L.linear_on_flattened_map, 13, QDQ_S8_PC), (L.linear_on_flattened_map,
          (L.pad_edge_asym, 11, QOP_U8_PT), (L.maxpool_ceil, 13, QOP_U8_PT), (L.maxpool_ceil, 21, QOP_U8_S8_PC),
          (L.softmax_tail, 13, QOP_U8_PT), (L.gemm_alpha_beta, 17, QOP_U8_S8_PC),
          (L.gemm_no_transb_reshape, 13, QOP_U8_PT)]
-# MobileNetV3's islands (hard-swish, the SE's HardSigmoid and global pools) in every form
-MOBILENETV3 = [(L.mobilenetv3_block, o, v) for o in (13, 17) for v in L.VARIANTS]
+# MobileNetV3's islands (hard-swish, the SE's HardSigmoid and global pools) in every form; with
+# unfused BNs at opset 13 (HardSwish spelled Mul(x, HardSigmoid(x))) the QOperator quantizer
+# forks the BN's float output: HardSigmoid reads it unrounded beside its QuantizeLinear
+MOBILENETV3 = ([(L.mobilenetv3_block, o, v) for o in (13, 17) for v in L.VARIANTS]
+               + [(L.mobilenetv3_bn_block, 13, v) for v in L.VARIANTS])
 
 
 def _id(case):
