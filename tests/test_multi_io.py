@@ -412,3 +412,26 @@ def test_arm64_runs_several_inputs_and_outputs_like_the_host(project):
     arm = np.load(project.file(os.path.join(adhoc(project, "arm64", "f"), "output.npz")))
     for t in OUTPUTS:
         assert host[t].tobytes() == arm[t].tobytes()
+
+
+def test_the_aie2p_npu_runner_splits_the_packed_input_and_packs_the_outputs(tmp_path):
+    """runner.run_network (the XRT runner's and the emulator's network walk) on a network.json
+    of two inputs and two outputs: each input its part of input.bin, the outputs back to back."""
+    import json
+    from nnscons import binfiles
+    from nnscons.targets.aie2p import runner
+    a, b = np.arange(6, dtype=np.uint8), np.arange(10, 14, dtype=np.uint8)
+    net = {"arena_size": 0, "inputs": [0, 1], "outputs": [3, 2], "tensors": [6, 4, 6, 4],
+           "layers": [{"cname": "l0", "kind": "host", "input": 0, "output": 2, "inputs": [0], "act_dtype": "int8"},
+                      {"cname": "l1", "kind": "host", "input": 1, "output": 3, "inputs": [1], "act_dtype": "int8"}]}
+    os.makedirs(tmp_path / "src")
+    (tmp_path / "src" / "network.json").write_text(json.dumps(net))
+    os.makedirs(os.path.dirname(binfiles.input_path(str(tmp_path))), exist_ok=True)
+    np.concatenate([a, b]).tofile(binfiles.input_path(str(tmp_path)))
+    for cname, want in (("l0", a + 1), ("l1", b + 1)):
+        path = binfiles.bin_path(str(tmp_path), "golden", cname)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        want.astype(np.uint8).tofile(path)
+    lines, out = runner.run_network(str(tmp_path), None, lambda layer, xs: xs[0] + np.uint8(1))
+    assert lines == ["layer 0 l0: OK", "layer 1 l1: OK", "Test PASSED"]
+    assert out.tolist() == list(b + 1) + list(a + 1)        # outputs in the model's order
