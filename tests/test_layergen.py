@@ -73,3 +73,15 @@ def test_builds_and_passes_on_the_host(project, case):
     assert f"Test PASSED [host] " in proc.stdout, proc.stdout[-2000:]
     assert "self-consistency: quantized.onnx evaluated exactly" in proc.stdout, proc.stdout[-2000:]
     assert os.path.exists(project.file(os.path.join(adhoc(project, "host", stem), "output.npy")))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [(L.mobilenetv3_bn_block, 13, QOP_U8_PT), (L.maxpool_ceil, 13, QOP_U8_PT)], ids=_id)
+def test_builds_and_passes_on_gap9_emul(project, case):
+    import os
+    p, opset, variant = case
+    folder = project.file("gen")
+    os.makedirs(folder)
+    q = L.quantized(p, opset, variant, folder)
+    proc = project.scons("target=gap9", f"model={q}", "platform=emul")
+    assert "Test PASSED [gap9] " in proc.stdout, proc.stdout[-2000:]
