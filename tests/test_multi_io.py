@@ -4,8 +4,8 @@ read) imports, equals the float64 QDQ evaluation tensor by tensor, builds on the
 `input=` as an .npz keyed by input name and `output.npz` keyed by output name, and its C API
 (packed buffers, per-tensor macros, run-time descriptors, run_float) gives the harness's
 bytes; gap9 runs it on emul, qemu, gvsoc-open and gvsoc-gap9 (each tensor its own slot in the
-arena, also with the activations in L3); k210, aie2p and gap9's layer-by-layer runs say they
-move one input and one output."""
+arena, also with the activations in L3), and layer by layer on gvsoc-open; k210 (emul, qemu)
+and aie2p (emul) like the host, byte for byte."""
 from __future__ import annotations
 
 import os
@@ -181,13 +181,36 @@ def test_host_build_takes_an_npz_and_writes_output_npz_and_the_c_api_packs_them(
     assert "holds ['img']; the model 'f' takes img, aux (one array per input name)" in bad.stdout + bad.stderr
 
 
-def test_targets_that_move_one_input_and_one_output_say_so(project):
+def _host_outputs(project, f):
+    """The host's output.npz for x.npz: what every target must give, byte for byte."""
+    proc = project.scons("target=host", f"model={f}", "input=x.npz")
+    assert "Test PASSED [host] f:" in proc.stdout, proc.stdout[-2000:]
+    return np.load(project.file(os.path.join(adhoc(project, "host", "f"), "output.npz")))
+
+
+@pytest.mark.parametrize("target,platform", [("k210", "emul"), ("aie2p-hybrid", "emul"),
+                                             pytest.param("k210", "qemu", marks=pytest.mark.slow)])
+def test_k210_and_aie2p_run_several_inputs_and_outputs_like_the_host(project, target, platform):
+    import shutil
+    if platform == "qemu" and not (shutil.which("riscv64-unknown-elf-gcc") and shutil.which("qemu-system-riscv64")):
+        pytest.skip("riscv64-unknown-elf-gcc / qemu-system-riscv64 not installed")
     f = two_by_three(project.file("f.onnx"))
-    for kind in ("k210", "aie2p"):
-        bad = project.scons(f"target={kind}", f"model={f}", check=False)
-        assert bad.returncode != 0
-        assert (f"target kind '{kind}' runs models with one input and one output; 'f' has 2 input(s) "
-                "(img, aux) and 3 output(s) (scores, boxes, fused)") in bad.stdout + bad.stderr
+    x = _inputs(9)
+    np.savez(project.file("x.npz"), **x)
+    proc = project.scons(f"target={target}", f"model={f}", "input=x.npz", f"platform={platform}", check=False)
+    assert f"Test PASSED [{target}] f:" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    b = adhoc(project, target, "f")
+    run_dir = os.path.join(b, platform) if target == "k210" else b
+    out = np.load(project.file(os.path.join(run_dir, "output.npz")))
+    assert out.files == OUTPUTS
+    assert not os.path.exists(project.file(os.path.join(run_dir, "output.npy")))
+    g = load_model(f, name="f")
+    ref = reference.run_graph(g, reference.quantize_input(g, x))
+    want = _host_outputs(project, f)
+    for t in OUTPUTS:
+        assert out[t].tobytes() == want[t].tobytes(), t
+        if target != "k210":       # the generic reference (k210's KPU layers have their own goldens)
+            np.testing.assert_array_equal(out[t], reference.dequantize(g.tensor(t), ref[t]), err_msg=t)
 
 
 GAP9_APP_CHECK = r"""
@@ -317,15 +340,31 @@ def test_gap9_with_the_activations_in_l3_moves_every_input_and_output(project):
                                           src)] == [5, 4096, 8192]
 
 
-def test_gap9_layer_by_layer_runs_say_they_take_one_input_and_one_output(project):
+@pytest.mark.slow
+def test_gap9_layer_by_layer_runs_take_several_inputs_and_outputs(project):
+    """Each run loads a network input from its part of input.bin; each output's run prints it
+    and the merge places it at its offset in the packed output."""
+    import shutil
+    from nnscons.targets.gap9 import gvsoc_open
+    if not (gvsoc_open.find_gvsoc() and shutil.which("riscv64-unknown-elf-gcc")):
+        pytest.skip("GVSOC (GVSoC for gvsoc-open) or riscv64-unknown-elf-gcc not installed")
     _small_targets(project)
     f = two_by_three(project.file("f.onnx"))
-    bad = project.scons("target=pulp-layerwise", f"model={f}", check=False)
-    assert bad.returncode != 0
-    assert ("target kind 'gap9' on platform=gvsoc-open would run 'f' layer by layer (run.layer_by_layer is "
-            "'always'), and a layer-by-layer run takes models with one input and one output; 'f' has 2 input(s) "
-            "(img, aux) and 3 output(s) (scores, boxes, fused)") in bad.stdout + bad.stderr
-    assert "Traceback" not in bad.stdout + bad.stderr
+    x = _inputs(7)
+    np.savez(project.file("x.npz"), **x)
+    proc = project.scons("target=pulp-layerwise", f"model={f}", "input=x.npz", check=False)
+    assert "Test PASSED [pulp-layerwise] f: all 8 layers match" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]
+    b = adhoc(project, "pulp-layerwise", "f")
+    run_log = project.read(os.path.join(b, "gvsoc-open", "run.log"))
+    assert "nnscons run: layer by layer, 8 runs" in run_log
+    out = np.load(project.file(os.path.join(b, "gvsoc-open", "output.npz")))
+    assert out.files == OUTPUTS
+    want = _host_outputs(project, f)
+    for t in OUTPUTS:
+        assert out[t].tobytes() == want[t].tobytes(), t
+    # conv_aux's run reads aux from its part of input.bin (img's 192 bytes first)
+    src = project.read(os.path.join(b, "src", "runs", "conv_aux", "network.c"))
+    assert "pi_fs_seek(f0, 192u)" in src
 
 
 @pytest.mark.slow
@@ -373,3 +412,26 @@ def test_arm64_runs_several_inputs_and_outputs_like_the_host(project):
     arm = np.load(project.file(os.path.join(adhoc(project, "arm64", "f"), "output.npz")))
     for t in OUTPUTS:
         assert host[t].tobytes() == arm[t].tobytes()
+
+
+def test_the_aie2p_npu_runner_splits_the_packed_input_and_packs_the_outputs(tmp_path):
+    """runner.run_network (the XRT runner's and the emulator's network walk) on a network.json
+    of two inputs and two outputs: each input its part of input.bin, the outputs back to back."""
+    import json
+    from nnscons import binfiles
+    from nnscons.targets.aie2p import runner
+    a, b = np.arange(6, dtype=np.uint8), np.arange(10, 14, dtype=np.uint8)
+    net = {"arena_size": 0, "inputs": [0, 1], "outputs": [3, 2], "tensors": [6, 4, 6, 4],
+           "layers": [{"cname": "l0", "kind": "host", "input": 0, "output": 2, "inputs": [0], "act_dtype": "int8"},
+                      {"cname": "l1", "kind": "host", "input": 1, "output": 3, "inputs": [1], "act_dtype": "int8"}]}
+    os.makedirs(tmp_path / "src")
+    (tmp_path / "src" / "network.json").write_text(json.dumps(net))
+    os.makedirs(os.path.dirname(binfiles.input_path(str(tmp_path))), exist_ok=True)
+    np.concatenate([a, b]).tofile(binfiles.input_path(str(tmp_path)))
+    for cname, want in (("l0", a + 1), ("l1", b + 1)):
+        path = binfiles.bin_path(str(tmp_path), "golden", cname)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        want.astype(np.uint8).tofile(path)
+    lines, out = runner.run_network(str(tmp_path), None, lambda layer, xs: xs[0] + np.uint8(1))
+    assert lines == ["layer 0 l0: OK", "layer 1 l1: OK", "Test PASSED"]
+    assert out.tolist() == list(b + 1) + list(a + 1)        # outputs in the model's order

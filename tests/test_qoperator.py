@@ -68,7 +68,9 @@ def qop_model(request, tmp_path_factory):
 
 def test_the_quantizer_writes_every_qoperator_this_test_covers(qop_model):
     types = {n.op_type for n in onnx.load(qop_model).graph.node}
-    assert set(QLINEAR) <= types, set(QLINEAR) - types
+    # these two onnxruntime's quantizer never writes: tests/test_qoperator_contrib.py writes them
+    by_hand = {"QLinearConvTranspose", "QLinearReduceMean"}
+    assert set(QLINEAR) - by_hand <= types, set(QLINEAR) - by_hand - types
 
 
 def test_every_tensor_equals_the_float64_qdq_evaluation(qop_model):

@@ -17,7 +17,7 @@ import os
 from ..errors import ModelError
 from ..ir import Graph
 from ..passes import prepare, to_ir
-from ..passes.quantize import inherit_qparams, inherit_qparams_backward, requantize_aliases
+from ..passes.quantize import inherit_qparams, inherit_qparams_backward, minmax_qparams, requantize_aliases
 from .onnx_file import is_qdq, read_onnx
 from .onnx_graph import OnnxWalker
 
@@ -75,14 +75,23 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
         inherit_qparams_backward(g)
         from ..ops.lut import merge_island_chains
         merge_island_chains(g)
+        bare = [t for t in g.inputs if t not in g.qparams]
         islands = [op.output for op in g.ops if op.output not in g.qparams]
-        if islands and g.input in g.qparams:
-            # float islands (ops the quantizer left in float): the built-in calibration
-            # quantizes them, from the QDQ model's own values on seeded random inputs
-            calibrate(f, g, calibration_feeds(f, None), only=islands)
-            notes.append(f"{len(islands)} tensor(s) left in float by the model's quantizer "
+        if islands or bare:
+            # float islands (ops the quantizer left in float), the network inputs that feed
+            # one included: the built-in calibration quantizes them, from the QDQ model's own
+            # values on seeded random inputs
+            feeds = calibration_feeds(f, None)
+            if bare:
+                g.qparams.update({t: minmax_qparams(min(float(x[t].min()) for x in feeds),
+                                                    max(float(x[t].max()) for x in feeds)) for t in bare})
+                inherit_qparams(g)
+                islands = [op.output for op in g.ops if op.output not in g.qparams]
+            if islands:
+                calibrate(f, g, feeds, only=islands)
+            notes.append(f"{len(bare + islands)} tensor(s) left in float by the model's quantizer "
                          f"were quantized with the built-in calibration: "
-                         f"{', '.join(islands[:8])}{' ...' if len(islands) > 8 else ''}")
+                         f"{', '.join((bare + islands)[:8])}{' ...' if len(bare + islands) > 8 else ''}")
     requantize_aliases(g)
     graph = to_ir(g, name)
     graph.float_source = float_source if fmt == "float" else None   # builders/fidelity.py

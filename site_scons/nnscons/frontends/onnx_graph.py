@@ -67,6 +67,8 @@ class OnnxWalker:
         self.qparams: dict = {}
         self.q_names: dict = {}   # QuantizeLinear output -> IR tensor name (for the oracle)
         self.ops: list = []
+        self.float_outs: set = set()   # outputs of converted nodes (float unless in q_names)
+        self.unrounded: set = set()    # (op name, tensor): OpGraph.unrounded
 
     # -- helpers used by the op converters ------------------------------------------------
     def fail(self, name: str, node, message: str) -> ModelError:
@@ -186,11 +188,28 @@ class OnnxWalker:
                             self._unused_output(name, node, extra)
                 try:
                     got = onnx_ops.convert(self, name, node, resolved, out)
-                    self.ops.extend(got if isinstance(got, list) else [got])
+                    got = got if isinstance(got, list) else [got]
+                    self.ops.extend(got)
+                    self._integer_outputs(node, inputs)
+                    floats = {t for t in inputs if t in self.float_outs and t not in self.q_names}
+                    self.unrounded |= {(op.name, t) for op in got for t in op.inputs if t in floats}
+                    self.float_outs.update(t for t in node.output if t)
                 except (ValueError, TypeError, IndexError, KeyError) as e:   # malformed values
                     raise self.fail(name, node, f"malformed node ({type(e).__name__}: {e}); "
                                                 f"fix or re-export the model") from None
         return self._graph()
+
+    def _integer_outputs(self, node, inputs):
+        """A plain op on quantized tensors (QOperator graphs move uint8 codes with MaxPool,
+        Reshape, Transpose, Split, ...: only data movement takes integers in ONNX): its outputs
+        are quantized too, at its input's parameters (passes/quantize.inherit_qparams), so a
+        DequantizeLinear may read them."""
+        acts = [t for t in inputs if t and not self.is_const(self.resolve(t))]
+        if node.op_type.startswith("QLinear") or not acts or not all(t in self.q_names for t in acts):
+            return
+        for t in node.output:
+            if t:
+                self.q_names[t] = self.resolve(t)
 
     # -- constant folding -------------------------------------------------------------------
     def _static_shapes(self) -> dict:
@@ -289,7 +308,7 @@ class OnnxWalker:
         g = OpGraph(source=f.path, input=inputs[0], output=self.resolve(outputs[0]),
                     input_shape=as_2d_shape(shapes[0]), ops=self.ops, qparams=self.qparams,
                     extra_inputs=inputs[1:], extra_input_shapes=[as_2d_shape(s) for s in shapes[1:]],
-                    extra_outputs=[self.resolve(o) for o in outputs[1:]])
+                    extra_outputs=[self.resolve(o) for o in outputs[1:]], unrounded=set(self.unrounded))
         seen = {}
         for k, name in enumerate(outputs):
             out = g.outputs[k]

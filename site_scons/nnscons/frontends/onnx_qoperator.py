@@ -166,6 +166,10 @@ QLINEAR = {
     "QLinearLeakyRelu": QSpec("LeakyRelu", **UNARY_IO),
     "QLinearSoftmax": QSpec("Softmax", **UNARY_IO, drop=("opset",)),
     "QLinearConcat": QSpec("Concat", acts=_concat_acts, out_q=(0, 1), float_inputs=_concat_inputs),
+    # QLinearConv's inputs; the weight (Cin, Cout, kh, kw) per output channel along axis 1
+    "QLinearConvTranspose": QSpec("ConvTranspose", acts=((0, 1, 2),), weights=((3, 4, 5, 1),), bias=(8, (0, 3)),
+                                  out_q=(6, 7), float_inputs=lambda raw: [0, 3, 8]),
+    "QLinearReduceMean": QSpec("ReduceMean", **UNARY_IO),
 }
 
 
@@ -219,11 +223,20 @@ def to_qdq(proto):
             nodes.append(helper.make_node("DequantizeLinear", [raw[b], sname], [bname],
                                           **({"axis": 0} if scale.size > 1 else {})))
             float_in[b] = bname
-        nodes.append(helper.make_node(spec.float_type, [float_in.get(i, "") for i in spec.float_inputs(raw)],
-                                      [f"{y}__f"], **spec.float_attrs(a)))
+        f_ins, f_attrs = [float_in.get(i, "") for i in spec.float_inputs(raw)], spec.float_attrs(a)
+        if spec.float_type == "ReduceMean" and "axes" in f_attrs and _opset(out) >= 18:
+            aname = f"{y}__axes"        # an input from opset 18 (QLinearReduceMean keeps the attribute)
+            new_inits.append(numpy_helper.from_array(np.asarray(f_attrs.pop("axes"), np.int64), aname))
+            f_ins.append(aname)
+        nodes.append(helper.make_node(spec.float_type, f_ins, [f"{y}__f"], **f_attrs))
         oq = [raw[spec.out_q[0]]] + ([raw[spec.out_q[1]]] if len(raw) > spec.out_q[1] else [])
         nodes.append(helper.make_node("QuantizeLinear", [f"{y}__f"] + oq, [y]))
     del g.node[:]
     g.node.extend(nodes)
     g.initializer.extend(new_inits)
     return out
+
+
+def _opset(proto) -> int:
+    """The model's default-domain opset."""
+    return max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=1)

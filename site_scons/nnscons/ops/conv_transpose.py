@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 
@@ -88,5 +89,5 @@ def tfl_transpose_conv(w, op):
 
 
 OPS = []
-CONVERTERS = {"ConvTranspose": convert}
+CONVERTERS = {"ConvTranspose": convert} | onnx_qoperator.converters("QLinearConvTranspose")
 TFLITE_CONVERTERS = {"TRANSPOSE_CONV": tfl_transpose_conv}

@@ -347,15 +347,22 @@ def merge_island_chains(g) -> None:
     HardSwish, ...: onnxruntime's quantizer leaves them in float between a QuantizeLinear and
     the next) is one table: ONNX rounds once, at the chain's end, and so does the table.
     Merged when the tensor between two luts has no quantization of the model's and only the
-    second reads it; a clamp fused into the first becomes a Clip step."""
+    second reads it; a clamp fused into the first becomes a Clip step. Where the model also
+    rounds that tensor for other readers but the second lut reads its float value (MobileNetV3's
+    BatchNormalization -> HardSigmoid beside the BatchNormalization's QuantizeLinear, as
+    onnxruntime's QOperator quantizer leaves it: OpGraph.unrounded), the second lut takes a copy
+    of the first's steps and the first stays for the others."""
     for op in [o for o in g.ops if o.kind == "lut"]:
         if op not in g.ops or "table" in op.attrs:
             continue
+        reader = op
         while True:
-            p = g.producer(op.inputs[0])
-            if (p is None or p.kind != "lut" or "table" in p.attrs or p.output in g.qparams
-                    or p.output in g.outputs or g.consumers(p.output) != [op]
+            p = g.producer(op.inputs[0])      # read by `reader` (op, or the lut merged last)
+            if (p is None or p.kind != "lut" or "table" in p.attrs or p.output in g.outputs
                     or p.act_range is not None):
+                break
+            sole = p.output not in g.qparams and g.consumers(p.output) == [op]
+            if not sole and (reader.name, p.output) not in g.unrounded:
                 break
             steps = _steps(p.attrs)
             lo, hi = p.clamp
@@ -364,9 +371,11 @@ def merge_island_chains(g) -> None:
                                               if v is not None), 0),)
             op.attrs["chain"] = steps + tuple(op.attrs.get("chain", ()))
             op.inputs = list(p.inputs)
-            op.fused = [p.name] + p.fused + op.fused
             op.source_ops = p.source_ops + op.source_ops
-            g.ops.remove(p)
+            if sole:
+                op.fused = [p.name] + p.fused + op.fused
+                g.ops.remove(p)
+            reader = p
         if op.attrs.get("chain"):
             op.attrs["tables"] = _channels(g, op, g.shapes[op.inputs[0]])
 

@@ -59,10 +59,15 @@ def fold(g, pad):
     if dst.kind == "avgpool":
         dst.attrs["count_include_pad"] = 1
     dst.inputs = [pad.inputs[0] if t == pad.output else t for t in dst.inputs]
+    if pad.output in g.qparams and pad.inputs[0] not in g.qparams:
+        # a Pad left in float before the model's QuantizeLinear: ONNX rounds after it, and
+        # padding with 0 commutes with that rounding, so its input takes those parameters
+        g.qparams[pad.inputs[0]] = g.qparams[pad.output]
     dst.fused.insert(0, pad.name)
     dst.source_ops.insert(0, pad.source_op)
     g.ops.remove(pad)
 
 
-OPS = [OpDef("pad", ir=False, onnx={"Pad": convert}, fold=fold,
+# selects: every output value is an input value or 0, which every int8 range holds exactly
+OPS = [OpDef("pad", ir=False, onnx={"Pad": convert}, fold=fold, selects=True,
              doc="constant-0 Pad (attrs pads, axes): folded into the next conv2d/avgpool, else a move")]

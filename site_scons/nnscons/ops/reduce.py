@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import numerics
 from ..frontends import onnx_ops as X
+from ..frontends import onnx_qoperator
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from . import OpDef
@@ -162,5 +163,6 @@ OPS = [OpDef("reduce", attrs=("fn", "axes", "keepdims"), shape=shape, reference=
              requant=single_requant, counts=single_counts, macs=n_in, export=export,
              fusable=True,
              doc="fn (mean, sum, max, min) axes (sorted, non-negative) keepdims")]
-CONVERTERS = {t: reduce for t in FNS} | {"GlobalMaxPool": global_maxpool}
+CONVERTERS = ({t: reduce for t in FNS} | {"GlobalMaxPool": global_maxpool}
+              | onnx_qoperator.converters("QLinearReduceMean"))
 TFLITE_CONVERTERS = {"MEAN": tfl_mean, "REDUCE_MAX": tfl_reduce_max}

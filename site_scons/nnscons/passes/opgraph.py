@@ -53,6 +53,9 @@ class OpGraph:
     extra_inputs: list = field(default_factory=list)        # inputs after the first (model order)
     extra_input_shapes: list = field(default_factory=list)  # theirs
     extra_outputs: list = field(default_factory=list)       # outputs after the first
+    # (op name, tensor): the op reads the tensor's float value, before the model's
+    # QuantizeLinear rounds it for its other readers (a float island's fork)
+    unrounded: set = field(default_factory=set)
 
     @property
     def inputs(self) -> list:

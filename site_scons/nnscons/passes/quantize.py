@@ -64,14 +64,16 @@ def inherit_qparams_backward(g: OpGraph) -> None:
     quantizes: ONNX rounds once, at that output; the island's tensor takes its params, so
     the op moves codes and rounds nothing itself (a monotone rounding, saturation
     included, commutes with it). Averages are not selections: their input keeps a scale of
-    its own."""
+    its own. A network input the model does not quantize (its first op a max pool or a Pad
+    the quantizer left in float) is such a tensor too: the run's input is quantized where
+    ONNX would round, after the selection."""
     for op in reversed(g.ops):
         d = ops.get(op.kind)
         if not d.selects or not op.inputs or op.output not in g.qparams:
             continue
         src = op.inputs[0]
-        if (src in g.qparams or src in g.inputs or src in g.outputs
-                or [o for o in g.consumers(src) if o is not op] or g.producer(src) is None):
+        if (src in g.qparams or src in g.outputs or [o for o in g.consumers(src) if o is not op]
+                or (g.producer(src) is None and src not in g.inputs)):
             continue
         g.qparams[src] = g.qparams[op.output]
 

@@ -90,7 +90,6 @@ FALLBACK_OPS = ("maxpool", "avgpool", "global_avgpool", "add", "requant", "conca
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
-    base.one_input_one_output(graph, "aie2p")
     layers = []
     fallback = opts["mapping"]["fallback"] == "host"
     model = library.c_model_name(graph.name)
@@ -130,7 +129,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         g = mapping.geometry(layer, graph)
         cls = mapping.classes(g)
         g["ncls"] = cls["n"]
-        first = layer.inputs[0] == graph.input and graph.tensor(graph.input).q.zero_point == -128
+        first = layer.inputs[0] in graph.inputs and graph.tensor(layer.inputs[0]).q.zero_point == -128
         act_dtype = "uint8" if first else "int8"
         spec = fit_layer(layer, graph, cname, g, req, own, act_dtype, opts, at, cls)
         nbytes = spec["dma"]["buffers"]["w"]
@@ -257,7 +256,8 @@ def library_files(graph, layers, buffers, lib) -> list:
     at = _align(act, SCRATCH_ALIGN) if scratch else act
     arena = {"activations": act, "scratch_at": at, "scratch": scratch, "size": at + scratch + ARENA_ALIGN - 1}
     lib = dict(lib, arena_align=ARENA_ALIGN)
-    net = {"lib": lib, "input": t[graph.input], "output": t[graph.output], "arena": arena,
+    net = {"lib": lib, "inputs": [t[n] for n in graph.inputs], "outputs": [t[n] for n in graph.outputs],
+           "arena": arena,
            "layers": [{"cname": lp.cname, "kind": layer_kind(lp), "symbol": f"nns_{lib['model']}_{lp.cname}",
                        "inputs": [t[i]["offset"] for i in lp.layer.inputs], "output": t[lp.layer.output],
                        "params_bytes": lp.param_bytes} for lp in layers]}
@@ -326,13 +326,13 @@ def host_layer(layer, graph, cname: str, why: str) -> base.LayerPlan:
 def network_spec(graph, layers, buffers) -> dict:
     """The runner's view: layer order and which DDR tensor each reads and writes (no
     tiling, no names -- those are untrusted and live in the report)."""
-    ids = {graph.input: 0}
+    ids = {name: k for k, name in enumerate(graph.inputs)}
     for lp in layers:
         ids.setdefault(lp.layer.output, len(ids))
     nbytes = {name: int(np.prod(graph.tensor(name).shape)) for name in ids}
     return {
         "arena_size": buffers["arena_size"],
-        "input": 0, "output": ids[graph.output],
+        "inputs": [ids[n] for n in graph.inputs], "outputs": [ids[n] for n in graph.outputs],
         "tensors": [nbytes[n] for n in sorted(ids, key=ids.get)],
         "layers": [{"cname": lp.cname, "kind": layer_kind(lp),
                     "input": ids[lp.layer.inputs[0]], "output": ids[lp.layer.output],

@@ -105,7 +105,8 @@ def declare_nodes(env, session, common) -> dict:
         env.Depends(node, [os.path.join(COMMON, h) for h in ("nn_kernels.h", "nn_requant.h", "nn_window.h")])
         firmware += node
         run_inputs += [files_all[lp.cname][f"src/layers/{lp.cname}_host.json"] for lp in hosted]
-    run = env.NnsAieRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy"), binfiles.output_path(b)],
+    run = env.NnsAieRun([os.path.join(b, "run.log"), os.path.join(b, binfiles.output_array(len(session.graph.outputs))),
+                          binfiles.output_path(b)],
                         firmware + run_inputs + list(common.network_files.values())
                         + common.input + common.weights + common.goldens,
                         NNS_CMD=run_cmd, NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
@@ -140,7 +141,8 @@ def _emul_nodes(env, session, common, mapped, src) -> dict:
     lib_nodes, harness = declare_library(env, session, common, os.path.join(b, "obj"), extra_objects=kernels)
     firmware = env.Program(os.path.join(b, "firmware"), harness + lib_nodes[:1],
                            LINKCOMSTR=f"LINK firmware [{t}]" if quiet else None)
-    run = env.NnsNativeRun([os.path.join(b, "run.log"), os.path.join(b, "output.npy"), binfiles.output_path(b)],
+    run = env.NnsNativeRun([os.path.join(b, "run.log"), os.path.join(b, binfiles.output_array(len(session.graph.outputs))),
+                          binfiles.output_path(b)],
                            firmware + common.input + common.goldens,
                            NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
     # the design and the DMA description are this layer's product too: build them

@@ -52,10 +52,12 @@ def unstage(y: np.ndarray, st) -> np.ndarray:
 def run_network(build_dir: str, run_layer, run_host=None) -> tuple[list, np.ndarray]:
     """run_layer(layer entry, input bytes uint8) -> output bytes uint8, for 'npu' layers;
     run_host(layer entry, [input bytes]) -> output bytes for 'host' layers (fallback: host).
-    Returns (log lines, the network output bytes)."""
+    Returns (log lines, the network outputs' bytes back to back)."""
     with open(os.path.join(build_dir, "src", "network.json")) as f:
         net = json.load(f)
-    tensors = {net["input"]: np.fromfile(binfiles.input_path(build_dir), dtype=np.uint8)}
+    packed, at, tensors = np.fromfile(binfiles.input_path(build_dir), dtype=np.uint8), 0, {}
+    for k in net["inputs"]:         # input.bin: the network inputs back to back
+        tensors[k], at = packed[at:at + net["tensors"][k]], at + net["tensors"][k]
     lines, ok = [], True
     for i, layer in enumerate(net["layers"]):
         x = tensors[layer["input"]]
@@ -72,7 +74,7 @@ def run_network(build_dir: str, run_layer, run_host=None) -> tuple[list, np.ndar
         lines.append(compare(i, layer["cname"], y, golden))
         ok = ok and lines[-1].endswith(": OK")
     lines.append("Test PASSED" if ok else "Test FAILED: see the MISMATCH lines")
-    return lines, tensors[net["output"]]
+    return lines, np.concatenate([tensors[k] for k in net["outputs"]])
 
 
 def finish(build_dir: str, lines: list, output: np.ndarray, output_bin: str) -> int:

@@ -318,12 +318,6 @@ def _lib(lib, layers, mem, opts, io) -> dict:
 def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPlan:
     """Every layer its own program and run (layerwise.py): on gvsoc-open and gvsoc-gap9, when
     the model does not fit L2 (neither simulator has L3) or when run.layer_by_layer says so."""
-    if len(graph.inputs) > 1 or len(graph.outputs) > 1:
-        raise UserError(f"target kind 'gap9' on platform={opts['run']['platform']} would run '{graph.name}' layer by "
-                        f"layer ({why}), and a layer-by-layer run takes models with one input and one output; "
-                        f"'{graph.name}' has {len(graph.inputs)} input(s) ({', '.join(graph.inputs)}) and "
-                        f"{len(graph.outputs)} output(s) ({', '.join(graph.outputs)}): build it for platform=emul "
-                        f"or platform=qemu, or with run.layer_by_layer: auto where the network fits L2")
     lw = layerwise.plan(graph, layers, opts, budgets)
     for lp in layers:           # a sliced NE16 layer: layerwise re-planned it for the cluster
         if lp.report.get("engine") == "ne16" and lp.report.get("slice"):

@@ -95,6 +95,10 @@ def plan(graph, layers, opts, budgets) -> dict:
     slices the layers that do not fit alone. budgets: cname -> (l1_budget, where)."""
     l2_avail = opts["memory"]["l2"] - opts["memory"]["l2_reserved"]
     producer = {lp.layer.output: lp for lp in layers}
+    in_at, at = {}, 0               # each network input's offset in input.bin (back to back)
+    for t in graph.inputs:
+        in_at[t], at = at, at + _numel(graph, t)
+    input_bytes = at
     runs, peak = [], 0
     for index, lp in enumerate(layers):
         layer = lp.layer
@@ -103,9 +107,11 @@ def plan(graph, layers, opts, budgets) -> dict:
             if t not in offsets:
                 offsets[t] = off
                 off += _align(_numel(graph, t))
-        loads = [{"stem": binfiles.INPUT[:-4] if t == graph.input
-                  else binfiles.bin_stem("golden", producer[t].cname, "flat"),
-                  "offset": o, "size": _numel(graph, t)} for t, o in offsets.items()]
+        # a network input: its part of input.bin (file_size: the whole file, file_offset: where it starts)
+        loads = [{"stem": binfiles.INPUT[:-4], "file_size": input_bytes, "file_offset": in_at[t],
+                  "offset": o, "size": _numel(graph, t)} if t in in_at else
+                 {"stem": binfiles.bin_stem("golden", producer[t].cname, "flat"), "file_size": _numel(graph, t),
+                  "file_offset": 0, "offset": o, "size": _numel(graph, t)} for t, o in offsets.items()]
         alias = nnsops.get(layer.op).alias
         oc = int(graph.tensor(layer.output).shape[1])
         out_size, params, stem, k = _numel(graph, layer.output), lp.param_bytes, lp.cname, oc
@@ -136,8 +142,8 @@ def plan(graph, layers, opts, budgets) -> dict:
         peak = max(peak, arena + _align(params) + memory.COMPARE_CHUNK)
         runs.append({
             "arena_size": max(arena, 4), "loads": loads, "output": {"offset": out_off, "size": out_size},
-            # only the run of the network's output prints its bytes (semihosting is slow)
-            "print_output": layer.output == graph.output,
+            # only the runs of the network's outputs print their bytes (semihosting is slow)
+            "print_output": layer.output in graph.outputs,
             "layers": [{"cname": lp.cname, "bin": stem, "index": index,
                         "inputs": [offsets[t] for t in layer.inputs],
                         "output": {"offset": out_off, "size": out_size}, "params_bytes": params,
@@ -191,17 +197,24 @@ def merge_logs(target, source, env):
     lines = [f"nnscons run: layer by layer, {len(texts)} runs"]
     for text in texts:
         lines += [ln for ln in text.splitlines() if ln.startswith(("layer ", "measure ", "ERROR", "PULP-OPEN", "GAP9 ERROR"))]
-    out_run = next(i for i, lp in enumerate(session.plan.layers) if lp.layer.output == session.graph.output)
-    out_lines = [ln for ln in texts[out_run].splitlines() if ln.startswith("output ")]
+    graph, out_lines, at = session.graph, [], 0
+    for name in graph.outputs:      # each output from the run of its layer, placed back to back
+        k = next(i for i, lp in enumerate(session.plan.layers) if lp.layer.output == name)
+        size = _numel(graph, name)
+        own = [ln for ln in texts[k].splitlines() if ln.startswith("output ")]
+        if simrun.output_bytes("\n".join(own), size) is None:
+            sliced = "slice" in session.plan.layers[k].report
+            print(f"RUN FAILED [{session.target_cfg.name}]: the run of layer '{session.plan.layers[k].layer.name}' "
+                  f"holds no complete network output '{name}'{' (it ran on a slice of its channels)' if sliced else ''}")
+            return 1
+        for ln in own:
+            _, off, hexes = ln.split()
+            out_lines.append(f"output {int(off) + at} {hexes}")
+        at += size
     lines += out_lines
     passed = all("Test PASSED" in t.splitlines() for t in texts)
     lines.append("Test PASSED" if passed else "Test FAILED: see the layer lines above")
     log = "\n".join(lines) + "\n"
     data = simrun.output_bytes("\n".join(out_lines), simrun.network_output_size(session))
-    if data is None:
-        sliced = "slice" in session.plan.layers[out_run].report
-        print(f"RUN FAILED [{session.target_cfg.name}]: the run of the output layer holds no complete network "
-              f"output{' (it ran on a slice of its channels)' if sliced else ''}")
-        return 1
     simrun.write_results(session, data, log, str(target[0]), str(target[1]))
     return 0

@@ -91,7 +91,8 @@ def _layerwise_nodes(env, penv, session, common, objects, pdir) -> dict:
                                    NNS_VERB="RUN", NNS_LABEL=label, NNS_PLATFORM=penv["NNS_PLATFORM_NAME"])
         programs += prog
         logs += log
-    run = penv.NnsGap9Merge([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy"),
+    run = penv.NnsGap9Merge([os.path.join(pdir, "run.log"),
+                             os.path.join(pdir, binfiles.output_array(len(session.graph.outputs))),
                              binfiles.output_path(pdir)], logs,
                             NNS_VERB="MERGE", NNS_LABEL=f"{session.model_cfg.name}: {len(logs)} layer runs")
     env.Clean(programs, [os.path.join(pdir, gvsoc_open.WORK_DIR)])

@@ -90,7 +90,6 @@ def _placement(layer, graph, overrides, where):
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
-    base.one_input_one_output(graph, "k210")
     layers, kernels, kpu_layers, placements = [], set(), {}, {}
     model = library.c_model_name(graph.name)
     for layer in graph.layers:
@@ -144,12 +143,12 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                         f"platform=board")
     if opts["run"]["platform"] == "board" and gmode == "embedded":
         goldens = sum(int(np.prod(graph.tensor(lp.layer.output).shape)) for lp in layers)
-        image = used + goldens + int(np.prod(graph.tensor(graph.input).shape))
+        image = used + goldens + sum(int(np.prod(graph.tensor(t).shape)) for t in graph.inputs)
         if image > sram:
             raise UserError(
                 f"{where(None, 'run', 'goldens')}: platform=board with run.goldens: embedded: the firmware image with "
                 f"every layer's golden does not fit the K210's SRAM: parameters {params:,} B + goldens {goldens:,} B "
-                f"+ activations and scratch {used - params:,} B + input = {image:,} B > memory.sram = {sram:,} B; "
+                f"+ activations and scratch {used - params:,} B + input(s) = {image:,} B > memory.sram = {sram:,} B; "
                 f"use run.goldens: none (the default on the board), check this model on platform=qemu or emul, "
                 f"or use a smaller input_shape")
     clock = opts["kpu"]["clock"]
@@ -238,7 +237,7 @@ def _reference(kpu_layers):
 def _golden_tags(graph, kpu_layers) -> dict:
     """Per tensor: where it and everything upstream ran (KPU pool type or CPU), so that a
     placement edit rebuilds exactly the goldens whose numbers it changes."""
-    tags = {graph.input: None}
+    tags = {t: None for t in graph.inputs}
     for layer in graph.layers:
         kl = kpu_layers.get(layer.name)
         here = ["kpu", mapping.MODEL_VERSION, kl.pool_type] if kl else "cpu"
@@ -354,5 +353,6 @@ def _network_spec(graph, layers, buffers, ai, lib, arena, opts) -> dict:
                      "context shares, one inference at a time" % peak},
             {"name": "PARAMS_SIZE", "bytes": params, "what": "weights, linked in (read-only data, in the SRAM)"},
             {"name": "SRAM_SIZE", "bytes": params + arena["size"], "what": "PARAMS_SIZE + ARENA_SIZE"}])
-    return {"lib": lib, "arena": arena, "arena_size": arena["activations"], "input": t[graph.input], "output": t[graph.output],
+    return {"lib": lib, "arena": arena, "arena_size": arena["activations"],
+            "inputs": [t[n] for n in graph.inputs], "outputs": [t[n] for n in graph.outputs],
             "layers": entries, "n_kpu": n_kpu}

@@ -237,7 +237,8 @@ def declare_nodes(env, session, common) -> dict:
                            NNS_SDK=sdk_dir, NNS_IMAGE=image_info)
     env.Depends(firmware, py_sources("targets/k210/board.py", "targets/k210/image.py"))
     env.Clean(firmware, [os.path.join(bdir, "cmake")])
-    flash = env.NnsK210Run([os.path.join(bdir, "run.log"), os.path.join(bdir, "output.npy"),
+    flash = env.NnsK210Run([os.path.join(bdir, "run.log"),
+                            os.path.join(bdir, binfiles.output_array(len(session.graph.outputs))),
                             binfiles.output_path(bdir)], firmware[1],
                            NNS_VERB="FLASH", NNS_LABEL=f"{session.model_cfg.name} on board", NNS_PLATFORM="board")
     # no archive on the board (the SDK's project compiles the sources): the library alias is
@@ -252,4 +253,4 @@ def declare_nodes(env, session, common) -> dict:
 def _output_bytes(session) -> int:
     import numpy as np
     g = session.graph
-    return int(np.prod(g.tensor(g.output).shape))
+    return sum(int(np.prod(g.tensor(o).shape)) for o in g.outputs)

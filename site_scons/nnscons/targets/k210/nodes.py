@@ -26,7 +26,7 @@ def declare_nodes(env, session, common) -> dict:
         lib_nodes, harness = declare_library(penv, session, common, os.path.join(pdir, "obj"), extra)
         firmware = penv.Program(os.path.join(pdir, "firmware"), harness + lib_nodes[:1],
                                 LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
-        run = penv.NnsK210Run([os.path.join(pdir, "run.log"), os.path.join(pdir, "output.npy"),
+        run = penv.NnsK210Run([os.path.join(pdir, "run.log"), os.path.join(pdir, binfiles.output_array(len(session.graph.outputs))),
                                binfiles.output_path(pdir)],
                               firmware + common.input + common.goldens,
                               NNS_VERB="RUN", NNS_LABEL=f"{label} on {platform}", NNS_PLATFORM=platform)

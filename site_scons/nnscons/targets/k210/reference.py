@@ -11,11 +11,15 @@ import numpy as np
 from ...reference import run_layer
 
 
-def run_graph(graph, x_q: np.ndarray, kpu_layers: dict) -> dict:
-    shape = tuple(graph.tensor(graph.input).shape)
-    if x_q.dtype != np.int8 or x_q.shape != shape:
-        raise ValueError(f"network input must be int8 {shape}, got {x_q.dtype} {x_q.shape}")
-    values = {graph.input: x_q}
+def run_graph(graph, x_q, kpu_layers: dict) -> dict:
+    """x_q: the input's codes, or {input name: codes} (every input of a model with several)."""
+    feeds = x_q if isinstance(x_q, dict) else {graph.input: x_q}
+    values = {}
+    for t in graph.inputs:
+        x, shape = np.asarray(feeds[t]), tuple(graph.tensor(t).shape)
+        if x.dtype != np.int8 or x.shape != shape:
+            raise ValueError(f"network input {t!r} must be int8 {shape}, got {x.dtype} {x.shape}")
+        values[t] = x
     for layer in graph.layers:
         inputs = [values[t] for t in layer.inputs]
         kl = kpu_layers.get(layer.name)
