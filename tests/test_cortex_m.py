@@ -206,6 +206,24 @@ def test_onnx_exact_keeps_the_portable_kernels(proj):
     assert "cmsis_numerics" not in report and report["cortex_m"]["numerics"] == "onnx-exact"
 
 
+def test_numerics_per_layer(proj):
+    """A layer's own `numerics: onnx-exact` keeps that layer on the portable kernels in the
+    ONNX rule while the others run CMSIS-NN in TFLite's; the run is bit-exact and the
+    departures are counted for the switched layers only."""
+    text = proj.read("targets.yaml")
+    marker = "    targets:\n      host:\n        layers:\n          conv1: {l1_budget: 8KiB}\n"
+    assert marker in text, "the manifest's simplecnn entry changed: update this test"
+    proj.write("targets.yaml", text.replace(marker, marker + "      cortex-m4:\n        layers:\n"
+                                            "          conv2: {numerics: onnx-exact}\n", 1))
+    try:
+        _, report = _build(proj, "cortex-m4", "simplecnn")
+    finally:
+        proj.write("targets.yaml", text)
+    kernels = _kernels(report)
+    assert kernels["conv2"] == "portable" and kernels["conv1"] == "cmsis-nn arm_convolve_wrapper_s8", kernels
+    assert set(report["cmsis_numerics"]["layers"]) == {"conv1", "pool1", "pool2", "fc"}
+
+
 def test_without_cmsis_nn_a_clear_error(proj, monkeypatch):
     monkeypatch.setenv("CMSIS_NN", str(proj.file("no-such-cmsis")))
     proc = proj.scons("target=cortex-m55", "model=tfl_autoencoder", check=False)

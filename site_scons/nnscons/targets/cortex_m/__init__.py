@@ -64,7 +64,7 @@ SCHEMA = {
     "cmsis_nn": {"numerics": rules.CHOICES},
     "board": {"linker_script": "str", "build": ["make", "cmake"], "flasher": ["openocd", "pyocd"],
               "openocd": "str", "openocd_config": "list[str]", "pyocd": "str", "pyocd_target": "str"},
-    "layer": {"l1_budget": "size"},
+    "layer": {"l1_budget": "size", "numerics": rules.CHOICES},
 }
 
 DEFAULTS = {
@@ -118,7 +118,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         dw = depthwise(lp.layer, graph)
         key = cmsis_layers.choice(lp.layer, graph, dw)
         switch = False
-        if key is None and opts["cmsis_nn"]["numerics"] == "cmsis" and rules.switchable(graph):
+        # numerics per layer: the layer's own `numerics` override, else cmsis_nn.numerics
+        rule, _ = base.layer_key(lp.layer.name, "numerics", opts, overrides, where, "cmsis_nn")
+        if key is None and rule == "cmsis" and rules.switchable(graph):
             key = cmsis_layers.choice(lp.layer, view, dw)
             switch = key is not None
         if key is None:
