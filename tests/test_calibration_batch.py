@@ -97,3 +97,21 @@ def test_ops_that_mix_samples_along_axis_0_are_never_batched(tmp_path):
         g.shapes = {"x": (1, 3, 8, 8), "f": (1, 192), "y": (1, 192)}
         observed = [op.output for op in g.ops]
         assert ptq._batchable(f, g, observed) is want, axis
+
+
+def test_weights_handed_over_as_arrays_give_the_same_values(tmp_path):
+    """_observer_session (large float weights as onnxruntime external initializers) computes
+    exactly what the model with its weights inside computes."""
+    import onnxruntime as ort
+    from nnscons.frontends.onnx_file import read_onnx
+    from nnscons.resources import zoo
+    path = tmp_path / "m.onnx"
+    path.write_bytes(zoo().build("mobilenetv2", 0, (1, 3, 96, 96)).SerializeToString())
+    f = read_onnx(str(path))
+    x = {f.input: np.random.default_rng(0).standard_normal(f.input_shape).astype(np.float32)}
+    outs = [n.output[0] for n in f.proto.graph.node][::7] + [f.output]
+    plain = ort.InferenceSession(ptq._observer_model(f, outs), providers=["CPUExecutionProvider"])
+    arrays = ptq._observer_session(f, outs, ort.SessionOptions())
+    assert arrays._nnscons_weights is not None          # the weights did go as arrays
+    for a, b in zip(plain.run(outs, x), arrays.run(outs, x)):
+        assert a.shape == b.shape and (a == b).all()

@@ -138,6 +138,62 @@ def _observer_model(f: OnnxFile, tensors: list, batch_dim: bool = False) -> byte
     return proto.SerializeToString()
 
 
+def _copy_fields(dst, src, skip: str) -> None:
+    """dst := src's fields but `skip` (a shallow message copy that leaves out one field)."""
+    for fd, value in src.ListFields():
+        if fd.name == skip:
+            continue
+        repeated = getattr(fd, "is_repeated", None)      # protobuf >= 5; `label` before
+        if repeated is None:
+            repeated = fd.label == fd.LABEL_REPEATED
+        if repeated:
+            getattr(dst, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(dst, fd.name).CopyFrom(value)
+        else:
+            setattr(dst, fd.name, value)
+
+
+# float weights at least this large go to onnxruntime as arrays, not inside the model bytes
+_EXTERNAL_MIN_BYTES = 4096
+
+
+def _observer_session(f: OnnxFile, tensors: list, opts, batch_dim: bool = False):
+    """An onnxruntime session of _observer_model(f, tensors, batch_dim) whose large float
+    weights are handed over as arrays (SessionOptions.add_external_initializers): the model
+    is neither deep-copied nor serialized with its weights (for resnet18, 47 MB twice).
+    onnxruntime computes the same values either way (tests/test_calibration_batch.py)."""
+    import sys
+
+    import onnxruntime as ort
+    source = f.proto
+    light = onnx.ModelProto()
+    _copy_fields(light, source, "graph")
+    _copy_fields(light.graph, source.graph, "initializer")
+    names, arrays = [], []
+    for init in source.graph.initializer:
+        if (sys.byteorder == "little" and init.data_type == onnx.TensorProto.FLOAT
+                and init.HasField("raw_data") and len(init.raw_data) >= _EXTERNAL_MIN_BYTES):
+            header = light.graph.initializer.add()
+            _copy_fields(header, init, "raw_data")
+            header.data_location = onnx.TensorProto.EXTERNAL
+            del header.external_data[:]
+            entry = header.external_data.add()
+            entry.key, entry.value = "location", "nnscons-calibration-weights"
+            names.append(init.name)
+            arrays.append(np.frombuffer(init.raw_data, np.float32).reshape(tuple(init.dims)))
+        else:
+            light.graph.initializer.add().CopyFrom(init)
+    model = _observer_model(OnnxFile(f.path, light, f.input, f.output, f.input_shape, f.opset,
+                                     f.inputs, f.input_shapes, f.outputs), tensors, batch_dim)
+    if names:
+        values = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]
+        opts.add_external_initializers(names, values)
+    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+    sess._nnscons_weights = (arrays, values) if names else None    # alive as long as the session
+    return sess
+
+
 # At most this many samples go through onnxruntime in one batched pass (memory: every
 # observed tensor of every sample in the batch is held at once).
 BATCH = 8
@@ -175,14 +231,22 @@ def _batchable(f: OnnxFile, g: OpGraph, observed: list) -> bool:
     return True
 
 
-def _run_batched(model: bytes, opts, observed: list, samples: list, g: OpGraph):
+def _options_copy(opts):
+    """A fresh SessionOptions like opts (external initializers are added to one per session)."""
+    import onnxruntime as ort
+    new = ort.SessionOptions()
+    new.intra_op_num_threads = opts.intra_op_num_threads
+    new.log_severity_level = opts.log_severity_level
+    return new
+
+
+def _run_batched(f: OnnxFile, opts, observed: list, samples: list, g: OpGraph):
     """[outputs] of batched passes over `samples` (one list of arrays per pass), or None when
     onnxruntime refuses the batch or an output's shape is not the per-sample one times the
     batch (a model whose graph fixes batch 1 somewhere): then one pass per sample."""
-    import onnxruntime as ort
     runs = []
     try:
-        sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        sess = _observer_session(f, observed, _options_copy(opts), batch_dim=True)
     except Exception:              # noqa: BLE001 - the per-sample session says what is wrong
         return None
     for start in range(0, len(samples), BATCH):
@@ -215,10 +279,9 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
         runs = None
         if observed and len(samples) > 1 and _batchable(f, g, observed):
             # one pass per BATCH samples: onnxruntime's per-run and per-layer overheads once
-            runs = _run_batched(_observer_model(f, observed, batch_dim=True), opts, observed, samples, g)
+            runs = _run_batched(f, opts, observed, samples, g)
         if observed and runs is None:
-            sess = ort.InferenceSession(_observer_model(f, observed), opts,
-                                        providers=["CPUExecutionProvider"])
+            sess = _observer_session(f, observed, _options_copy(opts))
             runs = [sess.run(observed, feed) for feed in samples]
         elif not observed:  # only range-preserving ops: the input's range is every range
             runs = []
