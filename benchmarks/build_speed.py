@@ -27,7 +27,8 @@ COPY = ("site_scons", "models", "templates", "kernels", "targets.yaml", "SConstr
 
 # phase: (file suffix, function name) whose cumulative time is the phase's
 PHASES = (
-    ("zoo model generated + written", "models/zoo/__init__.py", "write"),
+    ("zoo model generated + written", "nnscons/planning/zoo_cache.py", "write"),
+    ("zoo model generated + written (before build/.zoo)", "models/zoo/__init__.py", "write"),
     ("model import (read, walk, passes)", "nnscons/frontends/__init__.py", "load_model"),
     ("  of which calibration (onnxruntime)", "nnscons/frontends/ptq.py", "calibrate"),
     ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
@@ -36,7 +37,8 @@ PHASES = (
     ("declare nodes", "nnscons/builders/network.py", "declare"),
     ("codegen: render sources", "nnscons/builders/actions.py", "render_source"),
 )
-HEAVY = ("numpy", "onnx", "onnxruntime", "jinja2", "yaml", "SCons", "nnscons", "matplotlib", "google")
+HEAVY = ("numpy", "onnx", "onnxruntime", "jinja2", "yaml", "SCons.Script", "nnscons.builders.main",
+         "nnscons.frontends", "nnscons.kernelgen", "matplotlib")
 
 
 def _env():
@@ -62,14 +64,18 @@ def _phases(prof_path):
 
 
 def _imports(text):
-    """Seconds of the top-level imports per package (-X importtime's cumulative column)."""
-    per = {}
+    """(seconds of every top-level import, {heavy package: seconds of its own first import})
+    from -X importtime's cumulative column (a package is listed where it is first imported)."""
+    total, heavy = 0.0, {}
     for line in text.splitlines():
-        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\S.*)$", line)
-        if m and not m.group(2).startswith(" "):
-            top = m.group(2).split(".")[0]
-            per[top] = per.get(top, 0) + int(m.group(1)) / 1e6
-    return per
+        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| ( *)(\S+)$", line)
+        if not m:
+            continue
+        if not m.group(2):
+            total += int(m.group(1)) / 1e6
+        if m.group(3) in HEAVY:
+            heavy[m.group(3)] = int(m.group(1)) / 1e6
+    return total, heavy
 
 
 def main():
@@ -93,12 +99,10 @@ def main():
     print(f"one run under cProfile: {total:.3f} s")
     for label, cum in phases:
         print(f"  {label:<40} {cum:6.3f} s")
-    per = _imports(imp)
-    print(f"imports (-X importtime, one run): {sum(per.values()):.3f} s")
-    for name in sorted(per, key=per.get, reverse=True):
-        if name in HEAVY or per[name] >= 0.02:
-            print(f"  {name:<40} {per[name]:6.3f} s")
-
+    total, heavy = _imports(imp)
+    print(f"imports (-X importtime, one run): {total:.3f} s, of which (each where first imported):")
+    for name in sorted(heavy, key=heavy.get, reverse=True):
+        print(f"  {name:<40} {heavy[name]:6.3f} s")
 
 if __name__ == "__main__":
     main()

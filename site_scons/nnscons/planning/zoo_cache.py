@@ -28,7 +28,8 @@ def cache_dir(model_dir: str) -> str:
     return os.path.join(model_dir, "cache")
 
 
-def _entry(name: str, seed, input_shape, model_dir: str) -> str:
+def entry_path(name: str, seed, input_shape, model_dir: str) -> str:
+    """The cache entry of these generator arguments (its digest is beside it: + .sha256)."""
     from .model_cache import zoo_code_digest
     ext = os.path.splitext(zoo().model_file(name))[1]
     key = digest("zoo-file", name, seed, list(input_shape or []), zoo_code_digest())
@@ -67,7 +68,7 @@ def write(name: str, seed, input_shape, path: str) -> bool:
     """Write zoo model `name` to path unless path holds its bytes already; generated only
     when no intact cache entry has them.  Returns True if path was (re)written."""
     import hashlib
-    entry = _entry(name, seed, input_shape, os.path.dirname(path))
+    entry = entry_path(name, seed, input_shape, os.path.dirname(path))
     have = _intact(entry)
     if have is None:
         model = zoo().build(name, seed, input_shape)
