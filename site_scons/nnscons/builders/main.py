@@ -70,11 +70,6 @@ def _help_text(variables, env, manifest) -> str:
 def main() -> None:
     root = os.getcwd()
     _paths_from_launch_dir(root)
-    # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
-    # firmware relinked within the same second at the same size would not rerun.
-    Decider("content")
-    # a source's #includes are rescanned only when it changes (CPPPATH is fixed per target)
-    SetOption("implicit_cache", 1)
     variables = _variables()
     env = Environment(variables=variables, ENV=os.environ.copy(), tools=[])
     if not env["verbose"]:
@@ -91,9 +86,16 @@ def main() -> None:
                 def verdicts(target, source, env):
                     print("\n".join(lines))
                     return 0
-                Default(env.AlwaysBuild(env.Alias("nnscons-up-to-date", [],
-                                                  SCons.Action.Action(verdicts, None))))
+                # env.Default, not Default: the global one creates SCons's default
+                # environment, whose tool detection costs more than the whole answer
+                env.Default(env.AlwaysBuild(env.Alias("nnscons-up-to-date", [],
+                                                      SCons.Action.Action(verdicts, None))))
                 return
+        # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
+        # firmware relinked within the same second at the same size would not rerun.
+        Decider("content")
+        # a source's #includes are rescanned only when it changes (CPPPATH is fixed per target)
+        SetOption("implicit_cache", 1)
         from . import network
         manifest = network.load_manifest(MANIFEST)
         if GetOption("help"):
