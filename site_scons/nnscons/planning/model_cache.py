@@ -66,12 +66,13 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
         pass  # missing or from another version of the code: import again
 
     from .. import frontends  # onnx/onnxruntime load only on a cache miss
+    from . import zoo_cache
     source, fmt = model_cfg.source, model_cfg.fmt or "auto"
     if model_cfg.zoo:
         source = os.path.join(model_dir, zoo().model_file(model_cfg.zoo))
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
-        zoo().write(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)
+        zoo_cache.write(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)
     graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
                                  fmt=fmt, calibration=model_cfg.calibration)
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)
