@@ -11,13 +11,27 @@ build/: a foreign SConstruct's build folder keeps its entries in <folder>/cache/
 """
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import tempfile
 
 from ..fileio import file_digest, write_if_changed
-from ..resources import zoo
+from ..resources import zoo, zoo_dir
 from .keys import digest
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def code_digest(patterns) -> str:
+    """The digest of the files the glob patterns match (names relative to the package)."""
+    files = sorted(f for p in patterns for f in glob.glob(p, recursive=True))
+    return digest([os.path.relpath(f, _PKG) for f in files], *[file_digest(f) for f in files])
+
+
+def zoo_code_digest() -> str:
+    """The zoo generators' code: a change regenerates every zoo model."""
+    return code_digest([os.path.join(zoo_dir(), "*.py")])
 
 
 def cache_dir(model_dir: str) -> str:
@@ -30,7 +44,6 @@ def cache_dir(model_dir: str) -> str:
 
 def entry_path(name: str, seed, input_shape, model_dir: str) -> str:
     """The cache entry of these generator arguments (its digest is beside it: + .sha256)."""
-    from .model_cache import zoo_code_digest
     ext = os.path.splitext(zoo().model_file(name))[1]
     key = digest("zoo-file", name, seed, list(input_shape or []), zoo_code_digest())
     return os.path.join(cache_dir(model_dir), f"{name}-{key}{ext}")
