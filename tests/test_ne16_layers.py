@@ -130,7 +130,8 @@ def test_eligibility_and_bias_fold():
 
 def test_ne16_tiles_for_resnet18_shapes():
     """ResNet-18's shapes in the default 112 KiB budget: NE16 tiles of whole rows, a multiple of 3
-    rows, 32 output channels or more; 512x7x7 3x3 (its weights crowd L1) in 16-channel tiles."""
+    rows, 32 output channels or more; 512x7x7 3x3 (its weights crowd L1) with its input channels
+    split into groups: all 7 rows, 32 output channels per tile, weights of one group per buffer."""
     import numpy as np
 
     class Q:
@@ -157,5 +158,10 @@ def test_ne16_tiles_for_resnet18_shapes():
         t = plan(c, h, c, 3)
         assert t["th"] % 3 == 0 and t["tc"] >= 32 and t["l1_bytes"] <= 112 * 1024, (c, t)
     assert plan(64, 56, 64, 3)["in_bufs"] == 2
+    assert plan(64, 56, 64, 3)["n_g"] == 1
     t = plan(512, 7, 512, 3)
-    assert t["tc"] == 16 and t["th"] == 3 and t["l1_bytes"] <= 112 * 1024
+    assert t["tc"] == 32 and t["th"] == 7 and t["resident"] and t["l1_bytes"] <= 112 * 1024, t
+    assert t["n_g"] == 6 and t["kg"] == 96 and t["kg"] % 16 == 0
+    assert t["w_grp"] * (t["n_g"] - 1) + t["w_last"] == 512 // 16 * 8 * 9 * 2   # one channel's NE16 bytes
+    assert ne16_layer._group_sizes(512)[:4] == [256, 176, 128, 112]
+    assert ne16_layer._group_sizes(40) == [32, 16]

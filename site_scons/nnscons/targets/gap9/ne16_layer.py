@@ -10,7 +10,11 @@ into the bias section at build time: the same integer the cluster path requantiz
 same rounding (nn_xp_requant, round half to even), bit for bit.
 
 Tiles: whole output rows (NE16's padding needs the full width), tc output channels (a
-multiple of NE16's 32 per step, or all), every input channel (no partial sums).
+multiple of NE16's 32 per step, or all), every input channel in one job; or, when the weights
+crowd L1 (ResNet-18's 512x7x7: 4.6 KiB per output channel), the input channels in n_g groups
+of kg, one job each, NE16 streaming the previous groups' 32-bit sums back in (streamin), so
+the tile keeps 32 output channels and every row (measured: 1.6x the cluster in 16-channel
+tiles before, see README).
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from . import ne16_weights, tiling
 
 ENGINES = ("ne16", "cluster")
 TP_OUT = 32
+TP_IN = ne16_weights.TP_IN
 
 
 def enabled(opts, platform, where) -> bool:
@@ -87,42 +92,95 @@ def _rows_per_tile(oh) -> list:
     return [r for r in rows if r % 3 == 0 or r == oh] + [r for r in rows if not (r % 3 == 0 or r == oh)]
 
 
-def _tile_bytes(i, o, kh, row, th, tc, in_bufs) -> dict:
+def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None) -> dict:
+    """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
+    input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
+    and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1)."""
     pw = o["w"] + kh - 1
     d = {"l1_in": tiling._align4((th + kh - 1) * pw * i["c"]), "l1_acc": 4 * th * o["w"] * tc,
-         "l1_out": tiling._align4(th * o["w"] * tc), "l1_w": tiling._align4(tc * row), "l1_par": 3 * 4 * tc}
+         "l1_out": tiling._align4(th * o["w"] * tc)}
+    if w_grp is None:
+        d.update(l1_w=tiling._align4(tc * row), l1_par=3 * 4 * tc)
+    else:
+        d.update(l1_w=2 * tiling._align4(tc * w_grp), l1_par=2 * 3 * 4 * tc)
     d["l1_bytes"] = in_bufs * d["l1_in"] + 2 * (d["l1_acc"] + d["l1_out"]) + d["l1_w"] + d["l1_par"]
     return d
 
 
+def _group_sizes(ic) -> list:
+    """Input channels per group when a layer's are split, fewest groups first: multiples of
+    NE16's 16 channels per step, as even as they come (ceil(ic / n) rounded up to 16)."""
+    out = []
+    for n in range(2, -(-ic // TP_IN) + 1):
+        kg = -(-(-(-ic // n)) // TP_IN) * TP_IN
+        if kg < ic and kg not in out:
+            out.append(kg)
+    return out
+
+
+def _in_bytes(i, o, kh, pt, th, n_c):
+    return n_c * sum(min(i["h"], min(o["h"], (t + 1) * th) + kh - 1 - pt) - max(0, t * th - pt)
+                     for t in range(-(-o["h"] // th))) * i["w"] * i["c"]
+
+
 def plan_tiling(layer, graph, m, budget):
     """(tiling dict or None): whole output rows; accumulators and outputs double buffered,
-    inputs too when they fit (in_bufs). Preferred, in order: row counts NE16 fills (a
-    multiple of its 3 output rows per step, or all rows) before more output channels per
-    tile (all, else multiples of its 32 per step, else 16 or 8), then double-buffered inputs."""
+    inputs too when they fit (in_bufs). Preferred, in order:
+    1. every input channel in one job: row counts NE16 fills (a multiple of its 3 output rows
+       per step, or all rows) before more output channels per tile (all, else multiples of its
+       32 per step), then double-buffered inputs;
+    2. when the weights crowd L1 (no 32-channel tile fits), the input channels split into
+       groups (n_g jobs per tile, NE16 streaming the 32-bit sums of the groups before back in):
+       all output rows first (the input tile stays in L1 for every channel tile and each weight
+       is read once), fewest groups, then the most output channels;
+    3. 16 or 8 output channels per tile, all input channels (before splitting this measured
+       1.6x the cluster on ResNet-18's 512x7x7 3x3 convs)."""
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
-    # under 32 output channels per tile when a wide layer's weights crowd L1: ResNet-18's
-    # 512x7x7 3x3 convs in 16-channel tiles still measured 1.6x the cluster
-    tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT)) + [c for c in (16, 8) if c < o["c"]]
+    tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
     rows = _rows_per_tile(o["h"])
     full = [r for r in rows if r % 3 == 0 or r == o["h"]]
     pt = int(layer.attrs["pads"][0])
+    params = o["c"] * (row + 12)
+    lower = i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"]
+
+    def tile(d, th, tc, in_bufs, kg=None):
+        n_h, n_c = -(-o["h"] // th), -(-o["c"] // tc)
+        t = dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c,
+                 n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
+                 kg=kg or i["c"], n_g=1, l2_l1_bytes=_in_bytes(i, o, kh, pt, th, n_c) + params
+                 + o["h"] * o["w"] * o["c"], lower_bound=lower)
+        if kg:
+            w_grp = ne16_weights.packed_size(m, kg, 1)
+            t.update(n_g=-(-i["c"] // kg), w_grp=w_grp, w_last=row - (-(-i["c"] // kg) - 1) * w_grp,
+                     resident=n_h == 1)
+            t["l2_l1_bytes"] = (i["h"] * i["w"] * i["c"] if n_h == 1 else _in_bytes(i, o, kh, pt, th, n_c)) \
+                + n_h * o["c"] * row + 12 * o["c"] + o["h"] * o["w"] * o["c"]
+        return t
+
     for th_set in (full, [r for r in rows if r not in full]):
         for tc in tcs:
             for in_bufs in (2, 1):
                 for th in th_set:
                     d = _tile_bytes(i, o, kh, row, th, tc, in_bufs)
-                    if d["l1_bytes"] > budget:
-                        continue
-                    n_h, n_c = -(-o["h"] // th), -(-o["c"] // tc)
-                    in_bytes = n_c * sum(min(i["h"], min(o["h"], (t + 1) * th) + kh - 1 - pt) - max(0, t * th - pt)
-                                         for t in range(n_h)) * i["w"] * i["c"]
-                    params = o["c"] * (row + 12)
-                    return dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c,
-                                n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
-                                l2_l1_bytes=in_bytes + params + o["h"] * o["w"] * o["c"],
-                                lower_bound=i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"])
+                    if d["l1_bytes"] <= budget:
+                        return tile(d, th, tc, in_bufs)
+    ths = [o["h"]] + [r for r in rows if r != o["h"]]
+    for th in ths:
+        for kg in _group_sizes(i["c"]):
+            w_grp = ne16_weights.packed_size(m, kg, 1)
+            for tc in tcs:
+                for in_bufs in ((1,) if th == o["h"] else (2, 1)):
+                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp)
+                    if d["l1_bytes"] <= budget:
+                        return tile(d, th, tc, in_bufs, kg)
+    for th_set in (full, [r for r in rows if r not in full]):
+        for tc in [c for c in (16, 8) if c < o["c"]]:
+            for in_bufs in (2, 1):
+                for th in th_set:
+                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs)
+                    if d["l1_bytes"] <= budget:
+                        return tile(d, th, tc, in_bufs)
     return None
 
 
