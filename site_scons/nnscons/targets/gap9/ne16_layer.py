@@ -230,16 +230,33 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
     }
 
 
-def plan_layer(layer, graph, cname, budget):
-    """(spec, layout) of a conv on NE16, or None when NE16 cannot run it within budget."""
+def plan_layer(layer, graph, cname, budget, cluster_til=None, cores=9, xpulp=True):
+    """((spec, layout) or None, why or None): the conv on NE16 when NE16 can run it within
+    budget and ne16_cost estimates it faster than the cluster on cluster_til; why says which
+    (the estimates, or what NE16 cannot do) for an eligible conv, None for the others."""
+    from . import ne16_cost
     m = mode(layer, graph)
     if m is None:
-        return None
+        return None, None
     til = plan_tiling(layer, graph, m, budget)
     if til is None:
-        return None
+        return None, {"why": f"no NE16 tiling in the L1 budget of {budget:,} B"}
+    on, why = ne16_cost.choose(layer, graph, m, til, cluster_til, cores, xpulp)
+    if not on:
+        return None, why
     layout = param_layout(layer, graph, m)
-    return layer_spec(layer, graph, cname, layout, m, til), layout
+    return (layer_spec(layer, graph, cname, layout, m, til), layout), why
+
+
+def summary_line(layers):
+    """One console line: how many eligible convs went to NE16, and which stayed and why."""
+    why = [(lp.layer.name, lp.report) for lp in layers if lp.report.get("engine_why")]
+    if not why:
+        return []
+    on = [n for n, r in why if r["engine"] == "ne16"]
+    off = [f"{n} ({r['engine_why']})" for n, r in why if r["engine"] != "ne16"]
+    return [f"NE16: {len(on)} of {len(why)} eligible convs (dense 3x3/1x1, stride 1) where the cost estimate "
+            f"(ne16_cost.py) says NE16 is faster" + (f"; on the cluster: {'; '.join(off)}" if off else "")]
 
 
 def reslice(lp, graph, budget):
