@@ -165,3 +165,41 @@ def test_ne16_tiles_for_resnet18_shapes():
     assert t["w_grp"] * (t["n_g"] - 1) + t["w_last"] == 512 // 16 * 8 * 9 * 2   # one channel's NE16 bytes
     assert ne16_layer._group_sizes(512)[:4] == [256, 176, 128, 112]
     assert ne16_layer._group_sizes(40) == [32, 16]
+
+
+def test_cost_choice_on_measured_shapes():
+    """ne16_cost's choice on shapes measured on both engines (its docstring): ResNet-18's
+    512x7x7 3x3 and ic_resnet8's 16-channel 3x3 go to NE16, the zoo MobileNetV2's 48->8 12x12
+    1x1 projection (25.6k cycles on NE16, 20.6k on the cluster) stays on the cluster; the
+    reason names both estimates."""
+    import numpy as np
+    from nnscons.targets.gap9 import ne16_cost, ops
+
+    class Q:
+        zero_point, scale = -128, 0.05
+
+    class T:
+        def __init__(self, shape):
+            self.shape, self.q = shape, Q()
+
+    def choose(c, h, oc, k):
+        class G:
+            t = {"x": T((1, c, h, h)), "y": T((1, oc, h, h))}
+
+            def tensor(self, n):
+                return self.t[n]
+
+        class L:
+            op, inputs, output, bias, name, act_min, act_max, fused = "conv2d", ["x"], "y", None, "l", -128, 127, []
+            weight = np.ones((oc, c, k, k), np.int8)
+            attrs = {"kernel": (k, k), "stride": (1, 1), "pads": (k // 2,) * 4, "dilation": (1, 1), "groups": 1}
+        layer, graph = L(), G()
+        m = ne16_layer.mode(layer, graph)
+        til, _ = ops.plan_tiling(layer, graph, 112 * 1024, 9, True)
+        return ne16_cost.choose(layer, graph, m, ne16_layer.plan_tiling(layer, graph, m, 112 * 1024), til, 9, True)
+
+    on, why = choose(512, 7, 512, 3)
+    assert on and why["ne16_estimate"] * 3 < why["cluster_estimate"], why
+    assert choose(16, 32, 16, 3)[0]
+    on, why = choose(48, 12, 8, 1)
+    assert not on and why["why"].startswith("estimate NE16 ") and " >= cluster " in why["why"], why
