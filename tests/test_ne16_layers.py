@@ -75,6 +75,52 @@ def test_ic_resnet8_convs_on_ne16_bit_exact_and_faster_than_the_cluster(project)
     assert len(on) >= 5
 
 
+def _wide_conv_onnx(path):
+    """Float ONNX: 3x3 conv 512 -> 48 channels at 5x5 (its 221 KiB of NE16 weights crowd L1:
+    input-channel groups), ReLU."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.standard_normal((48, 512, 3, 3)) / np.sqrt(512 * 9)).astype(np.float32), "w")
+    b = numpy_helper.from_array((rng.standard_normal(48) * 0.1).astype(np.float32), "b")
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["y"], "relu")], "wide",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 48, 5, 5])], [w, b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+@needs_model
+@pytest.mark.slow
+def test_input_channel_groups_bit_exact_and_faster_than_the_cluster(project):
+    """A conv whose weights crowd L1 runs in input-channel groups (NE16's streamin carries the
+    32-bit sums from one group's job to the next): 4 groups of 128, a 32- and a 16-channel
+    tile; bit-exact, and faster than the cluster on the same layer."""
+    import glob
+    _wide_conv_onnx(project.file("wide.onnx"))
+    _add_cluster_only_target(project)
+    rep = {}
+    for target in ("gap9", "gap9c"):
+        proc = scons(project, f"target={target}", "model=wide.onnx", "platform=gvsoc-gap9", timeout=1200)
+        assert proc.returncode == 0 and f"Test PASSED [{target}]" in proc.stdout, proc.stdout[-4000:]
+        path, = glob.glob(project.file(f"build/{target}/*/gvsoc-gap9/report.json"))
+        with open(path) as f:
+            rep[target] = json.load(f)["layers"][0]
+    ne, cl = rep["gap9"], rep["gap9c"]
+    assert ne["engine"] == "ne16" and cl["engine"] == "cluster"
+    assert ne["engine_why"].startswith("estimate NE16 ") and ne["ne16_estimate"] < ne["cluster_estimate"]
+    src, = glob.glob(project.file("build/gap9/*/src/layers/conv.c"))
+    with open(src) as f:
+        code = f.read()
+    assert "#define NG 4" in code and "#define KG 128" in code and ".streamin = grp > 0" in code
+    print(f"\n512->48 5x5: NE16 {ne['cycles']:,} cycles, cluster {cl['cycles']:,} ({cl['cycles'] / ne['cycles']:.1f}x)")
+    assert ne["cycles"] < cl["cycles"]
+
+
 def test_ne16_only_on_the_gap9_model(project):
     """kernels.ne16: true elsewhere is one clear error; auto is off there (no NE16 in the emulation)."""
     y = project.read("targets.yaml").replace("\n  gap9:\n    kind: gap9\n",
