@@ -63,7 +63,7 @@ def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
 
 def ne16_cycles(layer, graph, m, t, cores) -> int:
     """Estimated cycles of the conv on NE16 with tiling t (ne16_layer.plan_tiling)."""
-    from .ne16_layer import _geometry, weight_row
+    from .ne16_layer import _geometry, computed_rows, weight_row
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
     total = 0.0
@@ -71,15 +71,16 @@ def ne16_cycles(layer, graph, m, t, cores) -> int:
         chans = min(t["tc"], o["c"] - co * t["tc"])
         for h in range(t["n_h"]):
             rows = min(t["th"], o["h"] - h * t["th"])
-            in_bytes = (rows + kh - 1) * (o["w"] + kw - 1) * i["c"]
+            rc = computed_rows(o, rows)        # stride 2: NE16 computes the stride-1 grid
+            in_bytes = (rc + kh - 1) * (o["wc"] + kw - 1) * i["c"]
             prep = 0 if t.get("resident") and (co or h) else PREP_CYCLES * in_bytes
-            engine = _engine(m, rows, o["w"], chans, i["c"], t["kg"], t["n_g"])
+            engine = _engine(m, rc, o["wc"], chans, i["c"], t["kg"], t["n_g"])
             if t["n_g"] > 1:        # the first group's weights before the engine, the others behind it
                 w_wait = chans * t["w_grp"] / DMA_BYTES_PER_CYCLE
             else:                   # a channel tile's weights before its first row tile
                 w_wait = chans * row / DMA_BYTES_PER_CYCLE if h == 0 else 0
             total += TILE_CYCLES + engine + w_wait + (prep + REQUANT_CYCLES * rows * o["w"] * chans) / cores
-    first = min(t["th"] + kh - 1, i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
+    first = min(computed_rows(o, t["th"]) + kh - 1, i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
     return int(total + first)
 
 

@@ -9,6 +9,10 @@ and the cores requantize bias' + acc_ne16 with bias' = bias - (zp + 128) * sum(w
 into the bias section at build time: the same integer the cluster path requantizes, so the
 same rounding (nn_xp_requant, round half to even), bit for bit.
 
+Stride 2 (3x3, pads 1): NE16 has no strided mode, so it computes the stride-1 outputs of the
+tile's rows ((th - 1) * 2 + 1 rows, (ow - 1) * 2 + 1 columns) and the cores requantize every
+other one; the engine does ~4x the layer's MACs and the cost choice decides (ne16_cost.py).
+
 Tiles: whole output rows (NE16's padding needs the full width), tc output channels (a
 multiple of NE16's 32 per step, or all), every input channel in one job; or, when the weights
 crowd L1 (ResNet-18's 512x7x7: 4.6 KiB per output channel), the input channels in n_g groups
@@ -42,16 +46,21 @@ def enabled(opts, platform, where) -> bool:
 
 
 def mode(layer, graph):
-    """'3x3' or '1x1' when NE16 can run the conv (dense, stride 1, no dilation, int8
-    weights, a bias fold that fits int32), else None."""
+    """'3x3' or '1x1' when NE16 can run the conv (dense, stride 1 or a 3x3 with stride 2 and
+    pads of 1, no dilation, int8 weights, a bias fold that fits int32), else None."""
     if layer.op != "conv2d" or layer.attrs.get("groups", 1) != 1 or layer.weight is None:
         return None
     a = layer.attrs
-    if tuple(a["stride"]) != (1, 1) or tuple(a.get("dilation", (1, 1))) != (1, 1):
+    if tuple(a.get("dilation", (1, 1))) != (1, 1):
         return None
     k = tuple(a["kernel"])
     m = {(3, 3): "3x3", (1, 1): "1x1"}.get(k)
     if m is None or (m == "1x1" and any(a["pads"])):
+        return None
+    # stride 2: 3x3 with pads of 1 all round; NE16 computes the stride-1 outputs, the cores keep
+    # every other row and column (the cost choice decides whether that pays)
+    if tuple(a["stride"]) != (1, 1) and (tuple(a["stride"]) != (2, 2) or m != "3x3"
+                                         or tuple(a["pads"]) != (1, 1, 1, 1)):
         return None
     w = np.asarray(layer.weight)
     if w.dtype.kind not in "iu" or w.min() < -128 or w.max() > 127:
@@ -77,27 +86,39 @@ def weight_row(layer, m) -> int:
 
 
 def _geometry(layer, graph):
+    """(input, output, kh, kw); the output dict also holds the stride s and the stride-1 grid
+    NE16 computes for th output rows: rows_c(th) = (th - 1) * s + 1, width wc."""
     from .ops import hwc
     i, o = hwc(graph.tensor(layer.inputs[0]).shape), hwc(graph.tensor(layer.output).shape)
     kh, kw = layer.attrs["kernel"]
+    o["s"] = int(layer.attrs["stride"][0])
+    o["wc"] = (o["w"] - 1) * o["s"] + 1
     return i, o, kh, kw
 
 
-def _rows_per_tile(oh) -> list:
+def computed_rows(o, th) -> int:
+    """Stride-1 output rows NE16 computes for th output rows."""
+    return (th - 1) * o["s"] + 1
+
+
+def _rows_per_tile(oh, s=1) -> list:
     """Candidate output rows per tile, best first: at least 4 tiles when there are 6 rows or
-    more (NE16 computes one tile while the cores requantize the one before), multiples of 3
-    first (NE16's 3x3 output pixels per step), then the rest, fewer rows last."""
+    more (NE16 computes one tile while the cores requantize the one before), those whose
+    computed rows are a multiple of 3 first (NE16's 3x3 output pixels per step), then the
+    rest, fewer rows last."""
     cap = oh if oh < 6 else max(3, -(-(-(-oh // 4)) // 3) * 3)
     rows = list(range(min(cap, oh), 0, -1))
-    return [r for r in rows if r % 3 == 0 or r == oh] + [r for r in rows if not (r % 3 == 0 or r == oh)]
+    fills = [r for r in rows if ((r - 1) * s + 1) % 3 == 0 or r == oh]
+    return fills + [r for r in rows if r not in fills]
 
 
 def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None) -> dict:
     """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
     input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
     and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1)."""
-    pw = o["w"] + kh - 1
-    d = {"l1_in": tiling._align4((th + kh - 1) * pw * i["c"]), "l1_acc": 4 * th * o["w"] * tc,
+    pw = o["wc"] + kh - 1
+    rc = computed_rows(o, th)
+    d = {"l1_in": tiling._align4((rc + kh - 1) * pw * i["c"]), "l1_acc": 4 * rc * o["wc"] * tc,
          "l1_out": tiling._align4(th * o["w"] * tc)}
     if w_grp is None:
         d.update(l1_w=tiling._align4(tc * row), l1_par=3 * 4 * tc)
@@ -119,7 +140,8 @@ def _group_sizes(ic) -> list:
 
 
 def _in_bytes(i, o, kh, pt, th, n_c):
-    return n_c * sum(min(i["h"], min(o["h"], (t + 1) * th) + kh - 1 - pt) - max(0, t * th - pt)
+    s = o["s"]
+    return n_c * sum(min(i["h"], (min(o["h"], (t + 1) * th) - 1) * s + kh - pt) - max(0, t * th * s - pt)
                      for t in range(-(-o["h"] // th))) * i["w"] * i["c"]
 
 
@@ -138,8 +160,8 @@ def plan_tiling(layer, graph, m, budget):
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
     tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
-    rows = _rows_per_tile(o["h"])
-    full = [r for r in rows if r % 3 == 0 or r == o["h"]]
+    rows = _rows_per_tile(o["h"], o["s"])
+    full = [r for r in rows if computed_rows(o, r) % 3 == 0 or r == o["h"]]
     pt = int(layer.attrs["pads"][0])
     params = o["c"] * (row + 12)
     lower = i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"]
@@ -222,7 +244,7 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
         "op": "conv2d", "engine": "ne16", "name": layer.name, "cname": cname, "mode": m,
         "inputs": [dict(i, zp=zp, size=i["h"] * i["w"] * i["c"])],
         "out": dict(o, zp=int(graph.tensor(layer.output).q.zero_point), size=o["h"] * o["w"] * o["c"]),
-        "act": [layer.act_min, layer.act_max], "kernel": [kh, kw], "pads": [pt, pl],
+        "act": [layer.act_min, layer.act_max], "kernel": [kh, kw], "pads": [pt, pl], "stride": o["s"],
         "pad_u8": (zp + 128) & 0xFF, "w_row": weight_row(layer, m),
         "params": {s: {"dtype": d, "count": n, "offset": off} for s, d, n, off in layout},
         "tier": "L2", "tile": til, "l3_stream": False,
@@ -255,7 +277,7 @@ def summary_line(layers):
         return []
     on = [n for n, r in why if r["engine"] == "ne16"]
     off = [f"{n} ({r['engine_why']})" for n, r in why if r["engine"] != "ne16"]
-    return [f"NE16: {len(on)} of {len(why)} eligible convs (dense 3x3/1x1, stride 1) where the cost estimate "
+    return [f"NE16: {len(on)} of {len(why)} eligible convs (dense 3x3/1x1 stride 1, 3x3 stride 2) where the cost estimate "
             f"(ne16_cost.py) says NE16 is faster" + (f"; on the cluster: {'; '.join(off)}" if off else "")]
 
 
