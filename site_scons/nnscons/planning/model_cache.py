@@ -35,7 +35,7 @@ def cache_key(model_cfg, root: str) -> str:
     frontend = code_digest([os.path.join(_PKG, d, "**", "*.py") for d in ("frontends", "passes", "ops")]
                             + [os.path.join(_PKG, "ir.py"), os.path.join(_PKG, "numerics.py")])
     if model_cfg.zoo:
-        source = ["zoo", model_cfg.zoo, model_cfg.seed, zoocode_digest()]
+        source = ["zoo", model_cfg.zoo, model_cfg.seed, zoo_code_digest()]
     else:
         source = ["file", _source_digest(model_cfg.source), model_cfg.fmt]
     calib = dict(model_cfg.calibration or {})
