@@ -36,7 +36,8 @@ KiB, MiB = 1024, 1024 * 1024
 # per core: compiler flags, the qemu machine with that core, its code and data memories
 # (origin, bytes): mps2 boards have 4 MiB SSRAM at 0x0 and 4 MiB at 0x20000000, the
 # MPS3 AN547 512 KiB ITCM at 0x0 and 512 KiB DTCM at 0x20000000; "hz": the machine's
-# processor clock in qemu (SysTick's: 25 MHz on the MPS2 boards, 32 MHz on the AN547)
+# processor clock in qemu (SysTick's: 25 MHz on the MPS2 boards, 20 MHz on the AN505, 32 MHz
+# on the AN547)
 CPUS = {
     "cortex-m3": {"flags": ["-mcpu=cortex-m3", "-mfloat-abi=soft"], "machine": "mps2-an385",
                   "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB), "path": "scalar",
