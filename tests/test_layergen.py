@@ -120,3 +120,28 @@ def test_builds_and_passes_on_gap9_emul(project, case):
     q = L.quantized(p, opset, variant, folder)
     proc = project.scons("target=gap9", f"model={q}", "platform=emul")
     assert "Test PASSED [gap9] " in proc.stdout, proc.stdout[-2000:]
+
+
+def test_a_pool_reading_a_float_island_rounds_once(tmp_path):
+    """MobileNetV3's QOperator form at opset >= 14: GlobalAveragePool reads the unrounded
+    float HardSwish; island_avgpool averages the island's values per code (a table) and
+    rounds once, as ONNX does (averaging the rounded codes matched 20% of the zoo model)."""
+    from nnscons.frontends import load_model
+    q = L.quantized(L.mobilenetv3_block, 17, QOP_U8_S8_PC, str(tmp_path))
+    g = load_model(q, name="m")
+    assert sum(layer.op == "island_avgpool" for layer in g.layers) == 2
+    r = L.check(q, L.mobilenetv3_block.shape, seeds=(1, 2, 3, 4))
+    assert r["status"] == "ok" and r["within"] == 1.0 and r["max"] <= 1, r
+
+
+@pytest.mark.slow
+def test_a_target_without_the_island_pool_refuses_it_in_one_line(project):
+    import os
+    folder = project.file("gen")
+    os.makedirs(folder)
+    q = L.quantized(L.mobilenetv3_block, 17, QOP_U8_S8_PC, folder)
+    proc = project.scons("target=gap9", f"model={q}", "platform=emul", check=False)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "op 'island_avgpool' is not supported by target kind 'gap9'" in out, out[-2000:]
+    assert "Traceback" not in out, out[-3000:]
