@@ -8,9 +8,10 @@ mean once. Averaging the island's rounded codes (a lut, then global_avgpool) rou
 Integer semantics: the island's value for each input code and channel, in output LSB with
 FRAC fractional bits, is a table T[c, q + 128] = rint(v_c(q) * 2**FRAC / s_out) (int32,
 Layer.bias, C or 1 rows of 256); out_c = clamp(zp_out + round(sum_hw T[c, q] / (H*W * 2**FRAC)))
-rounded half to even exactly (numerics.div_round). It departs from the float64 evaluation
-only where the exact mean lies within (H*W) * 2**-(FRAC+1) LSB... of a rounding boundary,
-i.e. at most 2**-(FRAC+1) LSB from it.
+rounded half to even exactly (numerics.div_round). Each table entry is within 2**-(FRAC+1)
+LSB of the value, so the mean is too: it departs from the float64 evaluation only where the
+exact mean lies that close to a rounding boundary. Host kernel: kernels/common/nn_island_pool.c;
+the other targets refuse the layer (no kernel).
 """
 from __future__ import annotations
 
