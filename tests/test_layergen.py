@@ -6,7 +6,7 @@ within 1 LSB; a sample builds and passes on the host; what stays refused says so
 Fixed here: a network input the quantizer left in float before its first op (a MaxPool or a
 Pad ahead of the first QuantizeLinear: QDQ and QOperator), a QOperator graph's MaxPool on
 uint8 codes read by a DequantizeLinear, a QOperator graph whose first op (GlobalAveragePool)
-stayed in float, a float island's fork (a lut reading a BatchNormalization's float output that
+stayed in float, Softmax over a map's channels (opset >= 13) or all its values (below), a float island's fork (a lut reading a BatchNormalization's float output that
 the model also rounds for other readers: ops/lut.merge_island_chains)."""
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from conftest import adhoc
 logging.getLogger().setLevel(logging.ERROR)     # quantize_static's pre-processing advice
 
 QDQ_S8_PC = ("QDQ", "QInt8", "QInt8", True)
+QDQ_S8_PT = ("QDQ", "QInt8", "QInt8", False)
 QOP_U8_PT = ("QOperator", "QUInt8", "QUInt8", False)
 QOP_U8_S8_PC = ("QOperator", "QUInt8", "QInt8", True)
 
@@ -49,17 +50,50 @@ def test_matches_the_float64_evaluation_of_the_quantized_graph(tmp_path, case):
     assert r["status"] == "ok", r
 
 
-def test_softmax_over_the_channels_of_a_map_is_refused_in_one_line(tmp_path):
+# Softmax axis 1 of a map: the channels from opset 13, all C*H*W values below (ONNX coerces
+# to 2-D at the axis; the float64 oracle spells that out, onnx's evaluator does not)
+SOFTMAX_MAP = ([(L.softmax_channels, o, v) for o in (13, 17, 21) for v in (QDQ_S8_PC, QOP_U8_PT)]
+               + [(L.softmax_channels, 11, v) for v in (QDQ_S8_PT, QOP_U8_PT)])   # per-channel QDQ: the quantizer writes an invalid opset-11 file
+
+
+@pytest.mark.parametrize("case", SOFTMAX_MAP, ids=_id)
+def test_softmax_over_a_map_matches_the_float64_evaluation(tmp_path, case):
+    p, opset, variant = case
+    q = L.quantized(p, opset, variant, str(tmp_path))
+    r = L.check(q, p.shape, seeds=(1, 2, 3))
+    assert r["status"] == "ok" and r["max"] <= 1, r
+
+
+def test_softmax_over_channels_is_refused_by_channel_first_targets(tmp_path):
+    from nnscons.frontends import load_model
+    from nnscons.ops import softmax
+    for opset, refused in ((13, True), (11, False)):     # below 13: one row of all values
+        g = load_model(L.quantized(L.softmax_channels, opset, QOP_U8_PT, str(tmp_path)), name="m")
+        layer = next(lay for lay in g.layers if lay.op == "softmax")
+        why = softmax.channel_first_check(layer, g)
+        assert bool(why) == refused, why
+        if refused:
+            assert why.startswith("Softmax over the channels of a (1, 8, 12, 12) map needs the channel-last layout")
+
+
+def test_softmax_over_the_last_axis_of_a_map_is_refused_in_one_line(tmp_path):
+    import onnx
     q = L.quantized(L.softmax_channels, 13, QDQ_S8_PC, str(tmp_path))
+    m = onnx.load(q)
+    for n in m.graph.node:
+        if n.op_type == "Softmax":
+            n.attribute[0].i = -1
+    onnx.save(m, q)
     r = L.check(q, L.softmax_channels.shape)
     assert r["status"] == "refused"
-    assert "Softmax over axis 1 of a 4-D tensor (1, 8, 12, 12) is not supported; only the last axis" in r["why"]
+    assert "Softmax over axis -1 of a 4-D tensor (1, 8, 12, 12) is not supported; only the last axis" in r["why"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", [(L.maxpool_ceil, 13, QOP_U8_PT), (L.linear_on_flattened_map, 13, QDQ_S8_PC),
                                   (L.pad_reflect_conv, 17, QOP_U8_S8_PC), (L.mobilenetv3_block, 17, QOP_U8_S8_PC),
-                                  (L.channel_shuffle, 13, QOP_U8_PT)], ids=_id)
+                                  (L.channel_shuffle, 13, QOP_U8_PT), (L.softmax_channels, 13, QDQ_S8_PC),
+                                  (L.softmax_channels, 11, QOP_U8_PT)], ids=_id)
 def test_builds_and_passes_on_the_host(project, case):
     import os
     p, opset, variant = case
@@ -76,7 +110,8 @@ def test_builds_and_passes_on_the_host(project, case):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [(L.mobilenetv3_bn_block, 13, QOP_U8_PT), (L.maxpool_ceil, 13, QOP_U8_PT)], ids=_id)
+@pytest.mark.parametrize("case", [(L.mobilenetv3_bn_block, 13, QOP_U8_PT), (L.maxpool_ceil, 13, QOP_U8_PT),
+                                  (L.softmax_channels, 17, QOP_U8_S8_PC)], ids=_id)
 def test_builds_and_passes_on_gap9_emul(project, case):
     import os
     p, opset, variant = case
@@ -85,3 +120,28 @@ def test_builds_and_passes_on_gap9_emul(project, case):
     q = L.quantized(p, opset, variant, folder)
     proc = project.scons("target=gap9", f"model={q}", "platform=emul")
     assert "Test PASSED [gap9] " in proc.stdout, proc.stdout[-2000:]
+
+
+def test_a_pool_reading_a_float_island_rounds_once(tmp_path):
+    """MobileNetV3's QOperator form at opset >= 14: GlobalAveragePool reads the unrounded
+    float HardSwish; island_avgpool averages the island's values per code (a table) and
+    rounds once, as ONNX does (averaging the rounded codes matched 20% of the zoo model)."""
+    from nnscons.frontends import load_model
+    q = L.quantized(L.mobilenetv3_block, 17, QOP_U8_S8_PC, str(tmp_path))
+    g = load_model(q, name="m")
+    assert sum(layer.op == "island_avgpool" for layer in g.layers) == 2
+    r = L.check(q, L.mobilenetv3_block.shape, seeds=(1, 2, 3, 4))
+    assert r["status"] == "ok" and r["within"] == 1.0 and r["max"] <= 1, r
+
+
+@pytest.mark.slow
+def test_a_target_without_the_island_pool_refuses_it_in_one_line(project):
+    import os
+    folder = project.file("gen")
+    os.makedirs(folder)
+    q = L.quantized(L.mobilenetv3_block, 17, QOP_U8_S8_PC, folder)
+    proc = project.scons("target=gap9", f"model={q}", "platform=emul", check=False)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "op 'island_avgpool' is not supported by target kind 'gap9'" in out, out[-2000:]
+    assert "Traceback" not in out, out[-3000:]

@@ -25,6 +25,11 @@ void nn_mul_s8(int outer, int c, int inner, const int8_t *a, int32_t a_zp,
 void nn_gather_s8(int n, const int8_t *in, const int32_t *index, const int8_t *table,
                   int8_t fill, int8_t *out);
 
+/* Global average of a float island's values per channel, rounded once (nnscons.ops.island_pool):
+ * table[t * 256 + q + 128] in output LSB * 2**frac, t = the channel (tables > 1) or 0. */
+void nn_island_avgpool_s8(int c, int hw, int tables, const int8_t *in, const int32_t *table, int32_t frac,
+                          int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out);
+
 /* Softmax over rows of n int8 values (nnscons.ops.softmax): exp_table[d] for d = max - q,
  * out = clamp(out_zp + round(e * mult / (sum e * 2**shift))), ties to even. */
 void nn_softmax_s8(int rows, int n, const int8_t *in, const int32_t *exp_table, int32_t mult,

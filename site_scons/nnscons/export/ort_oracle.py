@@ -159,6 +159,8 @@ def to_float64(proto: onnx.ModelProto) -> onnx.ModelProto:
             nodes += _dequantize(node, k, inits, ranks, new_inits)
         elif node.op_type == "QuantizeLinear":
             nodes += _quantize(node, k, inits, ranks, new_inits)
+        elif node.op_type == "Softmax" and _onnx_opset(proto) < 13:
+            nodes += _softmax_coerced(node, k, ranks)
         else:
             _float_attrs_to_double(node)
             nodes.append(node)
@@ -167,6 +169,27 @@ def to_float64(proto: onnx.ModelProto) -> onnx.ModelProto:
     g.initializer.extend(new_inits)
     _inference_batchnorm(out)
     return out
+
+
+def _onnx_opset(proto: onnx.ModelProto) -> int:
+    return max([i.version for i in proto.opset_import if i.domain in ("", "ai.onnx")] or [0])
+
+
+def _softmax_coerced(node, k, ranks) -> list:
+    """Softmax below opset 13 is over the input coerced to 2-D at `axis` (all later axes one
+    row); onnx 1.x's reference evaluator takes the single axis instead. Spelled out as
+    Flatten -> Softmax -> Reshape, which mean the same at any opset (the graph may be read
+    at 15 for BatchNormalization)."""
+    x, y = node.input[0], node.output[0]
+    rank = ranks.get(x, 2)
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 1) % max(rank, 1)
+    if rank <= 2 or axis == rank - 1:
+        return [node]
+    flat, soft, shape = f"_sm{k}_flat", f"_sm{k}_row", f"_sm{k}_shape"
+    return [helper.make_node("Flatten", [x], [flat], axis=axis),
+            helper.make_node("Softmax", [flat], [soft], axis=1),
+            helper.make_node("Shape", [x], [shape]),
+            helper.make_node("Reshape", [soft, shape], [y])]
 
 
 def _inference_batchnorm(proto: onnx.ModelProto) -> None:

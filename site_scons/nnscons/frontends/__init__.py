@@ -75,6 +75,8 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
         inherit_qparams_backward(g)
         from ..ops.lut import merge_island_chains
         merge_island_chains(g)
+        from ..ops.island_pool import fold_island_pools
+        fold_island_pools(g)
         bare = [t for t in g.inputs if t not in g.qparams]
         islands = [op.output for op in g.ops if op.output not in g.qparams]
         if islands or bare:

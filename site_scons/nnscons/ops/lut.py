@@ -140,9 +140,16 @@ def _evaluate(fn, fn_attrs, consts, x_pos, x):
 def table(fn, fn_attrs, consts, x_pos, tables, in_q, out_q, act_min=-128, act_max=127, chain=()):
     """int8 (tables, 256): entry [t, q + 128] is the QDQ result for input q on channel t
     (chain: float steps (fn, fn_attrs, fn_consts, x_pos) applied first, unrounded)."""
+    y = island_values(tuple(chain) + ((fn, fn_attrs, consts, x_pos),), tables, in_q)
+    y = np.nan_to_num(y / np.float64(out_q.scale), nan=0.0, posinf=1e9, neginf=-1e9)
+    out = np.rint(y) + out_q.zero_point
+    return np.clip(out, max(-128, act_min), min(127, act_max)).astype(np.int8)
+
+
+def island_values(steps, tables, in_q) -> np.ndarray:
+    """float64 (tables, 256): the float steps applied to code q - 128's value, per channel."""
     q = np.arange(-128, 128, dtype=np.float64)
     x = (q - in_q.zero_point) * np.float64(in_q.scale)
-    steps = tuple(chain) + ((fn, fn_attrs, consts, x_pos),)
     per_channel = tables > 1 or any(f in CHANNEL_OPERANDS for f, _, _, _ in steps)
     xs = np.broadcast_to(x, (1, tables, 1, 256)).copy() if per_channel else x
     for f, f_attrs, f_consts, f_pos in steps:
@@ -150,10 +157,7 @@ def table(fn, fn_attrs, consts, x_pos, tables, in_q, out_q, act_min=-128, act_ma
             f_consts = [(p, (1, tables, 1, 1) if int(np.prod(s)) == tables else s, v)
                         for p, s, v in f_consts]
         xs = np.broadcast_to(_evaluate(f, f_attrs, f_consts, f_pos, xs), np.shape(xs)).copy()
-    y = xs.reshape(tables, 256) if per_channel else np.broadcast_to(xs, (tables, 256))
-    y = np.nan_to_num(y / np.float64(out_q.scale), nan=0.0, posinf=1e9, neginf=-1e9)
-    out = np.rint(y) + out_q.zero_point
-    return np.clip(out, max(-128, act_min), min(127, act_max)).astype(np.int8)
+    return xs.reshape(tables, 256) if per_channel else np.broadcast_to(xs, (tables, 256)).copy()
 
 
 # ---- TFLite's elementwise operators: the table of its integer kernel (reference.tflite_math)

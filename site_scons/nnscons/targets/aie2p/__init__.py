@@ -21,6 +21,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
+from ...ops import softmax
 from .. import base, library
 from . import layerplan as lplan, mapping, pack
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
@@ -103,6 +104,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                 raise UserError(f"layer '{layer.name}' ({'+'.join(layer.source_ops) or layer.op}): op "
                                 f"'{layer.op}' has no AIE kernel and no host fallback kernel "
                                 f"(host_layers.py); the fallback runs: {', '.join(FALLBACK_OPS)}")
+            if layer.op == "softmax" and (why := softmax.channel_first_check(layer, graph)):
+                raise UserError(f"layer '{layer.name}': {why} (target kind 'aie2p')")
             lp = host_layer(layer, graph, cname, mapping.why_not(layer, graph))
             if emul:        # the library's C for it
                 lp.files.append((f"src/layers/{cname}_host.c", "host_layer.c.j2",

@@ -13,7 +13,7 @@ from ...errors import UserError
 from ...resources import data_path
 from ..base import OpImpl, flattened_from, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
-from ...ops import bilinear, div, instnorm, lrn
+from ...ops import bilinear, div, instnorm, lrn, softmax
 
 C = data_path("kernels", "common") + "/"
 G = data_path("kernels", "gap9") + "/"
@@ -34,7 +34,7 @@ OPS = {
                   lambda layer, graph: _lut_check(layer)),
     "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
     "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
-    "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",)),
+    "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",), spec=lambda l, g: softmax.spec(l, g)),
     "instnorm": OpImpl("instnorm.c.j2", (C + "nn_instnorm.c",), spec=lambda l, g: instnorm.spec(l, g)),
     "lrn": OpImpl("lrn.c.j2", (C + "nn_lrn.c",), spec=lambda l, g: lrn.spec(l, g)),
     "div": OpImpl("div.c.j2", (C + "nn_div.c",), spec=lambda l, g: {**div.spec(l, g), **_mul_spec(l, g)}),
@@ -270,8 +270,9 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
         return tiling.plan_flat(n, 1, 1, 8, budget)
     if op == "lut":
         return _lut_tiling(layer, graph, n, budget)
-    if op == "softmax":   # one whole row per chunk, the exp table with the parameters
-        return tiling.plan_flat(1, n, n, 1024 + 8, budget)
+    if op == "softmax":   # chunks of whole rows (a pixel's channels), the exp table with the parameters
+        r, row = softmax.rows(layer, graph)
+        return tiling.plan_flat(r, row, row, 1024 + 8, budget)
     if op == "reduce":    # chunks of input rows (or the whole tensor), the cores split the outputs
         s = _reduce_spec(layer, graph)
         return tiling.plan_flat(s["n_units"], s["unit_in"], s["unit_out"], 8, budget)

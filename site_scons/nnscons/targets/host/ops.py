@@ -10,7 +10,7 @@ from ...errors import UserError
 from ...resources import data_path
 from ...planning.tiling import min_bytes, row_bands
 from ..base import OpImpl, pool_check
-from ...ops import bilinear, div, instnorm, lrn
+from ...ops import bilinear, div, instnorm, island_pool, lrn, softmax
 
 K = data_path("kernels", "common") + "/"
 G = data_path("kernels", "gap9") + "/"
@@ -31,7 +31,9 @@ OPS = {
     "lut": OpImpl("lut.c.j2", (K + "nn_lut.c",)),
     "mul": OpImpl("mul.c.j2", (K + "nn_broadcast.c",), spec=lambda l, g: {"mode": l.attrs["mode"]}),
     "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
-    "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
+    "island_avgpool": OpImpl("island_avgpool.c.j2", (K + "nn_island_pool.c",),
+                             spec=lambda l, g: {"tables": int(l.attrs["tables"]), "frac": island_pool.FRAC}),
+    "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",), spec=lambda l, g: softmax.spec(l, g)),
     "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
     "instnorm": OpImpl("instnorm.c.j2", (K + "nn_instnorm.c",), spec=lambda l, g: instnorm.spec(l, g)),
     "lrn": OpImpl("lrn.c.j2", (K + "nn_lrn.c",), spec=lambda l, g: lrn.spec(l, g)),

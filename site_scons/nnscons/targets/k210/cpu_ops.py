@@ -3,7 +3,7 @@ is channel planes), one op table entry per IR op, and the per-layer spec; templa
 templates/k210/cpu/."""
 from __future__ import annotations
 
-from ...ops import nary, reduce
+from ...ops import nary, reduce, softmax
 from ...resources import data_path
 from ..base import OpImpl, pool_check
 
@@ -22,7 +22,7 @@ OPS = {
     "reduce": OpImpl("reduce.c.j2", (K + "nn_reduce.c",), spec=lambda l, g: reduce.spec(l, g)),
     "nary": OpImpl("nary.c.j2", (K + "nn_nary.c",), spec=lambda l, g: nary.spec(l, g)),
     "reshape": OpImpl("reshape.c.j2", ()),
-    "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",)),
+    "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",), check=softmax.channel_first_check),
     "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
     "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
 }
