@@ -80,7 +80,7 @@ static void block(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int3
     const ptrdiff_t wsize = (ptrdiff_t)cfg->k_h * cfg->k_w * cfg->in_c;
     const ptrdiff_t x_row = (ptrdiff_t)cfg->dil_h * cfg->in_w * cfg->in_c, w_row = (ptrdiff_t)cfg->k_w * cfg->in_c;
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
-    const int rows = a->rows, n = a->n;
+    const int rows = a->rows, n = a->n, quick = wsize < NN_XP_QUICK_BYTES;
     int8_t *oa = a->o, *ob = b ? b->o : NULL;
     int o, j;
 
@@ -92,8 +92,14 @@ static void block(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int3
                 nn_xp_dot_4x2(flip, acc, a->x, b->x, wo, wsize, n, rows, x_row, w_row);
             for (j = 0; j < 4; ++j) {
                 const int32_t bj = bias ? bias[o + j] : 0, m = mult[o + j], s = shift[o + j];
-                oa[o + j] = nn_xp_requant(bj, acc[2 * j], m, s, ozp, lo, hi);
-                ob[o + j] = nn_xp_requant(bj, acc[2 * j + 1], m, s, ozp, lo, hi);
+                if (quick && nn_xp_requant_quick(bj, s)) {     /* the common case: no 64-bit checks */
+                    const int32_t k = s - 32, h = ((int32_t)1 << (k - 1)) - 1;
+                    oa[o + j] = nn_xp_requant_k(bj + acc[2 * j], m, k, h, ozp, lo, hi);
+                    ob[o + j] = nn_xp_requant_k(bj + acc[2 * j + 1], m, k, h, ozp, lo, hi);
+                } else {
+                    oa[o + j] = nn_xp_requant(bj, acc[2 * j], m, s, ozp, lo, hi);
+                    ob[o + j] = nn_xp_requant(bj, acc[2 * j + 1], m, s, ozp, lo, hi);
+                }
             }
         } else {
             int32_t acc[4] = {0, 0, 0, 0};
