@@ -248,15 +248,25 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
 
     for (c0 = c_begin; c0 < c_end; c0 += chunk) {
         const int c1 = c0 + chunk < c_end ? c0 + chunk : c_end;
-        for (o = c0; o < c1; ++o) {         /* sum(w) of each channel, K <= NN_MAX_ACC_TERMS */
+        /* sum(w) of each channel (K <= NN_MAX_ACC_TERMS): the 4-channel dot loop against a
+         * field of ones in buf_b (free until the first pair's copy), 4 channels per word */
+        for (j = 0; j < nw; ++j)
+            nn_xp_store_u(buf_b + 4 * j, 0x01010101u);
+        for (o = c0; o < c1; ++o) {
             const int8_t *w = weight + (ptrdiff_t)o * kw;
-            int32_t s = 0;
-            for (j = 0; j < nw; ++j)
-                s = nn_xp_sdotsp(s, 0x01010101u, nn_xp_load(w + 4 * j));
-            if (short_k)
-                wsum.w16[o - c0] = (int16_t)s;
+            const int m = o + 4 <= c1 ? 4 : 1;
+            int32_t s[4] = {0, 0, 0, 0}, q;
+            if (m == 4)
+                nn_xp_dot_4x1(0, s, buf_b, w, kw, nw, 1, 0, 0);
             else
-                wsum.w32[o - c0] = s;
+                s[0] = nn_xp_dot_1x1(0, 0, buf_b, w, nw, 1, 0, 0);
+            for (q = 0; q < m; ++q) {
+                if (short_k)
+                    wsum.w16[o + q - c0] = (int16_t)s[q];
+                else
+                    wsum.w32[o + q - c0] = s[q];
+            }
+            o += q - 1;
         }
         for (p = pix_begin; p < pix_end; p += 2) {
             const int pair = p + 1 < pix_end;
