@@ -80,7 +80,7 @@ static void block(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int3
     const ptrdiff_t wsize = (ptrdiff_t)cfg->k_h * cfg->k_w * cfg->in_c;
     const ptrdiff_t x_row = (ptrdiff_t)cfg->dil_h * cfg->in_w * cfg->in_c, w_row = (ptrdiff_t)cfg->k_w * cfg->in_c;
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
-    const int rows = a->rows, n = a->n;
+    const int rows = a->rows, n = a->n, quick = wsize < NN_XP_QUICK_BYTES;
     int8_t *oa = a->o, *ob = b ? b->o : NULL;
     int o, j;
 
@@ -92,8 +92,14 @@ static void block(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int3
                 nn_xp_dot_4x2(flip, acc, a->x, b->x, wo, wsize, n, rows, x_row, w_row);
             for (j = 0; j < 4; ++j) {
                 const int32_t bj = bias ? bias[o + j] : 0, m = mult[o + j], s = shift[o + j];
-                oa[o + j] = nn_xp_requant(bj, acc[2 * j], m, s, ozp, lo, hi);
-                ob[o + j] = nn_xp_requant(bj, acc[2 * j + 1], m, s, ozp, lo, hi);
+                if (quick && nn_xp_requant_quick(bj, s)) {     /* the common case: no 64-bit checks */
+                    const int32_t k = s - 32, h = ((int32_t)1 << (k - 1)) - 1;
+                    oa[o + j] = nn_xp_requant_k(bj + acc[2 * j], m, k, h, ozp, lo, hi);
+                    ob[o + j] = nn_xp_requant_k(bj + acc[2 * j + 1], m, k, h, ozp, lo, hi);
+                } else {
+                    oa[o + j] = nn_xp_requant(bj, acc[2 * j], m, s, ozp, lo, hi);
+                    ob[o + j] = nn_xp_requant(bj, acc[2 * j + 1], m, s, ozp, lo, hi);
+                }
             }
         } else {
             int32_t acc[4] = {0, 0, 0, 0};
@@ -172,7 +178,11 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
  * packed so), so every load is aligned and the buffers' last word needs no special case.
  * Two pixels (any two consecutive ones) share each weight load as on the direct path. */
 
-#define NN_XP_CHUNK 32          /* output channels whose weight sums live on the stack */
+/* Output channels whose weight sums live on the stack (the cores' stacks are 1 KiB): 32 as
+ * int32, or 64 as int16 when a field is short enough for them (|sum(w)| <= 128 K < 2^15), so
+ * that a field is copied once for up to 64 channels (ResNet's stem: K = 147, 64 channels). */
+#define NN_XP_CHUNK 32
+#define NN_XP_CHUNK16_BYTES 255
 
 int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg)
 {
@@ -229,17 +239,34 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
     const uint32_t zu = (uint32_t)(cfg->in_zp + 128);
     const int32_t ozp = cfg->out_zp, lo = cfg->act_min, hi = cfg->act_max;
     int8_t *buf_a = scratch, *buf_b = buf_a + kw;
-    int32_t wsum[NN_XP_CHUNK];
+    union {
+        int32_t w32[NN_XP_CHUNK];
+        int16_t w16[2 * NN_XP_CHUNK];
+    } wsum;
+    const int short_k = kw <= NN_XP_CHUNK16_BYTES, chunk = short_k ? 2 * NN_XP_CHUNK : NN_XP_CHUNK;
     int c0, p, o, j;
 
-    for (c0 = c_begin; c0 < c_end; c0 += NN_XP_CHUNK) {
-        const int c1 = c0 + NN_XP_CHUNK < c_end ? c0 + NN_XP_CHUNK : c_end;
-        for (o = c0; o < c1; ++o) {         /* sum(w) of each channel, K <= NN_MAX_ACC_TERMS */
+    for (c0 = c_begin; c0 < c_end; c0 += chunk) {
+        const int c1 = c0 + chunk < c_end ? c0 + chunk : c_end;
+        /* sum(w) of each channel (K <= NN_MAX_ACC_TERMS): the 4-channel dot loop against a
+         * field of ones in buf_b (free until the first pair's copy), 4 channels per word */
+        for (j = 0; j < nw; ++j)
+            nn_xp_store_u(buf_b + 4 * j, 0x01010101u);
+        for (o = c0; o < c1; ++o) {
             const int8_t *w = weight + (ptrdiff_t)o * kw;
-            int32_t s = 0;
-            for (j = 0; j < nw; ++j)
-                s = nn_xp_sdotsp(s, 0x01010101u, nn_xp_load(w + 4 * j));
-            wsum[o - c0] = s;
+            const int m = o + 4 <= c1 ? 4 : 1;
+            int32_t s[4] = {0, 0, 0, 0}, q;
+            if (m == 4)
+                nn_xp_dot_4x1(0, s, buf_b, w, kw, nw, 1, 0, 0);
+            else
+                s[0] = nn_xp_dot_1x1(0, 0, buf_b, w, nw, 1, 0, 0);
+            for (q = 0; q < m; ++q) {
+                if (short_k)
+                    wsum.w16[o + q - c0] = (int16_t)s[q];
+                else
+                    wsum.w32[o + q - c0] = s[q];
+            }
+            o += q - 1;
         }
         for (p = pix_begin; p < pix_end; p += 2) {
             const int pair = p + 1 < pix_end;
@@ -268,7 +295,7 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
                 for (j = 0; j < nb; ++j) {
                     const int32_t b = bias ? bias[o + j] : 0, m = mult[o + j], s = shift[o + j];
                     /* modular arithmetic: the centred sum fits in 32 bits, its parts may not */
-                    const uint32_t corr = zu * (uint32_t)wsum[o + j - c0];
+                    const uint32_t corr = zu * (uint32_t)(short_k ? wsum.w16[o + j - c0] : wsum.w32[o + j - c0]);
                     const int32_t a0 = (int32_t)((uint32_t)acc[2 * j] - corr);
                     const int32_t a1 = (int32_t)((uint32_t)acc[2 * j + 1] - corr);
                     if (quick && nn_xp_requant_quick(b, s)) {
