@@ -447,6 +447,11 @@ CORTEX_M_APP_CHECK = r"""
 #endif
 static const long sizes[] = { NNS_F_INPUT_IMG_BYTES, NNS_F_INPUT_L_AUX_BYTES, NNS_F_OUTPUT_SCORES_BYTES,
                               NNS_F_OUTPUT_BOXES_BYTES, NNS_F_OUTPUT_FUSED_BYTES };
+/* the instance API's descriptors per tensor, as the host's */
+long fused_elements(void)
+{
+    return (long)nns_f_output(NNS_F_OUTPUT_FUSED_INDEX)->elements + (long)nns_f_input(1)->bytes + sizes[0];
+}
 """
 
 
