@@ -5,7 +5,8 @@ read) imports, equals the float64 QDQ evaluation tensor by tensor, builds on the
 (packed buffers, per-tensor macros, run-time descriptors, run_float) gives the harness's
 bytes; gap9 runs it on emul, qemu, gvsoc-open and gvsoc-gap9 (each tensor its own slot in the
 arena, also with the activations in L3), and layer by layer on gvsoc-open; k210 (emul, qemu)
-and aie2p (emul) like the host, byte for byte."""
+and aie2p (emul) like the host, byte for byte; cortex-m on qemu (M55, M4) with CMSIS-NN (the
+reference with TFLite's rounding on its layers) and with onnx-exact (the host's bytes)."""
 from __future__ import annotations
 
 import json
