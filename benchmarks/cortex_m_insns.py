@@ -1,11 +1,11 @@
 """Per-layer and whole-network MACs per instruction of the cortex-m target on one model for
-Cortex-M55 (CMSIS-NN's Helium/MVE path), M7 and M4 (DSP extension) and M3 (scalar C), side
+Cortex-M55 (CMSIS-NN's Helium/MVE path), M7, M4 and M33 (DSP extension) and M3 (scalar C), side
 by side, and the Helium/scalar ratio on the conv layers (the goal: at least 4x).
 
 Builds and runs the model for each core's target in the work tree's build/ (as `./nnscons`
 would; nothing outside build/ is written), then prints the reports' instruction counts:
 
-    .venv/bin/python benchmarks/cortex_m_insns.py [--targets cortex-m55,cortex-m7,cortex-m4,cortex-m3] [model ...]
+    .venv/bin/python benchmarks/cortex_m_insns.py [--targets cortex-m55,cortex-m7,cortex-m4,cortex-m33,cortex-m3] [model ...]
 
 The counts are instructions executed under qemu -icount (targets/cortex_m/insns.py), NOT
 cycles: a Helium instruction does up to 16 lanes of work, a DSP SMLAD 2 MACs, and a real
@@ -21,7 +21,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCONS = os.path.join(os.path.dirname(sys.executable), "scons")
-TARGETS = ["cortex-m55", "cortex-m7", "cortex-m4", "cortex-m3"]
+TARGETS = ["cortex-m55", "cortex-m7", "cortex-m4", "cortex-m33", "cortex-m3"]
 GOAL = 4.0          # Helium MACs/instruction over scalar's, on the conv layers
 
 

@@ -40,14 +40,45 @@ def build(target, platform, model, timeout):
 def show(target, rep):
     width = max(len(layer["name"]) for layer in rep["layers"])
     print(f"\n{rep['model']} on {target} ({'layer by layer' if rep.get('layer_by_layer') else 'whole network'})")
-    print(f"  {'layer':<{width}}  {'op':<14} {'MACs':>13} {'cycles':>13} {'MAC/cyc':>8} {'TCDM cont':>10}")
+    print(f"  {'layer':<{width}}  {'op':<14} {'engine':<7} {'MACs':>13} {'cycles':>13} {'MAC/cyc':>8} {'TCDM cont':>10}")
     for layer in rep["layers"]:
         note = f"  (slice {layer['slice']['channels']}/{layer['slice']['of']} ch, scaled)" if layer.get("slice") else ""
         mpc = layer.get("macs_per_cycle")
-        print(f"  {layer['name']:<{width}}  {layer['op']:<14} {layer['macs']:>13,} {layer.get('cycles', 0):>13,} "
-              f"{mpc if mpc is not None else '-':>8} {layer.get('tcdm_contention', 0):>10,}{note}")
+        print(f"  {layer['name']:<{width}}  {layer['op']:<14} {layer.get('engine', '-'):<7} {layer['macs']:>13,} "
+              f"{layer.get('cycles', 0):>13,} {mpc if mpc is not None else '-':>8} "
+              f"{layer.get('tcdm_contention', 0):>10,}{note}")
     print(f"  network: {rep['total_macs']:,} MACs in {rep.get('total_cycles') or 0:,} cycles = "
           f"{rep.get('macs_per_cycle')} MACs/cycle; check {'PASSED' if rep['passed'] else 'FAILED'}")
+
+
+def compare(model, reps):
+    """NE16 layers against the same layers in a cluster-only run of the same model (both on
+    gvsoc-gap9): per layer the speed-up, and per layer class (kernel, input channels, size)."""
+    ne = next((r for t, r in reps if any(l.get("engine") == "ne16" for l in r["layers"])), None)
+    cl = next((r for t, r in reps if t.endswith("gvsoc-gap9") and r is not ne
+               and not any(l.get("engine") == "ne16" for l in r["layers"])), None)
+    if ne is None or cl is None:
+        return
+    base = {l["name"]: l for l in cl["layers"]}
+    classes = {}
+    print(f"\n{model}: NE16 layers against the cluster on the same layer (MACs/cycle)")
+    print(f"  network: NE16 {ne.get('macs_per_cycle')}, cluster only {cl.get('macs_per_cycle')}")
+    for l in ne["layers"]:
+        c = base.get(l["name"])
+        if l.get("engine") != "ne16" or not c or not c.get("cycles") or not l.get("cycles"):
+            continue
+        i, o = l["inputs"][0], l["output"]
+        k = "1x1" if l["macs"] == o[1] * o[2] * o[3] * i[1] else "3x3"
+        key = f"{k} {i[1]}->{o[1]} {o[2]}x{o[3]}"
+        print(f"  {l['name']:<24} {key:<22} NE16 {l['macs_per_cycle']:>7} cluster {c['macs_per_cycle']:>7} "
+              f"{c['cycles'] / l['cycles']:5.2f}x")
+        agg = classes.setdefault(key, [0, 0, 0])
+        agg[0] += l["macs"]
+        agg[1] += l["cycles"]
+        agg[2] += c["cycles"]
+    print("  per class:")
+    for key, (macs, c_ne, c_cl) in classes.items():
+        print(f"    {key:<22} NE16 {macs / c_ne:7.2f}  cluster {macs / c_cl:7.2f}  {c_cl / c_ne:5.2f}x")
 
 
 def main():
@@ -60,15 +91,18 @@ def main():
     runs = [tuple(r.split(":", 1)) for r in args.runs.split(",")]
     summary = []
     for model in args.models:
+        reps = []
         for target, platform in runs:
             rep = build(target, platform, model, args.timeout)
             if rep is None:
                 continue
             target = f"{target}/{platform}"
             show(target, rep)
+            reps.append((target, rep))
             convs = [l["macs_per_cycle"] for l in rep["layers"] if l["op"] == "conv2d" and l.get("macs_per_cycle")]
             summary.append((model, target, rep.get("macs_per_cycle"), rep.get("total_cycles"),
                             max(convs) if convs else None, rep["passed"]))
+        compare(model, reps)
     print("\nmodel             target/platform       MACs/cycle  total cycles    best conv MAC/cyc  check")
     for model, target, mpc, cycles, best, passed in summary:
         print(f"{model:<17} {target:<21} {mpc if mpc is not None else '-':>10}  {cycles or 0:>13,}  "

@@ -66,14 +66,14 @@ class Project:
 
     def build_outputs(self):
         """{path under build/: bytes} of what a build made, without SCons's and nnscons's own
-        bookkeeping (signatures, locks, caches, bytecode, the no-op record)."""
+        bookkeeping (signatures, locks, caches, bytecode, the no-op record, the zoo cache)."""
         out = {}
         root = self.file("build")
         for dirpath, _, files in os.walk(root):
             for f in files:
                 rel = os.path.relpath(os.path.join(dirpath, f), root)
                 if os.path.basename(rel).startswith((".sconsign", ".lock")) or "compile_commands.json" in rel \
-                        or "/cache/" in rel or rel.startswith((".pycache", ".noop")):
+                        or "/cache/" in rel or rel.startswith((".pycache", ".noop", ".zoo")):
                     continue
                 with open(os.path.join(dirpath, f), "rb") as fh:
                     out[rel] = fh.read()

@@ -1,6 +1,6 @@
 """The cortex-m target: TFLite-numerics zoo models bit-exact under qemu-system-arm on a
 Cortex-M55 (CMSIS-NN's Helium/MVE path, mps3-an547), a Cortex-M4 (its DSP path,
-mps2-an386) and a Cortex-M3 (plain C, mps2-an385) with conv, depthwise and add running CMSIS-NN; an ONNX-numerics model on the
+mps2-an386), a Cortex-M33 (DSP path, Secure state on mps2-an505) and a Cortex-M3 (plain C, mps2-an385) with conv, depthwise and add running CMSIS-NN; an ONNX-numerics model on the
 portable kernels; CMSIS-NN taken from $CMSIS_NN/$CMSIS_CORE (here: ../shared/cmsis
 unpacked) and a clear error without it.  Needs Debian's gcc-arm-none-eabi,
 libnewlib-arm-none-eabi and qemu-system-arm, and the CMSIS archives of ../shared/cmsis."""
@@ -68,7 +68,7 @@ def _symbols(proj, target, model) -> set:
     return {line.split()[-1] for line in out.splitlines() if line.strip()}
 
 
-@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4", "cortex-m3"])
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4", "cortex-m33", "cortex-m3"])
 def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
     log, report = _build(proj, target, "tfl_resnet8")
     kernels = _kernels(report)
@@ -82,9 +82,9 @@ def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
     assert log.count(": OK") == len(kernels), log
     syms = _symbols(proj, target, "tfl_resnet8")
     assert {"arm_convolve_wrapper_s8", "arm_elementwise_add_s8", "nn_cm_reset"} <= syms
-    # the core's own CMSIS-NN path: Helium (MVE) on the M55, the DSP extension on the M4,
-    # plain C on the M3
-    path = {"cortex-m55": "mve", "cortex-m4": "dsp", "cortex-m3": "scalar"}[target]
+    # the core's own CMSIS-NN path: Helium (MVE) on the M55, the DSP extension on the M4
+    # and M33, plain C on the M3
+    path = {"cortex-m55": "mve", "cortex-m4": "dsp", "cortex-m33": "dsp", "cortex-m3": "scalar"}[target]
     for p in ("mve", "dsp"):
         assert (f"arm_convolve_wrapper_s8_get_buffer_size_{p}" in syms) == (p == path), (p, path)
     assert report["cortex_m"]["cmsis_nn_path"] == path
@@ -97,6 +97,20 @@ def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
     assert all(layer["insns"] > 0 for layer in report["layers"]), report["layers"]
     assert report["total_insns"] == sum(layer["insns"] for layer in report["layers"])
     assert "not cycles" in report["insns_source"]
+
+
+def test_simplecnn_on_the_cortex_m33_in_secure_state(proj):
+    """mps2-an505 boots the M33 Secure from 0x10000000: the firmware is linked to the Secure
+    aliases of the SSRAMs (code 0x10000000, data 0x38000000) and runs CMSIS-NN's DSP path."""
+    _, report = _build(proj, "cortex-m33", "simplecnn")
+    assert report["cortex_m"]["machine"] == "mps2-an505" and report["cortex_m"]["cmsis_nn_path"] == "dsp"
+    assert report["cortex_m"]["cmsis_nn_layers"] == 5, _kernels(report)
+    assert all(layer["insns"] > 0 for layer in report["layers"]), report["layers"]
+    out = subprocess.run([NM, proj.file("build/cortex-m33/simplecnn/firmware.elf")], stdout=subprocess.PIPE,
+                         text=True, check=True).stdout
+    addr = {line.split()[-1]: int(line.split()[0], 16) for line in out.splitlines() if len(line.split()) == 3}
+    assert 0x10000000 <= addr["nn_cm_reset"] < 0x10400000, hex(addr["nn_cm_reset"])
+    assert 0x38000000 <= addr["__bss_start"] < addr["__stack_top"] == 0x38400000, addr
 
 
 def _conv_macs_per_insn(report) -> float:
@@ -204,6 +218,24 @@ def test_onnx_exact_keeps_the_portable_kernels(proj):
     _, report = _build(proj, "cm4-exact", "simplecnn")
     assert set(_kernels(report).values()) == {"portable"}
     assert "cmsis_numerics" not in report and report["cortex_m"]["numerics"] == "onnx-exact"
+
+
+def test_numerics_per_layer(proj):
+    """A layer's own `numerics: onnx-exact` keeps that layer on the portable kernels in the
+    ONNX rule while the others run CMSIS-NN in TFLite's; the run is bit-exact and the
+    departures are counted for the switched layers only."""
+    text = proj.read("targets.yaml")
+    marker = "    targets:\n      host:\n        layers:\n          conv1: {l1_budget: 8KiB}\n"
+    assert marker in text, "the manifest's simplecnn entry changed: update this test"
+    proj.write("targets.yaml", text.replace(marker, marker + "      cortex-m4:\n        layers:\n"
+                                            "          conv2: {numerics: onnx-exact}\n", 1))
+    try:
+        _, report = _build(proj, "cortex-m4", "simplecnn")
+    finally:
+        proj.write("targets.yaml", text)
+    kernels = _kernels(report)
+    assert kernels["conv2"] == "portable" and kernels["conv1"] == "cmsis-nn arm_convolve_wrapper_s8", kernels
+    assert set(report["cmsis_numerics"]["layers"]) == {"conv1", "pool1", "pool2", "fc"}
 
 
 def test_without_cmsis_nn_a_clear_error(proj, monkeypatch):

@@ -59,7 +59,7 @@ def test_shards_cover_the_matrix_and_merge(project):
     # shards split and merge the same whatever the targets
     project.write("targets.yaml", _drop_targets(project.read("targets.yaml"),
                                                 ("arm64", "arm64-a53", "arm64-a76", "pulp-open", "pulp-open-plainc",
-                                                 "cortex-m55", "cortex-m4", "cortex-m7", "cortex-m3")))
+                                                 "cortex-m55", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m3")))
     args = ("target=all", "model=simplecnn")
     out = []
     for i in (1, 2):

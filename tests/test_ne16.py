@@ -228,6 +228,8 @@ SECTIONS {
 PROG = r"""#include <stdint.h>
 #include "nn_ne16.h"
 void semihost(int op, const void *arg);
+/* no libc: GCC zero-fills a partly initialised struct (nn_ne16_conv_t) with memset */
+void *memset(void *d, int v, unsigned long n) { volatile uint8_t *p = d; while (n--) *p++ = (uint8_t)v; return d; }
 static void say(const char *s) { semihost(4, s); }
 static void say_int(int32_t v) {
     char b[13]; int i = 12; uint32_t u = v < 0 ? -(uint32_t)v : (uint32_t)v; b[i] = 0;

@@ -75,6 +75,88 @@ def test_ic_resnet8_convs_on_ne16_bit_exact_and_faster_than_the_cluster(project)
     assert len(on) >= 5
 
 
+def _wide_conv_onnx(path):
+    """Float ONNX: 3x3 conv 512 -> 48 channels at 5x5 (its 221 KiB of NE16 weights crowd L1:
+    input-channel groups), ReLU."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.standard_normal((48, 512, 3, 3)) / np.sqrt(512 * 9)).astype(np.float32), "w")
+    b = numpy_helper.from_array((rng.standard_normal(48) * 0.1).astype(np.float32), "b")
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["y"], "relu")], "wide",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 48, 5, 5])], [w, b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+@needs_model
+@pytest.mark.slow
+def test_input_channel_groups_bit_exact_and_faster_than_the_cluster(project):
+    """A conv whose weights crowd L1 runs in input-channel groups (NE16's streamin carries the
+    32-bit sums from one group's job to the next): 4 groups of 128, a 32- and a 16-channel
+    tile; bit-exact, and faster than the cluster on the same layer."""
+    import glob
+    _wide_conv_onnx(project.file("wide.onnx"))
+    _add_cluster_only_target(project)
+    rep = {}
+    for target in ("gap9", "gap9c"):
+        proc = scons(project, f"target={target}", "model=wide.onnx", "platform=gvsoc-gap9", timeout=1200)
+        assert proc.returncode == 0 and f"Test PASSED [{target}]" in proc.stdout, proc.stdout[-4000:]
+        path, = glob.glob(project.file(f"build/{target}/*/gvsoc-gap9/report.json"))
+        with open(path) as f:
+            rep[target] = json.load(f)["layers"][0]
+    ne, cl = rep["gap9"], rep["gap9c"]
+    assert ne["engine"] == "ne16" and cl["engine"] == "cluster"
+    assert ne["engine_why"].startswith("estimate NE16 ") and ne["ne16_estimate"] < ne["cluster_estimate"]
+    src, = glob.glob(project.file("build/gap9/*/src/layers/conv.c"))
+    with open(src) as f:
+        code = f.read()
+    assert "#define NG 4" in code and "#define KG 128" in code and ".streamin = grp > 0" in code
+    print(f"\n512->48 5x5: NE16 {ne['cycles']:,} cycles, cluster {cl['cycles']:,} ({cl['cycles'] / ne['cycles']:.1f}x)")
+    assert ne["cycles"] < cl["cycles"]
+
+
+def _strided_conv_onnx(path):
+    """Float ONNX: 3x3 conv 16 -> 32 channels, stride 2, pads 1, 15x15 -> 8x8 (odd: the last
+    computed column is the input's last), ReLU."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array((rng.standard_normal((32, 16, 3, 3)) / np.sqrt(16 * 9)).astype(np.float32), "w")
+    b = numpy_helper.from_array((rng.standard_normal(32) * 0.1).astype(np.float32), "b")
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1], strides=[2, 2]),
+         helper.make_node("Relu", ["c"], ["y"], "relu")], "strided",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 15, 15])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 8, 8])], [w, b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+@needs_model
+def test_stride_2_on_ne16_bit_exact(project):
+    """A 3x3 stride-2 conv on NE16: the stride-1 grid computed, every other output kept by the
+    cores; bit-exact (measured: 39,444 cycles against the cluster's 63,133)."""
+    import glob
+    _strided_conv_onnx(project.file("strided.onnx"))
+    proc = scons(project, "target=gap9", "model=strided.onnx", "platform=gvsoc-gap9", timeout=900)
+    assert proc.returncode == 0 and "Test PASSED [gap9]" in proc.stdout, proc.stdout[-4000:]
+    path, = glob.glob(project.file("build/gap9/*/gvsoc-gap9/report.json"))
+    with open(path) as f:
+        layer = json.load(f)["layers"][0]
+    assert layer["engine"] == "ne16", layer.get("engine_why")
+    src, = glob.glob(project.file("build/gap9/*/src/layers/conv.c"))
+    with open(src) as f:
+        assert "#define S 2 " in f.read()
+
+
 def test_ne16_only_on_the_gap9_model(project):
     """kernels.ne16: true elsewhere is one clear error; auto is off there (no NE16 in the emulation)."""
     y = project.read("targets.yaml").replace("\n  gap9:\n    kind: gap9\n",
@@ -116,7 +198,9 @@ def test_eligibility_and_bias_fold():
 
     g = G(-5)
     assert ne16_layer.mode(L(3), g) == "3x3"
-    assert ne16_layer.mode(L(3, stride=2), g) is None
+    assert ne16_layer.mode(L(3, stride=2), g) == "3x3"       # the stride-1 grid, every other kept
+    assert ne16_layer.mode(L(3, stride=3), g) is None
+    assert ne16_layer.mode(L(1, stride=2), g) is None
     assert ne16_layer.mode(L(3, groups=4), g) is None
     assert ne16_layer.mode(L(5), g) is None
     lay = L(3)
@@ -130,7 +214,8 @@ def test_eligibility_and_bias_fold():
 
 def test_ne16_tiles_for_resnet18_shapes():
     """ResNet-18's shapes in the default 112 KiB budget: NE16 tiles of whole rows, a multiple of 3
-    rows, 32 output channels or more; 512x7x7 3x3 (its weights crowd L1) in 16-channel tiles."""
+    rows, 32 output channels or more; 512x7x7 3x3 (its weights crowd L1) with its input channels
+    split into groups: all 7 rows, 32 output channels per tile, weights of one group per buffer."""
     import numpy as np
 
     class Q:
@@ -157,5 +242,48 @@ def test_ne16_tiles_for_resnet18_shapes():
         t = plan(c, h, c, 3)
         assert t["th"] % 3 == 0 and t["tc"] >= 32 and t["l1_bytes"] <= 112 * 1024, (c, t)
     assert plan(64, 56, 64, 3)["in_bufs"] == 2
+    assert plan(64, 56, 64, 3)["n_g"] == 1
     t = plan(512, 7, 512, 3)
-    assert t["tc"] == 16 and t["th"] == 3 and t["l1_bytes"] <= 112 * 1024
+    assert t["tc"] == 32 and t["th"] == 7 and t["resident"] and t["l1_bytes"] <= 112 * 1024, t
+    assert t["n_g"] == 6 and t["kg"] == 96 and t["kg"] % 16 == 0
+    assert t["w_grp"] * (t["n_g"] - 1) + t["w_last"] == 512 // 16 * 8 * 9 * 2   # one channel's NE16 bytes
+    assert ne16_layer._group_sizes(512)[:4] == [256, 176, 128, 112]
+    assert ne16_layer._group_sizes(40) == [32, 16]
+
+
+def test_cost_choice_on_measured_shapes():
+    """ne16_cost's choice on shapes measured on both engines (its docstring): ResNet-18's
+    512x7x7 3x3 and ic_resnet8's 16-channel 3x3 go to NE16, the zoo MobileNetV2's 48->8 12x12
+    1x1 projection (25.6k cycles on NE16, 20.6k on the cluster) stays on the cluster; the
+    reason names both estimates."""
+    import numpy as np
+    from nnscons.targets.gap9 import ne16_cost, ops
+
+    class Q:
+        zero_point, scale = -128, 0.05
+
+    class T:
+        def __init__(self, shape):
+            self.shape, self.q = shape, Q()
+
+    def choose(c, h, oc, k):
+        class G:
+            t = {"x": T((1, c, h, h)), "y": T((1, oc, h, h))}
+
+            def tensor(self, n):
+                return self.t[n]
+
+        class L:
+            op, inputs, output, bias, name, act_min, act_max, fused = "conv2d", ["x"], "y", None, "l", -128, 127, []
+            weight = np.ones((oc, c, k, k), np.int8)
+            attrs = {"kernel": (k, k), "stride": (1, 1), "pads": (k // 2,) * 4, "dilation": (1, 1), "groups": 1}
+        layer, graph = L(), G()
+        m = ne16_layer.mode(layer, graph)
+        til, _ = ops.plan_tiling(layer, graph, 112 * 1024, 9, True)
+        return ne16_cost.choose(layer, graph, m, ne16_layer.plan_tiling(layer, graph, m, 112 * 1024), til, 9, True)
+
+    on, why = choose(512, 7, 512, 3)
+    assert on and why["ne16_estimate"] * 3 < why["cluster_estimate"], why
+    assert choose(16, 32, 16, 3)[0]
+    on, why = choose(48, 12, 8, 1)
+    assert not on and why["why"].startswith("estimate NE16 ") and " >= cluster " in why["why"], why

@@ -203,6 +203,30 @@ def test_per_layer_plot_is_macs_per_cycle_where_cycles_are_counted():
     assert names[:3] == ["0", "4", "8"] and len(names) <= 64, names
 
 
+def test_engine_plot_shows_ne16_and_the_cluster_per_layer():
+    """gap9 with NE16: bars coloured by engine, the other engine's estimate as a marker; absent
+    when no layer could run on NE16."""
+    from nnscons.builders import html
+    assert html.engine_plot({"layers": _layers(3, cycles=True)}) is None
+    layers = _layers(3, cycles=True)
+    layers[0].update(engine="ne16", cluster_estimate=4000, ne16_estimate=300, engine_why="estimate ...")
+    layers[1].update(engine="cluster", cluster_estimate=900, ne16_estimate=5000, engine_why="estimate ...")
+    layers[2].update(engine="-")
+    svg = html.engine_plot({"layers": layers})
+    legend = svg[svg.index('id="legend'):]
+    for label in ("NE16 (measured)", "cluster (measured)", "cluster (estimate) on an NE16 layer",
+                  "NE16 (estimate) on a cluster layer"):
+        assert label in legend, label
+    for l in layers:
+        l.update(op="conv2d", inputs=[[1, 8, 4, 4]], output=[1, 8, 4, 4], param_bytes=0, fused=[])
+    page = html.build_page({"layers": layers, "total_macs": 6000, "total_param_bytes": 0,
+                            "activation_arena_bytes": 0, "target": "gap9", "model": "m", "platform": "gvsoc-gap9"})
+    assert "<h2>NE16 and the cluster</h2>" in page
+    layers[1].pop("ne16_estimate")
+    legend = html.engine_plot({"layers": layers})
+    assert "NE16 (estimate) on a cluster layer" not in legend[legend.index('id="legend'):]
+
+
 def test_arena_legend_names_only_what_is_drawn():
     from nnscons.builders import html
     report = {"layers": _layers(2), "arena": {"size": 1000, "limit": 268435456, "buffers": [

@@ -57,6 +57,7 @@ enum {
 #define NE16_CFG_MODE_DW3X3      (1u << 5)
 #define NE16_CFG_MODE_1X1        (2u << 5)
 #define NE16_CFG_NORM_8          (0u << 12)  /* [13:12] scale width: 8-bit */
+#define NE16_CFG_STREAMIN        (1u << 14)  /* start from the 32-bit sums at out (32-bit mode only) */
 #define NE16_CFG_QSHIFT(s)       (((uint32_t)(s) & 31u) << 16) /* layer-wide right shift */
 #define NE16_CFG_QBITS_8         (0u << 21)
 #define NE16_CFG_QBITS_32        (2u << 21)  /* streamout of the 32-bit accumulators */
@@ -91,6 +92,11 @@ typedef struct {
      * pixel: that address must not fall below the start of L1 (seen on the model: a tile at L1's
      * first byte, padded, had an output word written after the status said done). */
     int pad_top, pad_right, pad_bottom, pad_left;
+    /* input-channel groups (ne16_layer.py splits wide layers): in points at the group's first
+     * channel of a tile holding in_stride channels per pixel (0: k_in); streamin = 1 makes NE16
+     * load its accumulators from out before adding this group (ne16_streamin.cpp; 32-bit out) */
+    int in_stride;
+    int streamin;
 } nn_ne16_conv_t;
 
 /* NE16 reads and writes L1 behind the compiler's back: a compiler barrier before the commit
@@ -113,11 +119,14 @@ static inline int nn_ne16_conv_job(nn_ne16_job_t *job, const nn_ne16_conv_t *c)
     const int w_in = c->w_out + fs - 1 - c->pad_left - c->pad_right;
     const int out_bytes = c->quant ? 1 : 4;
     const int nb_ki = nn_ne16_ceil(c->k_in, NE16_TP_IN);
-    const uint32_t pad_back = (uint32_t)(c->pad_top * c->k_in * w_in + c->pad_left * c->k_in);
+    const int ist = c->in_stride ? c->in_stride : c->k_in;
+    const uint32_t pad_back = (uint32_t)(c->pad_top * ist * w_in + c->pad_left * ist);
     uint32_t *r = job->reg;
     if (c->qw < 2 || c->qw > 8 || c->k_in < 1 || c->k_out < 1 || c->h_out < 1 || c->w_out < 1)
         return -1;
     if (c->mode == NE16_DW3X3 && c->k_in != c->k_out)
+        return -1;
+    if (ist < c->k_in || (c->streamin && c->quant))
         return -1;
     if ((unsigned)c->pad_top > (fs == 3) || (unsigned)c->pad_right > (fs == 3)
         || (unsigned)c->pad_bottom > (fs == 3) || (unsigned)c->pad_left > (fs == 3))
@@ -136,8 +145,8 @@ static inline int nn_ne16_conv_job(nn_ne16_job_t *job, const nn_ne16_conv_t *c)
     r[NE16_SCALE_SHIFT_PTR] = (uint32_t)c->shift;
     r[NE16_SCALE_BIAS_PTR] = (uint32_t)c->bias;
     /* input: d0 = next pixel, d1 = next row */
-    r[NE16_INFEAT_D0] = (uint32_t)c->k_in;
-    r[NE16_INFEAT_D1] = (uint32_t)(c->k_in * w_in);
+    r[NE16_INFEAT_D0] = (uint32_t)ist;
+    r[NE16_INFEAT_D1] = (uint32_t)(ist * w_in);
     /* output: d0 = next 8-channel word (32-bit mode), d1 = next pixel, d2 = next row */
     r[NE16_OUTFEAT_D0] = 32;
     r[NE16_OUTFEAT_D1] = (uint32_t)(c->k_out * out_bytes);
@@ -167,7 +176,7 @@ static inline int nn_ne16_conv_job(nn_ne16_job_t *job, const nn_ne16_conv_t *c)
     r[NE16_CONFIG0] = NE16_CFG_QW(c->qw) | ((uint32_t)c->mode << 5)
         | (c->quant ? NE16_CFG_OUTQUANT | NE16_CFG_QBITS_8 | NE16_CFG_NORM_8 | NE16_CFG_NORM_SHIFT
                       | NE16_CFG_NORM_BIAS | (c->relu ? 0u : NE16_CFG_NO_RELU)
-                    : NE16_CFG_QBITS_32);
+                    : NE16_CFG_QBITS_32 | (c->streamin ? NE16_CFG_STREAMIN : 0u));
     return 0;
 }
 

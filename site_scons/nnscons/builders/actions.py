@@ -64,9 +64,9 @@ def write_input(target, source, env):
 
 
 def write_zoo_model(target, source, env):
-    from ..resources import zoo
+    from ..planning import zoo_cache      # the bytes the planning generated, not generated again
     m = env["NNS_SESSION"].model_cfg
-    zoo().write(m.zoo, m.seed, m.input_shape, str(target[0]))
+    zoo_cache.write(m.zoo, m.seed, m.input_shape, str(target[0]))
     return 0
 
 

@@ -148,6 +148,35 @@ def performance_plot(report: dict) -> tuple:
     return title, _svg(fig)
 
 
+def engine_plot(report: dict) -> str | None:
+    """gap9 with NE16: measured MACs/cycle per layer coloured by the engine that ran it (NE16 or
+    the cluster), and for each conv NE16 could take the other engine's estimated MACs/cycle
+    (ne16_cost.py's figures, the ones the choice was made on) as a marker; None without NE16."""
+    layers = report["layers"]
+    if not any(l.get("engine") == "ne16" or l.get("engine_why") for l in layers):
+        return None
+    fig, ax = _figure()
+    x = list(range(len(layers)))
+    mpc = [l.get("macs_per_cycle") or 0 for l in layers]
+    handles = []
+    for engine, color, label in (("ne16", "#f58518", "NE16 (measured)"), ("cluster", "#4c78a8", "cluster (measured)")):
+        idx = [i for i in x if (layers[i].get("engine") == "ne16") == (engine == "ne16")]
+        if idx and any(mpc[i] for i in idx):
+            handles.append(ax.bar(idx, [mpc[i] for i in idx], color=color, label=label))
+    for key, other, color, label in (("cluster_estimate", "ne16", "#4c78a8", "cluster (estimate) on an NE16 layer"),
+                                     ("ne16_estimate", "cluster", "#f58518", "NE16 (estimate) on a cluster layer")):
+        pts = [(i, layers[i]["macs"] / layers[i][key]) for i in x
+               if layers[i].get(key) and (layers[i].get("engine") == "ne16") == (other == "ne16")]
+        if pts:
+            handles.append(ax.plot([p[0] for p in pts], [p[1] for p in pts], "D", color=color, markersize=5,
+                                   markeredgecolor="black", markeredgewidth=0.5, linestyle="none", label=label)[0])
+    _layer_axis(ax, layers)
+    ax.set_ylabel("MACs/cycle")
+    ax.set_title("MACs/cycle per layer: NE16 and the cluster")
+    _legend(ax, handles)
+    return _svg(fig)
+
+
 def tiling_plot(report: dict) -> str | None:
     layers = report["layers"]
     used = [(l.get("tile") or {}).get("l1_bytes", l.get("l1_bytes")) for l in layers]
@@ -297,6 +326,7 @@ def build_page(report: dict) -> str:
             + (f"<ul class=\"note\">{lines}</ul>" if lines else ""))
     perf_title, perf = performance_plot(report)
     sections = [("Activation arena", arena_plot(report)), (perf_title or "", perf),
+                ("NE16 and the cluster", engine_plot(report)),
                 ("L1 tiling", tiling_plot(report)), ("Target memory", target_memory_plot(report))]
     table = "<h2>Layers</h2>\n" + _timing_note(report) + layer_table(report)
     return _page(f"nnscons [{report['target']}] {report['model']}", head, sections, table, report)

@@ -20,8 +20,9 @@ from SCons.Script import (ARGUMENTS, COMMAND_LINE_TARGETS, Alias, BoolVariable, 
                           GetOption, Help, SConsignFile, SetOption, Variables)
 
 from ..errors import UserError
-from ..targets import kind_module
-from . import console, matrix, network, noop, workspace
+# only what the no-op fast path needs is imported here: the planner's modules (numpy, jinja2,
+# the target kinds, the manifest reader) load after its check, when a build is really planned
+from . import noop
 
 MANIFEST = "targets.yaml"
 _START = time.monotonic()        # a matrix's wall time: from reading the SConstruct to its summary
@@ -69,11 +70,6 @@ def _help_text(variables, env, manifest) -> str:
 def main() -> None:
     root = os.getcwd()
     _paths_from_launch_dir(root)
-    # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
-    # firmware relinked within the same second at the same size would not rerun.
-    Decider("content")
-    # a source's #includes are rescanned only when it changes (CPPPATH is fixed per target)
-    SetOption("implicit_cache", 1)
     variables = _variables()
     env = Environment(variables=variables, ENV=os.environ.copy(), tools=[])
     if not env["verbose"]:
@@ -90,9 +86,17 @@ def main() -> None:
                 def verdicts(target, source, env):
                     print("\n".join(lines))
                     return 0
-                Default(env.AlwaysBuild(env.Alias("nnscons-up-to-date", [],
-                                                  SCons.Action.Action(verdicts, None))))
+                # env.Default, not Default: the global one creates SCons's default
+                # environment, whose tool detection costs more than the whole answer
+                env.Default(env.AlwaysBuild(env.Alias("nnscons-up-to-date", [],
+                                                      SCons.Action.Action(verdicts, None))))
                 return
+        # Pure content signatures: 'content-timestamp' trusts whole-second mtimes plus size, so a
+        # firmware relinked within the same second at the same size would not rerun.
+        Decider("content")
+        # a source's #includes are rescanned only when it changes (CPPPATH is fixed per target)
+        SetOption("implicit_cache", 1)
+        from . import network
         manifest = network.load_manifest(MANIFEST)
         if GetOption("help"):
             Help(_help_text(variables, env, manifest), append=False)
@@ -133,6 +137,7 @@ def _paths_from_launch_dir(root: str) -> None:
 def _combinations(env, manifest) -> tuple:
     """[(target, model)] from target=/model= (lists, all, shard=) and whether this is a
     matrix build (lists, all or shard: a summary and build/matrix.json at the end)."""
+    from . import matrix
     t_arg, m_arg, s_arg = env["target"], env["model"], env["shard"]
     is_matrix = bool(s_arg) or any("," in a or a == "all" or a.startswith("all,") or ",all" in a
                                    for a in (t_arg, m_arg))
@@ -162,6 +167,8 @@ def _default_build() -> bool:
 def _record_noop(key, roots, results, is_matrix) -> None:
     import SCons.Script.Main as scons_main
     from SCons.Script import GetBuildFailures
+
+    from . import matrix
     # only a build that ended well (not failed, not interrupted) may answer the next call
     if GetBuildFailures() or scons_main.exit_status or scons_main.this_build_status:
         return
@@ -173,6 +180,8 @@ def _record_noop(key, roots, results, is_matrix) -> None:
 
 
 def _build(env, manifest, root) -> None:
+    from ..targets import kind_module
+    from . import console, matrix, network, workspace
     combos, is_matrix = _combinations(env, manifest)
     iterations = env["iterations"]
     if iterations and not (iterations.isdigit() and int(iterations) > 0):
@@ -291,6 +300,8 @@ def _failed_node(env, combo):
 
 def _matrix_summary(results) -> None:
     from SCons.Script import GetBuildFailures
+
+    from . import matrix
     failures = {}
     for f in GetBuildFailures():
         path = str(f.node)

@@ -221,6 +221,9 @@ def declare(env, session) -> dict:
                                    NNS_VERB="MODEL", NNS_LABEL=m.zoo)
         env.Depends(zoo_node, sorted(glob.glob(os.path.join(zoo_dir(), "*.py"))))
         env.Precious(zoo_node)
+        from ..planning.zoo_cache import entry_path      # -c removes the zoo cache's entry too
+        entry = entry_path(m.zoo, m.seed, m.input_shape, b)
+        env.Clean(zoo_node, [entry, entry + ".sha256"])
         extra += zoo_node
 
     env.Clean(target_nodes["firmware"], [os.path.join(b, "cache")])

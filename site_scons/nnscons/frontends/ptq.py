@@ -112,8 +112,9 @@ def _as_samples(path, label, arr, shape) -> list:
     return [arr[i:i + 1].astype(np.float32) for i in range(len(arr))]
 
 
-def _observer_model(f: OnnxFile, tensors: list) -> bytes:
-    """The float model with concrete input shapes and `tensors` as its outputs."""
+def _observer_model(f: OnnxFile, tensors: list, batch_dim: bool = False) -> bytes:
+    """The float model with concrete input shapes and `tensors` as its outputs (batch_dim:
+    the inputs' first dimension symbolic, for one batched pass over the samples)."""
     proto = onnx.ModelProto()
     proto.CopyFrom(f.proto)
     cap_ir_version(proto)
@@ -123,14 +124,150 @@ def _observer_model(f: OnnxFile, tensors: list) -> bytes:
         if inp.name not in shapes:
             continue
         inp.type.tensor_type.shape.Clear()
-        for d in shapes[inp.name]:
-            inp.type.tensor_type.shape.dim.add().dim_value = d
+        for i, d in enumerate(shapes[inp.name]):
+            dim = inp.type.tensor_type.shape.dim.add()
+            if batch_dim and i == 0:
+                dim.dim_param = "calibration_batch"
+            else:
+                dim.dim_value = d
     for node in graph.node:   # onnxruntime rejects duplicate node names; it needs none
         node.name = ""
     del graph.output[:]
     graph.output.extend(onnx.helper.make_tensor_value_info(t, onnx.TensorProto.FLOAT, None)
                         for t in tensors)
     return proto.SerializeToString()
+
+
+def _copy_fields(dst, src, skip: str) -> None:
+    """dst := src's fields but `skip` (a shallow message copy that leaves out one field)."""
+    for fd, value in src.ListFields():
+        if fd.name == skip:
+            continue
+        repeated = getattr(fd, "is_repeated", None)      # protobuf >= 5; `label` before
+        if repeated is None:
+            repeated = fd.label == fd.LABEL_REPEATED
+        if repeated:
+            getattr(dst, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(dst, fd.name).CopyFrom(value)
+        else:
+            setattr(dst, fd.name, value)
+
+
+# float weights at least this large go to onnxruntime as arrays, not inside the model bytes
+_EXTERNAL_MIN_BYTES = 4096
+
+
+def _observer_session(f: OnnxFile, tensors: list, opts, batch_dim: bool = False):
+    """An onnxruntime session of _observer_model(f, tensors, batch_dim) whose large float
+    weights are handed over as arrays (SessionOptions.add_external_initializers): the model
+    is neither deep-copied nor serialized with its weights (for resnet18, 47 MB twice).
+    onnxruntime computes the same values either way (tests/test_calibration_batch.py)."""
+    import sys
+
+    import onnxruntime as ort
+    source = f.proto
+    light = onnx.ModelProto()
+    _copy_fields(light, source, "graph")
+    _copy_fields(light.graph, source.graph, "initializer")
+    names, arrays = [], []
+    for init in source.graph.initializer:
+        if (sys.byteorder == "little" and init.data_type == onnx.TensorProto.FLOAT
+                and init.HasField("raw_data") and len(init.raw_data) >= _EXTERNAL_MIN_BYTES):
+            header = light.graph.initializer.add()
+            _copy_fields(header, init, "raw_data")
+            header.data_location = onnx.TensorProto.EXTERNAL
+            del header.external_data[:]
+            entry = header.external_data.add()
+            entry.key, entry.value = "location", "nnscons-calibration-weights"
+            names.append(init.name)
+            arrays.append(np.frombuffer(init.raw_data, np.float32).reshape(tuple(init.dims)))
+        else:
+            light.graph.initializer.add().CopyFrom(init)
+    model = _observer_model(OnnxFile(f.path, light, f.input, f.output, f.input_shape, f.opset,
+                                     f.inputs, f.input_shapes, f.outputs), tensors, batch_dim)
+    if names:
+        values = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]
+        opts.add_external_initializers(names, values)
+    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+    sess._nnscons_weights = (arrays, values) if names else None    # alive as long as the session
+    return sess
+
+
+# At most this many samples go through onnxruntime in one batched pass (memory: every
+# observed tensor of every sample in the batch is held at once).
+BATCH = 8
+# ONNX ops that may mix the samples of a batch along axis 0 while keeping every shape
+# per-sample (which the shape check after a batched pass would not see)
+_AXIS_OPS = ("Softmax", "LogSoftmax", "Hardmax", "LayerNormalization")
+_MIXING_OPS = {"CumSum", "Size", "Einsum", "LSTM", "GRU", "RNN", "Scan", "Loop", "If", "Unique",
+               "NonZero", "TopK", "Compress", "ReverseSequence", "Multinomial"}
+
+
+def _batchable(f: OnnxFile, g: OpGraph, observed: list) -> bool:
+    """Whether one batched pass (samples stacked on axis 0) computes what one pass per
+    sample does: every input and observed tensor has batch 1 on axis 0, and no node can mix
+    samples along axis 0 (the shapes of the batched outputs are checked again after it)."""
+    try:
+        return _batch_safe(f, g, observed)
+    except Exception:          # noqa: BLE001 - an odd attribute: the per-sample passes judge it
+        return False
+
+
+def _batch_safe(f: OnnxFile, g: OpGraph, observed: list) -> bool:
+    shapes = list(f.input_shapes or (f.input_shape,))
+    if any(not s or s[0] != 1 for s in shapes):
+        return False
+    if any(not g.shapes.get(t) or g.shapes[t][0] != 1 for t in observed):
+        return False
+    opset = max((o.version for o in f.proto.opset_import if o.domain in ("", "ai.onnx")), default=13)
+    for node in f.proto.graph.node:
+        if node.domain not in ("", "ai.onnx") or node.op_type in _MIXING_OPS:
+            return False
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type in _AXIS_OPS:
+            default = -1 if node.op_type == "LayerNormalization" or opset >= 13 else 1
+            axis = attrs.get("axis", default)
+            rank = len(g.shapes.get(node.input[0]) or ())
+            if axis == 0 or axis < 0 and (not rank or axis + rank <= 0):
+                return False
+        if node.op_type == "Transpose" and list(attrs.get("perm", [1]))[:1] != [0]:
+            return False
+        if node.op_type == "BatchNormalization" and attrs.get("training_mode", 0):
+            return False
+    return True
+
+
+def _options_copy(opts):
+    """A fresh SessionOptions like opts (external initializers are added to one per session)."""
+    import onnxruntime as ort
+    new = ort.SessionOptions()
+    new.intra_op_num_threads = opts.intra_op_num_threads
+    new.log_severity_level = opts.log_severity_level
+    return new
+
+
+def _run_batched(f: OnnxFile, opts, observed: list, samples: list, g: OpGraph):
+    """[outputs] of batched passes over `samples` (one list of arrays per pass), or None when
+    onnxruntime refuses the batch or an output's shape is not the per-sample one times the
+    batch (a model whose graph fixes batch 1 somewhere): then one pass per sample."""
+    runs = []
+    try:
+        sess = _observer_session(f, observed, _options_copy(opts), batch_dim=True)
+    except Exception:              # noqa: BLE001 - the per-sample session says what is wrong
+        return None
+    for start in range(0, len(samples), BATCH):
+        chunk = samples[start:start + BATCH]
+        feed = {name: np.concatenate([s[name] for s in chunk]) for name in chunk[0]}
+        try:
+            outs = sess.run(observed, feed)
+        except Exception:          # noqa: BLE001 - a fixed batch of 1 somewhere: one per sample
+            return None
+        for t, v in zip(observed, outs):
+            if tuple(v.shape) != (len(chunk),) + tuple(g.shapes[t][1:]):
+                return None
+        runs.append(outs)
+    return runs
 
 
 def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
@@ -146,11 +283,14 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
     opts.intra_op_num_threads = THREADS
     opts.log_severity_level = 3
     try:
-        if observed:
-            sess = ort.InferenceSession(_observer_model(f, observed), opts,
-                                        providers=["CPUExecutionProvider"])
+        runs = None
+        if observed and len(samples) > 1 and _batchable(f, g, observed):
+            # one pass per BATCH samples: onnxruntime's per-run and per-layer overheads once
+            runs = _run_batched(f, opts, observed, samples, g)
+        if observed and runs is None:
+            sess = _observer_session(f, observed, _options_copy(opts))
             runs = [sess.run(observed, feed) for feed in samples]
-        else:           # only range-preserving ops: the input's range is every range
+        elif not observed:  # only range-preserving ops: the input's range is every range
             runs = []
     except Exception as e:
         raise ModelError(f"{f.path}: onnxruntime cannot run the float model for calibration "

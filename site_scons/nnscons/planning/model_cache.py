@@ -14,18 +14,13 @@ import pickle
 
 from .. import numerics
 from ..errors import ModelError
-from ..fileio import write_if_changed
-from ..resources import zoo, zoo_dir
-from ..fileio import file_digest
+from ..fileio import file_digest, write_if_changed
+from ..resources import zoo
 from .keys import digest
+from .zoo_cache import code_digest, zoo_code_digest
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE_VERSION = 1
-
-
-def _code_digest(patterns) -> str:
-    files = sorted(f for p in patterns for f in glob.glob(p, recursive=True))
-    return digest([os.path.relpath(f, _PKG) for f in files], *[file_digest(f) for f in files])
 
 
 def _source_digest(path: str) -> str:
@@ -36,12 +31,8 @@ def _source_digest(path: str) -> str:
     return file_digest(path)
 
 
-def zoo_code_digest() -> str:
-    return _code_digest([os.path.join(zoo_dir(), "*.py")])
-
-
 def cache_key(model_cfg, root: str) -> str:
-    frontend = _code_digest([os.path.join(_PKG, d, "**", "*.py") for d in ("frontends", "passes", "ops")]
+    frontend = code_digest([os.path.join(_PKG, d, "**", "*.py") for d in ("frontends", "passes", "ops")]
                             + [os.path.join(_PKG, "ir.py"), os.path.join(_PKG, "numerics.py")])
     if model_cfg.zoo:
         source = ["zoo", model_cfg.zoo, model_cfg.seed, zoo_code_digest()]
@@ -66,12 +57,13 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
         pass  # missing or from another version of the code: import again
 
     from .. import frontends  # onnx/onnxruntime load only on a cache miss
+    from . import zoo_cache
     source, fmt = model_cfg.source, model_cfg.fmt or "auto"
     if model_cfg.zoo:
         source = os.path.join(model_dir, zoo().model_file(model_cfg.zoo))
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
-        zoo().write(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)
+        zoo_cache.write(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)
     graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
                                  fmt=fmt, calibration=model_cfg.calibration)
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)

@@ -5,8 +5,9 @@ Instead the firmware runs with `-icount shift=ICOUNT_SHIFT`: QEMU's virtual cloc
 advances exactly 2^ICOUNT_SHIFT ns per executed instruction, and SysTick, clocked from it at
 the machine's processor clock, counts ticks = insns * 2^ICOUNT_SHIFT * hz / 1e9.  The harness
 prints each layer's ticks (`measure <i> ticks=N`); this turns them back into instructions.
-Shift 6 gives 1.6 (MPS2, 25 MHz) or 2.048 (AN547, 32 MHz) ticks per instruction, so a count
-is exact to one instruction (tests/test_cortex_m_insns.py checks a loop of known length).
+Shift 6 gives 1.28 (AN505, 20 MHz), 1.6 (other MPS2, 25 MHz) or 2.048 (AN547, 32 MHz) ticks
+per instruction, so a count is exact to one instruction (tests/test_cortex_m_insns.py checks a
+loop of known length).
 
 These are instructions, not cycles: a Helium instruction does up to 16 lanes of work, a DSP
 SMLAD two MACs, and every instruction counts one whatever its latency, stalls or memory

@@ -149,7 +149,8 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
         tier = "L3" if layer.weight is not None and layer.weight.size > threshold else "L2"
         cname = cnames[layer.name]
         spec = ops.layer_spec(layer, graph, cname, layout, tier, til, opts["kernels"]["xpulp"])
-        on_ne16 = ne16 and ne16_layer.plan_layer(layer, graph, cname, budget)
+        on_ne16, why = ne16_layer.plan_layer(layer, graph, cname, budget, til, opts["cluster"]["cores"],
+                                             opts["kernels"]["xpulp"]) if ne16 else (None, None)
         if on_ne16:
             spec, layout = on_ne16
         lp = base.LayerPlan(layer=layer, cname=cname, template="conv2d_ne16.c.j2" if on_ne16 else impl.template,
@@ -158,6 +159,8 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
                             pack=ne16_layer.pack if on_ne16 else ops.pack_params, pack_key="ne16" if on_ne16 else None,
                             report={"l1_budget": budget, "engine": "ne16" if on_ne16 else
                                     ("cluster" if layer.op == "conv2d" else "-")})
+        if why:
+            lp.report.update(engine_why=why["why"], **{k: v for k, v in why.items() if k != "why"})
         layers.append(lp)
         kernels.update(impl.kernels)
     kernels.add(data_path("kernels", "gap9", "nn_gap9.c"))
@@ -218,7 +221,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                 "peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
                 "l3_device": opts["memory"]["l3_device"],
                 "activations_l3_bytes": mem["spill"]["l3_end"] - mem["spill"]["act_l3"] if mem["spill"] else 0,
-                "summary_lines": _memory_lines(mem, opts) + notes},
+                "summary_lines": _memory_lines(mem, opts) + notes + ne16_layer.summary_line(layers)},
         columns=[("engine", "engine"), ("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("L3->L2 B", "l3_l2"), ("tier", "tier")],
         extra={"weights_py": [os.path.join(os.path.dirname(__file__), f) for f in WEIGHTS_PY], "memory": mem,
@@ -342,7 +345,8 @@ def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPl
         network_files=[("src/network.h", "network.h.j2", {}), ("src/main.c", "main.c.j2", {})] + files,
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
         report={"cycles_source": gvsoc_open.CYCLES_SOURCE[opts["run"]["platform"]], "layer_by_layer": True, "peak_l2_bytes": lw["peak_l2"],
-                "l2_bytes": lw["l2_avail"], "l3_bytes": 0, "summary_lines": lines},
+                "l2_bytes": lw["l2_avail"], "l3_bytes": 0,
+                "summary_lines": lines + ne16_layer.summary_line(layers)},
         columns=[("engine", "engine"), ("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),
                  ("L2<->L1 B/min", "l2_l1"), ("tier", "tier")],
         extra={"weights_py": [os.path.join(os.path.dirname(__file__), f) for f in WEIGHTS_PY], "layerwise": lw})

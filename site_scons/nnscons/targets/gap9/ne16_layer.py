@@ -9,8 +9,16 @@ and the cores requantize bias' + acc_ne16 with bias' = bias - (zp + 128) * sum(w
 into the bias section at build time: the same integer the cluster path requantizes, so the
 same rounding (nn_xp_requant, round half to even), bit for bit.
 
+Stride 2 (3x3, pads 1): NE16 has no strided mode, so it computes the stride-1 outputs of the
+tile's rows ((th - 1) * 2 + 1 rows, (ow - 1) * 2 + 1 columns) and the cores requantize every
+other one; the engine does ~4x the layer's MACs and the cost choice decides (ne16_cost.py).
+
 Tiles: whole output rows (NE16's padding needs the full width), tc output channels (a
-multiple of NE16's 32 per step, or all), every input channel (no partial sums).
+multiple of NE16's 32 per step, or all), every input channel in one job; or, when the weights
+crowd L1 (ResNet-18's 512x7x7: 4.6 KiB per output channel), the input channels in n_g groups
+of kg, one job each, NE16 streaming the previous groups' 32-bit sums back in (streamin), so
+the tile keeps 32 output channels and every row (measured: 1.6x the cluster in 16-channel
+tiles before, see README).
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ from . import ne16_weights, tiling
 
 ENGINES = ("ne16", "cluster")
 TP_OUT = 32
+TP_IN = ne16_weights.TP_IN
 
 
 def enabled(opts, platform, where) -> bool:
@@ -37,16 +46,21 @@ def enabled(opts, platform, where) -> bool:
 
 
 def mode(layer, graph):
-    """'3x3' or '1x1' when NE16 can run the conv (dense, stride 1, no dilation, int8
-    weights, a bias fold that fits int32), else None."""
+    """'3x3' or '1x1' when NE16 can run the conv (dense, stride 1 or a 3x3 with stride 2 and
+    pads of 1, no dilation, int8 weights, a bias fold that fits int32), else None."""
     if layer.op != "conv2d" or layer.attrs.get("groups", 1) != 1 or layer.weight is None:
         return None
     a = layer.attrs
-    if tuple(a["stride"]) != (1, 1) or tuple(a.get("dilation", (1, 1))) != (1, 1):
+    if tuple(a.get("dilation", (1, 1))) != (1, 1):
         return None
     k = tuple(a["kernel"])
     m = {(3, 3): "3x3", (1, 1): "1x1"}.get(k)
     if m is None or (m == "1x1" and any(a["pads"])):
+        return None
+    # stride 2: 3x3 with pads of 1 all round; NE16 computes the stride-1 outputs, the cores keep
+    # every other row and column (the cost choice decides whether that pays)
+    if tuple(a["stride"]) != (1, 1) and (tuple(a["stride"]) != (2, 2) or m != "3x3"
+                                         or tuple(a["pads"]) != (1, 1, 1, 1)):
         return None
     w = np.asarray(layer.weight)
     if w.dtype.kind not in "iu" or w.min() < -128 or w.max() > 127:
@@ -72,57 +86,123 @@ def weight_row(layer, m) -> int:
 
 
 def _geometry(layer, graph):
+    """(input, output, kh, kw); the output dict also holds the stride s and the stride-1 grid
+    NE16 computes for th output rows: rows_c(th) = (th - 1) * s + 1, width wc."""
     from .ops import hwc
     i, o = hwc(graph.tensor(layer.inputs[0]).shape), hwc(graph.tensor(layer.output).shape)
     kh, kw = layer.attrs["kernel"]
+    o["s"] = int(layer.attrs["stride"][0])
+    o["wc"] = (o["w"] - 1) * o["s"] + 1
     return i, o, kh, kw
 
 
-def _rows_per_tile(oh) -> list:
+def computed_rows(o, th) -> int:
+    """Stride-1 output rows NE16 computes for th output rows."""
+    return (th - 1) * o["s"] + 1
+
+
+def _rows_per_tile(oh, s=1) -> list:
     """Candidate output rows per tile, best first: at least 4 tiles when there are 6 rows or
-    more (NE16 computes one tile while the cores requantize the one before), multiples of 3
-    first (NE16's 3x3 output pixels per step), then the rest, fewer rows last."""
+    more (NE16 computes one tile while the cores requantize the one before), those whose
+    computed rows are a multiple of 3 first (NE16's 3x3 output pixels per step), then the
+    rest, fewer rows last."""
     cap = oh if oh < 6 else max(3, -(-(-(-oh // 4)) // 3) * 3)
     rows = list(range(min(cap, oh), 0, -1))
-    return [r for r in rows if r % 3 == 0 or r == oh] + [r for r in rows if not (r % 3 == 0 or r == oh)]
+    fills = [r for r in rows if ((r - 1) * s + 1) % 3 == 0 or r == oh]
+    return fills + [r for r in rows if r not in fills]
 
 
-def _tile_bytes(i, o, kh, row, th, tc, in_bufs) -> dict:
-    pw = o["w"] + kh - 1
-    d = {"l1_in": tiling._align4((th + kh - 1) * pw * i["c"]), "l1_acc": 4 * th * o["w"] * tc,
-         "l1_out": tiling._align4(th * o["w"] * tc), "l1_w": tiling._align4(tc * row), "l1_par": 3 * 4 * tc}
+def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None) -> dict:
+    """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
+    input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
+    and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1)."""
+    pw = o["wc"] + kh - 1
+    rc = computed_rows(o, th)
+    d = {"l1_in": tiling._align4((rc + kh - 1) * pw * i["c"]), "l1_acc": 4 * rc * o["wc"] * tc,
+         "l1_out": tiling._align4(th * o["w"] * tc)}
+    if w_grp is None:
+        d.update(l1_w=tiling._align4(tc * row), l1_par=3 * 4 * tc)
+    else:
+        d.update(l1_w=2 * tiling._align4(tc * w_grp), l1_par=2 * 3 * 4 * tc)
     d["l1_bytes"] = in_bufs * d["l1_in"] + 2 * (d["l1_acc"] + d["l1_out"]) + d["l1_w"] + d["l1_par"]
     return d
 
 
+def _group_sizes(ic) -> list:
+    """Input channels per group when a layer's are split, fewest groups first: multiples of
+    NE16's 16 channels per step, as even as they come (ceil(ic / n) rounded up to 16)."""
+    out = []
+    for n in range(2, -(-ic // TP_IN) + 1):
+        kg = -(-(-(-ic // n)) // TP_IN) * TP_IN
+        if kg < ic and kg not in out:
+            out.append(kg)
+    return out
+
+
+def _in_bytes(i, o, kh, pt, th, n_c):
+    s = o["s"]
+    return n_c * sum(min(i["h"], (min(o["h"], (t + 1) * th) - 1) * s + kh - pt) - max(0, t * th * s - pt)
+                     for t in range(-(-o["h"] // th))) * i["w"] * i["c"]
+
+
 def plan_tiling(layer, graph, m, budget):
     """(tiling dict or None): whole output rows; accumulators and outputs double buffered,
-    inputs too when they fit (in_bufs). Preferred, in order: row counts NE16 fills (a
-    multiple of its 3 output rows per step, or all rows) before more output channels per
-    tile (all, else multiples of its 32 per step, else 16 or 8), then double-buffered inputs."""
+    inputs too when they fit (in_bufs). Preferred, in order:
+    1. every input channel in one job: row counts NE16 fills (a multiple of its 3 output rows
+       per step, or all rows) before more output channels per tile (all, else multiples of its
+       32 per step), then double-buffered inputs;
+    2. when the weights crowd L1 (no 32-channel tile fits), the input channels split into
+       groups (n_g jobs per tile, NE16 streaming the 32-bit sums of the groups before back in):
+       all output rows first (the input tile stays in L1 for every channel tile and each weight
+       is read once), fewest groups, then the most output channels;
+    3. 16 or 8 output channels per tile, all input channels (before splitting this measured
+       1.6x the cluster on ResNet-18's 512x7x7 3x3 convs)."""
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
-    # under 32 output channels per tile when a wide layer's weights crowd L1: ResNet-18's
-    # 512x7x7 3x3 convs in 16-channel tiles still measured 1.6x the cluster
-    tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT)) + [c for c in (16, 8) if c < o["c"]]
-    rows = _rows_per_tile(o["h"])
-    full = [r for r in rows if r % 3 == 0 or r == o["h"]]
+    tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
+    rows = _rows_per_tile(o["h"], o["s"])
+    full = [r for r in rows if computed_rows(o, r) % 3 == 0 or r == o["h"]]
     pt = int(layer.attrs["pads"][0])
+    params = o["c"] * (row + 12)
+    lower = i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"]
+
+    def tile(d, th, tc, in_bufs, kg=None):
+        n_h, n_c = -(-o["h"] // th), -(-o["c"] // tc)
+        t = dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c,
+                 n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
+                 kg=kg or i["c"], n_g=1, l2_l1_bytes=_in_bytes(i, o, kh, pt, th, n_c) + params
+                 + o["h"] * o["w"] * o["c"], lower_bound=lower)
+        if kg:
+            w_grp = ne16_weights.packed_size(m, kg, 1)
+            t.update(n_g=-(-i["c"] // kg), w_grp=w_grp, w_last=row - (-(-i["c"] // kg) - 1) * w_grp,
+                     resident=n_h == 1)
+            t["l2_l1_bytes"] = (i["h"] * i["w"] * i["c"] if n_h == 1 else _in_bytes(i, o, kh, pt, th, n_c)) \
+                + n_h * o["c"] * row + 12 * o["c"] + o["h"] * o["w"] * o["c"]
+        return t
+
     for th_set in (full, [r for r in rows if r not in full]):
         for tc in tcs:
             for in_bufs in (2, 1):
                 for th in th_set:
                     d = _tile_bytes(i, o, kh, row, th, tc, in_bufs)
-                    if d["l1_bytes"] > budget:
-                        continue
-                    n_h, n_c = -(-o["h"] // th), -(-o["c"] // tc)
-                    in_bytes = n_c * sum(min(i["h"], min(o["h"], (t + 1) * th) + kh - 1 - pt) - max(0, t * th - pt)
-                                         for t in range(n_h)) * i["w"] * i["c"]
-                    params = o["c"] * (row + 12)
-                    return dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c,
-                                n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
-                                l2_l1_bytes=in_bytes + params + o["h"] * o["w"] * o["c"],
-                                lower_bound=i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"])
+                    if d["l1_bytes"] <= budget:
+                        return tile(d, th, tc, in_bufs)
+    ths = [o["h"]] + [r for r in rows if r != o["h"]]
+    for th in ths:
+        for kg in _group_sizes(i["c"]):
+            w_grp = ne16_weights.packed_size(m, kg, 1)
+            for tc in tcs:
+                for in_bufs in ((1,) if th == o["h"] else (2, 1)):
+                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp)
+                    if d["l1_bytes"] <= budget:
+                        return tile(d, th, tc, in_bufs, kg)
+    for th_set in (full, [r for r in rows if r not in full]):
+        for tc in [c for c in (16, 8) if c < o["c"]]:
+            for in_bufs in (2, 1):
+                for th in th_set:
+                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs)
+                    if d["l1_bytes"] <= budget:
+                        return tile(d, th, tc, in_bufs)
     return None
 
 
@@ -164,7 +244,7 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
         "op": "conv2d", "engine": "ne16", "name": layer.name, "cname": cname, "mode": m,
         "inputs": [dict(i, zp=zp, size=i["h"] * i["w"] * i["c"])],
         "out": dict(o, zp=int(graph.tensor(layer.output).q.zero_point), size=o["h"] * o["w"] * o["c"]),
-        "act": [layer.act_min, layer.act_max], "kernel": [kh, kw], "pads": [pt, pl],
+        "act": [layer.act_min, layer.act_max], "kernel": [kh, kw], "pads": [pt, pl], "stride": o["s"],
         "pad_u8": (zp + 128) & 0xFF, "w_row": weight_row(layer, m),
         "params": {s: {"dtype": d, "count": n, "offset": off} for s, d, n, off in layout},
         "tier": "L2", "tile": til, "l3_stream": False,
@@ -172,16 +252,33 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
     }
 
 
-def plan_layer(layer, graph, cname, budget):
-    """(spec, layout) of a conv on NE16, or None when NE16 cannot run it within budget."""
+def plan_layer(layer, graph, cname, budget, cluster_til=None, cores=9, xpulp=True):
+    """((spec, layout) or None, why or None): the conv on NE16 when NE16 can run it within
+    budget and ne16_cost estimates it faster than the cluster on cluster_til; why says which
+    (the estimates, or what NE16 cannot do) for an eligible conv, None for the others."""
+    from . import ne16_cost
     m = mode(layer, graph)
     if m is None:
-        return None
+        return None, None
     til = plan_tiling(layer, graph, m, budget)
     if til is None:
-        return None
+        return None, {"why": f"no NE16 tiling in the L1 budget of {budget:,} B"}
+    on, why = ne16_cost.choose(layer, graph, m, til, cluster_til, cores, xpulp)
+    if not on:
+        return None, why
     layout = param_layout(layer, graph, m)
-    return layer_spec(layer, graph, cname, layout, m, til), layout
+    return (layer_spec(layer, graph, cname, layout, m, til), layout), why
+
+
+def summary_line(layers):
+    """One console line: how many eligible convs went to NE16, and which stayed and why."""
+    why = [(lp.layer.name, lp.report) for lp in layers if lp.report.get("engine_why")]
+    if not why:
+        return []
+    on = [n for n, r in why if r["engine"] == "ne16"]
+    off = [f"{n} ({r['engine_why']})" for n, r in why if r["engine"] != "ne16"]
+    return [f"NE16: {len(on)} of {len(why)} eligible convs (dense 3x3/1x1 stride 1, 3x3 stride 2) where the cost estimate "
+            f"(ne16_cost.py) says NE16 is faster" + (f"; on the cluster: {'; '.join(off)}" if off else "")]
 
 
 def reslice(lp, graph, budget):

@@ -1,0 +1,108 @@
+"""Cold planning + codegen of one model, with where the time goes.
+
+A copy of the project's sources in a temporary folder, no build/ in it: each run is
+`scons -Q model=M codegen` from nothing (the zoo model generated and written, imported,
+calibrated, planned, every layer's source rendered; no compiler runs).
+
+    .venv/bin/python benchmarks/build_speed.py [model] [runs]
+
+Prints the median wall time of `runs` plain runs, then one run's phases under cProfile
+(cumulative seconds of the functions that do each phase; the profiler adds its own
+overhead, so they sum to more than a plain run) and one run's imports (python -X importtime:
+the heaviest top-level packages).
+"""
+import os
+import pstats
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCONS = os.path.join(os.path.dirname(sys.executable), "scons")
+COPY = ("site_scons", "models", "templates", "kernels", "targets.yaml", "SConstruct")
+
+# phase: (file suffix, function name) whose cumulative time is the phase's
+PHASES = (
+    ("zoo model generated + written", "nnscons/planning/zoo_cache.py", "write"),
+    ("zoo model generated + written (before build/.zoo)", "models/zoo/__init__.py", "write"),
+    ("model import (read, walk, passes)", "nnscons/frontends/__init__.py", "load_model"),
+    ("  of which calibration (onnxruntime)", "nnscons/frontends/ptq.py", "calibrate"),
+    ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
+    ("session: import + target plan + keys", "nnscons/builders/session.py", "__init__"),
+    ("manifest (every target kind's schema)", "nnscons/builders/network.py", "load_manifest"),
+    ("declare nodes", "nnscons/builders/network.py", "declare"),
+    ("codegen: render sources", "nnscons/builders/actions.py", "render_source"),
+)
+HEAVY = ("numpy", "onnx", "onnxruntime", "jinja2", "yaml", "SCons.Script", "nnscons.builders.main",
+         "nnscons.frontends", "nnscons.kernelgen", "matplotlib")
+
+
+def _env():
+    return dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+
+
+def _cold(cwd, cmd):
+    shutil.rmtree(os.path.join(cwd, "build"), ignore_errors=True)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=_env(), check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def _phases(prof_path):
+    stats = pstats.Stats(prof_path).stats
+    out = []
+    for label, suffix, func in PHASES:
+        cum = sum(ct for (path, _, name), (_, _, _, ct, _) in stats.items()
+                  if name == func and path.replace(os.sep, "/").endswith(suffix))
+        out.append((label, cum))
+    total = max(ct for (_, _, _, ct, _) in stats.values())
+    return out, total
+
+
+def _imports(text):
+    """(seconds of every top-level import, {heavy package: seconds of its own first import})
+    from -X importtime's cumulative column (a package is listed where it is first imported)."""
+    total, heavy = 0.0, {}
+    for line in text.splitlines():
+        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| ( *)(\S+)$", line)
+        if not m:
+            continue
+        if not m.group(2):
+            total += int(m.group(1)) / 1e6
+        if m.group(3) in HEAVY:
+            heavy[m.group(3)] = int(m.group(1)) / 1e6
+    return total, heavy
+
+
+def main():
+    model = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    cmd = [SCONS, "-Q", f"model={model}", "codegen"]
+    with tempfile.TemporaryDirectory() as cold:
+        for name in COPY:
+            src = os.path.join(ROOT, name)
+            (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(cold, name))
+        times = [_cold(cold, cmd) for _ in range(runs)]
+        prof = os.path.join(cold, "..", os.path.basename(cold) + ".prof")
+        _cold(cold, [sys.executable, "-m", "cProfile", "-o", prof] + cmd)
+        phases, total = _phases(prof)
+        os.unlink(prof)
+        shutil.rmtree(os.path.join(cold, "build"), ignore_errors=True)
+        imp = subprocess.run([sys.executable, "-X", "importtime"] + cmd, cwd=cold, env=_env(), check=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True).stderr
+    print(f"cold planning + codegen {model}: median {statistics.median(times):.3f} s "
+          f"({', '.join(f'{t:.3f}' for t in times)})")
+    print(f"one run under cProfile: {total:.3f} s")
+    for label, cum in phases:
+        print(f"  {label:<40} {cum:6.3f} s")
+    total, heavy = _imports(imp)
+    print(f"imports (-X importtime, one run): {total:.3f} s, of which (each where first imported):")
+    for name in sorted(heavy, key=heavy.get, reverse=True):
+        print(f"  {name:<40} {heavy[name]:6.3f} s")
+
+if __name__ == "__main__":
+    main()

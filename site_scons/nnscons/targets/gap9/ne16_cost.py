@@ -1,0 +1,108 @@
+"""NE16 or the cluster for one conv: estimated cycles of both, the cheaper runs it.
+
+NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling) = the first tile's input DMA + per tile
+  TILE_CYCLES + engine + cores, where
+  engine: NE16's cycles from GVSoC's NE16 model (fsm.cpp's per-state latencies, its vector
+    loads one cycle per word): per subtile of 3x3 output pixels, per step of k <= 32 output
+    channels, per group of 16 input channels
+      3x3: 25 input pixels + 6 + 6 + 6 (FIFO latencies) + 8 * k (one bit plane per channel)
+      1x1:  9 input pixels + 6 + 10 + 6 + k
+    plus 9 * ceil(k / 8) words streamed out per subtile and step (and in again per extra
+    input-channel group), JOB_CYCLES per job (the core writes the 24 registers: ~709 cycles
+    in tests/test_ne16.py). Checked against the model's jobs: 3x3 32->32 16x16 22,824
+    (23,350 measured), 1x1 64->64 16x16 20,736 (21,062);
+  cores: the requantization, REQUANT_CYCLES per output on one core, and the x ^ 0x80 flip,
+    PREP_CYCLES per input byte, over the cores;
+  with the weights' DMA (DMA_BYTES_PER_CYCLE, tiling.py's figure) where it is not hidden
+  (every channel tile's weights before its first tile; the groups' behind the engine).
+  REQUANT_CYCLES and TILE_CYCLES were fitted on layers measured on the GAP9 model (layer
+  by layer against the reports): per tile ~4,000 cycles + 41 x outputs / 9 cores beside the
+  engine -- the sum fits (simplecnn conv2 12.7k estimated / 11.9k measured per tile,
+  ic_resnet8 16-64 channels within 15%, ResNet-18 512x7x7 105k / 105k); the cores' work
+  does not hide behind NE16's in these measurements.
+Calibration set: 51 convs measured on both engines (benchmarks/gap9_cycles.py, gap9 and
+gap9-cluster: simplecnn, ic_resnet8, kws_dscnn, vww_mobilenetv1, MobileNetV2, ResNet-18's
+512x7x7): the NE16 estimate is within 0.94-1.22x of the measured cycles, and every choice
+matches the measured faster engine (MobileNetV2's 48->8 12x12 projections stay on the cluster:
+25.6k cycles on NE16, 20.6k on the cluster).
+Cluster: the cluster tiler's estimate of its Xpulp kernels for the tiling it chose
+(tiling._xp_cycles, fitted on pulp-open), times CLUSTER_SCALE; plain-C kernels at
+PLAIN_MACS_PER_CYCLE. On the GAP9 model the cluster measured 1.1-1.5x that estimate on
+8-512 input channels and ~3x with 1-3 input channels (ic_resnet8, simplecnn, ResNet-18):
+CLUSTER_SCALE = 1.2, about the median of the first, for 3x3 kernels; 1x1 kernels measured
+1.2-2.6x the estimate (the pointwise convs of vww_mobilenetv1, kws_dscnn, MobileNetV2):
+POINTWISE_SCALE = 1.8; under 4 input channels (a partial word per pixel) it is
+LOW_IC_SCALE (measured 2.4 on ic_resnet8's conv1, 3 channels, and 3.1 on simplecnn's, 1).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+JOB_CYCLES = 700
+PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
+REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
+DMA_BYTES_PER_CYCLE = 7.6
+TILE_CYCLES = 4000         # forks, DMA programming and waits per tile
+CLUSTER_SCALE = 1.2        # GAP9 model cycles / tiling.py's estimate: measured 1.1-1.5
+POINTWISE_SCALE = 1.8
+LOW_IC_SCALE = 2.4
+PLAIN_MACS_PER_CYCLE = 2.0
+MARGIN = 1.0               # NE16 when its estimate < MARGIN x the cluster's
+
+
+def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
+    """NE16's cycles for one tile (all its input-channel groups)."""
+    sub = -(-rows // 3) * -(-ow // 3)
+    total = 0.0
+    for k in [32] * (chans // 32) + ([chans % 32] if chans % 32 else []):
+        words = 9 * -(-k // 8)
+        per_ic = 43 + 8 * k if m == "3x3" else 31 + k
+        total += sub * (-(-ic // 16) * per_ic + words * (2 * n_g - 1))
+    return total + JOB_CYCLES * n_g
+
+
+def ne16_cycles(layer, graph, m, t, cores) -> int:
+    """Estimated cycles of the conv on NE16 with tiling t (ne16_layer.plan_tiling)."""
+    from .ne16_layer import _geometry, computed_rows, weight_row
+    i, o, kh, kw = _geometry(layer, graph)
+    row = weight_row(layer, m)
+    total = 0.0
+    for co in range(t["n_c"]):
+        chans = min(t["tc"], o["c"] - co * t["tc"])
+        for h in range(t["n_h"]):
+            rows = min(t["th"], o["h"] - h * t["th"])
+            rc = computed_rows(o, rows)        # stride 2: NE16 computes the stride-1 grid
+            in_bytes = (rc + kh - 1) * (o["wc"] + kw - 1) * i["c"]
+            prep = 0 if t.get("resident") and (co or h) else PREP_CYCLES * in_bytes
+            engine = _engine(m, rc, o["wc"], chans, i["c"], t["kg"], t["n_g"])
+            if t["n_g"] > 1:        # the first group's weights before the engine, the others behind it
+                w_wait = chans * t["w_grp"] / DMA_BYTES_PER_CYCLE
+            else:                   # a channel tile's weights before its first row tile
+                w_wait = chans * row / DMA_BYTES_PER_CYCLE if h == 0 else 0
+            total += TILE_CYCLES + engine + w_wait + (prep + REQUANT_CYCLES * rows * o["w"] * chans) / cores
+    first = min(computed_rows(o, t["th"]) + kh - 1, i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
+    return int(total + first)
+
+
+def cluster_cycles(layer, graph, til, cores, xpulp) -> int:
+    """Estimated cycles of the conv on the cluster's kernels with their tiling til."""
+    from . import ops, tiling
+    g = ops.window(layer, graph, cores, xpulp)
+    if not getattr(g, "kernel", "") or til is None:
+        return int(np.prod(graph.tensor(layer.output).shape) * np.prod(layer.weight.shape[1:])
+                   / PLAIN_MACS_PER_CYCLE)
+    one = np.zeros(1, np.int64)
+    est = tiling._xp_cycles(g, np.array([til.th]), np.array([til.tw]), np.array([til.tc]), one, one, one,
+                            np.array([til.l1_in]), np.array([til.l1_params]),
+                            np.array([til.n_h * til.n_w == 1]))
+    scale = LOW_IC_SCALE if g.c < 4 else POINTWISE_SCALE if g.kh * g.kw == 1 else CLUSTER_SCALE
+    return int(float(np.asarray(est).reshape(-1)[0]) * scale)
+
+
+def choose(layer, graph, m, t, til, cores, xpulp) -> tuple:
+    """(on NE16?, {why}): the estimates and the verdict, for report.json and the console."""
+    ne = ne16_cycles(layer, graph, m, t, cores)
+    cl = cluster_cycles(layer, graph, til, cores, xpulp)
+    on = ne < MARGIN * cl
+    return on, {"ne16_estimate": ne, "cluster_estimate": cl,
+                "why": f"estimate NE16 {ne:,} {'<' if on else '>='} cluster {cl:,} cycles"}

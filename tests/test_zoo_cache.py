@@ -1,0 +1,83 @@
+"""Zoo models generated once per content (planning/zoo_cache.py): build/.zoo holds the bytes
+and their digest; every build folder's model file is a copy; a damaged entry or a damaged
+copy is never trusted."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "site_scons"))
+
+from nnscons.planning import zoo_cache  # noqa: E402
+from nnscons.resources import zoo  # noqa: E402
+
+SHAPE = (1, 1, 28, 28)
+
+
+@pytest.fixture
+def generated(monkeypatch, tmp_path):
+    """Run in tmp_path (build/ relative to it); counts the zoo generator's calls."""
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    real = zoo().build
+
+    def counting(*args):
+        calls.append(args)
+        return real(*args)
+    monkeypatch.setattr(zoo(), "build", counting)
+    return calls
+
+
+def _want() -> bytes:
+    # the generator module itself: not counted as a call of zoo().build
+    return zoo().ZOO["simplecnn"].build(0, SHAPE).SerializeToString(deterministic=True)
+
+
+def _entry() -> str:
+    (name,) = [f for f in os.listdir(os.path.join("build", ".zoo")) if f.endswith(".onnx")]
+    return os.path.join("build", ".zoo", name)
+
+
+def test_generated_once_for_every_build_folder(generated):
+    a, b = os.path.join("build", "host", "m", "model.onnx"), os.path.join("build", "gap9", "m", "model.onnx")
+    assert zoo_cache.write("simplecnn", 0, SHAPE, a)
+    assert zoo_cache.write("simplecnn", 0, SHAPE, b)
+    assert not zoo_cache.write("simplecnn", 0, SHAPE, a)        # holds those bytes: not rewritten
+    assert len(generated) == 1
+    want = _want()
+    assert open(a, "rb").read() == open(b, "rb").read() == want
+    assert open(_entry() + ".sha256").read().strip() == __import__("hashlib").sha256(want).hexdigest()
+    # other arguments are another entry
+    assert zoo_cache.write("simplecnn", 1, SHAPE, a)
+    assert len(generated) == 2 and open(a, "rb").read() != want
+
+
+def test_a_damaged_entry_is_generated_again(generated):
+    a, b = os.path.join("build", "host", "m", "model.onnx"), os.path.join("build", "gap9", "m", "model.onnx")
+    zoo_cache.write("simplecnn", 0, SHAPE, a)
+    with open(_entry(), "r+b") as f:               # truncated in place
+        f.truncate(100)
+    assert zoo_cache.write("simplecnn", 0, SHAPE, b)
+    assert len(generated) == 2
+    assert open(b, "rb").read() == open(_entry(), "rb").read() == _want()
+
+
+def test_a_damaged_copy_is_replaced_from_the_cache(generated):
+    a = os.path.join("build", "host", "m", "model.onnx")
+    zoo_cache.write("simplecnn", 0, SHAPE, a)
+    with open(a, "r+b") as f:
+        f.seek(200)
+        f.write(b"\0\0\0\0")
+    assert zoo_cache.write("simplecnn", 0, SHAPE, a)
+    assert len(generated) == 1 and open(a, "rb").read() == _want()
+
+
+def test_a_foreign_build_folder_keeps_its_entries_in_its_cache(generated):
+    path = os.path.join("out", "net", "model.onnx")
+    zoo_cache.write("simplecnn", 0, SHAPE, path)
+    assert not os.path.exists("build")
+    assert [f for f in os.listdir(os.path.join("out", "net", "cache")) if f.endswith(".onnx")]
+    assert open(path, "rb").read() == _want()
