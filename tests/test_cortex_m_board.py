@@ -128,3 +128,31 @@ def test_clear_errors(proj, target, words):
     assert proc.returncode != 0 and "Traceback" not in out, out[-3000:]
     for w in words:
         assert w in out, out[-3000:]
+
+
+def test_flash_runs_several_inputs_and_outputs_as_on_qemu(proj):
+    """The board's harness is qemu's: two_by_three's two inputs from input.bin, its three outputs
+    cut into board/output.npz, equal to the reference that computes the CMSIS-NN layers by
+    TFLite's rule (tests/test_multi_io.py: the same on qemu)."""
+    import numpy as np
+    from conftest import adhoc
+    from test_multi_io import OUTPUTS, _inputs, two_by_three
+    from nnscons import reference
+    from nnscons.frontends import load_model
+    from nnscons.targets.cortex_m import rules
+    p, _ = proj
+    f = two_by_three(p.file("mio.onnx"))
+    x = _inputs(13)
+    np.savez(p.file("mio.npz"), **x)
+    proc = p.scons("target=cmb-ocd", f"model={f}", "input=mio.npz", "check")
+    assert "Test PASSED [cmb-ocd] mio: all 8 layers match" in proc.stdout, proc.stdout[-3000:]
+    b = os.path.join(adhoc(p, "cmb-ocd", "mio"), "board")
+    out = np.load(p.file(os.path.join(b, "output.npz")))
+    assert out.files == OUTPUTS
+    g = load_model(f, name="mio")
+    report = json.loads(p.read(os.path.join(b, "report.json")))
+    switched = {layer["name"] for layer in report["layers"] if layer.get("rule") == "tflite"}
+    assert {"conv_img", "conv_aux", "fuse"} <= switched
+    ref = rules.reference(switched, rules.tflite_view(g))(g, reference.quantize_input(g, x))
+    for t in OUTPUTS:
+        np.testing.assert_array_equal(out[t], reference.dequantize(g.tensor(t), ref[t]), err_msg=t)

@@ -5,9 +5,11 @@ read) imports, equals the float64 QDQ evaluation tensor by tensor, builds on the
 (packed buffers, per-tensor macros, run-time descriptors, run_float) gives the harness's
 bytes; gap9 runs it on emul, qemu, gvsoc-open and gvsoc-gap9 (each tensor its own slot in the
 arena, also with the activations in L3), and layer by layer on gvsoc-open; k210 (emul, qemu)
-and aie2p (emul) like the host, byte for byte."""
+and aie2p (emul) like the host, byte for byte; cortex-m on qemu (M55, M4) with CMSIS-NN (the
+reference with TFLite's rounding on its layers) and with onnx-exact (the host's bytes)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -435,3 +437,95 @@ def test_the_aie2p_npu_runner_splits_the_packed_input_and_packs_the_outputs(tmp_
     lines, out = runner.run_network(str(tmp_path), None, lambda layer, xs: xs[0] + np.uint8(1))
     assert lines == ["layer 0 l0: OK", "layer 1 l1: OK", "Test PASSED"]
     assert out.tolist() == list(b + 1) + list(a + 1)        # outputs in the model's order
+
+
+
+# the header of the cortex-m library: per-tensor macros as the host's (the app's view)
+CORTEX_M_APP_CHECK = r"""
+#include "nns_f.h"
+#if NNS_F_NUM_INPUTS != 2 || NNS_F_NUM_OUTPUTS != 3 || NNS_F_OUTPUT_BOXES_INDEX != 1
+#error "the header's tensor counts"
+#endif
+static const long sizes[] = { NNS_F_INPUT_IMG_BYTES, NNS_F_INPUT_L_AUX_BYTES, NNS_F_OUTPUT_SCORES_BYTES,
+                              NNS_F_OUTPUT_BOXES_BYTES, NNS_F_OUTPUT_FUSED_BYTES };
+/* the instance API's descriptors per tensor, as the host's */
+long fused_elements(void)
+{
+    return (long)nns_f_output(NNS_F_OUTPUT_FUSED_INDEX)->elements + (long)nns_f_input(1)->bytes + sizes[0];
+}
+"""
+
+
+def _cmsis(tmp_path, monkeypatch):
+    """CMSIS_NN and CMSIS_CORE naming an unpacked copy of ../shared/cmsis (as tests/test_cortex_m.py)."""
+    import glob
+    import shutil
+    import tarfile
+    from conftest import ROOT
+    shared = os.path.join(os.path.dirname(ROOT), "shared", "cmsis")
+    archives = glob.glob(os.path.join(shared, "cmsis-nn-*.tar.xz")) + glob.glob(os.path.join(shared, "cmsis6-core-*.tar.xz"))
+    if not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")):
+        pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm (Debian: apt-get install gcc-arm-none-eabi "
+                    "libnewlib-arm-none-eabi qemu-system-arm)")
+    if len(archives) != 2:
+        pytest.skip(f"needs CMSIS-NN and CMSIS Core archives in {shared}")
+    for archive in archives:
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp_path / "cmsis", filter="data")
+    monkeypatch.setenv("CMSIS_NN", str(tmp_path / "cmsis" / "CMSIS-NN"))
+    monkeypatch.setenv("CMSIS_CORE", str(tmp_path / "cmsis" / "CMSIS_6" / "CMSIS" / "Core" / "Include"))
+
+
+# cmsis_nn.numerics: onnx-exact (the model's own rule, the portable kernels): the host's bytes
+CORTEX_M_EXACT = """
+  cm4-exact:
+    kind: cortex-m
+    toolchain: {cpu: cortex-m4}
+    cmsis_nn: {numerics: onnx-exact}
+"""
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4", "cm4-exact"])
+def test_cortex_m_qemu_runs_several_inputs_and_outputs(project, tmp_path, monkeypatch, target):
+    """Two inputs (each from its part of input.bin), three outputs (one also read further) back
+    to back, cut into output.npz, every layer checked.  With CMSIS-NN (numerics cmsis, the
+    default) the convs and the add compute TFLite's rounding: the outputs are the reference's
+    that switches those layers; with onnx-exact they are the host's bytes."""
+    from nnscons.targets.cortex_m import rules
+    _cmsis(tmp_path, monkeypatch)
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\n  cortex-m55:\n", CORTEX_M_EXACT + "\n  cortex-m55:\n", 1))
+    f = two_by_three(project.file("f.onnx"))
+    x = _inputs(11)
+    np.savez(project.file("x.npz"), **x)
+    proc = project.scons(f"target={target}", f"model={f}", "input=x.npz", check=False)
+    # the Relu is its own layer here (no residual fusion on cortex-m): 8 layers
+    assert f"Test PASSED [{target}] f: all 8 layers match" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    b = adhoc(project, target, "f")
+    log = project.read(os.path.join(b, "run.log"))
+    assert "MISMATCH" not in log and log.count(": OK") == 8, log
+    out = np.load(project.file(os.path.join(b, "output.npz")))
+    assert out.files == OUTPUTS
+    assert not os.path.exists(project.file(os.path.join(b, "output.npy")))
+    g = load_model(f, name="f")
+    codes = reference.quantize_input(g, x)
+    kernels = {layer["name"]: layer["kernel"] for layer in json.loads(project.read(os.path.join(b, "report.json")))["layers"]}
+    if target == "cm4-exact":
+        assert set(kernels.values()) == {"portable"}
+        want = _host_outputs(project, f)
+        for t in OUTPUTS:
+            assert out[t].tobytes() == want[t].tobytes(), t
+    else:
+        assert kernels["conv_img"].startswith("cmsis-nn arm_convolve") and kernels["fuse"] == "cmsis-nn arm_elementwise_add_s8"
+        switched = json.loads(project.read(os.path.join(b, "numerics.json")))["cmsis_numerics"]["layers"]
+        assert {"conv_img", "conv_aux", "fuse", "box_head"} <= set(switched)
+        ref = rules.reference(set(switched), rules.tflite_view(g))(g, codes)
+        for t in OUTPUTS:
+            np.testing.assert_array_equal(out[t], reference.dequantize(g.tensor(t), ref[t]), err_msg=t)
+    # the library's header: one macro per tensor, as the host's
+    header = project.read(os.path.join(b, "include", "nns_f.h"))
+    for m in ("NNS_F_INPUT_IMG_BYTES", "NNS_F_INPUT_L_AUX_BYTES", "NNS_F_OUTPUT_FUSED_BYTES"):
+        assert f"#define {m} " in header
+    (tmp_path / "check.c").write_text(CORTEX_M_APP_CHECK)
+    subprocess.run(["arm-none-eabi-gcc", "-fsyntax-only", "-I", project.file(os.path.join(b, "include")), "check.c"],
+                   cwd=tmp_path, check=True)

@@ -273,16 +273,6 @@ def macs(layer, graph) -> int:
     return ops.macs(layer, graph)
 
 
-def one_input_one_output(graph, kind: str) -> None:
-    """The targets whose harness and network source move one input and one output."""
-    if len(graph.inputs) > 1 or len(graph.outputs) > 1:
-        from ..errors import UserError
-        raise UserError(f"target kind '{kind}' runs models with one input and one output; "
-                        f"'{graph.name}' has {len(graph.inputs)} input(s) ({', '.join(graph.inputs)}) "
-                        f"and {len(graph.outputs)} output(s) ({', '.join(graph.outputs)}); build it "
-                        f"for a target of kind host, arm64 or gap9")
-
-
 def unsupported(layer, target: str, ops: dict) -> UserError:
     return UserError(f"layer '{layer.name}' ({'+'.join(layer.source_ops) or layer.op}): op '{layer.op}' "
                      f"is not supported by target kind '{target}'; supported ops: {', '.join(sorted(ops))}")

@@ -114,7 +114,6 @@ def check_tools(env, session) -> None:
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
-    base.one_input_one_output(graph, "cortex-m")
     tp = _host_plan(graph, cnames, opts, overrides, where, auto=("portable",),
                     isa_codes={"portable": 1, "auto": 1}, kind="cortex-m", fuse_residual=False)
     from ..host.ops import depthwise

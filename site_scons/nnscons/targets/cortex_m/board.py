@@ -14,7 +14,7 @@ project's for the core's memories (the MPS2/MPS3 ones: give the board's own).
                (the default build of platform=board: the `image` alias)
   FLASH        openocd -f <cfg>... programs the ELF, resets, and serves the harness's
                semihosting (the .bin files, the console, the exit status) from the build
-               folder: board/run.log and output.npy, then report and check as on qemu.
+               folder: board/run.log and output.npy (output.npz: several outputs), then report and check as on qemu.
                pyocd (board.flasher: pyocd) programs and resets only: the check needs a
                semihosting host (openocd, or pyocd gdbserver --semihosting with gdb).
 On a board SysTick counts processor cycles: the `measure` lines are then cycles.
@@ -175,7 +175,7 @@ def check_flash(session) -> None:
 
 def flash(target, source, env):
     """FLASH: program the board; with openocd, the harness's run as on qemu (run.log,
-    output.npy); with pyocd, only the flasher's log."""
+    output.npy or output.npz); with pyocd, only the flasher's log."""
     from ...builders import runlog
     from ... import binfiles
     session = env["NNS_SESSION"]
