@@ -39,9 +39,6 @@ ALLOWED = {
         "(check_tools, layer_kind); cut as for host (its check_tools in tool.py) in a later step",
     frozenset({"nnscons.targets.arm64", "nnscons.targets.arm64.nodes", "nnscons.targets.arm64.tool"}):
         "as aie2p: tool.exists -> check_tools, nodes -> variant_report in the kind's package",
-    frozenset({"nnscons.targets.cortex_m", "nnscons.targets.cortex_m.memory", "nnscons.targets.cortex_m.nodes",
-               "nnscons.targets.cortex_m.tool"}):
-        "as aie2p; targets/cortex_m/ is being edited (issue 30)",
     frozenset({"nnscons.targets.gap9", "nnscons.targets.gap9.tool"}):
         "as aie2p (tool.exists -> check_tools); targets/gap9/ is being edited (issues 25, 28.4)",
     frozenset({"nnscons.targets.k210", "nnscons.targets.k210.board", "nnscons.targets.k210.nodes",

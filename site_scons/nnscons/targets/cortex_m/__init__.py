@@ -19,50 +19,20 @@ from __future__ import annotations
 import functools
 import os
 
-from ...errors import UserError
 from ...resources import data_path
 from .. import base
 from ...planning.buffers import plan_buffers
 from .. import library
 from ..host import TEMPLATES, network_spec, plan as _host_plan
 from . import layers as cmsis_layers
+from .cores import CPUS, KiB, STACK, WEIGHTS_SHARE, core  # noqa: F401  (the kind's core table)
 from . import rules
 from . import tool  # noqa: F401  (the kind's SCons Tool)
 from .nodes import declare_nodes  # noqa: F401
+from .tool import check_tools  # noqa: F401  (the kind's interface)
 
 PLATFORMS = ["qemu", "board"]
 SINGLE_THREAD = data_path("kernels", "cortex_m", "nn_threads_single.c")
-KiB, MiB = 1024, 1024 * 1024
-# per core: compiler flags, the qemu machine with that core, its code and data memories
-# (origin, bytes): mps2 boards have 4 MiB SSRAM at 0x0 and 4 MiB at 0x20000000, the
-# MPS3 AN547 512 KiB ITCM at 0x0 and 512 KiB DTCM at 0x20000000; "hz": the machine's
-# processor clock in qemu (SysTick's: 25 MHz on the MPS2 boards, 20 MHz on the AN505, 32 MHz
-# on the AN547)
-CPUS = {
-    "cortex-m3": {"flags": ["-mcpu=cortex-m3", "-mfloat-abi=soft"], "machine": "mps2-an385",
-                  "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB), "path": "scalar",
-                  "hz": 25_000_000},
-    "cortex-m4": {"flags": ["-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"],
-                  "machine": "mps2-an386", "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB),
-                  "path": "dsp", "hz": 25_000_000},
-    "cortex-m7": {"flags": ["-mcpu=cortex-m7", "-mfpu=fpv5-d16", "-mfloat-abi=hard"],
-                  "machine": "mps2-an500", "code": (0x0, 4 * MiB), "data": (0x20000000, 4 * MiB),
-                  "path": "dsp", "hz": 25_000_000},
-    # AN505 (TrustZone): it boots Secure from the IoTKit's initial SVTOR, 0x10000000, which
-    # with bit 28 set is the Secure alias of the 4 MiB SSRAM1 at 0x0; the data goes to the
-    # Secure alias of SSRAM2+3 (2 x 2 MiB, 0x28000000); with the SAU off every access is
-    # Secure, which the SSRAM MPCs allow from reset.  SysTick: the 20 MHz MAINCLK.
-    "cortex-m33": {"flags": ["-mcpu=cortex-m33", "-mfpu=fpv5-sp-d16", "-mfloat-abi=hard"],
-                   "machine": "mps2-an505", "code": (0x10000000, 4 * MiB),
-                   "data": (0x38000000, 4 * MiB), "path": "dsp", "hz": 20_000_000},
-    "cortex-m55": {"flags": ["-mcpu=cortex-m55", "-mfloat-abi=hard"], "machine": "mps3-an547",
-                   "code": (0x0, 512 * KiB), "data": (0x20000000, 512 * KiB), "path": "mve",
-                   "hz": 32_000_000, "bulk": (0x01000000, 2 * MiB)},
-}
-# weights above this share of the code memory go to the machine's "bulk" memory (the
-# AN547's SRAM); the rest of the code memory is for the code (about 100 KiB with CMSIS-NN)
-WEIGHTS_SHARE = 0.75
-STACK = 16 * KiB
 
 SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]", "cpu": sorted(CPUS)},
@@ -96,21 +66,6 @@ def options(target_cfg) -> dict:
     return opts
 
 
-def core(opts) -> dict:
-    return CPUS[opts["toolchain"]["cpu"]]
-
-
-def check_tools(env, session) -> None:
-    name = session.target_cfg.name
-    cc = session.options["toolchain"]["cc"]
-    if not env.Detect(cc):
-        raise UserError(f"target '{name}': C compiler '{cc}' not found on PATH; install it "
-                        f"(Debian: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi) "
-                        f"or set targets.{name}.toolchain.cc")
-    qemu = session.options["run"]["qemu"]
-    if session.options["run"]["platform"] == "qemu" and not env.Detect(qemu):
-        raise UserError(f"target '{name}': '{qemu}' not found on PATH; install it "
-                        f"(Debian: apt-get install qemu-system-arm) or set targets.{name}.run.qemu")
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:

@@ -38,7 +38,7 @@ def _rel(path, bdir) -> str:
 
 def project(session, script: str) -> dict:
     """What both project files say, paths relative to the board folder."""
-    from . import core
+    from .cores import core
     b = session.build_dir
     bdir = os.path.join(b, "board")
     files = session.plan.extra["library"]

@@ -54,7 +54,7 @@ def layer_counts(report_layers: list, measured: dict, hz: int) -> dict:
 
 def write_report(target, source, env):
     from ...builders import report, runlog
-    from . import core
+    from .cores import core
     session = env["NNS_SESSION"]
     with open(str(source[0]), encoding="utf-8") as f:
         measured = runlog.parse(f.read())["measured"]

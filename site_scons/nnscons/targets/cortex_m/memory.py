@@ -33,7 +33,7 @@ def usage(found: dict, core: dict, stack: int) -> dict:
 
 
 def write_report(target, source, env):
-    from . import STACK, core
+    from .cores import STACK, core
     session = env["NNS_SESSION"]
     cc = session.options["toolchain"]["cc"]
     size_tool = cc[:-3] + "size" if cc.endswith("gcc") else "size"

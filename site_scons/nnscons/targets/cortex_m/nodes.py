@@ -84,14 +84,14 @@ def _cmsis_objects(env, session, where) -> list:
 def weights_in_bulk(session) -> bool:
     """Weights that would crowd the code memory (more than its WEIGHTS_SHARE) go to the
     machine's bulk memory where it has one (the AN547's 2 MiB SRAM beside its 512 KiB ITCM)."""
-    from . import WEIGHTS_SHARE, core
+    from .cores import WEIGHTS_SHARE, core
     c = core(session.options)
     params = sum(lp.param_bytes for lp in session.plan.layers)
     return bool(c.get("bulk")) and params > c["code"][1] * WEIGHTS_SHARE
 
 
 def declare_nodes(env, session, common) -> dict:
-    from . import STACK, core
+    from .cores import STACK, core
     b = session.build_dir
     t = session.target_cfg.name
     where = cmsis.locate()

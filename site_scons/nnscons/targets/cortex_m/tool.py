@@ -8,6 +8,9 @@ import SCons.Builder
 from nnscons import binfiles
 from nnscons.builders import actions
 from nnscons.builders.hostrun import run_program
+from nnscons.errors import UserError
+
+from .cores import core
 
 # code and data in their own sections, so the linker drops what a network does not call
 SECTIONS = ["-mthumb", "-ffunction-sections", "-fdata-sections"]
@@ -28,7 +31,6 @@ def qemu_command(opts, machine, firmware, bin_dir, output_bin):
 def run_qemu(target, source, env):
     from nnscons.builders import runlog
     from nnscons.fileio import write_if_changed
-    from nnscons.targets.cortex_m import core
     session = env["NNS_SESSION"]
     log_path, npy_path = str(target[0]), str(target[1])
     cwd = os.path.dirname(os.path.abspath(log_path))
@@ -51,7 +53,6 @@ def run_qemu(target, source, env):
 
 
 def generate(env):
-    from nnscons.targets.cortex_m import core
     from nnscons.targets.base import cross_ar
     opts = env["NNS_OPTIONS"]
     env.Tool("gcc")
@@ -66,7 +67,19 @@ def generate(env):
     env["BUILDERS"]["NnsRun"] = SCons.Builder.Builder(action=SCons.Action.Action(run_qemu, actions.label))
 
 
+def check_tools(env, session) -> None:
+    name = session.target_cfg.name
+    cc = session.options["toolchain"]["cc"]
+    if not env.Detect(cc):
+        raise UserError(f"target '{name}': C compiler '{cc}' not found on PATH; install it "
+                        f"(Debian: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi) "
+                        f"or set targets.{name}.toolchain.cc")
+    qemu = session.options["run"]["qemu"]
+    if session.options["run"]["platform"] == "qemu" and not env.Detect(qemu):
+        raise UserError(f"target '{name}': '{qemu}' not found on PATH; install it "
+                        f"(Debian: apt-get install qemu-system-arm) or set targets.{name}.run.qemu")
+
+
 def exists(env):
     from ..base import tools_exist
-    from . import check_tools
     return tools_exist(check_tools, env)

@@ -63,7 +63,7 @@ def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
 
 def ne16_cycles(layer, graph, m, t, cores) -> int:
     """Estimated cycles of the conv on NE16 with tiling t (ne16_layer.plan_tiling)."""
-    from .ne16_layer import _geometry, computed_rows, weight_row
+    from .ne16_geometry import computed_rows, geometry as _geometry, weight_row
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
     total = 0.0

@@ -28,6 +28,7 @@ import numpy as np
 from ...errors import UserError
 from .. import base
 from . import ne16_weights, tiling
+from .ne16_geometry import computed_rows, geometry as _geometry, weight_row  # noqa: F401  (ne16_cost reads them there)
 
 ENGINES = ("ne16", "cluster")
 TP_OUT = 32
@@ -77,28 +78,6 @@ def fold_bias(layer, graph) -> np.ndarray:
     w = np.asarray(layer.weight).astype(np.int64)
     bias = np.zeros(w.shape[0], np.int64) if layer.bias is None else np.asarray(layer.bias).astype(np.int64)
     return bias - (zp + 128) * w.reshape(w.shape[0], -1).sum(1)
-
-
-def weight_row(layer, m) -> int:
-    """Bytes of one output channel's NE16 weights."""
-    oc, ic = int(layer.weight.shape[0]), int(layer.weight.shape[1])
-    return ne16_weights.packed_size(m, ic, 1)
-
-
-def _geometry(layer, graph):
-    """(input, output, kh, kw); the output dict also holds the stride s and the stride-1 grid
-    NE16 computes for th output rows: rows_c(th) = (th - 1) * s + 1, width wc."""
-    from .ops import hwc
-    i, o = hwc(graph.tensor(layer.inputs[0]).shape), hwc(graph.tensor(layer.output).shape)
-    kh, kw = layer.attrs["kernel"]
-    o["s"] = int(layer.attrs["stride"][0])
-    o["wc"] = (o["w"] - 1) * o["s"] + 1
-    return i, o, kh, kw
-
-
-def computed_rows(o, th) -> int:
-    """Stride-1 output rows NE16 computes for th output rows."""
-    return (th - 1) * o["s"] + 1
 
 
 def _rows_per_tile(oh, s=1) -> list:
