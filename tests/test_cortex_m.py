@@ -6,26 +6,22 @@ unpacked) and a clear error without it.  Needs Debian's gcc-arm-none-eabi,
 libnewlib-arm-none-eabi and qemu-system-arm, and the CMSIS archives of ../shared/cmsis."""
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
 import subprocess
-import tarfile
 
 import pytest
 
+import cmsis_project
 from conftest import ROOT, Project, _ignore
 
 CC, QEMU, NM = "arm-none-eabi-gcc", "qemu-system-arm", "arm-none-eabi-nm"
-SHARED = os.path.join(os.path.dirname(ROOT), "shared", "cmsis")
-ARCHIVES = sorted(glob.glob(os.path.join(SHARED, "cmsis-nn-*.tar.xz")) +
-                  glob.glob(os.path.join(SHARED, "cmsis6-core-*.tar.xz")))
 pytestmark = [
     pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU)),
                        reason="needs arm-none-eabi-gcc and qemu-system-arm (Debian: apt-get install "
                               "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)"),
-    pytest.mark.skipif(len(ARCHIVES) != 2, reason=f"needs CMSIS-NN and CMSIS Core archives in {SHARED}"),
+    pytest.mark.skipif(len(cmsis_project.ARCHIVES) != 2, reason=cmsis_project.MISSING),
 ]
 
 
@@ -36,18 +32,8 @@ def proj(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cortexm")
     dst = tmp / "proj"
     shutil.copytree(ROOT, dst, ignore=_ignore)
-    for archive in ARCHIVES:
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp / "cmsis", filter="data")
-    saved = {k: os.environ.get(k) for k in ("CMSIS_NN", "CMSIS_CORE")}
-    os.environ["CMSIS_NN"] = str(tmp / "cmsis" / "CMSIS-NN")
-    os.environ["CMSIS_CORE"] = str(tmp / "cmsis" / "CMSIS_6" / "CMSIS" / "Core" / "Include")
-    yield Project(dst)
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with cmsis_project.environ(cmsis_project.unpack(tmp)):
+        yield Project(dst)
 
 
 def _build(proj, target, model):

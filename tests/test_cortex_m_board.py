@@ -6,27 +6,23 @@ openocd serves it) and a fake pyocd that records its commands; clear errors for 
 flasher configuration or linker script."""
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
 import subprocess
-import tarfile
 
 import pytest
 
+import cmsis_project
 from conftest import ROOT, Project, _ignore
 
 CC, QEMU = "arm-none-eabi-gcc", "qemu-system-arm"
-SHARED = os.path.join(os.path.dirname(ROOT), "shared", "cmsis")
-ARCHIVES = sorted(glob.glob(os.path.join(SHARED, "cmsis-nn-*.tar.xz")) +
-                  glob.glob(os.path.join(SHARED, "cmsis6-core-*.tar.xz")))
 FAKES = os.path.join(ROOT, "tests", "cortex_m")
 pytestmark = [
     pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU) and shutil.which("make")),
                        reason="needs arm-none-eabi-gcc, make and qemu-system-arm (Debian: apt-get install "
                               "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm make)"),
-    pytest.mark.skipif(len(ARCHIVES) != 2, reason=f"needs CMSIS-NN and CMSIS Core archives in {SHARED}"),
+    pytest.mark.skipif(len(cmsis_project.ARCHIVES) != 2, reason=cmsis_project.MISSING),
 ]
 
 TARGETS = {
@@ -43,25 +39,19 @@ def proj(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cmboard")
     dst = tmp / "proj"
     shutil.copytree(ROOT, dst, ignore=_ignore)
-    for archive in ARCHIVES:
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp / "cmsis", filter="data")
-    saved = {k: os.environ.get(k) for k in ("CMSIS_NN", "CMSIS_CORE", "FAKE_OPENOCD_LOG", "FAKE_PYOCD_LOG")}
-    os.environ["CMSIS_NN"] = str(tmp / "cmsis" / "CMSIS-NN")
-    os.environ["CMSIS_CORE"] = str(tmp / "cmsis" / "CMSIS_6" / "CMSIS" / "Core" / "Include")
-    os.environ["FAKE_OPENOCD_LOG"] = str(tmp / "openocd.log")
-    os.environ["FAKE_PYOCD_LOG"] = str(tmp / "pyocd.log")
+    env = dict(cmsis_project.unpack(tmp), FAKE_OPENOCD_LOG=tmp / "openocd.log", FAKE_PYOCD_LOG=tmp / "pyocd.log")
+    with cmsis_project.environ(env):
+        yield _project(dst), tmp
+
+
+def _project(dst) -> Project:
+    """The copy with the board targets (fake flashers) in its manifest."""
     p = Project(dst)
     text = p.read("targets.yaml")
     entries = "".join(f"  {name}:\n    kind: cortex-m\n    toolchain: {{cpu: cortex-m4}}\n    run: {{platform: board}}\n"
                       + body % {"fakes": FAKES} for name, body in TARGETS.items())
     p.write("targets.yaml", text.replace("\ntargets:\n", "\ntargets:\n" + entries, 1))
-    yield p, tmp
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    return p
 
 
 def test_default_build_is_the_image_from_the_generated_makefile(proj):

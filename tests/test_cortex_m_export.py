@@ -8,21 +8,18 @@ import glob
 import os
 import shutil
 import subprocess
-import tarfile
 
 import pytest
 
+import cmsis_project
 from conftest import ROOT, Project, _ignore
 
 CC, QEMU = "arm-none-eabi-gcc", "qemu-system-arm"
-SHARED = os.path.join(os.path.dirname(ROOT), "shared", "cmsis")
-ARCHIVES = sorted(glob.glob(os.path.join(SHARED, "cmsis-nn-*.tar.xz")) +
-                  glob.glob(os.path.join(SHARED, "cmsis6-core-*.tar.xz")))
 pytestmark = [
     pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU) and shutil.which("cmake")),
                        reason="needs arm-none-eabi-gcc, cmake and qemu-system-arm (Debian: apt-get install "
                               "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake)"),
-    pytest.mark.skipif(len(ARCHIVES) != 2, reason=f"needs CMSIS-NN and CMSIS Core archives in {SHARED}"),
+    pytest.mark.skipif(len(cmsis_project.ARCHIVES) != 2, reason=cmsis_project.MISSING),
 ]
 
 
@@ -31,18 +28,8 @@ def proj(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cmexport")
     dst = tmp / "proj"
     shutil.copytree(ROOT, dst, ignore=_ignore)
-    for archive in ARCHIVES:
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp / "cmsis", filter="data")
-    saved = {k: os.environ.get(k) for k in ("CMSIS_NN", "CMSIS_CORE")}
-    os.environ["CMSIS_NN"] = str(tmp / "cmsis" / "CMSIS-NN")
-    os.environ["CMSIS_CORE"] = str(tmp / "cmsis" / "CMSIS_6" / "CMSIS" / "Core" / "Include")
-    yield Project(dst)
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with cmsis_project.environ(cmsis_project.unpack(tmp)):
+        yield Project(dst)
 
 
 @pytest.mark.parametrize("target, model, machine", [("cortex-m4", "simplecnn", "mps2-an386"),

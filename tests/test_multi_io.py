@@ -458,23 +458,15 @@ long fused_elements(void)
 
 def _cmsis(tmp_path, monkeypatch):
     """CMSIS_NN and CMSIS_CORE naming an unpacked copy of ../shared/cmsis (as tests/test_cortex_m.py)."""
-    import glob
     import shutil
-    import tarfile
-    from conftest import ROOT
-    shared = os.path.join(os.path.dirname(ROOT), "shared", "cmsis")
-    archives = glob.glob(os.path.join(shared, "cmsis-nn-*.tar.xz")) + glob.glob(os.path.join(shared, "cmsis6-core-*.tar.xz"))
+    import cmsis_project
     if not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")):
         pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm (Debian: apt-get install gcc-arm-none-eabi "
                     "libnewlib-arm-none-eabi qemu-system-arm)")
-    if len(archives) != 2:
-        pytest.skip(f"needs CMSIS-NN and CMSIS Core archives in {shared}")
-    for archive in archives:
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp_path / "cmsis", filter="data")
-    monkeypatch.setenv("CMSIS_NN", str(tmp_path / "cmsis" / "CMSIS-NN"))
-    monkeypatch.setenv("CMSIS_CORE", str(tmp_path / "cmsis" / "CMSIS_6" / "CMSIS" / "Core" / "Include"))
-
+    if len(cmsis_project.ARCHIVES) != 2:
+        pytest.skip(cmsis_project.MISSING)
+    for name, value in cmsis_project.unpack(tmp_path).items():
+        monkeypatch.setenv(name, value)
 
 # cmsis_nn.numerics: onnx-exact (the model's own rule, the portable kernels): the host's bytes
 CORTEX_M_EXACT = """
