@@ -142,7 +142,7 @@ class LayerPlan:
 @dataclass
 class TargetPlan:
     layers: list                        # LayerPlan in execution order
-    network: dict                       # buffer plan, layer order: the network source's spec
+    network: dict                       # buffer plan (at least "arena_size"), layer order: the network source's spec
     kernels: list                       # kernel sources to compile, sorted
     templates_dir: str                  # templates/<target>
     # per-network generated files [(path under the build dir, template, spec)]
