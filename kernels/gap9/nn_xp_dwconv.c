@@ -87,9 +87,10 @@ static void gather(int8_t *dst, const int8_t *src, int stride, int n, int rows, 
 }
 
 /* The per-channel requantization of the 3x3 loop, nn_xp_requant's shift >= 33 rule with the
- * bias (less zp sum(w)) as the accumulator's start: k = shift - 32 in 1..30, rc = 2^(k-1) - 1. */
+ * bias (less zp sum(w)) as the accumulator's start: k = shift - 32 in 1..30, rc = 2^(k-1) - 1.
+ * rcz and fast: the short form of the same rule (dw_rq_short), when dw_short_ok holds. */
 typedef struct {
-    int32_t bias, mult, k, rc, zp, lo, hi;
+    int32_t bias, mult, k, rc, zp, lo, hi, rcz, fast;
 } dw_rq_t;
 
 static inline int8_t dw_rq(int32_t a, const dw_rq_t *q)
@@ -97,6 +98,33 @@ static inline int8_t dw_rq(int32_t a, const dw_rq_t *q)
     const int64_t v = (int64_t)a * q->mult;
     const int32_t vh = (int32_t)(v >> 32);
     const int32_t r = ((vh + q->rc + ((uint32_t)v != 0 || ((vh >> q->k) & 1))) >> q->k) + q->zp;
+    return (int8_t)(r < q->lo ? q->lo : (r > q->hi ? q->hi : r));
+}
+
+/* dw_rq rounds v = a mult to nearest, ties to even, at bit 32 + k. A tie needs the low word of
+ * v to be 0, i.e. ctz(a) + ctz(mult) >= 32: impossible when every reachable a != 0 has
+ * |a| < 2^(32 - ctz(mult)) (and a = 0 rounds to 0 either way). Then the rule is
+ * (vh + 2^(k-1)) >> k, and + zp folds in as zp 2^k inside the shift when that cannot overflow:
+ * a mulh, an add and a shift instead of ten instructions. amax bounds |a|. */
+static int dw_short_ok(dw_rq_t *q, int64_t amax)
+{
+    const uint32_t m = (uint32_t)(q->mult < 0 ? -(int64_t)q->mult : q->mult);
+    int64_t vmax, rcz;
+    if (q->k < 1 || q->k > 30)
+        return 0;
+    if (((uint64_t)amax * (m & (0u - m))) >> 32 != 0)      /* amax 2^ctz(m) >= 2^32 */
+        return 0;
+    vmax = (int64_t)(((uint64_t)amax * m) >> 32) + 1;      /* |vh| <= vmax */
+    rcz = ((int64_t)1 << (q->k - 1)) + (int64_t)q->zp * ((int64_t)1 << q->k);
+    if (rcz + vmax > INT32_MAX || rcz - vmax < INT32_MIN)
+        return 0;
+    q->rcz = (int32_t)rcz;
+    return 1;
+}
+
+static inline int8_t dw_rq_short(int32_t a, const dw_rq_t *q)
+{
+    const int32_t r = ((int32_t)(((int64_t)a * q->mult) >> 32) + q->rcz) >> q->k;
     return (int8_t)(r < q->lo ? q->lo : (r > q->hi ? q->hi : r));
 }
 
@@ -112,6 +140,36 @@ static void plane3(const int8_t *p0, int rw, int dh, int sh, int sw, uint32_t w0
     const int32_t b = q->bias, m = q->mult, k = q->k, rc = q->rc, zp = q->zp, lo = q->lo, hi = q->hi;
     const int step = sh * rw - n * sw;
     const int8_t *p1 = p0 + dh * rw, *p2 = p1 + dh * rw;
+    if (q->fast) {
+        /* dw_rq_short: per output 13 instructions */
+        const int32_t rcz = q->rcz;
+        __asm__ volatile(".option push\n\t.option norvc\n\t"
+                         ".insn i 0x7b, 4, x1, %[rows], 34\n\t"
+                         ".insn i 0x7b, 4, x0, %[n], 26\n\t"
+                         "mv a7, %[b]\n\t"
+                         ".insn r 0x0b, 7, 0x10, t0, %[p0], %[sw]\n\t"
+                         ".insn r 0x0b, 7, 0x10, t1, %[p1], %[sw]\n\t"
+                         ".insn r 0x0b, 7, 0x10, t2, %[p2], %[sw]\n\t"
+                         ".insn r 0x57, 1, 0x5c, a7, t0, %[w0]\n\t"
+                         ".insn r 0x57, 1, 0x5c, a7, t1, %[w1]\n\t"
+                         ".insn r 0x57, 1, 0x5c, a7, t2, %[w2]\n\t"
+                         "mulh t0, a7, %[m]\n\t"
+                         "add t0, t0, %[rcz]\n\t"
+                         "sra t0, t0, %[k]\n\t"
+                         ".insn r 0x33, 6, 0x02, t0, t0, %[lo]\n\t"
+                         ".insn r 0x33, 4, 0x02, t0, t0, %[hi]\n\t"
+                         ".insn r 0x2b, 4, 0, %[C], %[o], t0\n\t"
+                         "add %[p0], %[p0], %[step]\n\t"
+                         "add %[p1], %[p1], %[step]\n\t"
+                         "add %[p2], %[p2], %[step]\n\t"
+                         ".option pop"
+                         : [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [o] "+r"(o)
+                         : [rows] "r"(rows), [n] "r"(n), [sw] "r"(sw), [C] "r"(C), [step] "r"(step),
+                           [w0] "r"(w0), [w1] "r"(w1), [w2] "r"(w2), [b] "r"(b), [m] "r"(m), [k] "r"(k),
+                           [rcz] "r"(rcz), [lo] "r"(lo), [hi] "r"(hi)
+                         : "t0", "t1", "t2", "a7", "memory");
+        return;
+    }
     __asm__ volatile(".option push\n\t.option norvc\n\t"
                      ".insn i 0x7b, 4, x1, %[rows], 48\n\t"
                      ".insn i 0x7b, 4, x0, %[n], 40\n\t"
@@ -152,7 +210,7 @@ static void plane3(const int8_t *p0, int rw, int dh, int sh, int sw, uint32_t w0
             int32_t a = nn_xp_sdotsp(q->bias, nn_xp_load_u(p), w0);
             a = nn_xp_sdotsp(a, nn_xp_load_u(p + dh * rw), w1);
             a = nn_xp_sdotsp(a, nn_xp_load_u(p + 2 * dh * rw), w2);
-            o[(ptrdiff_t)(y * n + x) * C] = dw_rq(a, q);
+            o[(ptrdiff_t)(y * n + x) * C] = q->fast ? dw_rq_short(a, q) : dw_rq(a, q);
         }
 #endif
 }
@@ -286,6 +344,8 @@ void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
         if (shift[c] >= 33 && b0 > INT32_MIN + (int64_t)kh * nw * 65536 && b0 < INT32_MAX - (int64_t)kh * nw * 65536) {
             q.rc = ((int32_t)1 << (q.k - 1)) - 1;
             if (kh == 3 && nw == 1) {
+                /* the check costs about what it saves on 10 outputs */
+                q.fast = (y1 - y0) * out_w >= 16 && dw_short_ok(&q, (b0 < 0 ? -b0 : b0) + (int64_t)kh * nw * 65536);
                 plane3(scratch, rw, dh, sh, sw, wk[0], wk[1], wk[2], o, C, y1 - y0, out_w, &q);
                 continue;
             }
