@@ -48,34 +48,51 @@ int nn_xp_dwconv_scratch(const nn_hwc_conv_cfg_t *cfg)
 }
 
 /* dst[r * rw + j] = src[r * src_row + j * stride], r < rows, j < n: one channel of HWC rows */
-static void gather(int8_t *dst, const int8_t *src, int stride, int n, int rows, ptrdiff_t src_row, int rw)
+static __attribute__((noinline)) void gather(int8_t *dst, const int8_t *src, int stride, int n, int rows, ptrdiff_t src_row, int rw)
 {
     int r = 0;
 #if defined(NN_XPULP_INSN)
     if (n >= 2) {
         /* rows x byte pairs, nested hardware loops: p.lb rd, rs2(rs1!) (register
-         * post-increment) and p.sb rs2, 1(rs1!), the loads ahead of their stores */
+         * post-increment) and p.sb rs2, 1(rs1!), the loads ahead of their stores; an odd
+         * last column in the outer loop */
         const int pairs = n >> 1;
         const int8_t *s = src;
         int8_t *d = dst;
-        __asm__ volatile(".option push\n\t.option norvc\n\t"
-                         ".insn i 0x7b, 4, x1, %[rows], 18\n\t"
-                         "mv t2, %[s]\n\t"
-                         "mv t3, %[d]\n\t"
-                         ".insn i 0x7b, 4, x0, %[k], 8\n\t"
-                         ".insn r 0x0b, 7, 0, t0, t2, %[st]\n\t"
-                         ".insn r 0x0b, 7, 0, t1, t2, %[st]\n\t"
-                         ".insn s 0x2b, 0, t0, 1(t3)\n\t"
-                         ".insn s 0x2b, 0, t1, 1(t3)\n\t"
-                         "add %[s], %[s], %[sr]\n\t"
-                         "add %[d], %[d], %[rw]\n\t"
-                         ".option pop"
-                         : [s] "+r"(s), [d] "+r"(d)
-                         : [rows] "r"(rows), [k] "r"(pairs), [st] "r"(stride), [sr] "r"(src_row), [rw] "r"(rw)
-                         : "t0", "t1", "t2", "t3", "memory");
-        if (n & 1)      /* the odd last column */
-            for (r = 0; r < rows; ++r)
-                dst[(ptrdiff_t)r * rw + n - 1] = src[r * src_row + (ptrdiff_t)(n - 1) * stride];
+        if (n & 1)
+            __asm__ volatile(".option push\n\t.option norvc\n\t"
+                             ".insn i 0x7b, 4, x1, %[rows], 22\n\t"
+                             "mv t2, %[s]\n\t"
+                             "mv t3, %[d]\n\t"
+                             ".insn i 0x7b, 4, x0, %[k], 8\n\t"
+                             ".insn r 0x0b, 7, 0, t0, t2, %[st]\n\t"
+                             ".insn r 0x0b, 7, 0, t1, t2, %[st]\n\t"
+                             ".insn s 0x2b, 0, t0, 1(t3)\n\t"
+                             ".insn s 0x2b, 0, t1, 1(t3)\n\t"
+                             ".insn r 0x0b, 7, 0, t0, t2, %[st]\n\t"
+                             "add %[s], %[s], %[sr]\n\t"
+                             ".insn s 0x2b, 0, t0, 1(t3)\n\t"
+                             "add %[d], %[d], %[rw]\n\t"
+                             ".option pop"
+                             : [s] "+r"(s), [d] "+r"(d)
+                             : [rows] "r"(rows), [k] "r"(pairs), [st] "r"(stride), [sr] "r"(src_row), [rw] "r"(rw)
+                             : "t0", "t1", "t2", "t3", "memory");
+        else
+            __asm__ volatile(".option push\n\t.option norvc\n\t"
+                             ".insn i 0x7b, 4, x1, %[rows], 18\n\t"
+                             "mv t2, %[s]\n\t"
+                             "mv t3, %[d]\n\t"
+                             ".insn i 0x7b, 4, x0, %[k], 8\n\t"
+                             ".insn r 0x0b, 7, 0, t0, t2, %[st]\n\t"
+                             ".insn r 0x0b, 7, 0, t1, t2, %[st]\n\t"
+                             ".insn s 0x2b, 0, t0, 1(t3)\n\t"
+                             ".insn s 0x2b, 0, t1, 1(t3)\n\t"
+                             "add %[s], %[s], %[sr]\n\t"
+                             "add %[d], %[d], %[rw]\n\t"
+                             ".option pop"
+                             : [s] "+r"(s), [d] "+r"(d)
+                             : [rows] "r"(rows), [k] "r"(pairs), [st] "r"(stride), [sr] "r"(src_row), [rw] "r"(rw)
+                             : "t0", "t1", "t2", "t3", "memory");
         return;
     }
 #endif
@@ -106,7 +123,7 @@ static inline int8_t dw_rq(int32_t a, const dw_rq_t *q)
  * |a| < 2^(32 - ctz(mult)) (and a = 0 rounds to 0 either way). Then the rule is
  * (vh + 2^(k-1)) >> k, and + zp folds in as zp 2^k inside the shift when that cannot overflow:
  * a mulh, an add and a shift instead of ten instructions. amax bounds |a|. */
-static int dw_short_ok(dw_rq_t *q, int64_t amax)
+static __attribute__((noinline)) int dw_short_ok(dw_rq_t *q, int64_t amax)
 {
     const uint32_t m = (uint32_t)(q->mult < 0 ? -(int64_t)q->mult : q->mult);
     int64_t vmax, rcz;
@@ -271,6 +288,65 @@ static void row2w(const int8_t *p, int rw, int dh, int kh, int sw, const uint32_
 #endif
 }
 
+/* v in the words of a plane (rows x rwq words) that the copy of rows [t0, t1) x words
+ * [l, r) does not overwrite: the rows outside, the words left of l and from r on (the copy
+ * overwrites the parts of those border words inside it: it runs after) */
+static void fill_border(uint32_t *p, int rows, int rwq, int t0, int t1, int l, int r, uint32_t v)
+{
+    int t, j;
+    for (t = 0; t < rows; ++t, p += rwq) {
+        if (t < t0 || t >= t1) {
+            for (j = 0; j < rwq; ++j)
+                p[j] = v;
+            continue;
+        }
+        for (j = 0; j < l; ++j)
+            p[j] = v;
+        for (j = r; j < rwq; ++j)
+            p[j] = v;
+    }
+}
+
+/* kernel rows of k_w != 3 as words, zeros past k_w; out of line, as is channel_other, so that
+ * the 3x3 channel loop stays small in the cores' 512-byte instruction caches */
+static __attribute__((noinline)) void pack_rows(const int8_t *w, int kh, int kw, int nw, uint32_t *wk)
+{
+    int i, k, t;
+    for (i = 0; i < kh; ++i)
+        for (k = 0; k < nw; ++k) {
+            uint32_t v = 0;
+            for (t = 0; t < 4 && 4 * k + t < kw; ++t)
+                v |= (uint32_t)(uint8_t)w[i * kw + 4 * k + t] << 8 * t;
+            wk[i * nw + k] = v;
+        }
+}
+
+/* the outputs of one channel's plane but the 3x3 fast case: k_w 5..8 (row2w), other kernels,
+ * and (q NULL) shift <= 32 or a bias at the int32 extremes through the general rule */
+static __attribute__((noinline)) void channel_other(const nn_hwc_conv_cfg_t *cfg, const int8_t *scratch, int rw,
+                                                    const uint32_t *wk, int8_t *o, int rows, const dw_rq_t *q,
+                                                    int32_t b, int32_t wsum, int32_t mult, int32_t shift)
+{
+    const int C = cfg->in_c, kh = cfg->k_h, nw = (cfg->k_w + 3) / 4, out_w = cfg->out_w;
+    const int sh = cfg->stride_h, sw = cfg->stride_w, dh = cfg->dil_h;
+    int y, x, i, k;
+    if (q && nw == 2) {
+        for (y = 0; y < rows; ++y)
+            row2w(scratch + (ptrdiff_t)y * sh * rw, rw, dh, kh, sw, wk, o + (ptrdiff_t)y * out_w * C, C, out_w, q);
+        return;
+    }
+    for (y = 0; y < rows; ++y)
+        for (x = 0; x < out_w; ++x) {
+            const int8_t *p = scratch + (ptrdiff_t)y * sh * rw + x * sw;
+            int32_t a = q ? q->bias : 0;
+            for (i = 0; i < kh; ++i, p += dh * rw)
+                for (k = 0; k < nw; ++k)
+                    a = nn_xp_sdotsp(a, nn_xp_load_u(p + 4 * k), wk[i * nw + k]);
+            o[(ptrdiff_t)(y * out_w + x) * C] =
+                q ? dw_rq(a, q) : nn_xp_requant(b, a - wsum, mult, shift, cfg->out_zp, cfg->act_min, cfg->act_max);
+        }
+}
+
 void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                      const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                      int item_begin, int item_end, int8_t *scratch)
@@ -284,7 +360,9 @@ void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
     const int j1 = cfg->pad_left + cfg->in_w < rw ? cfg->pad_left + cfg->in_w : rw;
     const uint32_t zp4 = (uint8_t)cfg->in_zp * 0x01010101u;
     uint32_t wk[NN_XP_DW_MAX_WORDS];
-    int c, i, k, filled_y0 = -1, filled_y1 = -1;
+    /* |sum x w| <= span; the bias (less zp sum(w)) within lim of 0 keeps every sum in 32 bits */
+    const int32_t span = kh * nw * 65536, lim = INT32_MAX - span;
+    int c, i, filled_y0 = -1, filled_y1 = -1;
 
     for (c = item_begin / out_h; c * out_h < item_end; ++c) {
         const int y0 = item_begin > c * out_h ? item_begin - c * out_h : 0;
@@ -297,15 +375,17 @@ void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
         const int32_t b = bias ? bias[c] : 0;
         int8_t *o = out + (ptrdiff_t)y0 * out_w * C + c;
         int32_t wsum = 0;
-        int64_t b0;
+        int32_t b0;
         dw_rq_t q;
-        int y, x;
+        int quick;
 
         /* in_zp wherever the copy does not write: once per row range (every channel but a
          * core's first and last shares it) */
         if (y0 != filled_y0 || y1 != filled_y1) {
-            for (i = 0; i < rows * rw / 4; ++i)
-                ((uint32_t *)(void *)scratch)[i] = zp4;
+            if (t1 > t0 && j1 > j0)
+                fill_border((uint32_t *)(void *)scratch, rows, rw / 4, t0, t1, (j0 + 3) / 4, j1 / 4, zp4);
+            else
+                fill_border((uint32_t *)(void *)scratch, rows, rw / 4, 0, 0, 0, 0, zp4);
             filled_y0 = y0;
             filled_y1 = y1;
         }
@@ -319,14 +399,7 @@ void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
             for (i = 0; i < kh; ++i, w += 3)
                 wk[i] = (uint32_t)(uint8_t)w[0] | (uint32_t)(uint8_t)w[1] << 8 | (uint32_t)(uint8_t)w[2] << 16;
         else
-            for (i = 0; i < kh; ++i)
-                for (k = 0; k < nw; ++k) {
-                    uint32_t v = 0;
-                    int t;
-                    for (t = 0; t < 4 && 4 * k + t < kw; ++t)
-                        v |= (uint32_t)(uint8_t)w[i * kw + 4 * k + t] << 8 * t;
-                    wk[i * nw + k] = v;
-                }
+            pack_rows(w, kh, kw, nw, wk);
         for (i = 0; i < kh * nw; ++i)
             wsum = nn_xp_sdotsp(wsum, wk[i], 0x01010101u);
         /* sum (x - zp) w = sum x w - zp sum(w) (no overflow: NN_MAX_ACC_TERMS) */
@@ -334,47 +407,22 @@ void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
 
         /* dw_rq's rule holds when shift >= 33 and bias - zp sum(w) + sum x w stays in 32 bits
          * (|sum x w| <= k_h * 4 nw * 128 * 128) */
-        b0 = (int64_t)b - wsum;
-        q.bias = (int32_t)b0;
+        quick = !__builtin_sub_overflow(b, wsum, &b0) && b0 >= -lim && b0 < lim && shift[c] >= 33;
+        q.bias = b0;
         q.mult = mult[c];
         q.k = shift[c] - 32;
         q.zp = cfg->out_zp;
         q.lo = cfg->act_min;
         q.hi = cfg->act_max;
-        if (shift[c] >= 33 && b0 > INT32_MIN + (int64_t)kh * nw * 65536 && b0 < INT32_MAX - (int64_t)kh * nw * 65536) {
+        q.fast = 0;
+        if (quick)
             q.rc = ((int32_t)1 << (q.k - 1)) - 1;
-            if (kh == 3 && nw == 1) {
-                /* the check costs about what it saves on 10 outputs */
-                q.fast = (y1 - y0) * out_w >= 16 && dw_short_ok(&q, (b0 < 0 ? -b0 : b0) + (int64_t)kh * nw * 65536);
-                plane3(scratch, rw, dh, sh, sw, wk[0], wk[1], wk[2], o, C, y1 - y0, out_w, &q);
-                continue;
-            }
-            if (nw == 2) {
-                for (y = 0; y < y1 - y0; ++y)
-                    row2w(scratch + (ptrdiff_t)y * sh * rw, rw, dh, kh, sw, wk, o + (ptrdiff_t)y * out_w * C, C,
-                          out_w, &q);
-                continue;
-            }
-            for (y = 0; y < y1 - y0; ++y)
-                for (x = 0; x < out_w; ++x) {
-                    const int8_t *p = scratch + (ptrdiff_t)y * sh * rw + x * sw;
-                    int32_t a = q.bias;
-                    for (i = 0; i < kh; ++i, p += dh * rw)
-                        for (k = 0; k < nw; ++k)
-                            a = nn_xp_sdotsp(a, nn_xp_load_u(p + 4 * k), wk[i * nw + k]);
-                    o[(ptrdiff_t)(y * out_w + x) * C] = dw_rq(a, &q);
-                }
-        } else {        /* shift <= 32 or a bias at the int32 extremes: the general rule */
-            for (y = 0; y < y1 - y0; ++y)
-                for (x = 0; x < out_w; ++x) {
-                    const int8_t *p = scratch + (ptrdiff_t)y * sh * rw + x * sw;
-                    int32_t a = 0;
-                    for (i = 0; i < kh; ++i, p += dh * rw)
-                        for (k = 0; k < nw; ++k)
-                            a = nn_xp_sdotsp(a, nn_xp_load_u(p + 4 * k), wk[i * nw + k]);
-                    o[(ptrdiff_t)(y * out_w + x) * C] = nn_xp_requant(b, a - wsum, mult[c], shift[c], q.zp,
-                                                                      q.lo, q.hi);
-                }
+        if (quick && kh == 3 && nw == 1) {
+            /* the check costs about what it saves on 10 outputs */
+            q.fast = (y1 - y0) * out_w >= 16 && dw_short_ok(&q, (b0 < 0 ? -(int64_t)b0 : b0) + span);
+            plane3(scratch, rw, dh, sh, sw, wk[0], wk[1], wk[2], o, C, y1 - y0, out_w, &q);
+        } else {
+            channel_other(cfg, scratch, rw, wk, o, y1 - y0, quick ? &q : NULL, b, wsum, mult[c], shift[c]);
         }
     }
 }
