@@ -118,31 +118,15 @@ static inline int8_t dw_rq(int32_t a, const dw_rq_t *q)
     return (int8_t)(r < q->lo ? q->lo : (r > q->hi ? q->hi : r));
 }
 
-/* dw_rq rounds v = a mult to nearest, ties to even, at bit 32 + k. A tie needs the low word of
- * v to be 0, i.e. ctz(a) + ctz(mult) >= 32: impossible when every reachable a != 0 has
- * |a| < 2^(32 - ctz(mult)) (and a = 0 rounds to 0 either way). Then the rule is
- * (vh + 2^(k-1)) >> k, and + zp folds in as zp 2^k inside the shift when that cannot overflow:
- * a mulh, an add and a shift instead of ten instructions. amax bounds |a|. */
+/* dw_rq in a mulh, an add and a shift when no tie can occur (nn_xp_requant_short_ok) */
 static __attribute__((noinline)) int dw_short_ok(dw_rq_t *q, int64_t amax)
 {
-    const uint32_t m = (uint32_t)(q->mult < 0 ? -(int64_t)q->mult : q->mult);
-    int64_t vmax, rcz;
-    if (q->k < 1 || q->k > 30)
-        return 0;
-    if (((uint64_t)amax * (m & (0u - m))) >> 32 != 0)      /* amax 2^ctz(m) >= 2^32 */
-        return 0;
-    vmax = (int64_t)(((uint64_t)amax * m) >> 32) + 1;      /* |vh| <= vmax */
-    rcz = ((int64_t)1 << (q->k - 1)) + (int64_t)q->zp * ((int64_t)1 << q->k);
-    if (rcz + vmax > INT32_MAX || rcz - vmax < INT32_MIN)
-        return 0;
-    q->rcz = (int32_t)rcz;
-    return 1;
+    return nn_xp_requant_short_ok(q->mult, q->k, q->zp, amax, &q->rcz);
 }
 
 static inline int8_t dw_rq_short(int32_t a, const dw_rq_t *q)
 {
-    const int32_t r = ((int32_t)(((int64_t)a * q->mult) >> 32) + q->rcz) >> q->k;
-    return (int8_t)(r < q->lo ? q->lo : (r > q->hi ? q->hi : r));
+    return nn_xp_requant_short(a, q->mult, q->k, q->rcz, q->lo, q->hi);
 }
 
 /* rows x n outputs of a 3x3 channel, out[(y * n + x) * C]: plane rows p0 + y * sh * rw (+ rw
