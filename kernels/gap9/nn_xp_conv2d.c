@@ -244,7 +244,6 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
         int16_t w16[2 * NN_XP_CHUNK];
     } wsum;
     const int short_k = kw <= NN_XP_CHUNK16_BYTES, chunk = short_k ? 2 * NN_XP_CHUNK : NN_XP_CHUNK;
-    uint32_t short_rq[2];       /* a bit per channel of the chunk (at most 64) */
     int c0, p, o, j;
 
     for (c0 = c_begin; c0 < c_end; c0 += chunk) {
@@ -268,15 +267,6 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
                     wsum.w32[o + q - c0] = s[q];
             }
             o += q - 1;
-        }
-        /* the channels whose requantization takes nn_xp_requant_short (|b + a| <= |b| + K 255 128) */
-        short_rq[0] = short_rq[1] = 0;
-        for (o = c0; o < c1 && quick; ++o) {
-            const int32_t b = bias ? bias[o] : 0, s = shift[o];
-            int32_t rcz;
-            if (nn_xp_requant_quick(b, s) &&
-                nn_xp_requant_short_ok(mult[o], s - 32, ozp, (b < 0 ? -(int64_t)b : b) + (int64_t)kw * 32640, &rcz))
-                short_rq[(o - c0) >> 5] |= 1u << ((o - c0) & 31);
         }
         for (p = pix_begin; p < pix_end; p += 2) {
             const int pair = p + 1 < pix_end;
@@ -308,13 +298,7 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
                     const uint32_t corr = zu * (uint32_t)(short_k ? wsum.w16[o + j - c0] : wsum.w32[o + j - c0]);
                     const int32_t a0 = (int32_t)((uint32_t)acc[2 * j] - corr);
                     const int32_t a1 = (int32_t)((uint32_t)acc[2 * j + 1] - corr);
-                    if ((short_rq[(o + j - c0) >> 5] >> ((o + j - c0) & 31)) & 1) {
-                        const int32_t k = s - 32;
-                        const int32_t rcz = (int32_t)(((uint32_t)1 << (k - 1)) + ((uint32_t)ozp << k));
-                        oa[o + j] = nn_xp_requant_short(b + a0, m, k, rcz, lo, hi);
-                        if (pair)
-                            oa[out_c + o + j] = nn_xp_requant_short(b + a1, m, k, rcz, lo, hi);
-                    } else if (quick && nn_xp_requant_quick(b, s)) {
+                    if (quick && nn_xp_requant_quick(b, s)) {
                         const int32_t k = s - 32, h = ((int32_t)1 << (k - 1)) - 1;
                         oa[o + j] = nn_xp_requant_k(b + a0, m, k, h, ozp, lo, hi);
                         if (pair)

@@ -48,7 +48,7 @@ int nn_xp_dwconv_scratch(const nn_hwc_conv_cfg_t *cfg)
 }
 
 /* dst[r * rw + j] = src[r * src_row + j * stride], r < rows, j < n: one channel of HWC rows */
-static __attribute__((noinline)) void gather(int8_t *dst, const int8_t *src, int stride, int n, int rows, ptrdiff_t src_row, int rw)
+static void gather(int8_t *dst, const int8_t *src, int stride, int n, int rows, ptrdiff_t src_row, int rw)
 {
     int r = 0;
 #if defined(NN_XPULP_INSN)
@@ -118,15 +118,31 @@ static inline int8_t dw_rq(int32_t a, const dw_rq_t *q)
     return (int8_t)(r < q->lo ? q->lo : (r > q->hi ? q->hi : r));
 }
 
-/* dw_rq in a mulh, an add and a shift when no tie can occur (nn_xp_requant_short_ok) */
-static __attribute__((noinline)) int dw_short_ok(dw_rq_t *q, int64_t amax)
+/* dw_rq without its tie test: it rounds v = a mult to nearest, ties to even, at bit 32 + k,
+ * and a tie needs the low word of v to be 0, i.e. ctz(a) + ctz(mult) >= 32, which cannot
+ * happen when every reachable a != 0 has |a| < 2^(32 - ctz(mult)) (a = 0 rounds to 0 either
+ * way). Then the rule is (vh + 2^(k-1)) >> k, and + zp folds in as zp 2^k inside the shift
+ * when that cannot overflow: a mulh, an add and a shift instead of ten instructions.
+ * dw_short_ok says whether that holds for every |a| <= amax (here k in 1..23, |zp| <= 128,
+ * amax < 2^31, all in 32-bit arithmetic) and sets q->rcz = 2^(k-1) + zp 2^k. */
+static inline int dw_short_ok(dw_rq_t *q, uint32_t amax)
 {
-    return nn_xp_requant_short_ok(q->mult, q->k, q->zp, amax, &q->rcz);
+    const uint32_t m = q->mult < 0 ? 0u - (uint32_t)q->mult : (uint32_t)q->mult;
+    if (q->k < 1 || q->k > 23 || q->zp < -128 || q->zp > 128 || amax >= 0x80000000u)
+        return 0;
+    if ((uint32_t)(((uint64_t)amax * (m & (0u - m))) >> 32) != 0)      /* amax 2^ctz(m) >= 2^32 */
+        return 0;
+    /* |vh| <= that + 1 and |rcz| <= 2^30 + 2^22: vh + rcz stays in 32 bits */
+    if ((uint32_t)(((uint64_t)amax * m) >> 32) >= 0x3f000000u)
+        return 0;
+    q->rcz = (int32_t)(((uint32_t)1 << (q->k - 1)) + ((uint32_t)q->zp << q->k));
+    return 1;
 }
 
 static inline int8_t dw_rq_short(int32_t a, const dw_rq_t *q)
 {
-    return nn_xp_requant_short(a, q->mult, q->k, q->rcz, q->lo, q->hi);
+    const int32_t r = ((int32_t)(((int64_t)a * q->mult) >> 32) + q->rcz) >> q->k;
+    return (int8_t)(r < q->lo ? q->lo : (r > q->hi ? q->hi : r));
 }
 
 /* rows x n outputs of a 3x3 channel, out[(y * n + x) * C]: plane rows p0 + y * sh * rw (+ rw
@@ -402,8 +418,9 @@ void nn_xp_dwconv_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
         if (quick)
             q.rc = ((int32_t)1 << (q.k - 1)) - 1;
         if (quick && kh == 3 && nw == 1) {
-            /* the check costs about what it saves on 10 outputs */
-            q.fast = (y1 - y0) * out_w >= 16 && dw_short_ok(&q, (b0 < 0 ? -(int64_t)b0 : b0) + span);
+            /* the check costs about what it saves on 4 outputs */
+            q.fast = (y1 - y0) * out_w >= 8 &&
+                     dw_short_ok(&q, (uint32_t)(b0 < 0 ? -b0 : b0) + span);
             plane3(scratch, rw, dh, sh, sw, wk[0], wk[1], wk[2], o, C, y1 - y0, out_w, &q);
         } else {
             channel_other(cfg, scratch, rw, wk, o, y1 - y0, quick ? &q : NULL, b, wsum, mult[c], shift[c]);

@@ -435,32 +435,4 @@ static inline int8_t nn_xp_requant_k(int32_t s, int32_t mult, int32_t k, int32_t
     return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
 }
 
-/* nn_xp_requant_k without its tie test: it rounds v = s mult to nearest, ties to even, at bit
- * 32 + k, and a tie needs the low word of v to be 0, i.e. ctz(s) + ctz(mult) >= 32, which
- * cannot happen when every reachable s != 0 has |s| < 2^(32 - ctz(mult)) (s = 0 rounds to 0
- * either way). Then the rule is (vh + 2^(k-1)) >> k, and + zp folds in as zp 2^k inside the
- * shift when that cannot overflow: a mulh, an add and a shift. nn_xp_requant_short_ok says
- * whether that holds for every |s| <= amax (k in 1..30) and gives rcz = 2^(k-1) + zp 2^k. */
-static inline int nn_xp_requant_short_ok(int32_t mult, int32_t k, int32_t zp, int64_t amax, int32_t *rcz)
-{
-    const uint32_t m = (uint32_t)(mult < 0 ? -(int64_t)mult : mult);
-    int64_t vmax, r;
-    if (k < 1 || k > 30 || amax < 0 || amax >= ((int64_t)1 << 32))
-        return 0;
-    if (((uint64_t)amax * (m & (0u - m))) >> 32 != 0)      /* amax 2^ctz(m) >= 2^32 */
-        return 0;
-    vmax = (int64_t)(((uint64_t)amax * m) >> 32) + 1;      /* |vh| <= vmax */
-    r = ((int64_t)1 << (k - 1)) + (int64_t)zp * ((int64_t)1 << k);
-    if (r + vmax > INT32_MAX || r - vmax < INT32_MIN)
-        return 0;
-    *rcz = (int32_t)r;
-    return 1;
-}
-
-static inline int8_t nn_xp_requant_short(int32_t s, int32_t mult, int32_t k, int32_t rcz, int32_t lo, int32_t hi)
-{
-    const int32_t q = ((int32_t)(((int64_t)s * mult) >> 32) + rcz) >> k;
-    return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
-}
-
 #endif /* NN_XPULP_H */
