@@ -1146,7 +1146,7 @@ def _dw_geo(c, h, w, k, s, in_zp=-128):
 
 # the zoo's depthwise tile shapes (mobilenetv2 / v3 on pulp-open): (channels, h, w, kernel, stride)
 DW_TILES = [(8, 12, 48, 3, 1), (24, 16, 24, 3, 1), (12, 24, 24, 3, 2), (144, 6, 6, 3, 1), (336, 3, 3, 3, 1),
-            (48, 12, 12, 5, 1)]
+            (48, 12, 12, 5, 1), (128, 6, 6, 3, 2)]
 
 
 def test_xpulp_dwconv_insn_on_gvsoc_equals_plain(tmp_path):

@@ -291,7 +291,7 @@ static void row2w(const int8_t *p, int rw, int dh, int kh, int sw, const uint32_
 /* v in the words of a plane (rows x rwq words) that the copy of rows [t0, t1) x words
  * [l, r) does not overwrite: the rows outside, the words left of l and from r on (the copy
  * overwrites the parts of those border words inside it: it runs after) */
-static void fill_border(uint32_t *p, int rows, int rwq, int t0, int t1, int l, int r, uint32_t v)
+static __attribute__((noinline)) void fill_border(uint32_t *p, int rows, int rwq, int t0, int t1, int l, int r, uint32_t v)
 {
     int t, j;
     for (t = 0; t < rows; ++t, p += rwq) {
