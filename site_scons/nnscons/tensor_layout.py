@@ -1,7 +1,8 @@
 """Activation layouts: a batch-1 NCHW tensor in a target's layout ("chw" or "hwc") and back,
 and the flattened views (a Flatten/Reshape of a 4-D tensor) whose bytes follow their 4-D
 source's layout on an HWC target.  Ground floor: builders (goldens, outputs), targets and
-kernelgen (weight columns of a Linear) read it; it needs only the op registry."""
+kernelgen (weight columns of a Linear) read it; it needs only the op registry.
+(A move's gather index in a layout is ops.move.layout_index.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -43,20 +44,6 @@ def flattened_from(layer, graph):
         if len(src) == 4:
             return tuple(src) if src[2] * src[3] > 1 else None
         t = p.inputs[0]
-
-
-def layout_index(layer, graph, layout: str, tensor_layouts=None) -> np.ndarray:
-    """A gather index (ops.move: output element -> input NCHW element, -1 = fill) in a
-    target's activation layout: output slot -> input slot."""
-    from .ops.move import index
-    tl = flattened_layouts(graph) if tensor_layouts is None else tensor_layouts
-    src = graph.tensor(layer.inputs[0]).shape
-    n = int(np.prod(src))
-    slots = to_layout(np.arange(n).reshape(src), layout, tl.get(layer.inputs[0]))
-    pos = np.empty(n, dtype=np.int64)
-    pos[slots] = np.arange(n)
-    idx = to_layout(index(layer, graph), layout, tl.get(layer.output))
-    return np.where(idx < 0, -1, pos[np.maximum(idx, 0)]).astype(np.int32)
 
 
 def flattened_layouts(graph) -> dict:

@@ -43,7 +43,7 @@ Operators
     b.op_outputs(opname, inputs, outputs, options=None, version=None)
         The same with already-made output Tensors.
 
-Quantization helpers
+Quantization helpers (tflite_quantize.py; the operator tables: tflite_op_options.py)
     quantize_per_channel(w, axis) -> (int8 array, float32 scales)   symmetric, [-127, 127]
     quantize_per_tensor(x, scale, zero_point, dtype="int8")         round-half-away, clipped
     qparams_from_range(lo, hi, dtype="int8") -> (scale, zero_point) asymmetric, zero in range
@@ -59,95 +59,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .tflite_op_options import DTYPES, OPTIONS, VERSIONS, op_version
+from .tflite_quantize import (bias_int32, qparams_from_range,  # noqa: F401  (part of this module's API)
+                              quantize_per_channel, quantize_per_tensor)
+
 __all__ = ["TfliteWriter", "Tensor", "OPTIONS", "VERSIONS", "op_version", "quantize_per_channel",
            "quantize_per_tensor", "qparams_from_range", "bias_int32", "DTYPES"]
-
-# dtype name -> (TensorType name, numpy dtype)
-DTYPES = {
-    "float32": ("FLOAT32", np.float32), "int8": ("INT8", np.int8), "uint8": ("UINT8", np.uint8),
-    "int16": ("INT16", np.int16), "int32": ("INT32", np.int32), "int64": ("INT64", np.int64),
-    "bool": ("BOOL", np.bool_),
-}
-
-# opname -> (options table name or None, default option values).  Defaults are written
-# explicitly where the schema's default is not what a converter writes (strides 0 etc.).
-_CONV = dict(padding="SAME", stride_w=1, stride_h=1, dilation_w_factor=1, dilation_h_factor=1,
-             fused_activation_function="NONE")
-_POOL = dict(padding="VALID", stride_w=1, stride_h=1, filter_width=1, filter_height=1,
-             fused_activation_function="NONE")
-_ACT = dict(fused_activation_function="NONE")
-_RESIZE = dict(align_corners=False, half_pixel_centers=False)
-OPTIONS = {
-    "CONV_2D": ("Conv2DOptions", _CONV),
-    "DEPTHWISE_CONV_2D": ("DepthwiseConv2DOptions", dict(_CONV, depth_multiplier=1)),
-    "FULLY_CONNECTED": ("FullyConnectedOptions", dict(_ACT, keep_num_dims=False)),
-    "TRANSPOSE_CONV": ("TransposeConvOptions", dict(padding="SAME", stride_w=1, stride_h=1)),
-    "ADD": ("AddOptions", _ACT),
-    "SUB": ("SubOptions", _ACT),
-    "MUL": ("MulOptions", _ACT),
-    "AVERAGE_POOL_2D": ("Pool2DOptions", _POOL),
-    "MAX_POOL_2D": ("Pool2DOptions", _POOL),
-    "MEAN": ("ReducerOptions", dict(keep_dims=False)),
-    "SUM": ("ReducerOptions", dict(keep_dims=False)),
-    "REDUCE_MAX": ("ReducerOptions", dict(keep_dims=False)),
-    "RESHAPE": ("ReshapeOptions", {}),
-    "SQUEEZE": ("SqueezeOptions", {}),
-    "EXPAND_DIMS": ("ExpandDimsOptions", {}),
-    "CONCATENATION": ("ConcatenationOptions", dict(axis=0, fused_activation_function="NONE")),
-    "PAD": ("PadOptions", {}),
-    "PADV2": ("PadV2Options", {}),
-    "STRIDED_SLICE": ("StridedSliceOptions", dict(begin_mask=0, end_mask=0, ellipsis_mask=0,
-                                                  new_axis_mask=0, shrink_axis_mask=0)),
-    "SLICE": ("SliceOptions", {}),
-    "SPLIT": ("SplitOptions", dict(num_splits=1)),
-    "TRANSPOSE": ("TransposeOptions", {}),
-    "RESIZE_NEAREST_NEIGHBOR": ("ResizeNearestNeighborOptions", _RESIZE),
-    "RESIZE_BILINEAR": ("ResizeBilinearOptions", _RESIZE),
-    "SOFTMAX": ("SoftmaxOptions", dict(beta=1.0)),
-    "LOGISTIC": (None, {}),
-    "TANH": (None, {}),
-    "HARD_SWISH": ("HardSwishOptions", {}),
-    "RELU": (None, {}),
-    "RELU6": (None, {}),
-    "RELU_N1_TO_1": (None, {}),
-    "LEAKY_RELU": ("LeakyReluOptions", dict(alpha=0.2)),
-    "PRELU": (None, {}),
-    "QUANTIZE": ("QuantizeOptions", {}),
-    "DEQUANTIZE": ("DequantizeOptions", {}),
-    "MAXIMUM": ("MaximumMinimumOptions", {}),
-    "MINIMUM": ("MaximumMinimumOptions", {}),
-}
-
-# Operator versions written for the int8 variants, as the TFLite converter writes them
-# (tensorflow/lite/tools/versioning/op_version.cc) and as LiteRT's kernel registrations
-# accept them (checked by tests/test_tflite_writer.py with the BUILTIN_REF resolver).
-VERSIONS = {
-    "CONV_2D": 3, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 4, "TRANSPOSE_CONV": 2,
-    "ADD": 2, "SUB": 2, "MUL": 2, "AVERAGE_POOL_2D": 2, "MAX_POOL_2D": 2, "MEAN": 2,
-    "SUM": 2, "REDUCE_MAX": 2, "RESHAPE": 1, "SQUEEZE": 1, "EXPAND_DIMS": 1,
-    "CONCATENATION": 2, "PAD": 2, "PADV2": 2, "STRIDED_SLICE": 2, "SLICE": 2, "SPLIT": 2,
-    "TRANSPOSE": 2, "RESIZE_NEAREST_NEIGHBOR": 2, "RESIZE_BILINEAR": 2, "SOFTMAX": 2,
-    "LOGISTIC": 2, "TANH": 2, "HARD_SWISH": 1, "RELU": 2, "RELU6": 2, "RELU_N1_TO_1": 1,
-    "LEAKY_RELU": 1, "PRELU": 1, "QUANTIZE": 1, "DEQUANTIZE": 2, "MAXIMUM": 2, "MINIMUM": 2,
-}
-
-
-
-def op_version(opname, inputs, options) -> int:
-    """The version to write: VERSIONS[opname], bumped for the variants that need a newer
-    kernel (as op_version.cc does): half-pixel-centers resizes (3), a TRANSPOSE_CONV with
-    a bias (3), FULLY_CONNECTED with keep_num_dims (5), an int8 -> int8 QUANTIZE (2)."""
-    v = VERSIONS.get(opname, 1)
-    if opname in ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR") and options.get("half_pixel_centers"):
-        v = max(v, 3)
-    elif opname == "TRANSPOSE_CONV" and len(inputs) > 3 and inputs[3] is not None:
-        v = max(v, 3)
-    elif opname == "FULLY_CONNECTED" and options.get("keep_num_dims"):
-        v = max(v, 5)
-    elif opname == "QUANTIZE" and inputs and inputs[0] is not None and inputs[0].dtype != "float32":
-        v = max(v, 2)
-    return v
-
 
 _FLOAT_FIELDS = {"beta", "alpha"}
 _BOOL_FIELDS = {"keep_num_dims", "keep_dims", "align_corners", "half_pixel_centers",
@@ -479,52 +396,3 @@ class TfliteWriter:
             else:
                 add(fb, int(val))
         return getattr(tfl, f"{table}End")(fb)
-
-
-# ---- quantization helpers ----------------------------------------------------------------
-def _round_away(x):
-    x = np.asarray(x, dtype=np.float64)
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
-
-
-def quantize_per_channel(w, axis):
-    """Symmetric int8 per-channel quantization along `axis` (TFLite's: [-127, 127]).
-    Returns (int8 array, float32 scales of length w.shape[axis]); all-zero channels get
-    scale 1."""
-    w = np.asarray(w, dtype=np.float64)
-    axis = axis % w.ndim
-    red = tuple(i for i in range(w.ndim) if i != axis)
-    amax = np.max(np.abs(w), axis=red) if red else np.abs(w)
-    scales = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
-    bshape = [1] * w.ndim
-    bshape[axis] = -1
-    q = np.clip(_round_away(w / scales.astype(np.float64).reshape(bshape)), -127, 127)
-    return q.astype(np.int8), scales
-
-
-def quantize_per_tensor(x, scale, zero_point, dtype="int8"):
-    """Affine quantization of float data to int8/uint8/int16/int32."""
-    npdt = DTYPES[dtype][1]
-    info = np.iinfo(npdt)
-    q = _round_away(np.asarray(x, dtype=np.float64) / float(scale)) + int(zero_point)
-    return np.clip(q, info.min, info.max).astype(npdt)
-
-
-def qparams_from_range(lo, hi, dtype="int8"):
-    """Asymmetric (scale, zero_point) covering [lo, hi] widened to include 0, as TFLite's
-    calibration does (nudged zero point)."""
-    info = np.iinfo(DTYPES[dtype][1])
-    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
-    if hi - lo < 1e-8:
-        hi = lo + 1e-8
-    scale = (hi - lo) / float(info.max - info.min)
-    zp = int(np.clip(round(info.min - lo / scale), info.min, info.max))
-    return float(np.float32(scale)), zp
-
-
-def bias_int32(b, in_scale, w_scales):
-    """int32 bias for a conv/FC: round(b / (in_scale * w_scales[c])) (the bias's own scale,
-    in_scale * w_scales, goes into its quantization parameters)."""
-    s = float(in_scale) * np.asarray(w_scales, dtype=np.float64)
-    q = _round_away(np.asarray(b, dtype=np.float64) / s)
-    return np.clip(q, -2**31, 2**31 - 1).astype(np.int32)

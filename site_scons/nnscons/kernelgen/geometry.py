@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops
+
 
 def geometry(layer, graph) -> dict:
     """The GEMM view of a conv (groups 1) or linear layer."""
     ins = graph.tensor(layer.inputs[0]).shape
     out = graph.tensor(layer.output).shape
-    if layer.op == "linear":
+    if not ops.has_window(layer):         # a Linear: one pixel, K = its flattened input
         k = int(np.prod(ins[1:]))
         return dict(ic=k, ih=1, iw=1, oc=int(out[1]), oh=1, ow=1, kh=1, kw=1, sh=1, sw=1, dh=1, dw=1,
                     pt=0, pl=0, pb=0, pr=0)
@@ -59,7 +61,8 @@ def segments(wm: np.ndarray, g: dict) -> np.ndarray:
 
 
 def supports(layer) -> bool:
-    return layer.op == "linear" or (layer.op == "conv2d" and layer.attrs.get("groups", 1) == 1)
+    """The generator takes the layer: one GEMM (the op's dense hook: conv groups 1, linear)."""
+    return ops.is_dense(layer)
 
 
 def u8_supported(g: dict) -> bool:

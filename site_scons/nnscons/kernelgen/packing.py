@@ -6,21 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor_layout import flattened_from
+from .. import ops
 from .geometry import segments, tap_offsets, u8_quads
 
 
 def weight_matrix(layer, graph) -> np.ndarray:
     """(N, taps, IC) int8: conv OIHW -> O,(kh kw),I; linear columns in HWC order when the
-    layer reads a flattened 4-D tensor (activations are HWC on the host)."""
-    w = np.asarray(layer.weight)
-    if layer.op == "conv2d":
-        o, i, kh, kw = w.shape
-        return w.transpose(0, 2, 3, 1).reshape(o, kh * kw, i)
-    src = flattened_from(layer, graph)
-    if src is not None:
-        _, c, h, wd = src
-        w = w.reshape(w.shape[0], c, h, wd).transpose(0, 2, 3, 1).reshape(w.shape[0], -1)
+    layer reads a flattened 4-D tensor (activations are HWC on the host): the op's
+    hwc_params hook, one tap of all the columns without a window."""
+    w = ops.get(layer.op).hwc_params(layer, graph).get("weight", np.asarray(layer.weight))
+    if ops.has_window(layer):                   # OHWI
+        return w.reshape(w.shape[0], -1, w.shape[-1])
     return w.reshape(w.shape[0], 1, -1)
 
 

@@ -9,7 +9,10 @@ targets and the QDQ export know) or a pre-IR kind that a pass removes or lowers
 
 The rest of the code asks the registry (``get``, ``for_onnx``, ``ir_ops``) and never
 compares op names; per target, an op is one entry in that target's op table
-(targets/<kind>/ops.py).
+(targets/<kind>/ops.py).  What a planner needs to know about an op beyond its table entry
+is a field or hook here (``window``, ``dense``, ``hwc_params``), so that a planner asks the
+op's entry instead of its name; tests/test_op_names.py greps for a comparison of an op's
+name outside ops/ and the op tables.
 """
 from __future__ import annotations
 
@@ -47,6 +50,12 @@ class OpDef:
                                            # a monotone rounding commutes with the op
     calib_inherit: bool = False            # PTQ needs not observe its output (same params)
     alias: bool = False                    # output is its input's bytes (no code, shared buffer)
+    window: bool = False                   # slides a kernel window over H, W: attrs kernel, stride,
+                                           # pads (top, left, bottom, right), dilation
+    dense: Optional[Callable] = None       # (layer) -> bool: one GEMM, each output a weight row
+                                           # times all its input channels (window taps or features)
+    hwc_params: Optional[Callable] = None  # (layer, graph) -> {section: array}: the sections whose
+                                           # order follows HWC activations (conv weights OHWI, ...)
     doc: str = ""
 
 
@@ -143,6 +152,23 @@ def macs(layer, graph) -> int:
     return int(d.macs(layer, graph)) if d.macs else 0
 
 
+def has_window(layer) -> bool:
+    """The layer slides a kernel window (its attrs hold kernel, stride, pads, dilation)."""
+    return get(layer.op).window
+
+
+def is_dense(layer) -> bool:
+    """The layer is one GEMM over all its input channels (conv groups 1, linear)."""
+    d = get(layer.op)
+    return bool(d.dense and d.dense(layer))
+
+
+def is_conv(layer) -> bool:
+    """A convolution: weights over a sliding window."""
+    d = get(layer.op)
+    return d.window and d.weighted
+
+
 def check(layer, graph):
     """Why no target can run this layer (a string), or None."""
     d = get(layer.op)
@@ -151,4 +177,4 @@ def check(layer, graph):
 
 __all__ = ["OpDef", "DONE", "get", "find", "all_ops", "ir_ops", "for_onnx", "onnx_types",
            "for_tflite", "tflite_types",
-           "ir_name", "requant_params", "requant_counts", "macs", "check"]
+           "ir_name", "requant_params", "requant_counts", "macs", "has_window", "is_dense", "is_conv", "check"]

@@ -108,13 +108,19 @@ def export(w, layer, ins, core_out):
            dilations=list(a["dilation"]), group=a["groups"])
 
 
+def hwc_params(layer, graph) -> dict:
+    """Weights OIHW -> OHWI: each output channel's taps in the order of HWC activations."""
+    return {"weight": np.ascontiguousarray(layer.weight.transpose(0, 2, 3, 1))}
+
+
 OPS = [OpDef(
     "conv2d", onnx={"Conv": convert},
     tflite={"CONV_2D": tfl_conv, "DEPTHWISE_CONV_2D": tfl_depthwise},
     attrs=("kernel", "stride", "dilation", "pads", "groups", "requant"),
     shape=shape, reference=ref.conv2d, requant=weighted_requant, counts=weighted_counts,
     macs=lambda layer, graph: n_out(layer, graph) * int(np.prod(layer.weight.shape[1:])),
-    export=export, weighted=True, fusable=True,
+    export=export, weighted=True, fusable=True, window=True,
+    dense=lambda layer: layer.attrs.get("groups", 1) == 1, hwc_params=hwc_params,
     doc="kernel stride dilation pads (top,left,bottom,right) groups "
         "requant (optional: f64, TFLite FULLY_CONNECTED's double-precision rule)")]
 

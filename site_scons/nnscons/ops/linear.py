@@ -1,12 +1,15 @@
 """linear: ONNX Gemm / MatMul with a constant weight, (1, F) in and out."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..frontends import onnx_ops as X
 from ..frontends import onnx_qoperator
 from ..frontends.onnx_file import attributes
 from ..passes.opgraph import Op
 from ..passes.shapes import need_rank
 from ..reference import conv as ref
+from ..tensor_layout import flattened_from
 from . import OpDef
 from .conv2d import weighted_counts, weighted_requant
 
@@ -134,13 +137,24 @@ def export(w, layer, ins, core_out):
     w.node("Gemm", ins + w.weights(layer), [core_out], layer.name, exact_name=True, transB=1)
 
 
+def hwc_params(layer, graph) -> dict:
+    """Weight columns in HWC order when the layer reads a flattened 4-D tensor (on an HWC
+    target that tensor holds its source's HWC bytes); else the weights as they are."""
+    src = flattened_from(layer, graph)
+    if src is None:
+        return {}
+    _, c, h, w = src
+    o = layer.weight.shape[0]
+    return {"weight": np.ascontiguousarray(layer.weight.reshape(o, c, h, w).transpose(0, 2, 3, 1).reshape(o, -1))}
+
+
 OPS = [OpDef(
     "linear", onnx={"Gemm": gemm, "MatMul": matmul},
     tflite={"FULLY_CONNECTED": tfl_fully_connected},
     attrs=("requant",),
     shape=shape, reference=ref.linear, requant=weighted_requant, counts=weighted_counts,
     macs=lambda layer, graph: int(layer.weight.size),
-    export=export, weighted=True, fusable=True,
+    export=export, weighted=True, fusable=True, dense=lambda layer: True, hwc_params=hwc_params,
     doc="requant (optional: f64, TFLite FULLY_CONNECTED's double-precision rule)")]
 
 # onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)

@@ -18,6 +18,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from ..frontends.onnx_file import attributes
+from ..tensor_layout import flattened_layouts, to_layout
 from ..frontends import onnx_ops as X
 from ..passes.opgraph import Op
 from . import OpDef
@@ -436,11 +437,29 @@ def export(w, layer, ins, core_out):
     w.node("Gather", [flat, table], [core_out], layer.name, exact_name=True, axis=1)
 
 
+def layout_index(layer, graph, layout: str, tensor_layouts=None) -> np.ndarray:
+    """A gather index (ops.move: output element -> input NCHW element, -1 = fill) in a
+    target's activation layout: output slot -> input slot."""
+    tl = flattened_layouts(graph) if tensor_layouts is None else tensor_layouts
+    src = graph.tensor(layer.inputs[0]).shape
+    n = int(np.prod(src))
+    slots = to_layout(np.arange(n).reshape(src), layout, tl.get(layer.inputs[0]))
+    pos = np.empty(n, dtype=np.int64)
+    pos[slots] = np.arange(n)
+    idx = to_layout(index(layer, graph), layout, tl.get(layer.output))
+    return np.where(idx < 0, -1, pos[np.maximum(idx, 0)]).astype(np.int32)
+
+
+def hwc_params(layer, graph) -> dict:
+    """The gather index in HWC slots."""
+    return {"index": layout_index(layer, graph, "hwc")}
+
+
 OPS = [OpDef("move", onnx={t: convert for t in MOVES if t not in ("Split", "Pad")} | {"Split": split},
              tflite=TFLITE_MOVES,
              attrs=("steps", "in_shape"), shape=shape, reference=reference, lower=lower,
              requant=params, counts=lambda layer, graph: {"index": int(np.prod(
                  graph.tensor(layer.output).shape))},
-             export=export, range_preserving=True, calib_inherit=True, selects=True,
+             export=export, range_preserving=True, calib_inherit=True, selects=True, hwc_params=hwc_params,
              doc="steps in_shape fill  (data movement as a gather: index int32 per output "
                  "element in the .bin, -1 = fill; weight: the (1, 256) requant table)")]

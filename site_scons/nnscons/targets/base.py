@@ -19,7 +19,8 @@ from .. import binfiles, numerics, ops
 from ..errors import UserError
 # layout conversion lives in the ground floor (tensor_layout); the targets read it from here too
 from ..tensor_layout import (flattened_from, flattened_layouts, from_layout,  # noqa: F401
-                             layout_index, to_layout)
+                             to_layout)
+from ..ops.move import layout_index  # noqa: F401  (a move's gather index in a layout)
 
 
 _C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
@@ -279,27 +280,20 @@ def unsupported(layer, target: str, ops: dict) -> UserError:
 
 
 def pack_hwc(layer, graph, layout) -> bytes:
-    """The weights .bin of a target whose activations are HWC (gap9, host): conv weights
-    OHWI (each output channel's row zero-padded when the layout says so); Linear columns in HWC order when the Linear reads a flattened 4-D tensor; a
-    move's gather index in HWC slots."""
+    """The weights .bin of a target whose activations are HWC (gap9, host): the sections
+    the op's hwc_params hook reorders for HWC activations (conv weights OHWI, Linear columns
+    in HWC order when it reads a flattened 4-D tensor, a move's gather index in HWC slots),
+    a weight's rows zero-padded to the layout's count when it says so (param_layout)."""
     arrays = dict(param_arrays(layer, graph))
-    if layer.op == "conv2d":
-        arrays["weight"] = np.ascontiguousarray(layer.weight.transpose(0, 2, 3, 1))
-        count = next(c for name, _, c, _ in layout if name == "weight")
-        if count != layer.weight.size:          # rows padded to count / out_c bytes (param_layout)
-            rows = arrays["weight"].reshape(layer.weight.shape[0], -1)
-            padded = np.zeros((rows.shape[0], count // rows.shape[0]), rows.dtype)
-            padded[:, :rows.shape[1]] = rows
-            arrays["weight"] = padded
-    elif layer.op == "move":   # the gather index in HWC slots
-        arrays["index"] = layout_index(layer, graph, "hwc")
-    elif layer.op == "linear":
-        src = flattened_from(layer, graph)
-        if src is not None:
-            _, c, h, w = src
-            o = layer.weight.shape[0]
-            arrays["weight"] = np.ascontiguousarray(
-                layer.weight.reshape(o, c, h, w).transpose(0, 2, 3, 1).reshape(o, -1))
+    hook = ops.get(layer.op).hwc_params
+    if hook:
+        arrays.update(hook(layer, graph))
+    count = next((c for name, _, c, _ in layout if name == "weight"), None)
+    if count is not None and count != arrays["weight"].size:     # rows padded to count / out_c bytes
+        rows = arrays["weight"].reshape(arrays["weight"].shape[0], -1)
+        padded = np.zeros((rows.shape[0], count // rows.shape[0]), rows.dtype)
+        padded[:, :rows.shape[1]] = rows
+        arrays["weight"] = padded
     blob = bytearray(layout_bytes(layout))
     for section, dtype, count, offset in layout:
         raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()

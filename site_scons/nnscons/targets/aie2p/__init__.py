@@ -21,6 +21,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
+from ... import ops
 from ...ops import softmax
 from .. import base, library
 from . import layerplan as lplan, mapping, pack
@@ -85,9 +86,15 @@ def check_tools(env, session) -> None:
                         + ". Or run without the NPU toolchain: platform=emul")
 
 
-# the ops host_layers.py (and templates/aie2p/host_layer.c.j2) run on the host CPU
-FALLBACK_OPS = ("maxpool", "avgpool", "global_avgpool", "add", "requant", "concat", "conv2d", "linear",
-                "lut", "mul", "move", "softmax")
+def _runs(layer, graph):
+    return None
+
+
+# the op table of the host fallback: the ops host_layers.py (and templates/aie2p/host_layer.c.j2)
+# run on the host CPU -> (layer, graph) -> why this layer cannot, or None
+FALLBACK_OPS = {op: _runs for op in ("maxpool", "avgpool", "global_avgpool", "add", "requant", "concat",
+                                     "conv2d", "linear", "lut", "mul", "move")}
+FALLBACK_OPS["softmax"] = softmax.channel_first_check
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
@@ -100,11 +107,12 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     for layer in graph.layers:
         cname = cnames[layer.name]
         if fallback and mapping.why_not(layer, graph):
-            if layer.op not in FALLBACK_OPS:
+            fallback_check = FALLBACK_OPS.get(layer.op)
+            if fallback_check is None:
                 raise UserError(f"layer '{layer.name}' ({'+'.join(layer.source_ops) or layer.op}): op "
                                 f"'{layer.op}' has no AIE kernel and no host fallback kernel "
                                 f"(host_layers.py); the fallback runs: {', '.join(FALLBACK_OPS)}")
-            if layer.op == "softmax" and (why := softmax.channel_first_check(layer, graph)):
+            if why := fallback_check(layer, graph):
                 raise UserError(f"layer '{layer.name}': {why} (target kind 'aie2p')")
             lp = host_layer(layer, graph, cname, mapping.why_not(layer, graph))
             if emul:        # the library's C for it
@@ -112,9 +120,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                                  dict(lp.spec, symbol=f"nns_{model}_{cname}", **host_scratch(lp.spec))))
             layers.append(lp)
             continue
-        if layer.op == "reshape":
+        if ops.get(layer.op).alias:      # a Flatten/Reshape: a view of its input on the host
             layers.append(base.LayerPlan(layer=layer, cname=cname, template="", kernels=(),
-                                         spec={"op": "reshape", "cname": cname}, param_layout=[],
+                                         spec={"op": layer.op, "cname": cname}, param_layout=[],
                                          macs=0, param_bytes=0,
                                          files=[(f"src/layers/{cname}_view.json", "view.json.j2",
                                                  {"cname": cname})],
@@ -315,7 +323,7 @@ def host_layer(layer, graph, cname: str, why: str) -> base.LayerPlan:
     from ..host.ops import OPS as HOST_OPS   # op-specific spec entries (mul mode, move fill)
     if layer.op in HOST_OPS and HOST_OPS[layer.op].spec:
         spec.update(HOST_OPS[layer.op].spec(layer, graph))
-    if layer.op in ("conv2d", "maxpool", "avgpool"):
+    if ops.has_window(layer):
         spec.update(kernel=list(a["kernel"]), stride=list(a["stride"]),
                     dilation=list(a.get("dilation", (1, 1))), pads=list(a["pads"]),
                     groups=a.get("groups", 1), count_include_pad=a.get("count_include_pad", 0))

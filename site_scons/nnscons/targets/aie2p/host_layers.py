@@ -48,88 +48,126 @@ def _ptr(a: np.ndarray):
     return a.ctypes.data_as(P8)
 
 
+def _pool(lib, spec, p, chw, out):
+    i, o, act = spec["inputs"][0], spec["out"], spec["act"]
+    cfg = PoolCfg(i["c"], i["h"], i["w"], o["h"], o["w"], *spec["kernel"], *spec["stride"],
+                  *spec["dilation"], spec["pads"][0], spec["pads"][1], spec["count_include_pad"],
+                  i["zp"], o["zp"], *act)
+    getattr(lib, f"nn_{spec['op']}_s8")(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["mult"]),
+                                        _ptr(p["shift"]), _ptr(out))
+
+
+def _global_avgpool(lib, spec, p, chw, out):
+    i, o, act = spec["inputs"][0], spec["out"], spec["act"]
+    lib.nn_global_avgpool_s8(i["c"], i["h"] * i["w"], I32(i["zp"]), I32(o["zp"]), I32(act[0]),
+                             I32(act[1]), _ptr(chw[0]), _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
+
+
+def _add(lib, spec, p, chw, out):
+    (a, b), o, act = spec["inputs"], spec["out"], spec["act"]
+    lib.nn_add_s8(o["size"], _ptr(chw[0]), I32(a["zp"]), _ptr(chw[1]), I32(b["zp"]),
+                  _ptr(p["mult"]), _ptr(p["shift"]), I32(o["zp"]), I32(act[0]), I32(act[1]), _ptr(out))
+
+
+def _requant(lib, spec, p, chw, out):
+    """requant and concat: each input requantized into its slice of the CHW output."""
+    o, act = spec["out"], spec["act"]
+    off = 0
+    for k, (x, t) in enumerate(zip(chw, spec["inputs"])):
+        lib.nn_requant_s8(t["size"], _ptr(x), I32(t["zp"]), I32(int(p["mult"][k])),
+                          I32(int(p["shift"][k])), I32(o["zp"]), I32(act[0]), I32(act[1]),
+                          ctypes.c_void_p(out.ctypes.data + off))
+        off += t["size"]
+
+
+def _conv2d(lib, spec, p, chw, out):
+    i, o, act = spec["inputs"][0], spec["out"], spec["act"]
+    cfg = ConvCfg(i["c"], i["h"], i["w"], o["c"], o["h"], o["w"], *spec["kernel"], *spec["stride"],
+                  *spec["dilation"], spec["pads"][0], spec["pads"][1], spec["groups"],
+                  i["zp"], o["zp"], *act)
+    lib.nn_conv2d_s8(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["weight"]),
+                     _ptr(p["bias"]) if "bias" in p else None, _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
+
+
+def _linear(lib, spec, p, chw, out):
+    i, o, act = spec["inputs"][0], spec["out"], spec["act"]
+    cfg = LinearCfg(i["size"], o["size"], i["zp"], o["zp"], *act)
+    lib.nn_linear_s8(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["weight"]),
+                     _ptr(p["bias"]) if "bias" in p else None, _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
+
+
+def _lut(lib, spec, p, chw, out):
+    i = spec["inputs"][0]
+    per = p["weight"].size > 256
+    lib.nn_lut_s8(1, i["c"] if per else 1, i["h"] * i["w"] if per else i["size"], _ptr(chw[0]),
+                  _ptr(p["weight"]), 256 if per else 0, _ptr(out))
+
+
+def _mul(lib, spec, p, chw, out):
+    (a, b), o, act = spec["inputs"], spec["out"], spec["act"]
+    mode = spec["mode"]
+    outer, c, inner = (1, a["c"], a["h"] * a["w"]) if mode == "channel" else (1, 1, o["size"])
+    strides = {"channel": (0, 1, 0), "scalar": (0, 0, 0), "same": (0, 0, 1)}[mode]
+    lib.nn_mul_s8(outer, c, inner, _ptr(chw[0]), I32(a["zp"]), _ptr(chw[1]), I32(b["zp"]),
+                  *strides, I32(int(p["mult"][0])), I32(int(p["shift"][0])), I32(o["zp"]),
+                  I32(act[0]), I32(act[1]), _ptr(out))
+
+
+def _move(lib, spec, p, chw, out):
+    """The index is NCHW: it gathers CHW bytes."""
+    lib.nn_gather_s8(spec["out"]["size"], _ptr(chw[0]), _ptr(p["index"]), _ptr(p["weight"]),
+                     ctypes.c_int8(spec["fill"]), _ptr(out))
+
+
+def _softmax(lib, spec, p, chw, out):
+    o, act = spec["out"], spec["act"]
+    lib.nn_softmax_s8(1, o["size"], _ptr(chw[0]), _ptr(p["bias"]), I32(int(p["mult"][0])),
+                      I32(int(p["shift"][0])), I32(o["zp"]), I32(act[0]), I32(act[1]), _ptr(out))
+
+
+def _reduce(lib, spec, p, chw, out):
+    """CHW: (C, H, W) in memory order."""
+    i, (rc, rh, rw), o, act = spec["inputs"][0], spec["reduced_chw"], spec["out"], spec["act"]
+    lib.nn_reduce_s8(i["c"], i["h"], i["w"], rc + 2 * rh + 4 * rw, spec["fn_code"], _ptr(chw[0]),
+                     I32(i["zp"]), I32(int(p["mult"][0])), I32(int(p["shift"][0])), I32(o["zp"]),
+                     I32(act[0]), I32(act[1]), _ptr(out), 0, o["size"])
+
+
+def _nary(lib, spec, p, chw, out):
+    """CHW walk: outer 1, C, inner H*W."""
+    ins, o, act = spec["inputs"], spec["out"], spec["act"]
+    n = len(ins)
+    xs_p = (P8 * n)(*[x.ctypes.data for x in chw])
+    zps = np.array([t["zp"] for t in ins], np.int32)
+    modes = np.array(spec["modes"], np.int32)
+    lib.nn_nary_s8(n, 1, o["c"], o["h"] * o["w"], xs_p, _ptr(zps), _ptr(modes), spec["fn_code"],
+                   _ptr(p["mult"]), _ptr(p["shift"]), I32(o["zp"]), I32(act[0]), I32(act[1]),
+                   _ptr(out), 0, o["size"])
+
+
+# the host-layer bindings, the fallback's op table: op -> (lib, spec, params, CHW inputs,
+# output) -> None, the call of its kernel in nn_host.so
+BINDINGS = {"maxpool": _pool, "avgpool": _pool, "global_avgpool": _global_avgpool, "add": _add,
+            "requant": _requant, "concat": _requant, "conv2d": _conv2d, "linear": _linear, "lut": _lut,
+            "mul": _mul, "move": _move, "softmax": _softmax, "reduce": _reduce, "nary": _nary}
+
+
 class HostKernels:
     def __init__(self, so_path: str):
         self.lib = ctypes.CDLL(os.path.abspath(so_path))
 
     def run(self, spec: dict, params: np.ndarray, xs: list) -> np.ndarray:
         """xs: the inputs' HWC bytes (uint8 views of int8); returns the output's HWC bytes."""
-        op, o, act = spec["op"], spec["out"], spec["act"]
-        ins = spec["inputs"]
+        op, o = spec["op"], spec["out"]
+        bind = BINDINGS.get(op)
+        if bind is None:
+            raise ValueError(f"host fallback: no kernel for op '{op}'")
         p = {s: np.frombuffer(params, dtype=np.dtype(v["dtype"]).newbyteorder("<"),
                               count=v["count"], offset=v["offset"]).astype(v["dtype"])
              for s, v in spec["params"].items()}
-        chw = [self._to_chw(x, t) for x, t in zip(xs, ins)]
+        chw = [self._to_chw(x, t) for x, t in zip(xs, spec["inputs"])]
         out = np.zeros(o["size"], np.int8)
-        lib = self.lib
-        if op in ("maxpool", "avgpool"):
-            i = ins[0]
-            cfg = PoolCfg(i["c"], i["h"], i["w"], o["h"], o["w"], *spec["kernel"], *spec["stride"],
-                          *spec["dilation"], spec["pads"][0], spec["pads"][1], spec["count_include_pad"],
-                          i["zp"], o["zp"], *act)
-            getattr(lib, f"nn_{op}_s8")(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["mult"]),
-                                        _ptr(p["shift"]), _ptr(out))
-        elif op == "global_avgpool":
-            i = ins[0]
-            lib.nn_global_avgpool_s8(i["c"], i["h"] * i["w"], I32(i["zp"]), I32(o["zp"]), I32(act[0]),
-                                     I32(act[1]), _ptr(chw[0]), _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
-        elif op == "add":
-            a, b = ins
-            lib.nn_add_s8(o["size"], _ptr(chw[0]), I32(a["zp"]), _ptr(chw[1]), I32(b["zp"]),
-                          _ptr(p["mult"]), _ptr(p["shift"]), I32(o["zp"]), I32(act[0]), I32(act[1]), _ptr(out))
-        elif op in ("requant", "concat"):
-            off = 0
-            for k, (x, t) in enumerate(zip(chw, ins)):
-                lib.nn_requant_s8(t["size"], _ptr(x), I32(t["zp"]), I32(int(p["mult"][k])),
-                                  I32(int(p["shift"][k])), I32(o["zp"]), I32(act[0]), I32(act[1]),
-                                  ctypes.c_void_p(out.ctypes.data + off))
-                off += t["size"]
-        elif op == "conv2d":
-            i = ins[0]
-            cfg = ConvCfg(i["c"], i["h"], i["w"], o["c"], o["h"], o["w"], *spec["kernel"], *spec["stride"],
-                          *spec["dilation"], spec["pads"][0], spec["pads"][1], spec["groups"],
-                          i["zp"], o["zp"], *act)
-            lib.nn_conv2d_s8(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["weight"]),
-                             _ptr(p["bias"]) if "bias" in p else None, _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
-        elif op == "linear":
-            i = ins[0]
-            cfg = LinearCfg(i["size"], o["size"], i["zp"], o["zp"], *act)
-            lib.nn_linear_s8(ctypes.byref(cfg), _ptr(chw[0]), _ptr(p["weight"]),
-                             _ptr(p["bias"]) if "bias" in p else None, _ptr(p["mult"]), _ptr(p["shift"]), _ptr(out))
-        elif op == "lut":
-            i = ins[0]
-            per = p["weight"].size > 256
-            lib.nn_lut_s8(1, i["c"] if per else 1, i["h"] * i["w"] if per else i["size"], _ptr(chw[0]),
-                          _ptr(p["weight"]), 256 if per else 0, _ptr(out))
-        elif op == "mul":
-            a, b = ins
-            mode = spec["mode"]
-            outer, c, inner = (1, a["c"], a["h"] * a["w"]) if mode == "channel" else (1, 1, o["size"])
-            strides = {"channel": (0, 1, 0), "scalar": (0, 0, 0), "same": (0, 0, 1)}[mode]
-            lib.nn_mul_s8(outer, c, inner, _ptr(chw[0]), I32(a["zp"]), _ptr(chw[1]), I32(b["zp"]),
-                          *strides, I32(int(p["mult"][0])), I32(int(p["shift"][0])), I32(o["zp"]),
-                          I32(act[0]), I32(act[1]), _ptr(out))
-        elif op == "move":   # the index is NCHW: it gathers CHW bytes
-            lib.nn_gather_s8(o["size"], _ptr(chw[0]), _ptr(p["index"]), _ptr(p["weight"]),
-                             ctypes.c_int8(spec["fill"]), _ptr(out))
-        elif op == "softmax":
-            lib.nn_softmax_s8(1, o["size"], _ptr(chw[0]), _ptr(p["bias"]), I32(int(p["mult"][0])),
-                              I32(int(p["shift"][0])), I32(o["zp"]), I32(act[0]), I32(act[1]), _ptr(out))
-        elif op == "reduce":   # CHW: (C, H, W) in memory order
-            i, (rc, rh, rw) = ins[0], spec["reduced_chw"]
-            lib.nn_reduce_s8(i["c"], i["h"], i["w"], rc + 2 * rh + 4 * rw, spec["fn_code"], _ptr(chw[0]),
-                             I32(i["zp"]), I32(int(p["mult"][0])), I32(int(p["shift"][0])), I32(o["zp"]),
-                             I32(act[0]), I32(act[1]), _ptr(out), 0, o["size"])
-        elif op == "nary":     # CHW walk: outer 1, C, inner H*W
-            n = len(ins)
-            xs_p = (P8 * n)(*[x.ctypes.data for x in chw])
-            zps = np.array([t["zp"] for t in ins], np.int32)
-            modes = np.array(spec["modes"], np.int32)
-            lib.nn_nary_s8(n, 1, o["c"], o["h"] * o["w"], xs_p, _ptr(zps), _ptr(modes), spec["fn_code"],
-                           _ptr(p["mult"]), _ptr(p["shift"]), I32(o["zp"]), I32(act[0]), I32(act[1]),
-                           _ptr(out), 0, o["size"])
-        else:
-            raise ValueError(f"host fallback: no kernel for op '{op}'")
+        bind(self.lib, spec, p, chw, out)
         return self._to_hwc(out, o).view(np.uint8)
 
     @staticmethod

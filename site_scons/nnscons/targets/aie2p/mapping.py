@@ -28,6 +28,7 @@ to HWC order at pack time.
 """
 from __future__ import annotations
 
+from ... import ops
 from ...errors import UserError
 from ..base import flattened_from, flattened_layouts  # noqa: F401  (HWC: Flatten is a view)
 
@@ -46,7 +47,7 @@ def geometry(layer, graph) -> dict:
     """The layer as a tiled matmul over an HWC input: H W C -> OH OW O, window kh x kw,
     pads pt pl pb pr; staged in DDR as Hp x Wp x Cp, output written with Op channels."""
     src, dst = graph.tensor(layer.inputs[0]).shape, graph.tensor(layer.output).shape
-    if layer.op == "linear":
+    if not ops.has_window(layer):          # a Linear: one pixel of its flattened input
         o, k = layer.weight.shape
         g = dict(H=1, W=1, C=k, OH=1, OW=1, O=o, kh=1, kw=1, sh=1, sw=1, pt=0, pl=0, pb=0, pr=0)
     else:
@@ -83,19 +84,28 @@ def classes(g: dict) -> dict:
             "n": len(rspans) * len(cspans)}
 
 
+def _conv_why_not(layer, graph):
+    a = layer.attrs
+    if a.get("groups", 1) != 1:
+        return f"grouped/depthwise Conv (groups={a['groups']}) does not map"
+    if tuple(a.get("dilation", (1, 1))) != (1, 1):
+        return f"dilated Conv (dilation={tuple(a['dilation'])}) does not map"
+    return None
+
+
+# the NPU's op table: op -> (layer, graph) -> None if the layer maps, else why not (the
+# design and kernels are layerplan.py's); an alias (Flatten/Reshape) is a host-side view
+NPU_OPS = {"conv2d": _conv_why_not, "linear": lambda layer, graph: None}
+
+
 def why_not(layer, graph):
     """None if the layer maps, else the reason it does not."""
-    if layer.op == "reshape":
+    if ops.get(layer.op).alias:
         return None
-    if layer.op not in ("conv2d", "linear"):
+    check = NPU_OPS.get(layer.op)
+    if check is None:
         return f"op '{layer.op}' has no AIE kernel here; mapped ops: {MAPPED}"
-    if layer.op == "conv2d":
-        a = layer.attrs
-        if a.get("groups", 1) != 1:
-            return f"grouped/depthwise Conv (groups={a['groups']}) does not map"
-        if tuple(a.get("dilation", (1, 1))) != (1, 1):
-            return f"dilated Conv (dilation={tuple(a['dilation'])}) does not map"
-    return None
+    return check(layer, graph)
 
 
 def check(graph) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import numerics
+from ... import numerics, ops
 from .. import base
 from .rules import same_qparams
 
@@ -36,41 +36,66 @@ def _tflite_integer_rule(layer, graph) -> bool:
             and np.all(shift > numerics.TFLITE_F64_FLAG))
 
 
-def choice(layer, graph, depthwise: bool) -> str | None:
-    """The CMSIS-NN template key of the layer, or None (portable kernel)."""
-    if numerics.graph_rule(graph) != "tflite":
-        return None
-    if layer.op in ("maxpool", "avgpool", "global_avgpool"):
-        return _pool(layer, graph)
-    if not _tflite_integer_rule(layer, graph):
-        return None
-    if layer.op == "conv2d":
-        g = layer.attrs.get("groups", 1)
-        if g == 1:
-            return "conv2d"
-        return "dwconv" if depthwise else None
-    if layer.op == "add" and not layer.attrs.get("sub"):
-        return "add"
-    if layer.op == "linear":
-        return "fc"
-    return None
+def _conv(layer, graph, depthwise: bool) -> str | None:
+    if layer.attrs.get("groups", 1) == 1:
+        return "conv2d"
+    return "dwconv" if depthwise else None
 
 
-def _pool(layer, graph) -> str | None:
+def _add(layer, graph, depthwise: bool) -> str | None:
+    return None if layer.attrs.get("sub") else "add"
+
+
+def _pool_codes(layer, graph):
     """TFLite's MAX_POOL_2D (codes unchanged: a multiplier of exactly 1) and AVERAGE_POOL_2D
     (mult 0: the window's raw average over its pixels inside the image, ties away from
-    zero), which CMSIS-NN's pooling computes; MEAN's requantized average is not."""
+    zero), which CMSIS-NN's pooling computes; MEAN's requantized average is not.  The pool's
+    (mult, shift) when CMSIS-NN's pooling can take it, else None."""
     rq = numerics.requant_params(layer, graph)
     m, sh = int(rq["mult"][0]), int(rq["shift"][0])
     if tuple(layer.attrs.get("dilation", (1, 1))) != (1, 1) or layer.attrs.get("ceil_mode"):
         return None
     if not same_qparams(graph, layer.inputs[0], layer.output):
         return None     # CMSIS-NN's pooling keeps the input's codes: no requantization
-    if layer.op == "maxpool":
-        return "maxpool" if (m, sh) == numerics.tflite_pair(1.0) else None
-    if m == 0 and not layer.attrs.get("mean") and not layer.attrs.get("count_include_pad"):
+    return m, sh
+
+
+def _maxpool(layer, graph, depthwise: bool) -> str | None:
+    codes = _pool_codes(layer, graph)
+    return "maxpool" if codes is not None and codes == numerics.tflite_pair(1.0) else None
+
+
+def _avgpool(layer, graph, depthwise: bool) -> str | None:
+    codes = _pool_codes(layer, graph)
+    if codes is not None and codes[0] == 0 and not layer.attrs.get("mean") \
+            and not layer.attrs.get("count_include_pad"):
         return "avgpool"
     return None
+
+
+# the op table: op -> (needs the layer's TFLite integer rule, (layer, graph, depthwise) -> the
+# CMSIS-NN template key or None); a pool's own codes decide for it
+CMSIS_OPS = {
+    "maxpool": (False, _maxpool),
+    "avgpool": (False, _avgpool),
+    "global_avgpool": (False, _avgpool),
+    "conv2d": (True, _conv),
+    "add": (True, _add),
+    "linear": (True, lambda layer, graph, depthwise: "fc"),
+}
+
+
+def choice(layer, graph, depthwise: bool) -> str | None:
+    """The CMSIS-NN template key of the layer, or None (portable kernel)."""
+    if numerics.graph_rule(graph) != "tflite":
+        return None
+    entry = CMSIS_OPS.get(layer.op)
+    if entry is None:
+        return None
+    integer_rule, pick = entry
+    if integer_rule and not _tflite_integer_rule(layer, graph):
+        return None
+    return pick(layer, graph, depthwise)
 
 
 def _align16(n: int) -> int:
@@ -115,31 +140,39 @@ def pack_as(view, layer, _graph, layout) -> bytes:
     return pack(layer, view, layout)
 
 
+def _pack_conv(layer, graph, arrays) -> None:
+    w = layer.weight
+    if layer.attrs.get("groups", 1) == 1:
+        arrays["weight"] = np.ascontiguousarray(w.transpose(0, 2, 3, 1))       # OIHW -> OHWI
+    else:
+        arrays["weight"] = np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))   # C1HW -> HWC
+    arrays["shift"] = np.asarray(arrays["shift"], dtype=np.int64) + numerics.TFLITE_SHIFT_BIAS
+
+
+def _pack_fc(layer, graph, arrays) -> None:
+    # columns in HWC order when it reads a flattened 4-D tensor (the op's hwc_params, as
+    # base.pack_hwc), and the MVE kernel's per-row sums: bias + input offset * the row's
+    # weights, as arm_vector_sum_s8 computes them (TFLite Micro does at Prepare; here at
+    # build time)
+    w = ops.get(layer.op).hwc_params(layer, graph).get("weight", layer.weight)
+    arrays["weight"] = np.ascontiguousarray(w)
+    zp_in = graph.tensor(layer.inputs[0]).q.zero_point
+    bias = np.zeros(w.shape[0], np.int64) if layer.bias is None else layer.bias.astype(np.int64)
+    arrays[KERNEL_SUM] = bias - zp_in * w.astype(np.int64).sum(axis=1)
+    arrays["shift"] = np.asarray(arrays["shift"], dtype=np.int64) + numerics.TFLITE_SHIFT_BIAS
+
+
+# the op table of the weights .bin: op -> (layer, graph, arrays) -> None, CMSIS-NN's layout
+# of its sections; the other ops' sections are the common ones
+PACKS = {"conv2d": _pack_conv, "linear": _pack_fc}
+
+
 def pack(layer, graph, layout) -> bytes:
     """The weights .bin in CMSIS-NN's layouts: conv filters OHWI, depthwise filters
     1HWC (= HWC), bias int32, the multipliers and TFLite's exponents (shift field + 32)."""
     arrays = dict(base.param_arrays(layer, graph))
-    if layer.op == "conv2d":
-        w = layer.weight
-        if layer.attrs.get("groups", 1) == 1:
-            arrays["weight"] = np.ascontiguousarray(w.transpose(0, 2, 3, 1))       # OIHW -> OHWI
-        else:
-            arrays["weight"] = np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))   # C1HW -> HWC
-        arrays["shift"] = np.asarray(arrays["shift"], dtype=np.int64) + numerics.TFLITE_SHIFT_BIAS
-    if layer.op == "linear":
-        # columns in HWC order when it reads a flattened 4-D tensor (as base.pack_hwc), and
-        # the MVE kernel's per-row sums: bias + input offset * the row's weights, as
-        # arm_vector_sum_s8 computes them (TFLite Micro does at Prepare; here at build time)
-        src = base.flattened_from(layer, graph)
-        w = layer.weight
-        if src is not None:
-            _, c, h, wd = src
-            w = w.reshape(w.shape[0], c, h, wd).transpose(0, 2, 3, 1).reshape(w.shape[0], -1)
-        arrays["weight"] = np.ascontiguousarray(w)
-        zp_in = graph.tensor(layer.inputs[0]).q.zero_point
-        bias = np.zeros(w.shape[0], np.int64) if layer.bias is None else layer.bias.astype(np.int64)
-        arrays[KERNEL_SUM] = bias - zp_in * w.astype(np.int64).sum(axis=1)
-        arrays["shift"] = np.asarray(arrays["shift"], dtype=np.int64) + numerics.TFLITE_SHIFT_BIAS
+    if layer.op in PACKS:
+        PACKS[layer.op](layer, graph, arrays)
     blob = bytearray(base.layout_bytes(layout))
     for section, dtype, count, offset in layout:
         raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()

@@ -158,7 +158,7 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
                             param_bytes=base.layout_bytes(layout),
                             pack=ne16_layer.pack if on_ne16 else ops.pack_params, pack_key="ne16" if on_ne16 else None,
                             report={"l1_budget": budget, "engine": "ne16" if on_ne16 else
-                                    ("cluster" if layer.op == "conv2d" else "-")})
+                                    ("cluster" if nnsops.is_conv(layer) else "-")})
         if why:
             lp.report.update(engine_why=why["why"], **{k: v for k, v in why.items() if k != "why"})
         layers.append(lp)

@@ -18,7 +18,7 @@ from . import gemm
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .tool import check_tools  # noqa: F401  (the kind's hook: its compiler is here)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
-from .ops import DEPTHWISE_CONV, GROUPED_CONV, OPS, depthwise, layer_spec
+from .ops import DEPTHWISE_CONV, OPS, depthwise, layer_spec
 
 ADDRESSABLE = 1 << 47
 ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2, "avx2u8": 2, "avx512vnni": 2}
@@ -82,8 +82,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     for layer in graph.layers:
         impl = OPS.get(layer.op)
         dw = depthwise(layer, graph)
-        if layer.op == "conv2d" and layer.attrs.get("groups", 1) != 1:
-            impl = DEPTHWISE_CONV if dw else GROUPED_CONV
+        if getattr(impl, "variant", None):
+            impl = impl.variant(layer, graph) or impl
         if impl is None:
             raise base.unsupported(layer, kind, OPS)
         if impl.check and (reason := impl.check(layer, graph)):
@@ -109,7 +109,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
         spec["layout"] = "hwc"                       # the layout-parametric kernels (lut, mul)
         report = {"l1_budget": budget}
-        if layer.op in ("add", "maxpool") or dw:     # vectorized kernels: nn_simd.c
+        if getattr(impl, "isa", False):              # vectorized kernels: nn_simd.c
             spec["isa"] = isa_codes.get(overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"]), 1)
             if dw and not gemm.depthwise_vector_safe(layer):
                 spec["isa"] = isa_codes["portable"]

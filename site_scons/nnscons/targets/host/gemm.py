@@ -11,6 +11,7 @@ import numpy as np
 from ... import codegen, kernelgen, numerics
 from ...builders.nodes import py_sources
 from ...errors import UserError
+from .ops import OPS
 
 # templates/host/gemm.c.j2 is `{{ spec | kernelgen }}`: the layer's generated source
 codegen.add_filter("kernelgen", kernelgen.layer_source)
@@ -257,7 +258,7 @@ def fuse_residual_adds(graph) -> tuple:
     fusions, into = {}, {}
     tflite = numerics.graph_rule(graph) == "tflite"
     for add in graph.layers:
-        if add.op != "add" or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
+        if not getattr(OPS.get(add.op), "residual", False) or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
             continue
         if tflite and add.attrs.get("sub"):     # TFLite's SUB is not the fused epilogue's
             continue

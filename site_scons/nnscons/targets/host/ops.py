@@ -9,6 +9,10 @@ from __future__ import annotations
 from ...errors import UserError
 from ...resources import data_path
 from ...planning.tiling import min_bytes, row_bands
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ... import ops as registry
 from ..base import OpImpl, pool_check
 from ...ops import bilinear, div, instnorm, island_pool, lrn, softmax
 
@@ -18,13 +22,29 @@ T = (K + "nn_threads.c",)
 H = data_path("kernels", "host") + "/"
 SIMD = (H + "nn_simd.c", K + "nn_eltwise.c", G + "nn_hwc_pool.c")   # nn_simd.c falls back on both
 
+
+@dataclass(frozen=True)
+class HostImpl(OpImpl):
+    """A host op-table entry: OpImpl and what the host planner asks of it."""
+    variant: Optional[Callable] = None  # (layer, graph) -> the entry that runs this layer, or None
+    isa: bool = False                   # a vectorized kernel (nn_simd.c): takes the kernel.isa switch
+    residual: bool = False              # a two-input add the generated GEMM's epilogue can fuse
+
+
+def _grouped(layer, graph):
+    """A conv the generator does not take (groups > 1): depthwise or the direct kernel."""
+    if layer.attrs.get("groups", 1) == 1:
+        return None
+    return DEPTHWISE_CONV if depthwise(layer, graph) else GROUPED_CONV
+
+
 OPS = {
-    "conv2d": OpImpl("gemm.c.j2", T),
+    "conv2d": HostImpl("gemm.c.j2", T, variant=_grouped),
     "linear": OpImpl("gemm.c.j2", T),
-    "maxpool": OpImpl("pool.c.j2", SIMD, pool_check),
+    "maxpool": HostImpl("pool.c.j2", SIMD, pool_check, isa=True),
     "avgpool": OpImpl("pool.c.j2", SIMD, pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
-    "add": OpImpl("add.c.j2", SIMD),
+    "add": HostImpl("add.c.j2", SIMD, isa=True, residual=True),
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
@@ -55,12 +75,13 @@ def _reduce_spec(layer, graph):
 # convs the generator does not take (groups > 1): depthwise (groups = channels) on the
 # vectorized kernel, other grouped convs on the HWC direct kernel
 GROUPED_CONV = OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",))
-DEPTHWISE_CONV = OpImpl("dwconv.c.j2", SIMD)
+DEPTHWISE_CONV = HostImpl("dwconv.c.j2", SIMD, isa=True)
 
 
 def depthwise(layer, graph) -> bool:
+    """A depthwise conv: groups = input channels = output channels (only convs have groups)."""
     g = layer.attrs.get("groups", 1)
-    return (layer.op == "conv2d" and g > 1 and g == graph.tensor(layer.inputs[0]).shape[1]
+    return (registry.has_window(layer) and g > 1 and g == graph.tensor(layer.inputs[0]).shape[1]
             and g == graph.tensor(layer.output).shape[1])
 
 
@@ -89,7 +110,7 @@ def layer_spec(layer, graph, cname, layout, budget, budget_at, ops=None) -> dict
     if impl.spec:
         spec.update(impl.spec(layer, graph))
     a = layer.attrs
-    if layer.op in ("conv2d", "maxpool", "avgpool"):
+    if registry.has_window(layer):
         kh, kw = a["kernel"]
         sh, sw = a["stride"]
         dh, dw = a.get("dilation", (1, 1))

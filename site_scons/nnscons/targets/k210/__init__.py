@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+from ... import ops
 from ...errors import UserError
 from ...resources import data_path
 from ...planning.buffers import plan_buffers
@@ -196,7 +197,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
 def _cpu_scratch(layer, graph) -> int:
     """A CPU conv/pool's row-band scratch budget: CPU_SCRATCH, or the one output row band it
     needs when that is more."""
-    if layer.op not in ("conv2d", "maxpool", "avgpool"):
+    if not ops.has_window(layer):
         return CPU_SCRATCH
     _, c, h, w = graph.tensor(layer.inputs[0]).shape
     _, o, _, ow = graph.tensor(layer.output).shape

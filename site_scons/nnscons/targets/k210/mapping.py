@@ -128,17 +128,22 @@ def _pool_constraint(layer, graph):
     return _POOL_TYPES[(layer.op, kh)], None
 
 
+def _linear_constraint(layer, graph):
+    o, i = layer.weight.shape
+    if max(o, i) > MAX_CHANNELS:
+        return None, f"linear {i}->{o}: more than {MAX_CHANNELS} features"
+    return kpu.POOL_BYPASS, None
+
+
 def constraint(layer, graph):
     """(pool type, None) when the layer maps on the KPU, else (None, reason)."""
-    if layer.op in ("maxpool", "avgpool"):
-        return _pool_constraint(layer, graph)
-    if layer.op == "linear":
-        o, i = layer.weight.shape
-        if max(o, i) > MAX_CHANNELS:
-            return None, f"linear {i}->{o}: more than {MAX_CHANNELS} features"
-        return kpu.POOL_BYPASS, None
-    if layer.op != "conv2d":
+    entry = KPU_OPS.get(layer.op)
+    if entry is None:
         return None, f"{layer.op}: not a KPU op"
+    return entry.constraint(layer, graph)
+
+
+def _conv_constraint(layer, graph):
     a = layer.attrs
     _, c, h, w = graph.tensor(layer.inputs[0]).shape
     _, o, oh, ow = graph.tensor(layer.output).shape
@@ -174,6 +179,49 @@ def constraint(layer, graph):
     return None, f"stride {list(stride)}: the KPU does stride 1, and stride 2 through its pools"
 
 
+def _fc_operands(layer, in_t, out_t, c, o):
+    w_zp = 128
+    weights = (layer.weight.astype(np.int16) + w_zp).astype(np.uint8).reshape(o, c, 1, 1)
+    m = in_t.q.scale * np.asarray(layer.weight_scale, dtype=np.float64) / out_t.q.scale
+    bias = layer.bias if layer.bias is not None else np.zeros(o, dtype=np.int64)
+    return 1, False, w_zp, weights, m, bias
+
+
+def _conv_operands(layer, in_t, out_t, c, o):
+    k = layer.attrs["kernel"][0]
+    depthwise = layer.attrs.get("groups", 1) != 1
+    w_zp = 128
+    weights = (layer.weight.astype(np.int16) + w_zp).astype(np.uint8)
+    m = in_t.q.scale * np.asarray(layer.weight_scale, dtype=np.float64) / out_t.q.scale
+    bias = layer.bias if layer.bias is not None else np.zeros(o, dtype=np.int64)
+    return k, depthwise, w_zp, weights, m, bias
+
+
+def _pool_operands(layer, in_t, out_t, c, o):
+    """A pool: depthwise 1x1 of weight 1, then the KPU's pool."""
+    weights = np.ones((c, 1, 1, 1), dtype=np.uint8)
+    m = np.full(c, in_t.q.scale / out_t.q.scale)
+    return 1, True, 0, weights, m, np.zeros(c, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class KpuOp:
+    """The KPU's op-table entry: whether the op maps (and with which pool type) and its
+    operands as a KPU layer: (kernel, depthwise, weight zero point, u8 weights, float
+    multipliers, bias) from (layer, input, output, in channels, out channels)."""
+    constraint: object
+    operands: object
+    fc: bool = False        # a fully connected layer: FC_HW x FC_HW pixels of its features
+
+
+KPU_OPS = {
+    "conv2d": KpuOp(_conv_constraint, _conv_operands),
+    "linear": KpuOp(_linear_constraint, _fc_operands, fc=True),
+    "maxpool": KpuOp(_pool_constraint, _pool_operands),
+    "avgpool": KpuOp(_pool_constraint, _pool_operands),
+}
+
+
 def build(layer, graph, pool_type: int) -> KpuLayer:
     """KPU parameters of a conv2d that constraint() accepted.
 
@@ -183,7 +231,8 @@ def build(layer, graph, pool_type: int) -> KpuLayer:
     generic reference's exactly. The requantization (per-channel m, bias, output zero point)
     goes into the batch norm, the clamp into the activation table."""
     in_t, out_t = graph.tensor(layer.inputs[0]), graph.tensor(layer.output)
-    fc = layer.op == "linear"
+    entry = KPU_OPS[layer.op]
+    fc = entry.fc
     if fc:
         o, c = layer.weight.shape
         h = w = oh = ow = FC_HW
@@ -191,23 +240,7 @@ def build(layer, graph, pool_type: int) -> KpuLayer:
         _, c, h, w = in_t.shape
         _, o, oh, ow = out_t.shape
     x_zp = int(in_t.q.zero_point) + 128
-    if fc:
-        k, depthwise, w_zp = 1, False, 128
-        weights = (layer.weight.astype(np.int16) + w_zp).astype(np.uint8).reshape(o, c, 1, 1)
-        m = in_t.q.scale * np.asarray(layer.weight_scale, dtype=np.float64) / out_t.q.scale
-        bias = layer.bias if layer.bias is not None else np.zeros(o, dtype=np.int64)
-    elif layer.op == "conv2d":
-        k = layer.attrs["kernel"][0]
-        depthwise = layer.attrs.get("groups", 1) != 1
-        w_zp = 128
-        weights = (layer.weight.astype(np.int16) + w_zp).astype(np.uint8)
-        m = in_t.q.scale * np.asarray(layer.weight_scale, dtype=np.float64) / out_t.q.scale
-        bias = layer.bias if layer.bias is not None else np.zeros(o, dtype=np.int64)
-    else:                                   # a pool: depthwise 1x1 of weight 1, then the KPU's pool
-        k, depthwise, w_zp = 1, True, 0
-        weights = np.ones((c, 1, 1, 1), dtype=np.uint8)
-        m = np.full(c, in_t.q.scale / out_t.q.scale)
-        bias = np.zeros(c, dtype=np.int64)
+    k, depthwise, w_zp, weights, m, bias = entry.operands(layer, in_t, out_t, c, o)
     g_ic = 1 if depthwise else c
     mul, shift, add, frac = kpu.bn_params(m, bias, int(out_t.q.zero_point) + 128)
     act = kpu.clamp_table(layer.act_min + 128, layer.act_max + 128, frac)
