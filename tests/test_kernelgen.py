@@ -115,6 +115,24 @@ def test_cost_model_blocking_fits_the_register_file():
         assert b["mr"] * (b["nr"] // 8) + b["nr"] // 8 + 1 <= 16 and b["nr"] % 8 == 0
 
 
+def test_core_limits_keep_zen1_narrow_and_widen_elsewhere():
+    """The cost model's register limits by /proc/cpuinfo: Zen 1 keeps 8 accumulators and a
+    spare register (4x16 on a 3x3 conv), a Zen 3 or an Intel core 12 and none (6x16), a
+    text without the fields the wide ones."""
+    zen1 = "vendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 1\n"
+    zen3 = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+    intel = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n"
+    zen2 = "vendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 49\n"
+    assert kernelgen.core_limits(zen1) == (kernelgen.MAX_ACCUMULATORS, 1)
+    for text in (zen3, intel, zen2, "", "cpu family : x\n"):
+        assert kernelgen.core_limits(text) == (kernelgen.WIDE_ACCUMULATORS, 0)
+    assert kernelgen.default_blocking(3136, 64, 288, kernelgen.core_limits(zen1))["mr"] == 4
+    wide = kernelgen.default_blocking(3136, 64, 288, kernelgen.core_limits(zen3))
+    assert (wide["mr"], wide["nr"]) == (6, 16)
+    for mr, nr in kernelgen.candidates(limits=kernelgen.core_limits(zen3)):
+        assert mr * (nr // 8) + nr // 8 + 2 <= 16 and mr * (nr // 8) <= kernelgen.WIDE_ACCUMULATORS
+
+
 def _layer_keys(project, layer, keys):
     text = project.read("targets.yaml")
     old = "          conv1: {l1_budget: 8KiB}\n"

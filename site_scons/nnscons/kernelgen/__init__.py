@@ -28,8 +28,8 @@ This package re-exports what its callers use.
 from __future__ import annotations
 
 from .blocking import (DEFAULT_NR_CHOICES, MAX_ACCUMULATORS, U8_BLOCKING, VNNI_LATENCY,  # noqa: F401
-                       VNNI_MAX_ACCUMULATORS, VNNI_NR, candidates, cost, default_blocking,
-                       vnni_blocking)
+                       VNNI_MAX_ACCUMULATORS, VNNI_NR, WIDE_ACCUMULATORS, candidates, core_limits, cost,
+                       default_blocking, vnni_blocking)
 from .emit import layer_source, micro_set, scratch  # noqa: F401
 from .geometry import (geometry, padded, segments, supports, tap_offsets, u8_quads,  # noqa: F401
                        u8_supported)

@@ -9,24 +9,54 @@ from .isa import REGISTERS
 
 DEFAULT_NR_CHOICES = (8, 16, 24, 32)
 
-# At most this many accumulators: on this host (AMD Zen 1: one vector multiply pipe, each
-# 256-bit op two 128-bit halves) the 4x16 microkernel ran at 18.2 GMAC/s in L1 against
-# 17.5 for 5x16, 17.1 for 3x16, 17.2 for 6x8, 16.5-17.3 for 2x32, 4x24, 3x24 (K = 576,
-# paired runs), and a ResNet-18 inference took 2.6% longer with 5x16 than with 4x16.
+# At most this many accumulators, with one register spare, on AMD Zen 1 (one vector
+# multiply pipe, each 256-bit op two 128-bit halves): there the 4x16 microkernel ran at
+# 18.2 GMAC/s in L1 against 17.5 for 5x16, 17.1 for 3x16, 17.2 for 6x8, 16.5-17.3 for
+# 2x32, 4x24, 3x24 (K = 576, paired runs), and a ResNet-18 inference took 2.6% longer with
+# 5x16 than with 4x16 (gcc spilled 6x16 there).
 MAX_ACCUMULATORS = 8
+# Elsewhere (two vector multiply pipes: Zen 2 and later, Intel since Haswell) up to 12,
+# and all 16 registers: on an AMD Zen 3 (EPYC, family 25 model 1) ResNet-18's 3x3 convs
+# ran 2-10% faster at 6x16 than at 4x16 (per-layer minima of alternating runs), 5x16 in
+# between, 4x24 (16 registers, nr 24) 30-40% slower.
+WIDE_ACCUMULATORS = 12
 
 
-def candidates(isa: str = "avx2"):
+def core_limits(cpuinfo: str | None = None) -> tuple:
+    """(accumulators, spare registers) of the blocking search for the CPU described by
+    /proc/cpuinfo's text (default: this machine's; the host target builds for the
+    machine it runs on): AMD family 23 (0x17) models below 0x30 (Zen 1, Zen+) keep
+    MAX_ACCUMULATORS and a spare register; any other CPU, or none readable, gets
+    WIDE_ACCUMULATORS and no spare."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                cpuinfo = f.read(8192)
+        except OSError:
+            cpuinfo = ""
+    fields = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    try:
+        zen1 = (fields.get("vendor_id") == "AuthenticAMD" and int(fields.get("cpu family", "")) == 23
+                and int(fields.get("model", "")) < 0x30)
+    except ValueError:
+        zen1 = False
+    return (MAX_ACCUMULATORS, 1) if zen1 else (WIDE_ACCUMULATORS, 0)
+
+
+def candidates(isa: str = "avx2", limits: tuple = (MAX_ACCUMULATORS, 1)):
     """(mr, nr) pairs whose accumulators, weight vectors, one broadcast and one product
-    temporary fit the register file with one register to spare (gcc spills an accumulator
-    of a blocking that uses all 16, e.g. 6x16: measured slower than 5x16), with at most
-    MAX_ACCUMULATORS accumulators (measured)."""
+    temporary fit the register file less `limits[1]` spare registers, with at most
+    `limits[0]` accumulators (core_limits: measured per core)."""
     regs = REGISTERS[isa]
+    accs, spare = limits
     out = []
     for nr in DEFAULT_NR_CHOICES:
         nv = nr // 8
         for mr in range(1, 15):
-            if mr * nv + nv + 2 <= regs - 1 and mr * nv <= MAX_ACCUMULATORS:
+            if mr * nv + nv + 2 <= regs - spare and mr * nv <= accs:
                 out.append((mr, nr))
     return out
 
@@ -43,11 +73,11 @@ def cost(m: int, n: int, k2: int, mr: int, nr: int) -> float:
     return calls * (k2 * per_pair + 12 * mr * nv + 20)
 
 
-def default_blocking(m: int, n: int, k2: int) -> dict:
-    """The cheapest candidate; loop order: pixel blocks outer ("block", a block's
+def default_blocking(m: int, n: int, k2: int, limits: tuple = (MAX_ACCUMULATORS, 1)) -> dict:
+    """The cheapest candidate within `limits` (core_limits); loop order: pixel blocks outer ("block", a block's
     activations stay in L1 across the channel panels) when all the int8 weights fit in
     128 KiB, else panels outer ("panel", each weight panel streamed once per band)."""
-    best = min(candidates(), key=lambda c: (cost(m, n, k2, *c), -c[0] * c[1], c))
+    best = min(candidates(limits=limits), key=lambda c: (cost(m, n, k2, *c), -c[0] * c[1], c))
     weights = k2 * 2 * -(-n // best[1]) * best[1]
     return {"mr": best[0], "nr": best[1], "k_unroll": 2,
             "order": "block" if weights <= 128 * 1024 else "panel"}

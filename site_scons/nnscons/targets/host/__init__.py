@@ -14,6 +14,7 @@ from ...resources import data_path
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base, library
+from ... import kernelgen
 from . import gemm
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .tool import check_tools  # noqa: F401  (the kind's hook: its compiler is here)
@@ -59,6 +60,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     conv before them (gemm.fuse_residual_adds); the plan's layers and buffers follow the
     fused graph."""
     l1_size = opts["memory"]["l1"]
+    # the cost model's register limits: this machine's core for the host (it runs here),
+    # the defaults for a kind that reuses this plan (arm64 cross-builds for another CPU)
+    limits = kernelgen.core_limits() if kind == "host" else gemm.LIMITS
     for mem in ("l1", "l2"):     # a 64-bit user address space is 2^47 bytes
         if opts["memory"][mem] > ADDRESSABLE:
             raise UserError(f"{where(None, 'memory', mem)}: memory.{mem} = {opts['memory'][mem]} B is more than "
@@ -94,7 +98,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             # a fused layer's weights and requantization are its conv's (the original layer)
             orig = next(l for l in source.layers if l.name == layer.name) if layer.name in fusions else layer
             g = gemm.plan_layer(orig, source, opts, overrides.get(layer.name, {}), tuning,
-                                base.layer_key_at(layer.name, overrides, where, "kernel"), auto=auto)
+                                base.layer_key_at(layer.name, overrides, where, "kernel"), auto=auto,
+                                limits=limits)
             if layer.name in fusions:
                 add = fusions[layer.name]
                 g["spec"]["residual"] = gemm.residual_spec(orig, add, source)

@@ -93,12 +93,17 @@ def check_blocking(blk: dict, at) -> None:
         raise UserError(f"{at('k_unroll')}: k_unroll = {ku}: must be between 1 and 16")
 
 
-def resolve(layer, graph, opts, own: dict, tuning: dict) -> tuple:
+# The cost model's register limits (kernelgen.core_limits): the Zen 1 ones unless the host
+# target passes this machine's.
+LIMITS = (kernelgen.MAX_ACCUMULATORS, 1)
+
+
+def resolve(layer, graph, opts, own: dict, tuning: dict, limits: tuple = LIMITS) -> tuple:
     """(blocking, origin): each key from the layer, the tuning file, the target, else the
-    cost model."""
+    cost model within `limits` (kernelgen.core_limits)."""
     g = kernelgen.geometry(layer, graph)
     k2 = kernelgen.padded(g)["k2"]
-    blk = kernelgen.default_blocking(g["oh"] * g["ow"], g["oc"], k2)
+    blk = kernelgen.default_blocking(g["oh"] * g["ow"], g["oc"], k2, limits)
     origin = "model"
     tuned = tuning.get(layer.name, {})
     for k in KEYS:
@@ -117,10 +122,10 @@ def resolve(layer, graph, opts, own: dict, tuning: dict) -> tuple:
 AUTO = ("avx512vnni", "avx2", "portable")
 
 
-def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO) -> dict:
+def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limits: tuple = LIMITS) -> dict:
     g = kernelgen.geometry(layer, graph)
     p = kernelgen.padded(g)
-    blk, origin = resolve(layer, graph, opts, own, tuning)
+    blk, origin = resolve(layer, graph, opts, own, tuning, limits)
     check_blocking(blk, at)
     isa = own.get("isa", opts["kernel"]["isa"])
     threads = int(own.get("threads", opts["kernel"]["threads"]))

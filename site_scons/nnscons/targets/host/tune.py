@@ -182,7 +182,7 @@ def running_variant(variants, best: str):
 def candidates(lp) -> list:
     g = lp.spec["gemm"]["geom"]
     m, n, k2 = g["oh"] * g["ow"], g["oc"], kernelgen.padded(g)["k2"]
-    ranked = sorted(kernelgen.candidates(), key=lambda c: (kernelgen.cost(m, n, k2, *c), c))
+    ranked = sorted(kernelgen.candidates(limits=kernelgen.core_limits()), key=lambda c: (kernelgen.cost(m, n, k2, *c), c))
     out = [dict(lp.spec["gemm"]["blocking"])]
     for mr, nr in ranked:
         for ku in (2, 4):
