@@ -121,40 +121,60 @@ def test_input_channel_groups_bit_exact_and_faster_than_the_cluster(project):
     assert ne["cycles"] < cl["cycles"]
 
 
-def _strided_conv_onnx(path):
-    """Float ONNX: 3x3 conv 16 -> 32 channels, stride 2, pads 1, 15x15 -> 8x8 (odd: the last
-    computed column is the input's last), ReLU."""
+def _strided_onnx(path, convs, shape, seed=1):
+    """Float ONNX: a chain of convs (out channels, kernel, stride, pads [t, l, b, r]), each with
+    a ReLU, on an input of shape (C, H, W)."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
-    rng = np.random.default_rng(1)
-    w = numpy_helper.from_array((rng.standard_normal((32, 16, 3, 3)) / np.sqrt(16 * 9)).astype(np.float32), "w")
-    b = numpy_helper.from_array((rng.standard_normal(32) * 0.1).astype(np.float32), "b")
-    g = helper.make_graph(
-        [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1], strides=[2, 2]),
-         helper.make_node("Relu", ["c"], ["y"], "relu")], "strided",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 15, 15])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 8, 8])], [w, b])
+    rng = np.random.default_rng(seed)
+    nodes, inits, c, (ch, h, w) = [], [], "x", shape
+    for n, (oc, k, s, pads) in enumerate(convs):
+        inits += [numpy_helper.from_array((rng.standard_normal((oc, ch, k, k)) / np.sqrt(ch * k * k))
+                                          .astype(np.float32), f"w{n}"),
+                  numpy_helper.from_array((rng.standard_normal(oc) * 0.1).astype(np.float32), f"b{n}")]
+        nodes += [helper.make_node("Conv", [c, f"w{n}", f"b{n}"], [f"c{n}"], f"conv{n}", pads=list(pads),
+                                   strides=[s, s]),
+                  helper.make_node("Relu", [f"c{n}"], [f"r{n}"], f"relu{n}")]
+        c, ch = f"r{n}", oc
+        h, w = (h + pads[0] + pads[2] - k) // s + 1, (w + pads[1] + pads[3] - k) // s + 1
+    g = helper.make_graph(nodes, "strided", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, *shape])],
+                          [helper.make_tensor_value_info(c, TensorProto.FLOAT, [1, ch, h, w])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     onnx.save(m, path)
 
 
+# stride-2 job forms ("rows" mode): the stem's 7x7/2 on 3 channels (7 jobs of 21 channels, odd
+# output), 3x3/2 pads 1 on an odd input, 1x1/2 (the ResNet downsample, one job) on an odd
+# input, 3x3/2 with SAME-style pads (0, 0, 1, 1) on an even input (the bottom/right pad read),
+# 1x1/2 on an even input (the padded tile is narrower than the input: its last column unread)
+STRIDED = ([(32, 7, 2, (3, 3, 3, 3)), (48, 3, 2, (1, 1, 1, 1)), (64, 1, 2, (0, 0, 0, 0)),
+            (64, 3, 2, (0, 0, 1, 1)), (48, 1, 2, (0, 0, 0, 0))], (3, 58, 58))
+
+
 @needs_model
-def test_stride_2_on_ne16_bit_exact(project):
-    """A 3x3 stride-2 conv on NE16: the stride-1 grid computed, every other output kept by the
-    cores; bit-exact (measured: 39,444 cycles against the cluster's 63,133)."""
+def test_stride_2_on_ne16_bit_exact_and_faster_than_the_cluster(project):
+    """Stride-2 convs on NE16 in rows mode (one 1x1 job per kernel row, strided by NE16's input
+    strides, summed through streamin): every form of STRIDED bit-exact, on NE16, and faster
+    than the cluster on the same layer."""
     import glob
-    _strided_conv_onnx(project.file("strided.onnx"))
-    proc = scons(project, "target=gap9", "model=strided.onnx", "platform=gvsoc-gap9", timeout=900)
-    assert proc.returncode == 0 and "Test PASSED [gap9]" in proc.stdout, proc.stdout[-4000:]
-    path, = glob.glob(project.file("build/gap9/*/gvsoc-gap9/report.json"))
-    with open(path) as f:
-        layer = json.load(f)["layers"][0]
-    assert layer["engine"] == "ne16", layer.get("engine_why")
-    src, = glob.glob(project.file("build/gap9/*/src/layers/conv.c"))
-    with open(src) as f:
-        assert "#define S 2 " in f.read()
+    _strided_onnx(project.file("strided.onnx"), *STRIDED)
+    _add_cluster_only_target(project)
+    rep = {}
+    for target in ("gap9", "gap9c"):
+        proc = scons(project, f"target={target}", "model=strided.onnx", "platform=gvsoc-gap9", timeout=900)
+        assert proc.returncode == 0 and f"Test PASSED [{target}]" in proc.stdout, proc.stdout[-4000:]
+        path, = glob.glob(project.file(f"build/{target}/*/gvsoc-gap9/report.json"))
+        with open(path) as f:
+            rep[target] = {lay["name"]: lay for lay in json.load(f)["layers"]}
+    ne, cl = rep["gap9"], rep["gap9c"]
+    convs = [n for n, lay in ne.items() if lay["op"] == "conv2d"]
+    assert len(convs) == len(STRIDED[0])
+    assert [n for n in convs if ne[n]["engine"] != "ne16"] == [], {n: ne[n].get("engine_why") for n in convs}
+    _check_faster(ne, cl)
+    src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
+    assert "#define S 2\n" in src and "#define JOBS 7\n" in src and ".streamin = dy > 0" in src
 
 
 def test_ne16_only_on_the_gap9_model(project):
@@ -198,9 +218,9 @@ def test_eligibility_and_bias_fold():
 
     g = G(-5)
     assert ne16_layer.mode(L(3), g) == "3x3"
-    assert ne16_layer.mode(L(3, stride=2), g) == "3x3"       # the stride-1 grid, every other kept
+    assert ne16_layer.mode(L(3, stride=2), g) == "rows"      # a 1x1 job per kernel row, strided
+    assert ne16_layer.mode(L(1, stride=2), g) == "rows"
     assert ne16_layer.mode(L(3, stride=3), g) is None
-    assert ne16_layer.mode(L(1, stride=2), g) is None
     assert ne16_layer.mode(L(3, groups=4), g) is None
     assert ne16_layer.mode(L(5), g) is None
     lay = L(3)
