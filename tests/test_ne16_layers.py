@@ -271,6 +271,59 @@ def test_ne16_tiles_for_resnet18_shapes():
     assert ne16_layer._group_sizes(40) == [32, 16]
 
 
+def test_rows_mode_jobs_weights_and_tiles():
+    """Stride-2 convs in rows mode: the weights NE16 reads per kernel-row job (a 1x1 weight over
+    (dx, ic), or over (dx, dy, ic) when the rows are stacked under 16 input channels) hold the
+    conv's own taps in that order; ResNet-18's stride-2 shapes get double-buffered tiles of a
+    multiple of 3 rows (3x3/2) and the stem one stacked job per tile."""
+    import numpy as np
+    from nnscons.targets.gap9 import ne16_geometry, ne16_weights
+
+    class Q:
+        zero_point = -128
+
+    class T:
+        def __init__(self, shape):
+            self.shape, self.q = shape, Q()
+
+    def layer(c, h, oc, k, p, rng=None):
+        oh = (h + 2 * p - k) // 2 + 1
+
+        class G:
+            t = {"x": T((1, c, h, h)), "y": T((1, oc, oh, oh))}
+
+            def tensor(self, n):
+                return self.t[n]
+
+        class L:
+            op, inputs, output, bias = "conv2d", ["x"], "y", None
+            weight = (rng.integers(-128, 128, (oc, c, k, k)) if rng is not None else np.zeros((oc, c, k, k))).astype(np.int8)
+            attrs = {"kernel": (k, k), "stride": (2, 2), "pads": (p,) * 4}
+        return L(), G()
+
+    rng = np.random.default_rng(3)
+    for c, k, stack in ((20, 3, False), (3, 7, True)):
+        lay, g = layer(c, 15, 40, k, k // 2, rng)
+        assert ne16_layer.mode(lay, g) == "rows" and ne16_geometry.stacked("rows", c) == stack
+        n_jobs, k_job = ne16_geometry.jobs("rows", k, k, c)
+        assert (n_jobs, k_job) == ((1, k * k * c) if stack else (k, k * c))
+        blob = ne16_layer.weight_bytes(lay.weight, "rows")
+        row = ne16_geometry.weight_row(lay, "rows")
+        w = lay.weight.astype(np.int64)       # OIHW
+        for o in (0, 39):
+            for j in range(n_jobs):
+                want = w[o].transpose(2, 1, 0).reshape(-1) if stack else w[o, :, j, :].T.reshape(-1)
+                got = ne16_weights.pack(want.reshape(1, 1, 1, -1), "1x1")
+                start = o * row + j * (row // n_jobs)
+                assert blob[start:start + row // n_jobs] == got, (c, o, j)
+    for c, h, oc, k, p in ((64, 56, 128, 3, 1), (128, 28, 256, 3, 1), (64, 56, 128, 1, 0), (3, 224, 64, 7, 3)):
+        lay, g = layer(c, h, oc, k, p)
+        t = ne16_layer.plan_tiling(lay, g, "rows", 112 * 1024)
+        assert t and t["l1_bytes"] <= 112 * 1024 and t["n_g"] == 1, (c, t)
+        if k == 3:
+            assert t["th"] % 3 == 0 and t["in_bufs"] == 2 and t["tc"] >= 32, (c, t)
+
+
 def test_cost_choice_on_measured_shapes():
     """ne16_cost's choice on shapes measured on both engines (its docstring): ResNet-18's
     512x7x7 3x3 and ic_resnet8's 16-channel 3x3 go to NE16, the zoo MobileNetV2's 48->8 12x12

@@ -45,6 +45,7 @@ PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
 REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
 DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile
+STACK_CYCLES = 4.0         # per stacked byte on one core (ne16_geometry.stacked: byte copies)
 LAYER_CYCLES = 5000        # rows mode: measured beyond the per-tile figures on one-tile layers
 CLUSTER_SCALE = 1.2        # GAP9 model cycles / tiling.py's estimate: measured 1.1-1.5
 POINTWISE_SCALE = 1.8
@@ -78,6 +79,8 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
             rows = min(t["th"], o["h"] - h * t["th"])
             in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
             prep = PREP_CYCLES * in_bytes / cores
+            if n_jobs == 1 and kh > 1:      # stacked rows: the cores copy kh rows per output row
+                prep = STACK_CYCLES * rows * o["pw"] * kh * i["c"] / cores
             engine = _engine("1x1", rows, o["w"], chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
             serial = TILE_CYCLES
             if h == 0:

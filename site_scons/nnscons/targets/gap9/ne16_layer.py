@@ -33,7 +33,7 @@ import numpy as np
 from ...errors import UserError
 from .. import base
 from . import ne16_weights, tiling
-from .ne16_geometry import geometry as _geometry, in_rows, jobs, weight_row
+from .ne16_geometry import geometry as _geometry, in_rows, jobs, stack_bytes, stacked, weight_row
 
 ENGINES = ("ne16", "cluster")
 TP_OUT = 32
@@ -97,11 +97,12 @@ def _rows_per_tile(oh) -> list:
     return fills + [r for r in rows if r not in fills]
 
 
-def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None) -> dict:
+def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False) -> dict:
     """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
     input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
     and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1)."""
-    d = {"l1_in": tiling._align4(in_rows(o, th, kh) * o["pw"] * i["c"]), "l1_acc": 4 * th * o["w"] * tc,
+    d = {"l1_in": tiling._align4(in_rows(o, th, kh) * o["pw"] * i["c"])
+         + (tiling._align4(stack_bytes(o, th, kh, i["c"])) if stack else 0), "l1_acc": 4 * th * o["w"] * tc,
          "l1_out": tiling._align4(th * o["w"] * tc)}
     if w_grp is None:
         d.update(l1_w=tiling._align4(tc * row), l1_par=3 * 4 * tc)
@@ -169,7 +170,7 @@ def plan_tiling(layer, graph, m, budget):
         for tc in tcs + [c for c in (16, 8) if c < o["c"]]:
             for th in range(min(o["h"], 24), 0, -1):
                 for in_bufs in (2, 1):
-                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs)
+                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, stack=stacked(m, i["c"]))
                     if d["l1_bytes"] <= budget:
                         t = tile(d, th, tc, in_bufs)
                         est = ne16_cost.ne16_cycles(layer, graph, m, t, 9)
@@ -217,17 +218,22 @@ def param_layout(layer, graph, m) -> list:
     return layout
 
 
+def weight_bytes(w, m) -> bytes:
+    """NE16's bytes of OIHW int8 weights, weight_row(m) per output channel; "rows": per output
+    channel one 1x1 weight per kernel row dy over (dx, ic), or stacked one over (dx, dy, ic)."""
+    if m != "rows":
+        return ne16_weights.pack(w, m, "OIHW")
+    o, ic, kh, kw = w.shape
+    if stacked(m, ic):
+        return ne16_weights.pack(w.transpose(0, 3, 2, 1).reshape(o, 1, 1, kw * kh * ic), "1x1", "OHWI")
+    return ne16_weights.pack(w.transpose(0, 2, 3, 1).reshape(o * kh, 1, 1, kw * ic), "1x1", "OHWI")
+
+
 def pack(layer, graph, layout) -> bytes:
     """The .bin of an NE16 layer (param_layout)."""
     m = mode(layer, graph)
     arrays = dict(base.param_arrays(layer, graph))
-    w = np.asarray(layer.weight)
-    if m == "rows":         # per output channel, kernel row dy: a 1x1 weight over (dx, ic)
-        o, ic, kh, kw = w.shape
-        w, m = w.transpose(0, 2, 3, 1).reshape(o * kh, 1, 1, kw * ic), "1x1"
-        arrays["weight"] = np.frombuffer(ne16_weights.pack(w, m, "OHWI"), np.int8)
-    else:
-        arrays["weight"] = np.frombuffer(ne16_weights.pack(w, m, "OIHW"), np.int8)
+    arrays["weight"] = np.frombuffer(weight_bytes(np.asarray(layer.weight), m), np.int8)
     arrays["bias"] = fold_bias(layer, graph).astype(np.int32)
     blob = bytearray(base.layout_bytes(layout))
     for section, dtype, count, offset in layout:
@@ -245,7 +251,8 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
     zp = int(graph.tensor(layer.inputs[0]).q.zero_point)
     n_jobs, k_job = jobs(m, kh, kw, i["c"])
     return {
-        "jobs": n_jobs, "k_job": k_job, "w_job": weight_row(layer, m) // n_jobs,
+        "jobs": n_jobs, "k_job": k_job, "w_job": weight_row(layer, m) // n_jobs, "stack": stacked(m, i["c"]),
+        "l1_pad": tiling._align4(in_rows(o, til["th"], kh) * o["pw"] * i["c"]),   # stack: the DMA's padded tile
         "in_cols": min(i["w"], o["pw"] - pl),      # input columns inside the padded tile
         "op": "conv2d", "engine": "ne16", "name": layer.name, "cname": cname, "mode": m,
         "inputs": [dict(i, zp=zp, size=i["h"] * i["w"] * i["c"])],
