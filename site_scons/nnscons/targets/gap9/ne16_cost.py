@@ -25,6 +25,12 @@ gap9-cluster: simplecnn, ic_resnet8, kws_dscnn, vww_mobilenetv1, MobileNetV2, Re
 512x7x7): the NE16 estimate is within 0.94-1.22x of the measured cycles, and every choice
 matches the measured faster engine (MobileNetV2's 48->8 12x12 projections stay on the cluster:
 25.6k cycles on NE16, 20.6k on the cluster).
+Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels (or one of
+  kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
+  (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
+  measured so: 64->128 56->28 3x3/2 1,339,474 cycles against 1,257,529 estimated; the sum
+  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers. The tiling is the one
+  this estimate finds cheapest.
 Cluster: the cluster tiler's estimate of its Xpulp kernels for the tiling it chose
 (tiling._xp_cycles, fitted on pulp-open), times CLUSTER_SCALE; plain-C kernels at
 PLAIN_MACS_PER_CYCLE. On the GAP9 model the cluster measured 1.1-1.5x that estimate on
