@@ -140,7 +140,10 @@ def plan_tiling(layer, graph, m, budget):
        all output rows first (the input tile stays in L1 for every channel tile and each weight
        is read once), fewest groups, then the most output channels;
     3. 16 or 8 output channels per tile, all input channels (before splitting this measured
-       1.6x the cluster on ResNet-18's 512x7x7 3x3 convs)."""
+       1.6x the cluster on ResNet-18's 512x7x7 3x3 convs).
+    "rows" mode (stride 2): the tiling ne16_cost estimates cheapest over output rows, output
+    channels (multiples of 32, all, 16, 8) and one or two input buffers; no input-channel
+    groups (its kernel-row jobs already stream the sums)."""
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
     tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
