@@ -68,8 +68,10 @@ def compare(model, reps):
         if l.get("engine") != "ne16" or not c or not c.get("cycles") or not l.get("cycles"):
             continue
         i, o = l["inputs"][0], l["output"]
-        k = "1x1" if l["macs"] == o[1] * o[2] * o[3] * i[1] else "3x3"
-        key = f"{k} {i[1]}->{o[1]} {o[2]}x{o[3]}"
+        taps = round(l["macs"] / (o[1] * o[2] * o[3] * i[1]))      # kh * kw (square kernels)
+        k = int(round(taps ** 0.5))
+        stride = "/2" if o[2] < i[2] else ""
+        key = f"{k}x{k}{stride} {i[1]}->{o[1]} {o[2]}x{o[3]}"
         print(f"  {l['name']:<24} {key:<22} NE16 {l['macs_per_cycle']:>7} cluster {c['macs_per_cycle']:>7} "
               f"{c['cycles'] / l['cycles']:5.2f}x")
         agg = classes.setdefault(key, [0, 0, 0])

@@ -97,6 +97,13 @@ typedef struct {
      * load its accumulators from out before adding this group (ne16_streamin.cpp; 32-bit out) */
     int in_stride;
     int streamin;
+    /* kernel-row jobs (ne16_layer.py's "rows" mode: a strided or wide kernel as one 1x1 job
+     * per kernel row): row_stride = bytes to the next input row (0: in_stride * w_in); in 1x1
+     * mode k_in may exceed in_stride (neighbouring pixels' channels overlap: NE16 reads k_in
+     * contiguous bytes from each pixel's address, any byte alignment, ne16_load.cpp/stream.cpp).
+     * The weights stay dense per job: NE16 finds output channel 32 j at weights + 32 j times
+     * the job's own channel bytes, whatever WEIGHTS_D1 says (ne16_matrixvec.cpp). */
+    int row_stride;
 } nn_ne16_conv_t;
 
 /* NE16 reads and writes L1 behind the compiler's back: a compiler barrier before the commit
@@ -126,7 +133,7 @@ static inline int nn_ne16_conv_job(nn_ne16_job_t *job, const nn_ne16_conv_t *c)
         return -1;
     if (c->mode == NE16_DW3X3 && c->k_in != c->k_out)
         return -1;
-    if (ist < c->k_in || (c->streamin && c->quant))
+    if ((ist < c->k_in && c->mode != NE16_1X1) || (c->streamin && c->quant))
         return -1;
     if ((unsigned)c->pad_top > (fs == 3) || (unsigned)c->pad_right > (fs == 3)
         || (unsigned)c->pad_bottom > (fs == 3) || (unsigned)c->pad_left > (fs == 3))
@@ -146,7 +153,7 @@ static inline int nn_ne16_conv_job(nn_ne16_job_t *job, const nn_ne16_conv_t *c)
     r[NE16_SCALE_BIAS_PTR] = (uint32_t)c->bias;
     /* input: d0 = next pixel, d1 = next row */
     r[NE16_INFEAT_D0] = (uint32_t)ist;
-    r[NE16_INFEAT_D1] = (uint32_t)(ist * w_in);
+    r[NE16_INFEAT_D1] = (uint32_t)(c->row_stride ? c->row_stride : ist * w_in);
     /* output: d0 = next 8-channel word (32-bit mode), d1 = next pixel, d2 = next row */
     r[NE16_OUTFEAT_D0] = 32;
     r[NE16_OUTFEAT_D1] = (uint32_t)(c->k_out * out_bytes);
@@ -194,6 +201,17 @@ static inline void nn_ne16_trigger(const nn_ne16_job_t *job)
     for (int i = 0; i < NE16_NB_REGS; i++) nn_ne16_write(NE16_REG_OFFS(i), job->reg[i]);
     nn_ne16_barrier();
     nn_ne16_write(NE16_TRIGGER, 0);
+}
+
+/* Commits job into a free context if there is one (acquire reads < 0, with no side effect,
+ * while both are taken): 1 when committed, 0 when NE16 is full. Lets a core feed NE16 a queue
+ * of jobs between pieces of other work. */
+static inline int nn_ne16_try_trigger(const nn_ne16_job_t *job)
+{
+    if (nn_ne16_read(NE16_ACQUIRE) < 0)
+        return 0;
+    nn_ne16_trigger(job);
+    return 1;
 }
 
 /* Busy-waits until no job is pending (status 0). */

@@ -25,6 +25,12 @@ gap9-cluster: simplecnn, ic_resnet8, kws_dscnn, vww_mobilenetv1, MobileNetV2, Re
 512x7x7): the NE16 estimate is within 0.94-1.22x of the measured cycles, and every choice
 matches the measured faster engine (MobileNetV2's 48->8 12x12 projections stay on the cluster:
 25.6k cycles on NE16, 20.6k on the cluster).
+Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels (or one of
+  kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
+  (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
+  measured so: 64->128 56->28 3x3/2 1,339,474 cycles against 1,257,529 estimated; the sum
+  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers. The tiling is the one
+  this estimate finds cheapest.
 Cluster: the cluster tiler's estimate of its Xpulp kernels for the tiling it chose
 (tiling._xp_cycles, fitted on pulp-open), times CLUSTER_SCALE; plain-C kernels at
 PLAIN_MACS_PER_CYCLE. On the GAP9 model the cluster measured 1.1-1.5x that estimate on
@@ -38,11 +44,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ne16_geometry import in_rows
+
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
 REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
 DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile
+STACK_CYCLES = 4.0         # per stacked byte on one core (ne16_geometry.stacked: byte copies)
+LAYER_CYCLES = 5000        # rows mode: measured beyond the per-tile figures on one-tile layers
 CLUSTER_SCALE = 1.2        # GAP9 model cycles / tiling.py's estimate: measured 1.1-1.5
 POINTWISE_SCALE = 1.8
 LOW_IC_SCALE = 2.4
@@ -51,7 +61,8 @@ MARGIN = 1.0               # NE16 when its estimate < MARGIN x the cluster's
 
 
 def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
-    """NE16's cycles for one tile (all its input-channel groups)."""
+    """NE16's cycles for one tile: n_g jobs (input-channel groups, or "rows" mode's kernel
+    rows) over ic input channels in all, each job but the first streaming the sums back in."""
     sub = -(-rows // 3) * -(-ow // 3)
     total = 0.0
     for k in [32] * (chans // 32) + ([chans % 32] if chans % 32 else []):
@@ -61,26 +72,56 @@ def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
     return total + JOB_CYCLES * n_g
 
 
+def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
+    """"rows" mode (stride 2): the template's pipeline, per tile TILE_CYCLES + the input's DMA
+    and prep when it has one input buffer + max(NE16's jobs, the cores' requantization of the
+    tile before and, with two input buffers, the next tile's prep); a new channel tile drains
+    the pipeline (the tile before requantized alone) and waits for its weights."""
+    total = LAYER_CYCLES + min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
+    req_prev = 0.0
+    for co in range(t["n_c"]):
+        chans = min(t["tc"], o["c"] - co * t["tc"])
+        for h in range(t["n_h"]):
+            rows = min(t["th"], o["h"] - h * t["th"])
+            in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
+            prep = PREP_CYCLES * in_bytes / cores
+            if n_jobs == 1 and kh > 1:      # stacked rows: the cores copy kh rows per output row
+                prep = STACK_CYCLES * rows * o["pw"] * kh * i["c"] / cores
+            engine = _engine("1x1", rows, o["w"], chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
+            serial = TILE_CYCLES
+            if h == 0:
+                serial += req_prev + chans * row / DMA_BYTES_PER_CYCLE
+                req_prev = 0.0
+            if t["in_bufs"] == 1:
+                serial += prep + in_bytes / DMA_BYTES_PER_CYCLE
+                prep = 0.0
+            total += serial + max(engine, req_prev + prep)
+            req_prev = REQUANT_CYCLES * rows * o["w"] * chans / cores
+    return int(total + req_prev)
+
+
 def ne16_cycles(layer, graph, m, t, cores) -> int:
     """Estimated cycles of the conv on NE16 with tiling t (ne16_layer.plan_tiling)."""
-    from .ne16_geometry import computed_rows, geometry as _geometry, weight_row
+    from .ne16_geometry import geometry as _geometry, jobs, weight_row
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
+    n_jobs, k_job = jobs(m, kh, kw, i["c"])
+    if m == "rows":
+        return _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores)
     total = 0.0
     for co in range(t["n_c"]):
         chans = min(t["tc"], o["c"] - co * t["tc"])
         for h in range(t["n_h"]):
             rows = min(t["th"], o["h"] - h * t["th"])
-            rc = computed_rows(o, rows)        # stride 2: NE16 computes the stride-1 grid
-            in_bytes = (rc + kh - 1) * (o["wc"] + kw - 1) * i["c"]
+            in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
             prep = 0 if t.get("resident") and (co or h) else PREP_CYCLES * in_bytes
-            engine = _engine(m, rc, o["wc"], chans, i["c"], t["kg"], t["n_g"])
+            engine = _engine(m, rows, o["w"], chans, i["c"], t["kg"], t["n_g"])
             if t["n_g"] > 1:        # the first group's weights before the engine, the others behind it
                 w_wait = chans * t["w_grp"] / DMA_BYTES_PER_CYCLE
             else:                   # a channel tile's weights before its first row tile
                 w_wait = chans * row / DMA_BYTES_PER_CYCLE if h == 0 else 0
             total += TILE_CYCLES + engine + w_wait + (prep + REQUANT_CYCLES * rows * o["w"] * chans) / cores
-    first = min(computed_rows(o, t["th"]) + kh - 1, i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
+    first = min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
     return int(total + first)
 
 

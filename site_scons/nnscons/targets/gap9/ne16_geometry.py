@@ -1,27 +1,53 @@
 """NE16 layer geometry shared by the layer planner (ne16_layer) and its cost model (ne16_cost):
-the bytes of a channel's packed weights and the stride-1 grid NE16 computes."""
+the bytes of a channel's packed weights, the padded input tile and the jobs of a tile."""
 from __future__ import annotations
 
 from . import ne16_weights
 
 
+def stacked(m, ic) -> bool:
+    """"rows" mode under 16 input channels (the 7x7/2 stem on 3): the cores stack the kh input
+    rows of each output row into one row of kh * ic channels per pixel, so one 1x1 job of
+    kw * kh * ic channels (the stem: 147, 10 of NE16's 16-channel groups) replaces kh jobs
+    of kw * ic (7 jobs of 21 channels, 2 groups each: 14 groups and 6 streamins)."""
+    return m == "rows" and ic < 16
+
+
 def weight_row(layer, m) -> int:
-    """Bytes of one output channel's NE16 weights."""
-    oc, ic = int(layer.weight.shape[0]), int(layer.weight.shape[1])
+    """Bytes of one output channel's NE16 weights ("rows": kh 1x1 rows of kw * ic channels,
+    or stacked one of kw * kh * ic)."""
+    ic, kh, kw = int(layer.weight.shape[1]), int(layer.weight.shape[2]), int(layer.weight.shape[3])
+    n_jobs, k_job = jobs(m, kh, kw, ic)
+    if m == "rows":
+        return n_jobs * ne16_weights.packed_size("1x1", k_job, 1)
     return ne16_weights.packed_size(m, ic, 1)
 
 
 def geometry(layer, graph):
-    """(input, output, kh, kw); the output dict also holds the stride s and the stride-1 grid
-    NE16 computes for th output rows: rows_c(th) = (th - 1) * s + 1, width wc."""
+    """(input, output, kh, kw); the output dict also holds the stride s and the padded tile's
+    width pw = (ow - 1) * s + kw (NE16 computes the outputs themselves: 3x3 and 1x1 at
+    stride 1, "rows" at any stride through its input strides)."""
     from .ops import hwc
     i, o = hwc(graph.tensor(layer.inputs[0]).shape), hwc(graph.tensor(layer.output).shape)
     kh, kw = layer.attrs["kernel"]
     o["s"] = int(layer.attrs["stride"][0])
-    o["wc"] = (o["w"] - 1) * o["s"] + 1
+    o["pw"] = (o["w"] - 1) * o["s"] + kw
     return i, o, kh, kw
 
 
-def computed_rows(o, th) -> int:
-    """Stride-1 output rows NE16 computes for th output rows."""
-    return (th - 1) * o["s"] + 1
+def in_rows(o, th, kh) -> int:
+    """Padded input rows of a tile of th output rows."""
+    return (th - 1) * o["s"] + kh
+
+
+def jobs(m, kh, kw, ic) -> tuple:
+    """(jobs per tile, input channels per job): "rows" runs one 1x1 job per kernel row over
+    kw * ic contiguous bytes per output pixel, the others one job over ic."""
+    if stacked(m, ic):
+        return 1, kw * kh * ic
+    return (kh, kw * ic) if m == "rows" else (1, ic)
+
+
+def stack_bytes(o, th, kh, ic) -> int:
+    """L1 bytes of a tile's stacked rows (stacked()): th rows x pw pixels x kh * ic."""
+    return th * o["pw"] * kh * ic

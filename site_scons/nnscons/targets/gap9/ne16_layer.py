@@ -9,9 +9,14 @@ and the cores requantize bias' + acc_ne16 with bias' = bias - (zp + 128) * sum(w
 into the bias section at build time: the same integer the cluster path requantizes, so the
 same rounding (nn_xp_requant, round half to even), bit for bit.
 
-Stride 2 (3x3, pads 1): NE16 has no strided mode, so it computes the stride-1 outputs of the
-tile's rows ((th - 1) * 2 + 1 rows, (ow - 1) * 2 + 1 columns) and the cores requantize every
-other one; the engine does ~4x the layer's MACs and the cost choice decides (ne16_cost.py).
+Stride 2 ("rows" mode: 3x3/2, the 7x7/2 stem, the 1x1/2 downsamples): NE16 has no strided
+mode, but its input streamer takes any pixel and row stride and reads a pixel's channels as
+contiguous bytes from any byte address (ne16_load.cpp, stream.cpp). So kernel row dy is one
+1x1 job whose "pixel" (r, c) is the kw * ic bytes at padded input row s * r + dy, column s * c
+(the kw neighbouring pixels' channels, HWC), pixel stride s * ic, row stride s * pw * ic, with
+the weights of that kernel row as kw * ic input channels; the kh jobs accumulate through
+streamin. NE16 computes only the outputs the layer keeps, at 1x1 mode's rate (31 + k cycles
+per 16 channels and 3x3 pixels, against 4x the outputs at 43 + 8k before).
 
 Tiles: whole output rows (NE16's padding needs the full width), tc output channels (a
 multiple of NE16's 32 per step, or all), every input channel in one job; or, when the weights
@@ -28,7 +33,7 @@ import numpy as np
 from ...errors import UserError
 from .. import base
 from . import ne16_weights, tiling
-from .ne16_geometry import computed_rows, geometry as _geometry, weight_row  # noqa: F401  (ne16_cost reads them there)
+from .ne16_geometry import geometry as _geometry, in_rows, jobs, stack_bytes, stacked, weight_row
 
 ENGINES = ("ne16", "cluster")
 TP_OUT = 32
@@ -47,21 +52,23 @@ def enabled(opts, platform, where) -> bool:
 
 
 def mode(layer, graph):
-    """'3x3' or '1x1' when NE16 can run the conv (dense, stride 1 or a 3x3 with stride 2 and
-    pads of 1, no dilation, int8 weights, a bias fold that fits int32), else None."""
+    """'3x3' or '1x1' (stride 1) or 'rows' (stride 2, kernels up to 7x7, pads below the
+    kernel) when NE16 can run the conv (dense, no dilation, int8 weights, a bias fold that
+    fits int32), else None."""
     if layer.op != "conv2d" or layer.attrs.get("groups", 1) != 1 or layer.weight is None:
         return None
     a = layer.attrs
     if tuple(a.get("dilation", (1, 1))) != (1, 1):
         return None
-    k = tuple(a["kernel"])
-    m = {(3, 3): "3x3", (1, 1): "1x1"}.get(k)
-    if m is None or (m == "1x1" and any(a["pads"])):
-        return None
-    # stride 2: 3x3 with pads of 1 all round; NE16 computes the stride-1 outputs, the cores keep
-    # every other row and column (the cost choice decides whether that pays)
-    if tuple(a["stride"]) != (1, 1) and (tuple(a["stride"]) != (2, 2) or m != "3x3"
-                                         or tuple(a["pads"]) != (1, 1, 1, 1)):
+    k, stride, pads = tuple(a["kernel"]), tuple(a["stride"]), tuple(a["pads"])
+    if stride == (1, 1):
+        m = {(3, 3): "3x3", (1, 1): "1x1"}.get(k)
+        if m is None or (m == "1x1" and any(pads)):
+            return None
+    elif stride == (2, 2) and max(k) <= 7 and pads[0] < k[0] and pads[2] < k[0] \
+            and pads[1] < k[1] and pads[3] < k[1]:
+        m = "rows"          # one 1x1 job per kernel row, strided by NE16's input strides
+    else:
         return None
     w = np.asarray(layer.weight)
     if w.dtype.kind not in "iu" or w.min() < -128 or w.max() > 127:
@@ -80,24 +87,22 @@ def fold_bias(layer, graph) -> np.ndarray:
     return bias - (zp + 128) * w.reshape(w.shape[0], -1).sum(1)
 
 
-def _rows_per_tile(oh, s=1) -> list:
+def _rows_per_tile(oh) -> list:
     """Candidate output rows per tile, best first: at least 4 tiles when there are 6 rows or
-    more (NE16 computes one tile while the cores requantize the one before), those whose
-    computed rows are a multiple of 3 first (NE16's 3x3 output pixels per step), then the
-    rest, fewer rows last."""
+    more (NE16 computes one tile while the cores requantize the one before), multiples of 3
+    first (NE16's 3x3 output pixels per step), then the rest, fewer rows last."""
     cap = oh if oh < 6 else max(3, -(-(-(-oh // 4)) // 3) * 3)
     rows = list(range(min(cap, oh), 0, -1))
-    fills = [r for r in rows if ((r - 1) * s + 1) % 3 == 0 or r == oh]
+    fills = [r for r in rows if r % 3 == 0 or r == oh]
     return fills + [r for r in rows if r not in fills]
 
 
-def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None) -> dict:
+def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False) -> dict:
     """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
     input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
     and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1)."""
-    pw = o["wc"] + kh - 1
-    rc = computed_rows(o, th)
-    d = {"l1_in": tiling._align4((rc + kh - 1) * pw * i["c"]), "l1_acc": 4 * rc * o["wc"] * tc,
+    d = {"l1_in": tiling._align4(in_rows(o, th, kh) * o["pw"] * i["c"])
+         + (tiling._align4(stack_bytes(o, th, kh, i["c"])) if stack else 0), "l1_acc": 4 * th * o["w"] * tc,
          "l1_out": tiling._align4(th * o["w"] * tc)}
     if w_grp is None:
         d.update(l1_w=tiling._align4(tc * row), l1_par=3 * 4 * tc)
@@ -135,12 +140,15 @@ def plan_tiling(layer, graph, m, budget):
        all output rows first (the input tile stays in L1 for every channel tile and each weight
        is read once), fewest groups, then the most output channels;
     3. 16 or 8 output channels per tile, all input channels (before splitting this measured
-       1.6x the cluster on ResNet-18's 512x7x7 3x3 convs)."""
+       1.6x the cluster on ResNet-18's 512x7x7 3x3 convs).
+    "rows" mode (stride 2): the tiling ne16_cost estimates cheapest over output rows, output
+    channels (multiples of 32, all, 16, 8) and one or two input buffers; no input-channel
+    groups (its kernel-row jobs already stream the sums)."""
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
     tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
-    rows = _rows_per_tile(o["h"], o["s"])
-    full = [r for r in rows if computed_rows(o, r) % 3 == 0 or r == o["h"]]
+    rows = _rows_per_tile(o["h"])
+    full = [r for r in rows if r % 3 == 0 or r == o["h"]]
     pt = int(layer.attrs["pads"][0])
     params = o["c"] * (row + 12)
     lower = i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"]
@@ -159,6 +167,20 @@ def plan_tiling(layer, graph, m, budget):
                 + n_h * o["c"] * row + 12 * o["c"] + o["h"] * o["w"] * o["c"]
         return t
 
+    if m == "rows":         # the cheapest tiling by ne16_cost's estimate (no input-channel groups)
+        from . import ne16_cost
+        best = None
+        for tc in tcs + [c for c in (16, 8) if c < o["c"]]:
+            for th in range(min(o["h"], 24), 0, -1):
+                for in_bufs in (2, 1):
+                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, stack=stacked(m, i["c"]))
+                    if d["l1_bytes"] <= budget:
+                        t = tile(d, th, tc, in_bufs)
+                        est = ne16_cost.ne16_cycles(layer, graph, m, t, 9)
+                        if best is None or est < best[0]:
+                            best = (est, t)
+                        break
+        return best and best[1]
     for th_set in (full, [r for r in rows if r not in full]):
         for tc in tcs:
             for in_bufs in (2, 1):
@@ -199,11 +221,22 @@ def param_layout(layer, graph, m) -> list:
     return layout
 
 
+def weight_bytes(w, m) -> bytes:
+    """NE16's bytes of OIHW int8 weights, weight_row(m) per output channel; "rows": per output
+    channel one 1x1 weight per kernel row dy over (dx, ic), or stacked one over (dx, dy, ic)."""
+    if m != "rows":
+        return ne16_weights.pack(w, m, "OIHW")
+    o, ic, kh, kw = w.shape
+    if stacked(m, ic):
+        return ne16_weights.pack(w.transpose(0, 3, 2, 1).reshape(o, 1, 1, kw * kh * ic), "1x1", "OHWI")
+    return ne16_weights.pack(w.transpose(0, 2, 3, 1).reshape(o * kh, 1, 1, kw * ic), "1x1", "OHWI")
+
+
 def pack(layer, graph, layout) -> bytes:
     """The .bin of an NE16 layer (param_layout)."""
     m = mode(layer, graph)
     arrays = dict(base.param_arrays(layer, graph))
-    arrays["weight"] = np.frombuffer(ne16_weights.pack(np.asarray(layer.weight), m, "OIHW"), np.int8)
+    arrays["weight"] = np.frombuffer(weight_bytes(np.asarray(layer.weight), m), np.int8)
     arrays["bias"] = fold_bias(layer, graph).astype(np.int32)
     blob = bytearray(base.layout_bytes(layout))
     for section, dtype, count, offset in layout:
@@ -219,7 +252,11 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
     i, o, kh, kw = _geometry(layer, graph)
     pt, pl = int(layer.attrs["pads"][0]), int(layer.attrs["pads"][1])
     zp = int(graph.tensor(layer.inputs[0]).q.zero_point)
+    n_jobs, k_job = jobs(m, kh, kw, i["c"])
     return {
+        "jobs": n_jobs, "k_job": k_job, "w_job": weight_row(layer, m) // n_jobs, "stack": stacked(m, i["c"]),
+        "l1_pad": tiling._align4(in_rows(o, til["th"], kh) * o["pw"] * i["c"]),   # stack: the DMA's padded tile
+        "in_cols": min(i["w"], o["pw"] - pl),      # input columns inside the padded tile
         "op": "conv2d", "engine": "ne16", "name": layer.name, "cname": cname, "mode": m,
         "inputs": [dict(i, zp=zp, size=i["h"] * i["w"] * i["c"])],
         "out": dict(o, zp=int(graph.tensor(layer.output).q.zero_point), size=o["h"] * o["w"] * o["c"]),
@@ -256,7 +293,7 @@ def summary_line(layers):
         return []
     on = [n for n, r in why if r["engine"] == "ne16"]
     off = [f"{n} ({r['engine_why']})" for n, r in why if r["engine"] != "ne16"]
-    return [f"NE16: {len(on)} of {len(why)} eligible convs (dense 3x3/1x1 stride 1, 3x3 stride 2) where the cost estimate "
+    return [f"NE16: {len(on)} of {len(why)} eligible convs (dense 3x3/1x1 stride 1, stride 2 up to 7x7) where the cost estimate "
             f"(ne16_cost.py) says NE16 is faster" + (f"; on the cluster: {'; '.join(off)}" if off else "")]
 
 
