@@ -280,13 +280,152 @@ def mobilenetv3_bn_block(g, x, c):
     return g.gemm_tail(p, 32, 10)
 
 
+# ---- what torchvision / timm / tf2onnx exports also emit ----
+def conv_bias_bn_relu6(g, x, c):
+    """Conv with its own bias, an unfused BatchNormalization, ReLU6 as Clip(0, 6)."""
+    return g.clip(g.bn(g.conv(x, c, 16), 16))
+
+
+def clip_max_only(g, x, c):
+    """Clip with only max given (torch's clamp(max=)): min is the empty name."""
+    return g.node("Clip", [g.conv(x, c, 8), "", g.const(6.0)])
+
+
+def clip_min_only(g, x, c):
+    return g.node("Clip", [g.conv(x, c, 8), g.const(-1.0)])
+
+
+def global_maxpool(g, x, c):
+    return g.gemm_tail(g.node("GlobalMaxPool", [g.node("Relu", [g.conv(x, c, 16)])]), 16, 10)
+
+
+def squeeze_gemm_unsqueeze(g, x, c):
+    """timm's head: pool, Squeeze(2, 3), Gemm, Unsqueeze back to (1, N, 1, 1)."""
+    p = g.node("GlobalAveragePool", [g.node("Relu", [g.conv(x, c, 16)])])
+    if g.opset >= 13:
+        s = g.node("Squeeze", [p, g.const([2, 3], np.int64)])
+    else:
+        s = g.node("Squeeze", [p], axes=[2, 3])
+    y = g.node("Gemm", [s, g.weight((10, 16)), g.const(g.rng.normal(0, 0.1, 10))], transB=1)
+    if g.opset >= 13:
+        return g.node("Unsqueeze", [y, g.const([2, 3], np.int64)])
+    return g.node("Unsqueeze", [y], axes=[2, 3])
+
+
+def shufflenet_unit(g, x, c):
+    """ShuffleNetV2's unit: split the channels, a branch on one half, concat, shuffle."""
+    a, b = g.split(g.conv(x, c, 16, k=1), [8, 8])
+    b = g.node("Relu", [g.conv(g.conv(b, 8, 8, group=8, bias=False), 8, 8, k=1)])
+    y = g.node("Concat", [a, b], axis=1)
+    y = g.reshape(y, [1, 2, 8, 12, 12])
+    y = g.node("Transpose", [y], perm=[0, 2, 1, 3, 4])
+    return g.reshape(y, [1, 16, 12, 12])
+
+
+def concat_axis_minus3(g, x, c):
+    return g.node("Concat", [g.conv(x, c, 8, k=1), g.node("Relu", [g.conv(x, c, 4)])], axis=-3)
+
+
+def concat_axis_minus1(g, x, c):
+    return g.node("Concat", [g.conv(x, c, 8, k=1), g.node("Relu", [g.conv(x, c, 8)])], axis=-1)
+
+
+def where_mask(g, x, c):
+    """Where with a constant mask (an attention mask / a masked fill as torch exports it)."""
+    y = g.conv(x, c, 8)
+    mask = g.const(g.rng.uniform(size=(1, 1, 12, 12)) > 0.3, np.bool_)
+    return g.node("Where", [mask, y, g.const(np.zeros((1,), np.float32))])
+
+
+def expand_mul(g, x, c):
+    """A per-channel scale expanded to the map (tf2onnx's broadcasting spelled out)."""
+    y = g.conv(x, c, 8)
+    s = g.node("Sigmoid", [g.node("GlobalAveragePool", [y])])
+    return g.node("Mul", [y, g.node("Expand", [s, g.const([1, 8, 12, 12], np.int64)])])
+
+
+def slice_steps(g, x, c):
+    y = g.conv(x, c, 8)
+    if g.opset >= 10:
+        return g.node("Slice", [y, g.const([0, 1], np.int64), g.const([12, 12], np.int64),
+                                g.const([2, 3], np.int64), g.const([2, 2], np.int64)])
+    return g.node("Slice", [y], starts=[0, 1], ends=[12, 12], axes=[2, 3])
+
+
+def gather_channel(g, x, c):
+    """Gather of a constant index along the channels (a channel pick / reorder)."""
+    return g.node("Gather", [g.conv(x, c, 8), g.const([3, 0, 7, 1], np.int64)], axis=1)
+
+
+def gather_scalar_index(g, x, c):
+    """Gather of a scalar index removes the axis: (1, 8, 12, 12) -> (1, 12, 12)... then back."""
+    y = g.node("Gather", [g.conv(x, c, 8), g.const(2, np.int64)], axis=1)
+    if g.opset >= 13:
+        return g.node("Unsqueeze", [y, g.const([1], np.int64)])
+    return g.node("Unsqueeze", [y], axes=[1])
+
+
+def tanh_island(g, x, c):
+    return g.conv(g.node("Tanh", [g.conv(x, c, 8)]), 8, 8, k=1)
+
+
+def sigmoid_island(g, x, c):
+    return g.conv(g.node("Sigmoid", [g.conv(x, c, 8)]), 8, 8, k=1)
+
+
+def gelu_erf(g, x, c):
+    """GELU as torch exports it below opset 20: x * 0.5 * (1 + Erf(x / sqrt(2)))."""
+    y = g.conv(x, c, 8)
+    e = g.node("Erf", [g.node("Div", [y, g.const(np.sqrt(2.0))])])
+    return g.node("Mul", [g.node("Mul", [y, g.node("Add", [e, g.const(1.0)])]), g.const(0.5)])
+
+
+def gelu_tanh(g, x, c):
+    """GELU's tanh approximation as timm / HF export it."""
+    y = g.conv(x, c, 8)
+    cube = g.node("Mul", [g.node("Mul", [y, y]), y])
+    inner = g.node("Mul", [g.node("Add", [y, g.node("Mul", [cube, g.const(0.044715)])]),
+                           g.const(np.sqrt(2.0 / np.pi))])
+    return g.node("Mul", [g.node("Mul", [y, g.const(0.5)]), g.node("Add", [g.node("Tanh", [inner]), g.const(1.0)])])
+
+
+def reduce_mean_channels(g, x, c):
+    """CBAM's spatial attention input: the mean over the channels, keepdims=1."""
+    y = g.node("Relu", [g.conv(x, c, 8)])
+    if g.opset >= 18:
+        m = g.node("ReduceMean", [y, g.const([1], np.int64)], keepdims=1)
+    else:
+        m = g.node("ReduceMean", [y], axes=[1], keepdims=1)
+    return g.node("Mul", [y, g.node("Sigmoid", [m])])
+
+
+def add_broadcast_pool(g, x, c):
+    """A map plus its own per-channel mean (a (1, C, 1, 1) activation broadcast by Add)."""
+    y = g.node("Relu", [g.conv(x, c, 8)])
+    return g.node("Add", [y, g.node("GlobalAveragePool", [y])])
+
+
+def reduce_mean_keepdims0_gemm(g, x, c):
+    """Mean over H, W with keepdims=0 straight into a Gemm (no Flatten)."""
+    y = g.node("Relu", [g.conv(x, c, 16)])
+    if g.opset >= 18:
+        m = g.node("ReduceMean", [y, g.const([2, 3], np.int64)], keepdims=0)
+    else:
+        m = g.node("ReduceMean", [y], axes=[-2, -1], keepdims=0)
+    return g.node("Gemm", [m, g.weight((10, 16)), g.const(g.rng.normal(0, 0.1, 10))], transB=1)
+
+
 PATTERNS = [_pat(f) for f in (
     conv_bias, conv_no_bias_bn_relu, conv_stride2_pad0, group_conv, depthwise_relu6, dilated_conv,
     conv_1x1_hardswish, conv_hardsigmoid, conv_prelu, conv_leakyrelu, conv_silu, gemm_flatten, gemm_alpha_beta,
     gemm_no_transb_reshape, linear_on_flattened_map, softmax_tail, softmax_channels, pad_constant_conv,
     pad_reflect_conv, pad_edge_asym, conv_transpose, conv_transpose_no_bias_out_pad, resize_nearest,
     concat_branches, split_sizes, glu, channel_shuffle, residual_block, maxpool_ceil, avgpool_pad_exclude,
-    avgpool_pad_include, squeeze_excite, reduce_mean_tail, mobilenetv3_block, mobilenetv3_bn_block)]
+    avgpool_pad_include, squeeze_excite, reduce_mean_tail, mobilenetv3_block, mobilenetv3_bn_block,
+    conv_bias_bn_relu6, clip_max_only, clip_min_only, global_maxpool, squeeze_gemm_unsqueeze, shufflenet_unit,
+    concat_axis_minus3, concat_axis_minus1, where_mask, expand_mul, slice_steps, gather_channel,
+    gather_scalar_index, tanh_island, sigmoid_island, gelu_erf, gelu_tanh, reduce_mean_channels,
+    reduce_mean_keepdims0_gemm, add_broadcast_pool)]
 
 
 def float_model(pattern, opset, path, seed=0):
@@ -368,14 +507,14 @@ def cases(variants=None, opsets=None):
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser()
-    ap.add_argument("--filter", default="")
+    ap.add_argument("--filter", default="", help="comma-separated parts of pattern names")
     ap.add_argument("--variants", default="quick", choices=("all", "quick"))
     ap.add_argument("--opsets", default="")
     args = ap.parse_args(argv)
     opsets = [int(o) for o in args.opsets.split(",")] if args.opsets else None
     counts = {}
     for p, o, v in cases(VARIANTS if args.variants == "all" else QUICK, opsets):
-        if args.filter not in p.__name__:
+        if not any(f in p.__name__ for f in args.filter.split(",")):
             continue
         with tempfile.TemporaryDirectory() as d:
             try:

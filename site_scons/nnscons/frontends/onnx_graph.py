@@ -213,11 +213,13 @@ class OnnxWalker:
 
     # -- constant folding -------------------------------------------------------------------
     def _static_shapes(self) -> dict:
-        """{tensor: static shape} from onnx's shape inference with the resolved input shape."""
+        """{tensor: static shape} from onnx's shape inference with the resolved input shape
+        (on the QDQ spelling of a QOperator model: onnx infers no com.microsoft op's shape)."""
         if getattr(self, "_shapes", None) is None:
             import onnx
+            from .onnx_qoperator import to_qdq
             proto = onnx.ModelProto()
-            proto.CopyFrom(self.f.proto)
+            proto.CopyFrom(to_qdq(self.f.proto))
             shapes = dict(zip(self.f.inputs or (self.f.input,), self.f.input_shapes or (self.f.input_shape,)))
             for inp in proto.graph.input:
                 if inp.name in shapes:

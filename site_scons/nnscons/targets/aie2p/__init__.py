@@ -87,7 +87,7 @@ def check_tools(env, session) -> None:
 
 # the ops host_layers.py (and templates/aie2p/host_layer.c.j2) run on the host CPU
 FALLBACK_OPS = ("maxpool", "avgpool", "global_avgpool", "add", "requant", "concat", "conv2d", "linear",
-                "lut", "mul", "move", "softmax")
+                "lut", "mul", "move", "softmax", "island_avgpool")
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:

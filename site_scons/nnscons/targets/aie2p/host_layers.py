@@ -128,6 +128,11 @@ class HostKernels:
             lib.nn_nary_s8(n, 1, o["c"], o["h"] * o["w"], xs_p, _ptr(zps), _ptr(modes), spec["fn_code"],
                            _ptr(p["mult"]), _ptr(p["shift"]), I32(o["zp"]), I32(act[0]), I32(act[1]),
                            _ptr(out), 0, o["size"])
+        elif op == "island_avgpool":   # CHW: pixel p of channel ch at ch * H * W + p
+            i, hw = ins[0], ins[0]["h"] * ins[0]["w"]
+            lib.nn_island_avgpool_part_s8(hw, ctypes.c_long(1), ctypes.c_long(hw), 0, i["c"], spec["tables"],
+                                          _ptr(chw[0]), _ptr(p["bias"]), I32(spec["frac"]), I32(o["zp"]),
+                                          I32(act[0]), I32(act[1]), _ptr(out))
         else:
             raise ValueError(f"host fallback: no kernel for op '{op}'")
         return self._to_hwc(out, o).view(np.uint8)

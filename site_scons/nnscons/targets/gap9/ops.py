@@ -13,7 +13,7 @@ from ...errors import UserError
 from ...resources import data_path
 from ..base import OpImpl, flattened_from, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
-from ...ops import bilinear, div, instnorm, lrn, softmax
+from ...ops import bilinear, div, instnorm, island_pool, lrn, softmax
 
 C = data_path("kernels", "common") + "/"
 G = data_path("kernels", "gap9") + "/"
@@ -41,6 +41,8 @@ OPS = {
     "bilinear": OpImpl("bilinear.c.j2", (C + "nn_bilinear.c",), spec=lambda l, g: bilinear.spec(l, g)),
     "reduce": OpImpl("reduce.c.j2", (C + "nn_reduce.c",), spec=lambda l, g: _reduce_spec(l, g)),
     "nary": OpImpl("nary.c.j2", (C + "nn_nary.c",), spec=lambda l, g: _nary_spec(l, g)),
+    "island_avgpool": OpImpl("island_avgpool.c.j2", (C + "nn_island_pool.c",),
+                             spec=lambda l, g: {"tables": int(l.attrs["tables"]), "frac": island_pool.FRAC}),
 }
 
 
@@ -262,6 +264,12 @@ def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
     if op == "global_avgpool":
         s = graph.tensor(layer.inputs[0]).shape
         return tiling.plan_global_pool(int(s[1]), int(s[2] * s[3]), budget, 4 if xpulp else 1)
+    if op == "island_avgpool":   # channel tiles of all pixels, each with its channels' 1 KiB tables
+        s, per = graph.tensor(layer.inputs[0]).shape, int(layer.attrs["tables"]) > 1
+        return tiling.plan_window(tiling.Window(
+            c=int(s[1]), h=1, w=int(s[2] * s[3]), oc=int(s[1]), oh=1, ow=1, kh=1, kw=int(s[2] * s[3]), sh=1, sw=1,
+            dh=1, dw=1, pt=0, pl=0, groups=int(s[1]), w_per_oc=0, p_per_oc=1024 if per else 0,
+            p_fixed=0 if per else 1024), budget)
     n = _numel(graph.tensor(layer.output).shape)
     if op == "add":   # its parameters: 2 multipliers and a shift (TFLite's rule: 3 and 3)
         from ... import ops as registry
