@@ -334,7 +334,7 @@ def where_mask(g, x, c):
     """Where with a constant mask (an attention mask / a masked fill as torch exports it)."""
     y = g.conv(x, c, 8)
     mask = g.const(g.rng.uniform(size=(1, 1, 12, 12)) > 0.3, np.bool_)
-    return g.node("Where", [mask, y, g.const(np.zeros((1,), np.float32))])
+    return g.node("Where", [mask, y, g.const(np.full((1,), -0.5, np.float32))])
 
 
 def expand_mul(g, x, c):
@@ -363,6 +363,17 @@ def gather_scalar_index(g, x, c):
     if g.opset >= 13:
         return g.node("Unsqueeze", [y, g.const([1], np.int64)])
     return g.node("Unsqueeze", [y], axes=[1])
+
+
+def gather_scalar_conv(g, x, c):
+    """A rank-3 tensor (Gather of a scalar index) read by a conv: not a move chain."""
+    y = g.node("Gather", [g.conv(x, c, 8), g.const(2, np.int64)], axis=1)
+    return g.conv(g.reshape(y, [1, 1, 12, 12]), 1, 4)
+
+
+def gather_scalar_output(g, x, c):
+    """A rank-3 network output (1, H, W): one channel picked by a scalar Gather."""
+    return g.node("Gather", [g.conv(x, c, 8), g.const(2, np.int64)], axis=1)
 
 
 def tanh_island(g, x, c):
@@ -424,7 +435,7 @@ PATTERNS = [_pat(f) for f in (
     avgpool_pad_include, squeeze_excite, reduce_mean_tail, mobilenetv3_block, mobilenetv3_bn_block,
     conv_bias_bn_relu6, clip_max_only, clip_min_only, global_maxpool, squeeze_gemm_unsqueeze, shufflenet_unit,
     concat_axis_minus3, concat_axis_minus1, where_mask, expand_mul, slice_steps, gather_channel,
-    gather_scalar_index, tanh_island, sigmoid_island, gelu_erf, gelu_tanh, reduce_mean_channels,
+    gather_scalar_index, gather_scalar_conv, gather_scalar_output, tanh_island, sigmoid_island, gelu_erf, gelu_tanh, reduce_mean_channels,
     reduce_mean_keepdims0_gemm, add_broadcast_pool)]
 
 

@@ -53,8 +53,9 @@ def _step(w, name, node, ins, out_index=0):
 def _not_rank_3(w, name, node, tensor):
     """A rank-3 tensor (1, C, L) of a 1-D network is (1, C, 1, L) inside nnscons: the
     steps name the model's axes, so they would move the wrong ones (Slice axes=[2] would
-    slice H)."""
-    if w.model_rank(tensor) == 3:
+    slice H). In a 4-D network a rank-3 tensor is what it says (a Gather of one channel
+    before an Unsqueeze): the moves around it merge into one on 4-D tensors."""
+    if w.model_rank(tensor) == 3 and len(w.f.input_shape) == 3:
         raise w.fail(name, node, f"data movements on a rank-3 tensor ({tensor!r}, a 1-D "
                                  f"network's (1, C, L)) are not translated yet; move the "
                                  f"data on a (1, F) or (1, C, H, W) tensor")
@@ -110,6 +111,30 @@ def expand_operands(w, name, node, ins, out, kept=("same", "channel", "scalar"))
                         attrs={"steps": (step,)}))
         new.append(e)
     return moves, new
+
+
+def where(w, name, node, ins, out):
+    """Where(constant condition, X, Y) with one of X, Y an activation and the other one
+    constant value (a masked fill as torch exports it): a move whose masked-out elements are
+    that constant (quantized at the output's parameters, as ONNX's QuantizeLinear rounds it)."""
+    if not w.is_const(ins[0]):
+        raise w.fail(name, node, "Where with a computed condition is not supported; supported: a "
+                                 "constant condition, one of X/Y an activation and the other one constant value")
+    cond = np.asarray(w.const(ins[0], name, node, "condition")).astype(bool)
+    consts = [w.is_const(t) for t in ins[1:3]]
+    if consts.count(True) != 1:
+        raise w.fail(name, node, "Where needs exactly one of X/Y an activation and the other a constant "
+                                 "(one value); supported: a masked fill")
+    k = consts.index(True)
+    value = np.asarray(w.const(ins[1 + k], name, node, "value"), dtype=np.float64)
+    if value.size != 1:
+        raise w.fail(name, node, f"Where's constant operand has {value.size} values; supported: one value")
+    x = X.activation(w, name, node, ins[2 - k])
+    _not_rank_3(w, name, node, x)
+    mask = cond if k == 1 else ~cond      # True: the activation's element
+    step = ("__where__", (("mask", tuple(int(b) for b in mask.reshape(-1))), ("mask_shape", mask.shape),
+                          ("value", float(value.reshape(-1)[0]))), (), 0, OPSET)
+    return Op(name, "move", [x], out, node.op_type, attrs={"steps": (step,)})
 
 
 def split(w, name, node, ins, outs):  # noqa: D401
@@ -381,6 +406,10 @@ def apply_steps(steps, x):
             y[:, :, ::sh, ::sw] = x
             x = y
             continue
+        if step[0] == "__where__":   # Where(constant mask, x, one constant value)
+            a = dict(step[1])
+            x = np.where(np.asarray(a["mask"], bool).reshape(a["mask_shape"]), x, a["value"])
+            continue
         model = _node_model(step, x.shape)
         x = np.asarray(ReferenceEvaluator(model).run(None, {"x": x})[-1], dtype=np.float64)
     return x
@@ -398,14 +427,33 @@ def index_of(steps, in_shape):
     """int64 array (output shape): the input element (NCHW flat index) of each output
     element, -1 for a constant."""
     n = int(np.prod(in_shape))
+    steps = tuple((t, tuple((k, 0.0 if k == "value" else v) for k, v in a), c, i, o)
+                  if t == "__where__" else (t, a, c, i, o) for t, a, c, i, o in steps)   # fills: 0 -> -1
     idx = apply_steps(steps, np.arange(n, dtype=np.float64).reshape(in_shape) + 1.0)
     if any(s[0] == "Pad" for s in steps):
         idx = np.where(fill_steps(steps, in_shape), 0.0, idx)
     return (idx - 1).astype(np.int64)
 
 
+def fill_values(steps) -> set:
+    """The constants a chain's steps put in the output (a Pad's value, a Where's)."""
+    out = set()
+    for t, a, c, k, o in steps:
+        if t == "__where__":
+            out.add(float(dict(a)["value"]))
+        elif t == "Pad" and X.text(dict(a).get("mode", "constant")) == "constant":
+            out.add(_pad_value((t, a, c, k, o)))
+    return out
+
+
+def _pad_value(step) -> float:
+    return pad_value((step,))
+
+
 def pad_value(steps) -> float:
     for t, a, c, k, o in steps:
+        if t == "__where__":
+            return float(dict(a)["value"])
         for p, d, s, v in c:
             if t == "Pad" and p == 2 and v:
                 return float(v[0])
@@ -423,6 +471,9 @@ def shape(g, op, ins):
     if idx.ndim not in (2, 4) or idx.shape[0] != 1:
         raise g.fail(op, f"result shape {idx.shape} is not (1, F) or (1, C, H, W); only "
                          f"chains of data movements that end in such a tensor are supported")
+    if len(fill_values(op.attrs["steps"])) > 1 and (idx < 0).any():
+        raise g.fail(op, f"the data movement puts several constants ({sorted(fill_values(op.attrs['steps']))}: "
+                         f"constant Pads, Where) in its output; one constant per chain is supported")
     if idx.size == 0:
         raise g.fail(op, f"result shape {idx.shape} is empty (a Slice or Split outside "
                          f"the tensor?); an empty tensor has nothing to compute")
@@ -474,7 +525,7 @@ def export(w, layer, ins, core_out):
     w.node("Gather", [flat, table], [core_out], layer.name, exact_name=True, axis=1)
 
 
-OPS = [OpDef("move", onnx={t: convert for t in MOVES if t not in ("Split", "Pad")} | {"Split": split},
+OPS = [OpDef("move", onnx={t: convert for t in MOVES if t not in ("Split", "Pad")} | {"Split": split, "Where": where},
              tflite=TFLITE_MOVES,
              attrs=("steps", "in_shape"), shape=shape, reference=reference, lower=lower,
              requant=params, counts=lambda layer, graph: {"index": int(np.prod(
