@@ -410,6 +410,83 @@ def reduce_mean_channels(g, x, c):
     return g.node("Mul", [y, g.node("Sigmoid", [m])])
 
 
+def matmul_add_tail(g, x, c):
+    """tf2onnx's / torch's Linear without Gemm: Flatten, MatMul by a constant, Add the bias."""
+    f = g.node("Flatten", [g.node("GlobalAveragePool", [g.node("Relu", [g.conv(x, c, 16)])])], axis=1)
+    return g.node("Add", [g.node("MatMul", [f, g.weight((16, 10))]), g.const(g.rng.normal(0, 0.1, 10))])
+
+
+def reshape_zero_dim(g, x, c):
+    """Reshape with 0 (keep the batch) and -1, torch's x.view(x.size(0), -1)."""
+    return g.gemm_tail(g.reshape(g.node("MaxPool", [g.conv(x, c, 4)], kernel_shape=[2, 2], strides=[2, 2]),
+                                 [0, -1]), 144, 10, flatten=False)
+
+
+def dynamic_flatten(g, x, c):
+    """torch's flatten with a traced batch: Shape, Gather(0), Unsqueeze, Concat([-1]), Reshape."""
+    y = g.node("GlobalAveragePool", [g.node("Relu", [g.conv(x, c, 16)])])
+    n = g.node("Gather", [g.node("Shape", [y]), g.const(0, np.int64)], axis=0)
+    n = g.node("Unsqueeze", [n, g.const([0], np.int64)]) if g.opset >= 13 else g.node("Unsqueeze", [n], axes=[0])
+    shape = g.node("Concat", [n, g.const([-1], np.int64)], axis=0)
+    f = g.node("Reshape", [y, shape])
+    return g.node("Gemm", [f, g.weight((10, 16)), g.const(g.rng.normal(0, 0.1, 10))], transB=1)
+
+
+def cast_identity(g, x, c):
+    """tf2onnx's no-op Cast to float and Identity nodes between layers."""
+    y = g.node("Identity", [g.node("Cast", [g.conv(x, c, 8)], to=TensorProto.FLOAT)])
+    return g.conv(g.node("Relu", [y]), 8, 8)
+
+
+def nhwc_transposes(g, x, c):
+    """tf2onnx's layout: an NHWC input transposed to NCHW, the result transposed back."""
+    y = g.node("Transpose", [x], perm=[0, 3, 1, 2])
+    y = g.node("Relu", [g.conv(y, 8, 8)])
+    return g.node("Transpose", [y], perm=[0, 2, 3, 1])
+
+
+def conv_same_upper(g, x, c):
+    """tf2onnx's 'SAME' padding: auto_pad SAME_UPPER on a stride-2 conv and max pool."""
+    w = g.weight((8, c, 3, 3))
+    y = g.node("Conv", [x, w, g.const(g.rng.normal(0, 0.1, 8))], kernel_shape=[3, 3], strides=[2, 2],
+               auto_pad="SAME_UPPER")
+    return g.node("MaxPool", [g.node("Relu", [y])], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+
+
+def pixel_shuffle(g, x, c):
+    """ESPCN's upscaler: conv to 4x channels, DepthToSpace (CRD as torch's PixelShuffle)."""
+    return g.node("DepthToSpace", [g.conv(x, c, 16)], blocksize=2, mode="CRD")
+
+
+def split_equal_three(g, x, c):
+    """Split into equal parts without sizes (opset 18: num_outputs), summed back."""
+    y = g.conv(x, c, 12)
+    if g.opset >= 18:
+        a, b, d = g.node("Split", [y], n_out=3, axis=1, num_outputs=3)
+    else:
+        a, b, d = g.node("Split", [y], n_out=3, axis=1)
+    return g.node("Sum", [a, g.node("Relu", [b]), d])
+
+
+def logsoftmax_tail(g, x, c):
+    return g.node("LogSoftmax", [g.gemm_tail(g.node("GlobalAveragePool", [x]), c, 10)], axis=-1 if g.opset >= 13 else 1)
+
+
+def layernorm_channels_last(g, x, c):
+    """A ConvNeXt-style LayerNormalization over the channels of an NHWC view (opset 17)."""
+    y = g.node("Transpose", [g.conv(x, c, 8)], perm=[0, 2, 3, 1])
+    if g.opset >= 17:
+        y = g.node("LayerNormalization", [y, g.const(g.rng.uniform(0.5, 1.5, 8)), g.const(g.rng.normal(0, 0.1, 8))],
+                   axis=-1, epsilon=1e-6)
+    else:     # as torch exports it below 17: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add
+        m = g.node("ReduceMean", [y], axes=[-1])
+        d = g.node("Sub", [y, m])
+        v = g.node("ReduceMean", [g.node("Pow", [d, g.const(2.0)])], axes=[-1])
+        y = g.node("Div", [d, g.node("Sqrt", [g.node("Add", [v, g.const(1e-6)])])])
+        y = g.node("Add", [g.node("Mul", [y, g.const(g.rng.uniform(0.5, 1.5, 8))]), g.const(g.rng.normal(0, 0.1, 8))])
+    return g.node("Transpose", [y], perm=[0, 3, 1, 2])
+
+
 def add_broadcast_pool(g, x, c):
     """A map plus its own per-channel mean (a (1, C, 1, 1) activation broadcast by Add)."""
     y = g.node("Relu", [g.conv(x, c, 8)])
@@ -436,7 +513,9 @@ PATTERNS = [_pat(f) for f in (
     conv_bias_bn_relu6, clip_max_only, clip_min_only, global_maxpool, squeeze_gemm_unsqueeze, shufflenet_unit,
     concat_axis_minus3, concat_axis_minus1, where_mask, expand_mul, slice_steps, gather_channel,
     gather_scalar_index, gather_scalar_conv, gather_scalar_output, tanh_island, sigmoid_island, gelu_erf, gelu_tanh, reduce_mean_channels,
-    reduce_mean_keepdims0_gemm, add_broadcast_pool)]
+    reduce_mean_keepdims0_gemm, add_broadcast_pool, matmul_add_tail, reshape_zero_dim, dynamic_flatten,
+    cast_identity, conv_same_upper, pixel_shuffle, split_equal_three, logsoftmax_tail, layernorm_channels_last)]
+PATTERNS.append(_pat(nhwc_transposes, shape=(1, 12, 12, 8)))
 
 
 def float_model(pattern, opset, path, seed=0):

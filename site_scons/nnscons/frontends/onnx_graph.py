@@ -174,6 +174,14 @@ class OnnxWalker:
                 self._quantize(name, node, inputs, out)
             elif node.op_type == "DequantizeLinear":
                 self._dequantize(name, node, inputs, out)
+            elif node.op_type == "Cast":     # tf2onnx's casts between float layers (constants fold)
+                import onnx
+                to = int(next((a.i for a in node.attribute if a.name == "to"), 0))
+                if to != onnx.TensorProto.FLOAT:
+                    raise self.fail(name, node, f"Cast of an activation to "
+                                                f"{onnx.TensorProto.DataType.Name(to)} is not supported; "
+                                                f"supported: Cast to FLOAT (a no-op on the float model's activations)")
+                self.alias[out] = self.resolve(inputs[0])
             elif node.op_type in PASS_THROUGH:
                 if len(node.output) > 1 and node.output[1]:
                     self._unused_output(name, node, node.output[1])
