@@ -89,6 +89,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
                                                     max(float(x[t].max()) for x in feeds)) for t in bare})
                 inherit_qparams(g)
                 islands = [op.output for op in g.ops if op.output not in g.qparams]
+                notes += _averaged_inputs(g, bare)
             if islands:
                 calibrate(f, g, feeds, only=islands)
             notes.append(f"{len(bare + islands)} tensor(s) left in float by the model's quantizer "
@@ -107,6 +108,27 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     graph.default_input = None
     graph.notes = notes
     return graph
+
+
+def _averaged_inputs(g, bare) -> list:
+    """A network input the quantizer left in float and an average reads first (a QOperator
+    graph whose first op is a GlobalAveragePool): ONNX rounds the float input's average once;
+    the network's int8 input rounds every element before it, and no integer network can read
+    the float values, so the average may depart by up to half an input step in output LSB.
+    Say how far (the departure stays; nothing that works is refused)."""
+    notes = []
+    for t in bare:
+        for op in g.consumers(t):
+            averages = op.kind in ("global_avgpool", "avgpool") or (
+                op.kind == "reduce" and op.attrs.get("fn") in ("mean", "sum"))
+            if averages and op.output in g.qparams:
+                bound = 0.5 * g.qparams[t].scale / g.qparams[op.output].scale
+                notes.append(f"network input {t!r} is averaged by {op.name!r} before the model rounds it: "
+                             f"ONNX rounds the float average once, the int8 network input rounds each element "
+                             f"first (input step {g.qparams[t].scale:.4g}, output step "
+                             f"{g.qparams[op.output].scale:.4g}): the average may depart by up to "
+                             f"{bound:.2f} output LSB; a QuantizeLinear on the input before the average makes it exact")
+    return notes
 
 
 def _ncl(shape) -> tuple:
