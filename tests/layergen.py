@@ -487,6 +487,17 @@ def layernorm_channels_last(g, x, c):
     return g.node("Transpose", [y], perm=[0, 3, 1, 2])
 
 
+def unary_math(g, x, c):
+    """Elementwise math exporters emit (norms, losses, positional code): Sqrt, Pow by a
+    constant, Reciprocal, Log, Floor, Sin, each a table on the conv's output."""
+    y = g.conv(x, c, 8)
+    a = g.node("Sqrt", [g.node("Abs", [y])])
+    b = g.node("Pow", [y, g.const(2.0)])
+    r = g.node("Reciprocal", [g.node("Add", [g.node("Abs", [y]), g.const(1.0)])])
+    lg = g.node("Log", [g.node("Add", [g.node("Abs", [y]), g.const(0.5)])])
+    return g.node("Concat", [a, b, r, lg, g.node("Floor", [y]), g.node("Sin", [y])], axis=1)
+
+
 def add_broadcast_pool(g, x, c):
     """A map plus its own per-channel mean (a (1, C, 1, 1) activation broadcast by Add)."""
     y = g.node("Relu", [g.conv(x, c, 8)])
@@ -514,7 +525,7 @@ PATTERNS = [_pat(f) for f in (
     concat_axis_minus3, concat_axis_minus1, where_mask, expand_mul, slice_steps, gather_channel,
     gather_scalar_index, gather_scalar_conv, gather_scalar_output, tanh_island, sigmoid_island, gelu_erf, gelu_tanh, reduce_mean_channels,
     reduce_mean_keepdims0_gemm, add_broadcast_pool, matmul_add_tail, reshape_zero_dim, dynamic_flatten,
-    cast_identity, conv_same_upper, pixel_shuffle, split_equal_three, logsoftmax_tail, layernorm_channels_last)]
+    cast_identity, unary_math, conv_same_upper, pixel_shuffle, split_equal_three, logsoftmax_tail, layernorm_channels_last)]
 PATTERNS.append(_pat(nhwc_transposes, shape=(1, 12, 12, 8)))
 
 

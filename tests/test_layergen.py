@@ -160,7 +160,7 @@ def test_the_island_pool_runs_on_gap9_k210_and_aie2p_as_on_the_host(project):
 
 # what torchvision / timm / tf2onnx exports emit that was refused: each matches now
 EXPORTS = [(p, o, v) for p in (L.concat_axis_minus1, L.where_mask, L.gather_scalar_index, L.reduce_mean_channels,
-                               L.add_broadcast_pool, L.cast_identity)
+                               L.add_broadcast_pool, L.cast_identity, L.unary_math)
            for o in (13, 21) for v in (QDQ_S8_PC, QOP_U8_PT) if not (p is L.where_mask and v is QOP_U8_PT)]
 
 
