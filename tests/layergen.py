@@ -498,6 +498,18 @@ def unary_math(g, x, c):
     return g.node("Concat", [a, b, r, lg, g.node("Floor", [y]), g.node("Sin", [y])], axis=1)
 
 
+def input_normalize(g, x, c):
+    """The exporter's preprocessing inside the graph: (x - mean) / std per channel, then a conv."""
+    y = g.node("Sub", [x, g.const(g.rng.normal(0, 0.2, (1, c, 1, 1)))])
+    y = g.node("Div", [y, g.const(g.rng.uniform(0.5, 1.5, (1, c, 1, 1)))])
+    return g.node("Relu", [g.conv(y, c, 8)])
+
+
+def argmax_tail(g, x, c):
+    """A segmentation head's ArgMax over the classes (an int64 output)."""
+    return g.node("ArgMax", [g.conv(x, c, 4, k=1)], axis=1, keepdims=1)
+
+
 def add_broadcast_pool(g, x, c):
     """A map plus its own per-channel mean (a (1, C, 1, 1) activation broadcast by Add)."""
     y = g.node("Relu", [g.conv(x, c, 8)])
@@ -525,7 +537,7 @@ PATTERNS = [_pat(f) for f in (
     concat_axis_minus3, concat_axis_minus1, where_mask, expand_mul, slice_steps, gather_channel,
     gather_scalar_index, gather_scalar_conv, gather_scalar_output, tanh_island, sigmoid_island, gelu_erf, gelu_tanh, reduce_mean_channels,
     reduce_mean_keepdims0_gemm, add_broadcast_pool, matmul_add_tail, reshape_zero_dim, dynamic_flatten,
-    cast_identity, unary_math, conv_same_upper, pixel_shuffle, split_equal_three, logsoftmax_tail, layernorm_channels_last)]
+    cast_identity, unary_math, input_normalize, argmax_tail, conv_same_upper, pixel_shuffle, split_equal_three, logsoftmax_tail, layernorm_channels_last)]
 PATTERNS.append(_pat(nhwc_transposes, shape=(1, 12, 12, 8)))
 
 

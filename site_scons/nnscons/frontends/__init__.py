@@ -115,7 +115,10 @@ def _averaged_inputs(g, bare) -> list:
     graph whose first op is a GlobalAveragePool): ONNX rounds the float input's average once;
     the network's int8 input rounds every element before it, and no integer network can read
     the float values, so the average may depart by up to half an input step in output LSB.
-    Say how far (the departure stays; nothing that works is refused)."""
+    Say how far (the departure stays; nothing that works is refused). Elementwise float ops
+    on the input ((x - mean) / std in the graph) round twice the same way: say so (an input
+    range mapped back from the model's first QuantizeLinear was tried: no saturation, but a
+    coarser input step, 80% within 1 LSB against 92%)."""
     notes = []
     for t in bare:
         for op in g.consumers(t):
@@ -128,6 +131,13 @@ def _averaged_inputs(g, bare) -> list:
                              f"first (input step {g.qparams[t].scale:.4g}, output step "
                              f"{g.qparams[op.output].scale:.4g}): the average may depart by up to "
                              f"{bound:.2f} output LSB; a QuantizeLinear on the input before the average makes it exact")
+        tables = [op.name for op in g.consumers(t) if op.kind == "lut"]
+        if tables:
+            notes.append(f"network input {t!r} goes through float elementwise ops ({', '.join(tables[:3])}) "
+                         f"before the model rounds it: the int8 network input (range from the built-in "
+                         f"calibration) rounds first, so their outputs may depart from ONNX's by a few LSB, "
+                         f"more where the run's input lies outside the calibrated range; a QuantizeLinear on "
+                         f"the input makes it exact")
     return notes
 
 
