@@ -510,6 +510,9 @@ def argmax_tail(g, x, c):
     return g.node("ArgMax", [g.conv(x, c, 4, k=1)], axis=1, keepdims=1)
 
 
+argmax_tail.out_type = TensorProto.INT64
+
+
 def add_broadcast_pool(g, x, c):
     """A map plus its own per-channel mean (a (1, C, 1, 1) activation broadcast by Add)."""
     y = g.node("Relu", [g.conv(x, c, 8)])
@@ -546,7 +549,8 @@ def float_model(pattern, opset, path, seed=0):
     g = G(seed, opset)
     y = pattern(g, "x", shape[1])
     graph = helper.make_graph(g.nodes, pattern.__name__, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)], g.inits)
+                              [helper.make_tensor_value_info(y, getattr(pattern, "out_type", TensorProto.FLOAT), None)],
+                              g.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8 if opset <= 18 else 10
     model = onnx.shape_inference.infer_shapes(model)
