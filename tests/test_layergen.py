@@ -7,7 +7,10 @@ Fixed here: a network input the quantizer left in float before its first op (a M
 Pad ahead of the first QuantizeLinear: QDQ and QOperator), a QOperator graph's MaxPool on
 uint8 codes read by a DequantizeLinear, a QOperator graph whose first op (GlobalAveragePool)
 stayed in float, Softmax over a map's channels (opset >= 13) or all its values (below), a float island's fork (a lut reading a BatchNormalization's float output that
-the model also rounds for other readers: ops/lut.merge_island_chains)."""
+the model also rounds for other readers: ops/lut.merge_island_chains), and what exporters
+emit that was refused: Concat along H or W, Where with a constant mask, a scalar Gather's
+rank-3 tensor inside a move chain, operands that broadcast along H and W (CBAM) or per
+channel in an Add, no-op Casts, Sqrt/Pow/Reciprocal/Log/Floor/Sin tables."""
 from __future__ import annotations
 
 import logging
