@@ -61,7 +61,8 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     if calibration and fmt != "float":
         raise ModelError(f"{source}: calibration applies to float models only; this one is "
                          f"already quantized")
-    g = OnnxWalker(f).walk()
+    from .onnx_qoperator import to_qdq
+    g = OnnxWalker(f, shapes_proto=to_qdq(f.proto)).walk()
     prepare(g)
     notes = []
     if fmt == "float":

@@ -58,8 +58,11 @@ class QuantConst:
 
 
 class OnnxWalker:
-    def __init__(self, f: OnnxFile):
+    def __init__(self, f: OnnxFile, shapes_proto=None):
+        """shapes_proto: the model onnx's shape inference reads (a QOperator model's QDQ
+        spelling, onnx_qoperator.to_qdq: onnx infers no com.microsoft op's shape)."""
         self.f = f
+        self.shapes_proto = shapes_proto
         graph = f.proto.graph
         self.consts = {i.name: tensor_array(f.path, i) for i in graph.initializer}
         self.qconsts: dict = {}
@@ -222,12 +225,11 @@ class OnnxWalker:
     # -- constant folding -------------------------------------------------------------------
     def _static_shapes(self) -> dict:
         """{tensor: static shape} from onnx's shape inference with the resolved input shape
-        (on the QDQ spelling of a QOperator model: onnx infers no com.microsoft op's shape)."""
+        (on shapes_proto when given)."""
         if getattr(self, "_shapes", None) is None:
             import onnx
-            from .onnx_qoperator import to_qdq
             proto = onnx.ModelProto()
-            proto.CopyFrom(to_qdq(self.f.proto))
+            proto.CopyFrom(self.shapes_proto or self.f.proto)
             shapes = dict(zip(self.f.inputs or (self.f.input,), self.f.input_shapes or (self.f.input_shape,)))
             for inp in proto.graph.input:
                 if inp.name in shapes:

@@ -22,7 +22,7 @@ NAN_CODE = -128    # QuantizeLinear of NaN: onnxruntime's minimum code (uint8 0 
 
 def convert(w, name, node, ins, out):
     """Div of two activations (the const cases are lut tables: ops.mul.convert)."""
-    from .move import expand_operands
+    from ._broadcast import expand_operands
     moves, ins = expand_operands(w, name, node, ins, out)
     return moves + [Op(name, "div", [X.activation(w, name, node, t) for t in ins], out, node.op_type)]
 

@@ -75,68 +75,6 @@ def convert(w, name, node, ins, out):
               attrs={"steps": (_step(w, name, node, ins),)})
 
 
-def _broadcast_mode(shape, full):
-    shape = (1,) * (len(full) - len(shape)) + tuple(shape)
-    if shape == tuple(full):
-        return "same"
-    if all(d == 1 for d in shape):
-        return "scalar"
-    if shape[1] == full[1] and all(d == 1 for i, d in enumerate(shape) if i != 1):
-        return "channel"
-    return None
-
-
-def expand_operands(w, name, node, ins, out, kept=("same", "channel", "scalar")):
-    """(moves, inputs): an operand of a binary op that broadcasts in a way the op's kernels do
-    not (CBAM's (1, 1, H, W) attention map times a (1, C, H, W) map; add: any broadcast) is
-    first expanded to the result's shape by an Expand move (exact: it copies codes, and takes
-    its input's parameters). Shapes from onnx's shape inference; rank-2 and rank-4 results."""
-    shapes = [w._static_shapes().get(t) for t in ins]
-    if len(ins) != 2 or any(s is None for s in shapes) or any(w.is_const(t) for t in ins):
-        return [], list(ins)
-    try:
-        full = tuple(int(d) for d in np.broadcast_shapes(*shapes))
-    except ValueError:
-        return [], list(ins)
-    if len(full) not in (2, 4) or full[0] != 1:
-        return [], list(ins)
-    moves, new = [], []
-    for k, (t, s) in enumerate(zip(ins, shapes)):
-        if _broadcast_mode(s, full) in kept:
-            new.append(t)
-            continue
-        e = f"{out}__expand{k}"
-        step = ("Expand", (), ((1, "int64", (len(full),), full),), 0, OPSET)
-        moves.append(Op(f"{name}_expand{k}", "move", [X.activation(w, name, node, t)], e, node.op_type,
-                        attrs={"steps": (step,)}))
-        new.append(e)
-    return moves, new
-
-
-def where(w, name, node, ins, out):
-    """Where(constant condition, X, Y) with one of X, Y an activation and the other one
-    constant value (a masked fill as torch exports it): a move whose masked-out elements are
-    that constant (quantized at the output's parameters, as ONNX's QuantizeLinear rounds it)."""
-    if not w.is_const(ins[0]):
-        raise w.fail(name, node, "Where with a computed condition is not supported; supported: a "
-                                 "constant condition, one of X/Y an activation and the other one constant value")
-    cond = np.asarray(w.const(ins[0], name, node, "condition")).astype(bool)
-    consts = [w.is_const(t) for t in ins[1:3]]
-    if consts.count(True) != 1:
-        raise w.fail(name, node, "Where needs exactly one of X/Y an activation and the other a constant "
-                                 "(one value); supported: a masked fill")
-    k = consts.index(True)
-    value = np.asarray(w.const(ins[1 + k], name, node, "value"), dtype=np.float64)
-    if value.size != 1:
-        raise w.fail(name, node, f"Where's constant operand has {value.size} values; supported: one value")
-    x = X.activation(w, name, node, ins[2 - k])
-    _not_rank_3(w, name, node, x)
-    mask = cond if k == 1 else ~cond      # True: the activation's element
-    step = ("__where__", (("mask", tuple(int(b) for b in mask.reshape(-1))), ("mask_shape", mask.shape),
-                          ("value", float(value.reshape(-1)[0]))), (), 0, OPSET)
-    return Op(name, "move", [x], out, node.op_type, attrs={"steps": (step,)})
-
-
 def split(w, name, node, ins, outs):  # noqa: D401
     """One move per used output of a Split (the walker passes every output)."""
     _not_rank_3(w, name, node, ins[0])
@@ -525,7 +463,7 @@ def export(w, layer, ins, core_out):
     w.node("Gather", [flat, table], [core_out], layer.name, exact_name=True, axis=1)
 
 
-OPS = [OpDef("move", onnx={t: convert for t in MOVES if t not in ("Split", "Pad")} | {"Split": split, "Where": where},
+OPS = [OpDef("move", onnx={t: convert for t in MOVES if t not in ("Split", "Pad")} | {"Split": split},
              tflite=TFLITE_MOVES,
              attrs=("steps", "in_shape"), shape=shape, reference=reference, lower=lower,
              requant=params, counts=lambda layer, graph: {"index": int(np.prod(
