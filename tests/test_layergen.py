@@ -96,7 +96,8 @@ def test_softmax_over_the_last_axis_of_a_map_is_refused_in_one_line(tmp_path):
 @pytest.mark.parametrize("case", [(L.maxpool_ceil, 13, QOP_U8_PT), (L.linear_on_flattened_map, 13, QDQ_S8_PC),
                                   (L.pad_reflect_conv, 17, QOP_U8_S8_PC), (L.mobilenetv3_block, 17, QOP_U8_S8_PC),
                                   (L.channel_shuffle, 13, QOP_U8_PT), (L.softmax_channels, 13, QDQ_S8_PC),
-                                  (L.softmax_channels, 11, QOP_U8_PT)], ids=_id)
+                                  (L.softmax_channels, 11, QOP_U8_PT), (L.concat_axis_minus1, 17, QDQ_S8_PC),
+                                  (L.reduce_mean_channels, 17, QOP_U8_PT), (L.where_mask, 17, QDQ_S8_PC)], ids=_id)
 def test_builds_and_passes_on_the_host(project, case):
     import os
     p, opset, variant = case
