@@ -280,13 +280,268 @@ def mobilenetv3_bn_block(g, x, c):
     return g.gemm_tail(p, 32, 10)
 
 
+# ---- what torchvision / timm / tf2onnx exports also emit ----
+def conv_bias_bn_relu6(g, x, c):
+    """Conv with its own bias, an unfused BatchNormalization, ReLU6 as Clip(0, 6)."""
+    return g.clip(g.bn(g.conv(x, c, 16), 16))
+
+
+def clip_max_only(g, x, c):
+    """Clip with only max given (torch's clamp(max=)): min is the empty name."""
+    return g.node("Clip", [g.conv(x, c, 8), "", g.const(6.0)])
+
+
+def clip_min_only(g, x, c):
+    return g.node("Clip", [g.conv(x, c, 8), g.const(-1.0)])
+
+
+def global_maxpool(g, x, c):
+    return g.gemm_tail(g.node("GlobalMaxPool", [g.node("Relu", [g.conv(x, c, 16)])]), 16, 10)
+
+
+def squeeze_gemm_unsqueeze(g, x, c):
+    """timm's head: pool, Squeeze(2, 3), Gemm, Unsqueeze back to (1, N, 1, 1)."""
+    p = g.node("GlobalAveragePool", [g.node("Relu", [g.conv(x, c, 16)])])
+    if g.opset >= 13:
+        s = g.node("Squeeze", [p, g.const([2, 3], np.int64)])
+    else:
+        s = g.node("Squeeze", [p], axes=[2, 3])
+    y = g.node("Gemm", [s, g.weight((10, 16)), g.const(g.rng.normal(0, 0.1, 10))], transB=1)
+    if g.opset >= 13:
+        return g.node("Unsqueeze", [y, g.const([2, 3], np.int64)])
+    return g.node("Unsqueeze", [y], axes=[2, 3])
+
+
+def shufflenet_unit(g, x, c):
+    """ShuffleNetV2's unit: split the channels, a branch on one half, concat, shuffle."""
+    a, b = g.split(g.conv(x, c, 16, k=1), [8, 8])
+    b = g.node("Relu", [g.conv(g.conv(b, 8, 8, group=8, bias=False), 8, 8, k=1)])
+    y = g.node("Concat", [a, b], axis=1)
+    y = g.reshape(y, [1, 2, 8, 12, 12])
+    y = g.node("Transpose", [y], perm=[0, 2, 1, 3, 4])
+    return g.reshape(y, [1, 16, 12, 12])
+
+
+def concat_axis_minus3(g, x, c):
+    return g.node("Concat", [g.conv(x, c, 8, k=1), g.node("Relu", [g.conv(x, c, 4)])], axis=-3)
+
+
+def concat_axis_minus1(g, x, c):
+    return g.node("Concat", [g.conv(x, c, 8, k=1), g.node("Relu", [g.conv(x, c, 8)])], axis=-1)
+
+
+def where_mask(g, x, c):
+    """Where with a constant mask (an attention mask / a masked fill as torch exports it)."""
+    y = g.conv(x, c, 8)
+    mask = g.const(g.rng.uniform(size=(1, 1, 12, 12)) > 0.3, np.bool_)
+    return g.node("Where", [mask, y, g.const(np.full((1,), -0.5, np.float32))])
+
+
+def expand_mul(g, x, c):
+    """A per-channel scale expanded to the map (tf2onnx's broadcasting spelled out)."""
+    y = g.conv(x, c, 8)
+    s = g.node("Sigmoid", [g.node("GlobalAveragePool", [y])])
+    return g.node("Mul", [y, g.node("Expand", [s, g.const([1, 8, 12, 12], np.int64)])])
+
+
+def slice_steps(g, x, c):
+    y = g.conv(x, c, 8)
+    if g.opset >= 10:
+        return g.node("Slice", [y, g.const([0, 1], np.int64), g.const([12, 12], np.int64),
+                                g.const([2, 3], np.int64), g.const([2, 2], np.int64)])
+    return g.node("Slice", [y], starts=[0, 1], ends=[12, 12], axes=[2, 3])
+
+
+def gather_channel(g, x, c):
+    """Gather of a constant index along the channels (a channel pick / reorder)."""
+    return g.node("Gather", [g.conv(x, c, 8), g.const([3, 0, 7, 1], np.int64)], axis=1)
+
+
+def gather_scalar_index(g, x, c):
+    """Gather of a scalar index removes the axis: (1, 8, 12, 12) -> (1, 12, 12)... then back."""
+    y = g.node("Gather", [g.conv(x, c, 8), g.const(2, np.int64)], axis=1)
+    if g.opset >= 13:
+        return g.node("Unsqueeze", [y, g.const([1], np.int64)])
+    return g.node("Unsqueeze", [y], axes=[1])
+
+
+def gather_scalar_conv(g, x, c):
+    """A rank-3 tensor (Gather of a scalar index) read by a conv: not a move chain."""
+    y = g.node("Gather", [g.conv(x, c, 8), g.const(2, np.int64)], axis=1)
+    return g.conv(g.reshape(y, [1, 1, 12, 12]), 1, 4)
+
+
+def gather_scalar_output(g, x, c):
+    """A rank-3 network output (1, H, W): one channel picked by a scalar Gather."""
+    return g.node("Gather", [g.conv(x, c, 8), g.const(2, np.int64)], axis=1)
+
+
+def tanh_island(g, x, c):
+    return g.conv(g.node("Tanh", [g.conv(x, c, 8)]), 8, 8, k=1)
+
+
+def sigmoid_island(g, x, c):
+    return g.conv(g.node("Sigmoid", [g.conv(x, c, 8)]), 8, 8, k=1)
+
+
+def gelu_erf(g, x, c):
+    """GELU as torch exports it below opset 20: x * 0.5 * (1 + Erf(x / sqrt(2)))."""
+    y = g.conv(x, c, 8)
+    e = g.node("Erf", [g.node("Div", [y, g.const(np.sqrt(2.0))])])
+    return g.node("Mul", [g.node("Mul", [y, g.node("Add", [e, g.const(1.0)])]), g.const(0.5)])
+
+
+def gelu_tanh(g, x, c):
+    """GELU's tanh approximation as timm / HF export it."""
+    y = g.conv(x, c, 8)
+    cube = g.node("Mul", [g.node("Mul", [y, y]), y])
+    inner = g.node("Mul", [g.node("Add", [y, g.node("Mul", [cube, g.const(0.044715)])]),
+                           g.const(np.sqrt(2.0 / np.pi))])
+    return g.node("Mul", [g.node("Mul", [y, g.const(0.5)]), g.node("Add", [g.node("Tanh", [inner]), g.const(1.0)])])
+
+
+def reduce_mean_channels(g, x, c):
+    """CBAM's spatial attention input: the mean over the channels, keepdims=1."""
+    y = g.node("Relu", [g.conv(x, c, 8)])
+    if g.opset >= 18:
+        m = g.node("ReduceMean", [y, g.const([1], np.int64)], keepdims=1)
+    else:
+        m = g.node("ReduceMean", [y], axes=[1], keepdims=1)
+    return g.node("Mul", [y, g.node("Sigmoid", [m])])
+
+
+def matmul_add_tail(g, x, c):
+    """tf2onnx's / torch's Linear without Gemm: Flatten, MatMul by a constant, Add the bias."""
+    f = g.node("Flatten", [g.node("GlobalAveragePool", [g.node("Relu", [g.conv(x, c, 16)])])], axis=1)
+    return g.node("Add", [g.node("MatMul", [f, g.weight((16, 10))]), g.const(g.rng.normal(0, 0.1, 10))])
+
+
+def reshape_zero_dim(g, x, c):
+    """Reshape with 0 (keep the batch) and -1, torch's x.view(x.size(0), -1)."""
+    return g.gemm_tail(g.reshape(g.node("MaxPool", [g.conv(x, c, 4)], kernel_shape=[2, 2], strides=[2, 2]),
+                                 [0, -1]), 144, 10, flatten=False)
+
+
+def dynamic_flatten(g, x, c):
+    """torch's flatten with a traced batch: Shape, Gather(0), Unsqueeze, Concat([-1]), Reshape."""
+    y = g.node("GlobalAveragePool", [g.node("Relu", [g.conv(x, c, 16)])])
+    n = g.node("Gather", [g.node("Shape", [y]), g.const(0, np.int64)], axis=0)
+    n = g.node("Unsqueeze", [n, g.const([0], np.int64)]) if g.opset >= 13 else g.node("Unsqueeze", [n], axes=[0])
+    shape = g.node("Concat", [n, g.const([-1], np.int64)], axis=0)
+    f = g.node("Reshape", [y, shape])
+    return g.node("Gemm", [f, g.weight((10, 16)), g.const(g.rng.normal(0, 0.1, 10))], transB=1)
+
+
+def cast_identity(g, x, c):
+    """tf2onnx's no-op Cast to float and Identity nodes between layers."""
+    y = g.node("Identity", [g.node("Cast", [g.conv(x, c, 8)], to=TensorProto.FLOAT)])
+    return g.conv(g.node("Relu", [y]), 8, 8)
+
+
+def nhwc_transposes(g, x, c):
+    """tf2onnx's layout: an NHWC input transposed to NCHW, the result transposed back."""
+    y = g.node("Transpose", [x], perm=[0, 3, 1, 2])
+    y = g.node("Relu", [g.conv(y, 8, 8)])
+    return g.node("Transpose", [y], perm=[0, 2, 3, 1])
+
+
+def conv_same_upper(g, x, c):
+    """tf2onnx's 'SAME' padding: auto_pad SAME_UPPER on a stride-2 conv and max pool."""
+    w = g.weight((8, c, 3, 3))
+    y = g.node("Conv", [x, w, g.const(g.rng.normal(0, 0.1, 8))], kernel_shape=[3, 3], strides=[2, 2],
+               auto_pad="SAME_UPPER")
+    return g.node("MaxPool", [g.node("Relu", [y])], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+
+
+def pixel_shuffle(g, x, c):
+    """ESPCN's upscaler: conv to 4x channels, DepthToSpace (CRD as torch's PixelShuffle)."""
+    return g.node("DepthToSpace", [g.conv(x, c, 16)], blocksize=2, mode="CRD")
+
+
+def split_equal_three(g, x, c):
+    """Split into equal parts without sizes (opset 18: num_outputs), summed back."""
+    y = g.conv(x, c, 12)
+    if g.opset >= 18:
+        a, b, d = g.node("Split", [y], n_out=3, axis=1, num_outputs=3)
+    else:
+        a, b, d = g.node("Split", [y], n_out=3, axis=1)
+    return g.node("Sum", [a, g.node("Relu", [b]), d])
+
+
+def logsoftmax_tail(g, x, c):
+    return g.node("LogSoftmax", [g.gemm_tail(g.node("GlobalAveragePool", [x]), c, 10)], axis=-1 if g.opset >= 13 else 1)
+
+
+def layernorm_channels_last(g, x, c):
+    """A ConvNeXt-style LayerNormalization over the channels of an NHWC view (opset 17)."""
+    y = g.node("Transpose", [g.conv(x, c, 8)], perm=[0, 2, 3, 1])
+    if g.opset >= 17:
+        y = g.node("LayerNormalization", [y, g.const(g.rng.uniform(0.5, 1.5, 8)), g.const(g.rng.normal(0, 0.1, 8))],
+                   axis=-1, epsilon=1e-6)
+    else:     # as torch exports it below 17: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add
+        m = g.node("ReduceMean", [y], axes=[-1])
+        d = g.node("Sub", [y, m])
+        v = g.node("ReduceMean", [g.node("Pow", [d, g.const(2.0)])], axes=[-1])
+        y = g.node("Div", [d, g.node("Sqrt", [g.node("Add", [v, g.const(1e-6)])])])
+        y = g.node("Add", [g.node("Mul", [y, g.const(g.rng.uniform(0.5, 1.5, 8))]), g.const(g.rng.normal(0, 0.1, 8))])
+    return g.node("Transpose", [y], perm=[0, 3, 1, 2])
+
+
+def unary_math(g, x, c):
+    """Elementwise math exporters emit (norms, losses, positional code): Sqrt, Pow by a
+    constant, Reciprocal, Log, Floor, Sin, each a table on the conv's output."""
+    y = g.conv(x, c, 8)
+    a = g.node("Sqrt", [g.node("Abs", [y])])
+    b = g.node("Pow", [y, g.const(2.0)])
+    r = g.node("Reciprocal", [g.node("Add", [g.node("Abs", [y]), g.const(1.0)])])
+    lg = g.node("Log", [g.node("Add", [g.node("Abs", [y]), g.const(0.5)])])
+    return g.node("Concat", [a, b, r, lg, g.node("Floor", [y]), g.node("Sin", [y])], axis=1)
+
+
+def input_normalize(g, x, c):
+    """The exporter's preprocessing inside the graph: (x - mean) / std per channel, then a conv."""
+    y = g.node("Sub", [x, g.const(g.rng.normal(0, 0.2, (1, c, 1, 1)))])
+    y = g.node("Div", [y, g.const(g.rng.uniform(0.5, 1.5, (1, c, 1, 1)))])
+    return g.node("Relu", [g.conv(y, c, 8)])
+
+
+def argmax_tail(g, x, c):
+    """A segmentation head's ArgMax over the classes (an int64 output)."""
+    return g.node("ArgMax", [g.conv(x, c, 4, k=1)], axis=1, keepdims=1)
+
+
+argmax_tail.out_type = TensorProto.INT64
+
+
+def add_broadcast_pool(g, x, c):
+    """A map plus its own per-channel mean (a (1, C, 1, 1) activation broadcast by Add)."""
+    y = g.node("Relu", [g.conv(x, c, 8)])
+    return g.node("Add", [y, g.node("GlobalAveragePool", [y])])
+
+
+def reduce_mean_keepdims0_gemm(g, x, c):
+    """Mean over H, W with keepdims=0 straight into a Gemm (no Flatten)."""
+    y = g.node("Relu", [g.conv(x, c, 16)])
+    if g.opset >= 18:
+        m = g.node("ReduceMean", [y, g.const([2, 3], np.int64)], keepdims=0)
+    else:
+        m = g.node("ReduceMean", [y], axes=[-2, -1], keepdims=0)
+    return g.node("Gemm", [m, g.weight((10, 16)), g.const(g.rng.normal(0, 0.1, 10))], transB=1)
+
+
 PATTERNS = [_pat(f) for f in (
     conv_bias, conv_no_bias_bn_relu, conv_stride2_pad0, group_conv, depthwise_relu6, dilated_conv,
     conv_1x1_hardswish, conv_hardsigmoid, conv_prelu, conv_leakyrelu, conv_silu, gemm_flatten, gemm_alpha_beta,
     gemm_no_transb_reshape, linear_on_flattened_map, softmax_tail, softmax_channels, pad_constant_conv,
     pad_reflect_conv, pad_edge_asym, conv_transpose, conv_transpose_no_bias_out_pad, resize_nearest,
     concat_branches, split_sizes, glu, channel_shuffle, residual_block, maxpool_ceil, avgpool_pad_exclude,
-    avgpool_pad_include, squeeze_excite, reduce_mean_tail, mobilenetv3_block, mobilenetv3_bn_block)]
+    avgpool_pad_include, squeeze_excite, reduce_mean_tail, mobilenetv3_block, mobilenetv3_bn_block,
+    conv_bias_bn_relu6, clip_max_only, clip_min_only, global_maxpool, squeeze_gemm_unsqueeze, shufflenet_unit,
+    concat_axis_minus3, concat_axis_minus1, where_mask, expand_mul, slice_steps, gather_channel,
+    gather_scalar_index, gather_scalar_conv, gather_scalar_output, tanh_island, sigmoid_island, gelu_erf, gelu_tanh, reduce_mean_channels,
+    reduce_mean_keepdims0_gemm, add_broadcast_pool, matmul_add_tail, reshape_zero_dim, dynamic_flatten,
+    cast_identity, unary_math, input_normalize, argmax_tail, conv_same_upper, pixel_shuffle, split_equal_three, logsoftmax_tail, layernorm_channels_last)]
+PATTERNS.append(_pat(nhwc_transposes, shape=(1, 12, 12, 8)))
 
 
 def float_model(pattern, opset, path, seed=0):
@@ -294,7 +549,8 @@ def float_model(pattern, opset, path, seed=0):
     g = G(seed, opset)
     y = pattern(g, "x", shape[1])
     graph = helper.make_graph(g.nodes, pattern.__name__, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)], g.inits)
+                              [helper.make_tensor_value_info(y, getattr(pattern, "out_type", TensorProto.FLOAT), None)],
+                              g.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8 if opset <= 18 else 10
     model = onnx.shape_inference.infer_shapes(model)
@@ -368,14 +624,14 @@ def cases(variants=None, opsets=None):
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser()
-    ap.add_argument("--filter", default="")
+    ap.add_argument("--filter", default="", help="comma-separated parts of pattern names")
     ap.add_argument("--variants", default="quick", choices=("all", "quick"))
     ap.add_argument("--opsets", default="")
     args = ap.parse_args(argv)
     opsets = [int(o) for o in args.opsets.split(",")] if args.opsets else None
     counts = {}
     for p, o, v in cases(VARIANTS if args.variants == "all" else QUICK, opsets):
-        if args.filter not in p.__name__:
+        if not any(f in p.__name__ for f in args.filter.split(",")):
             continue
         with tempfile.TemporaryDirectory() as d:
             try:

@@ -29,6 +29,11 @@ void nn_gather_s8(int n, const int8_t *in, const int32_t *index, const int8_t *t
  * table[t * 256 + q + 128] in output LSB * 2**frac, t = the channel (tables > 1) or 0. */
 void nn_island_avgpool_s8(int c, int hw, int tables, const int8_t *in, const int32_t *table, int32_t frac,
                           int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out);
+/* The same over channels [c0, c1) of any layout: pixel p of channel ch at
+ * in[p * px_stride + ch * ch_stride]. */
+void nn_island_avgpool_part_s8(int hw, long px_stride, long ch_stride, int c0, int c1, int tables,
+                               const int8_t *in, const int32_t *table, int32_t frac, int32_t out_zp,
+                               int32_t act_min, int32_t act_max, int8_t *out);
 
 /* Softmax over rows of n int8 values (nnscons.ops.softmax): exp_table[d] for d = max - q,
  * out = clamp(out_zp + round(e * mult / (sum e * 2**shift))), ties to even. */

@@ -88,7 +88,7 @@ def run_intermediates(model_path: str, x_float, exact: bool = True) -> dict:
         x_float = np.asarray(x_float, dtype=np.float32)
         f = read_onnx(model_path, x_float.shape)
         feeds = {f.input: x_float}
-    walker = OnnxWalker(f)
+    walker = OnnxWalker(f, shapes_proto=to_qdq(f.proto))
     walker.walk()
     proto = onnx.ModelProto()
     proto.CopyFrom(to_qdq(f.proto))

@@ -61,7 +61,8 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     if calibration and fmt != "float":
         raise ModelError(f"{source}: calibration applies to float models only; this one is "
                          f"already quantized")
-    g = OnnxWalker(f).walk()
+    from .onnx_qoperator import to_qdq
+    g = OnnxWalker(f, shapes_proto=to_qdq(f.proto)).walk()
     prepare(g)
     notes = []
     if fmt == "float":
@@ -89,6 +90,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
                                                     max(float(x[t].max()) for x in feeds)) for t in bare})
                 inherit_qparams(g)
                 islands = [op.output for op in g.ops if op.output not in g.qparams]
+                notes += _averaged_inputs(g, bare)
             if islands:
                 calibrate(f, g, feeds, only=islands)
             notes.append(f"{len(bare + islands)} tensor(s) left in float by the model's quantizer "
@@ -107,6 +109,37 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     graph.default_input = None
     graph.notes = notes
     return graph
+
+
+def _averaged_inputs(g, bare) -> list:
+    """A network input the quantizer left in float and an average reads first (a QOperator
+    graph whose first op is a GlobalAveragePool): ONNX rounds the float input's average once;
+    the network's int8 input rounds every element before it, and no integer network can read
+    the float values, so the average may depart by up to half an input step in output LSB.
+    Say how far (the departure stays; nothing that works is refused). Elementwise float ops
+    on the input ((x - mean) / std in the graph) round twice the same way: say so (an input
+    range mapped back from the model's first QuantizeLinear was tried: no saturation, but a
+    coarser input step, 80% within 1 LSB against 92%)."""
+    notes = []
+    for t in bare:
+        for op in g.consumers(t):
+            averages = op.kind in ("global_avgpool", "avgpool") or (
+                op.kind == "reduce" and op.attrs.get("fn") in ("mean", "sum"))
+            if averages and op.output in g.qparams:
+                bound = 0.5 * g.qparams[t].scale / g.qparams[op.output].scale
+                notes.append(f"network input {t!r} is averaged by {op.name!r} before the model rounds it: "
+                             f"ONNX rounds the float average once, the int8 network input rounds each element "
+                             f"first (input step {g.qparams[t].scale:.4g}, output step "
+                             f"{g.qparams[op.output].scale:.4g}): the average may depart by up to "
+                             f"{bound:.2f} output LSB; a QuantizeLinear on the input before the average makes it exact")
+        tables = [op.name for op in g.consumers(t) if op.kind == "lut"]
+        if tables:
+            notes.append(f"network input {t!r} goes through float elementwise ops ({', '.join(tables[:3])}) "
+                         f"before the model rounds it: the int8 network input (range from the built-in "
+                         f"calibration) rounds first, so their outputs may depart from ONNX's by a few LSB, "
+                         f"more where the run's input lies outside the calibrated range; a QuantizeLinear on "
+                         f"the input makes it exact")
+    return notes
 
 
 def _ncl(shape) -> tuple:

@@ -58,8 +58,11 @@ class QuantConst:
 
 
 class OnnxWalker:
-    def __init__(self, f: OnnxFile):
+    def __init__(self, f: OnnxFile, shapes_proto=None):
+        """shapes_proto: the model onnx's shape inference reads (a QOperator model's QDQ
+        spelling, onnx_qoperator.to_qdq: onnx infers no com.microsoft op's shape)."""
         self.f = f
+        self.shapes_proto = shapes_proto
         graph = f.proto.graph
         self.consts = {i.name: tensor_array(f.path, i) for i in graph.initializer}
         self.qconsts: dict = {}
@@ -174,6 +177,14 @@ class OnnxWalker:
                 self._quantize(name, node, inputs, out)
             elif node.op_type == "DequantizeLinear":
                 self._dequantize(name, node, inputs, out)
+            elif node.op_type == "Cast":     # tf2onnx's casts between float layers (constants fold)
+                import onnx
+                to = int(next((a.i for a in node.attribute if a.name == "to"), 0))
+                if to != onnx.TensorProto.FLOAT:
+                    raise self.fail(name, node, f"Cast of an activation to "
+                                                f"{onnx.TensorProto.DataType.Name(to)} is not supported; "
+                                                f"supported: Cast to FLOAT (a no-op on the float model's activations)")
+                self.alias[out] = self.resolve(inputs[0])
             elif node.op_type in PASS_THROUGH:
                 if len(node.output) > 1 and node.output[1]:
                     self._unused_output(name, node, node.output[1])
@@ -213,11 +224,12 @@ class OnnxWalker:
 
     # -- constant folding -------------------------------------------------------------------
     def _static_shapes(self) -> dict:
-        """{tensor: static shape} from onnx's shape inference with the resolved input shape."""
+        """{tensor: static shape} from onnx's shape inference with the resolved input shape
+        (on shapes_proto when given)."""
         if getattr(self, "_shapes", None) is None:
             import onnx
             proto = onnx.ModelProto()
-            proto.CopyFrom(self.f.proto)
+            proto.CopyFrom(self.shapes_proto or self.f.proto)
             shapes = dict(zip(self.f.inputs or (self.f.input,), self.f.input_shapes or (self.f.input_shape,)))
             for inp in proto.graph.input:
                 if inp.name in shapes:

@@ -8,7 +8,7 @@ from ..passes.opgraph import Op
 from .onnx_file import attributes
 
 # Handled by the graph walker itself, not by a converter.
-WALKER_OPS = ("Identity", "Dropout", "QuantizeLinear", "DequantizeLinear", "Constant")
+WALKER_OPS = ("Identity", "Dropout", "QuantizeLinear", "DequantizeLinear", "Constant", "Cast")
 
 
 def supported_list() -> str:

@@ -13,7 +13,7 @@ import onnx
 from .. import ops
 from ..errors import ModelError
 from ..passes.opgraph import OpGraph
-from ..passes.quantize import inherit_qparams, minmax_qparams
+from ..passes.quantize import inherit_qparams, inherit_qparams_backward, minmax_qparams
 from .onnx_file import OnnxFile, cap_ir_version
 
 DEFAULT_COUNT = 8
@@ -276,9 +276,15 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
     parameters)."""
     import onnxruntime as ort
 
-    observed = [op.output for op in g.ops if not ops.get(op.kind).calib_inherit]
+    # tensors a converter made up (a Concat along W joins transposed inputs) are not the
+    # model's: they take their parameters from their neighbours (inherit_qparams*, below),
+    # so an op that would inherit from one is observed itself
+    known = {o for n in f.proto.graph.node for o in n.output} | set(g.inputs)
+    observed = [op.output for op in g.ops
+                if not ops.get(op.kind).calib_inherit or (op.inputs and op.inputs[0] not in known)]
     if only is not None:
         observed = [t for t in only]
+    observed = [t for t in observed if t in known]
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = THREADS
     opts.log_severity_level = 3
@@ -307,3 +313,4 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
     else:
         g.qparams = got
     inherit_qparams(g)
+    inherit_qparams_backward(g)

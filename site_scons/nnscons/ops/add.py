@@ -20,9 +20,11 @@ def convert(w, name, node, ins, out):
     op = const_binary(w, name, node, ins, out)
     if op is not None:
         return op
+    from ._broadcast import expand_operands
+    moves, ins = expand_operands(w, name, node, ins, out, kept=("same",))
     attrs = {"sub": 1} if node.op_type == "Sub" else {}
-    return Op(name, "add", [X.activation(w, name, node, t) for t in ins], out, node.op_type,
-              attrs=attrs)
+    return moves + [Op(name, "add", [X.activation(w, name, node, t) for t in ins], out, node.op_type,
+                       attrs=attrs)]
 
 
 def tfl_add(w, op):

@@ -12,8 +12,32 @@ from ._common import per_input_counts, per_input_requant
 
 
 def convert(w, name, node, ins, out):
+    axis = int(attributes(node)["axis"])
+    rank = w.model_rank(out) or w.model_rank(ins[0])
+    if rank == 4 and axis % 4 in (2, 3):
+        return _on_spatial_axis(w, name, node, ins, out, axis % 4)
     return Op(name, "concat", [X.activation(w, name, node, t) for t in ins], out, node.op_type,
-              attrs={"axis": int(attributes(node)["axis"])})
+              attrs={"axis": axis})
+
+
+def _on_spatial_axis(w, name, node, ins, out, axis):
+    """Concat along H or W of (1, C, H, W) maps: each input transposed so the axis is the
+    channels (a move), the channel concat (each input requantized to the output's
+    parameters, which the concatenation takes back from the move after it), transposed
+    back: exact, the codes only move."""
+    from .move import transpose_step
+    perm = [0, axis, 2, 3] if axis == 3 else [0, 2, 1, 3]
+    perm[axis] = 1
+    steps = (transpose_step(perm),)
+    ops, moved = [], []
+    for k, t in enumerate(ins):
+        moved.append(f"{out}__axis{k}")
+        ops.append(Op(f"{name}_in{k}", "move", [X.activation(w, name, node, t)], moved[-1], node.op_type,
+                      attrs={"steps": steps}))
+    joined = f"{out}__joined"
+    ops.append(Op(f"{name}_join", "concat", moved, joined, node.op_type, attrs={"axis": 1}))
+    ops.append(Op(name, "move", [joined], out, node.op_type, attrs={"steps": steps}))
+    return ops
 
 
 def tfl_concat(w, op):

@@ -22,7 +22,9 @@ NAN_CODE = -128    # QuantizeLinear of NaN: onnxruntime's minimum code (uint8 0 
 
 def convert(w, name, node, ins, out):
     """Div of two activations (the const cases are lut tables: ops.mul.convert)."""
-    return Op(name, "div", [X.activation(w, name, node, t) for t in ins], out, node.op_type)
+    from ._broadcast import expand_operands
+    moves, ins = expand_operands(w, name, node, ins, out)
+    return moves + [Op(name, "div", [X.activation(w, name, node, t) for t in ins], out, node.op_type)]
 
 
 def shape(g, op, ins):

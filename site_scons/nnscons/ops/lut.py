@@ -24,7 +24,11 @@ from ._common import first_input_shape, n_out
 # ONNX op type -> number of constant operands after the activation input
 UNARY = {"Sigmoid": 0, "HardSigmoid": 0, "HardSwish": 0, "Tanh": 0, "LeakyRelu": 0,
          "PRelu": 1, "Elu": 0, "Selu": 0, "Softplus": 0, "Exp": 0, "Celu": 0, "Softsign": 0,
-         "Abs": 0, "Neg": 0, "Erf": 0, "ThresholdedRelu": 0}
+         "Abs": 0, "Neg": 0, "Erf": 0, "ThresholdedRelu": 0,
+         # the rest of ONNX's elementwise math as exporters emit it (LayerNorm's Sqrt,
+         # Reciprocal, Pow by a constant; Log, rounding, trigonometry)
+         "Sqrt": 0, "Reciprocal": 0, "Log": 0, "Floor": 0, "Ceil": 0, "Round": 0, "Sign": 0,
+         "Sin": 0, "Cos": 0, "Pow": 1}
 OPSET = 17
 # export opset where the default (13) lacks the op, or onnx's reference evaluator gets it
 # wrong (BatchNormalization before 15 runs in training mode there)

@@ -54,8 +54,9 @@ def _step(w, name, node, ins, out_index=0):
 def _not_rank_3(w, name, node, tensor):
     """A rank-3 tensor (1, C, L) of a 1-D network is (1, C, 1, L) inside nnscons: the
     steps name the model's axes, so they would move the wrong ones (Slice axes=[2] would
-    slice H)."""
-    if w.model_rank(tensor) == 3:
+    slice H). In a 4-D network a rank-3 tensor is what it says (a Gather of one channel
+    before an Unsqueeze): the moves around it merge into one on 4-D tensors."""
+    if w.model_rank(tensor) == 3 and len(w.f.input_shape) == 3:
         raise w.fail(name, node, f"data movements on a rank-3 tensor ({tensor!r}, a 1-D "
                                  f"network's (1, C, L)) are not translated yet; move the "
                                  f"data on a (1, F) or (1, C, H, W) tensor")
@@ -344,6 +345,10 @@ def apply_steps(steps, x):
             y[:, :, ::sh, ::sw] = x
             x = y
             continue
+        if step[0] == "__where__":   # Where(constant mask, x, one constant value)
+            a = dict(step[1])
+            x = np.where(np.asarray(a["mask"], bool).reshape(a["mask_shape"]), x, a["value"])
+            continue
         model = _node_model(step, x.shape)
         x = np.asarray(ReferenceEvaluator(model).run(None, {"x": x})[-1], dtype=np.float64)
     return x
@@ -361,14 +366,33 @@ def index_of(steps, in_shape):
     """int64 array (output shape): the input element (NCHW flat index) of each output
     element, -1 for a constant."""
     n = int(np.prod(in_shape))
+    steps = tuple((t, tuple((k, 0.0 if k == "value" else v) for k, v in a), c, i, o)
+                  if t == "__where__" else (t, a, c, i, o) for t, a, c, i, o in steps)   # fills: 0 -> -1
     idx = apply_steps(steps, np.arange(n, dtype=np.float64).reshape(in_shape) + 1.0)
     if any(s[0] == "Pad" for s in steps):
         idx = np.where(fill_steps(steps, in_shape), 0.0, idx)
     return (idx - 1).astype(np.int64)
 
 
+def fill_values(steps) -> set:
+    """The constants a chain's steps put in the output (a Pad's value, a Where's)."""
+    out = set()
+    for t, a, c, k, o in steps:
+        if t == "__where__":
+            out.add(float(dict(a)["value"]))
+        elif t == "Pad" and X.text(dict(a).get("mode", "constant")) == "constant":
+            out.add(_pad_value((t, a, c, k, o)))
+    return out
+
+
+def _pad_value(step) -> float:
+    return pad_value((step,))
+
+
 def pad_value(steps) -> float:
     for t, a, c, k, o in steps:
+        if t == "__where__":
+            return float(dict(a)["value"])
         for p, d, s, v in c:
             if t == "Pad" and p == 2 and v:
                 return float(v[0])
@@ -386,6 +410,9 @@ def shape(g, op, ins):
     if idx.ndim not in (2, 4) or idx.shape[0] != 1:
         raise g.fail(op, f"result shape {idx.shape} is not (1, F) or (1, C, H, W); only "
                          f"chains of data movements that end in such a tensor are supported")
+    if len(fill_values(op.attrs["steps"])) > 1 and (idx < 0).any():
+        raise g.fail(op, f"the data movement puts several constants ({sorted(fill_values(op.attrs['steps']))}: "
+                         f"constant Pads, Where) in its output; one constant per chain is supported")
     if idx.size == 0:
         raise g.fail(op, f"result shape {idx.shape} is empty (a Slice or Split outside "
                          f"the tensor?); an empty tensor has nothing to compute")

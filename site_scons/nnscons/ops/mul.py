@@ -23,7 +23,9 @@ def convert(w, name, node, ins, out):
     if node.op_type == "Div":
         from .div import convert as div
         return div(w, name, node, ins, out)
-    return Op(name, "mul", [X.activation(w, name, node, t) for t in ins], out, node.op_type)
+    from ._broadcast import expand_operands
+    moves, ins = expand_operands(w, name, node, ins, out)
+    return moves + [Op(name, "mul", [X.activation(w, name, node, t) for t in ins], out, node.op_type)]
 
 
 def tfl_mul(w, op):

@@ -93,7 +93,7 @@ def _runs(layer, graph):
 # the op table of the host fallback: the ops host_layers.py (and templates/aie2p/host_layer.c.j2)
 # run on the host CPU -> (layer, graph) -> why this layer cannot, or None
 FALLBACK_OPS = {op: _runs for op in ("maxpool", "avgpool", "global_avgpool", "add", "requant", "concat",
-                                     "conv2d", "linear", "lut", "mul", "move")}
+                                     "conv2d", "linear", "lut", "mul", "move", "island_avgpool")}
 FALLBACK_OPS["softmax"] = softmax.channel_first_check
 
 

@@ -145,11 +145,21 @@ def _nary(lib, spec, p, chw, out):
                    _ptr(out), 0, o["size"])
 
 
+def _island_avgpool(lib, spec, p, chw, out):
+    """CHW: pixel q of channel ch at ch * H * W + q."""
+    i, o, act = spec["inputs"][0], spec["out"], spec["act"]
+    hw = i["h"] * i["w"]
+    lib.nn_island_avgpool_part_s8(hw, ctypes.c_long(1), ctypes.c_long(hw), 0, i["c"], spec["tables"],
+                                  _ptr(chw[0]), _ptr(p["bias"]), I32(spec["frac"]), I32(o["zp"]),
+                                  I32(act[0]), I32(act[1]), _ptr(out))
+
+
 # the host-layer bindings, the fallback's op table: op -> (lib, spec, params, CHW inputs,
 # output) -> None, the call of its kernel in nn_host.so
 BINDINGS = {"maxpool": _pool, "avgpool": _pool, "global_avgpool": _global_avgpool, "add": _add,
             "requant": _requant, "concat": _requant, "conv2d": _conv2d, "linear": _linear, "lut": _lut,
-            "mul": _mul, "move": _move, "softmax": _softmax, "reduce": _reduce, "nary": _nary}
+            "mul": _mul, "move": _move, "softmax": _softmax, "reduce": _reduce, "nary": _nary,
+            "island_avgpool": _island_avgpool}
 
 
 class HostKernels:

@@ -26,7 +26,7 @@ from .tools import find_tools
 COMMON = data_path("kernels", "common")
 HOST_KERNELS = [os.path.join(COMMON, f) for f in ("nn_conv2d.c", "nn_eltwise.c", "nn_linear.c", "nn_pool.c",
                                                   "nn_lut.c", "nn_broadcast.c", "nn_gather.c", "nn_softmax.c",
-                                                  "nn_reduce.c", "nn_nary.c")]
+                                                  "nn_reduce.c", "nn_nary.c", "nn_island_pool.c")]
 
 
 def layer_kind(lp) -> str:

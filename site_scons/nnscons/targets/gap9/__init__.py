@@ -146,7 +146,9 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
         if til is None and not nnsops.get(layer.op).alias:
             raise ops.budget_error(layer, need, budget, at)
         layout = base.param_layout(layer, graph, ops.weight_row(layer, graph, til, opts["kernels"]["xpulp"]))
-        tier = "L3" if layer.weight is not None and layer.weight.size > threshold else "L2"
+        # staged from L3 in channel slabs: the convs' and linears' weights, an island pool's
+        # per-channel tables (ops.staged_bytes; a lut's tables stay in L2)
+        tier = "L3" if ops.staged_bytes(layer) > threshold else "L2"
         cname = cnames[layer.name]
         spec = ops.layer_spec(layer, graph, cname, layout, tier, til, opts["kernels"]["xpulp"])
         on_ne16, why = ne16_layer.plan_layer(layer, graph, cname, budget, til, opts["cluster"]["cores"],

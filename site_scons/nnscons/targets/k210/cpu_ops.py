@@ -3,7 +3,7 @@ is channel planes), one op table entry per IR op, and the per-layer spec; templa
 templates/k210/cpu/."""
 from __future__ import annotations
 
-from ...ops import nary, reduce, softmax
+from ...ops import island_pool, nary, reduce, softmax
 from ...resources import data_path
 from ..base import OpImpl, pool_check
 
@@ -25,6 +25,10 @@ OPS = {
     "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",), check=softmax.channel_first_check),
     "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
     "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
+    "lut": OpImpl("lut.c.j2", (K + "nn_lut.c",)),
+    "mul": OpImpl("mul.c.j2", (K + "nn_broadcast.c",), spec=lambda l, g: {"mode": l.attrs["mode"]}),
+    "island_avgpool": OpImpl("island_avgpool.c.j2", (K + "nn_island_pool.c",),
+                             spec=lambda l, g: {"tables": int(l.attrs["tables"]), "frac": island_pool.FRAC}),
 }
 
 
