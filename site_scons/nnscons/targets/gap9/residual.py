@@ -17,12 +17,12 @@ from ... import numerics
 
 
 def candidates(graph) -> dict:
-    """{add name: (producer index, operand k, producer layer)} for each 2-input add one of
+    """{add name: [(producer index, operand k, producer layer)]} for each 2-input add one of
     whose operands is a conv2d's output read by that add only (not a network output), the
-    other operand ready before that conv runs (a network input or an earlier layer's output).
-    Of two candidates the later conv wins (ResNet's downsample block: the 1x1 conv's add; the
-    3x3 conv's output is then the residual).  TFLite graphs keep their adds (their ADD's
-    three-multiplier rule is the add template's)."""
+    other operand ready before that conv runs (a network input or an earlier layer's output);
+    the later conv first (ResNet's downsample block: the 1x1 conv's add; the 3x3 conv's output
+    is then the residual).  TFLite graphs keep their adds (their ADD's three-multiplier rule is
+    the add template's)."""
     if numerics.graph_rule(graph) == "tflite":
         return {}
     index = {l.output: i for i, l in enumerate(graph.layers)}
@@ -34,7 +34,7 @@ def candidates(graph) -> dict:
     for add in graph.layers:
         if add.op != "add" or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
             continue
-        best = None
+        options = []
         for k, t in enumerate(add.inputs):
             other = add.inputs[1 - k]
             i = index.get(t)
@@ -45,10 +45,9 @@ def candidates(graph) -> dict:
                 continue
             if other not in graph.inputs and index.get(other, len(graph.layers)) >= i:
                 continue
-            if best is None or i > best[0]:
-                best = (i, k, p)
-        if best is not None:
-            found[add.name] = best
+            options.append((i, k, p))
+        if options:
+            found[add.name] = sorted(options, key=lambda o: -o[0])
     return found
 
 
@@ -57,12 +56,12 @@ def fuse(graph, eligible) -> tuple:
     whether that conv runs on a template with the fused epilogue (the cluster's conv2d.c.j2,
     not NE16's)."""
     fusions, into = {}, {}
-    for add_name, (i, k, p) in candidates(graph).items():
-        if p.name in fusions or not eligible(p):
-            continue
-        add = next(l for l in graph.layers if l.name == add_name)
-        fusions[p.name] = (add, k)
-        into[add_name] = p.name
+    for add_name, options in candidates(graph).items():
+        for _, k, p in options:
+            if p.name not in fusions and eligible(p):
+                fusions[p.name] = (next(l for l in graph.layers if l.name == add_name), k)
+                into[add_name] = p.name
+                break
     if not fusions:
         return graph, {}
     layers, origs = [], {}
