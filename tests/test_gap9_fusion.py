@@ -113,7 +113,7 @@ def test_ic_resnet8_with_fused_adds_is_bit_exact_on_emul(project):
     assert sorted(_fused_layers(rep)) == ["stack0.conv2", "stack1.shortcut", "stack2.shortcut"]
     # the fused layer's C reads the residual tile and runs the add's kernel on the output tile
     src = project.read("build/gap9/ic_resnet8/src/layers/stack1_shortcut.c")
-    assert "load_residual(io, &qres" in src and "residual_own(w);" in src
+    assert "load_residual(io, &qres" in src and "pi_cl_team_fork(NN_NUM_CORES, add_worker, &w);" in src
 
 
 @pytest.mark.slow
