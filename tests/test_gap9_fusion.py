@@ -114,6 +114,15 @@ def test_ic_resnet8_with_fused_adds_is_bit_exact_on_emul(project):
     # the fused layer's C reads the residual tile and runs the add's kernel on the output tile
     src = project.read("build/gap9/ic_resnet8/src/layers/stack1_shortcut.c")
     assert "load_residual(io, &qres" in src and "pi_cl_team_fork(NN_NUM_CORES, add_worker, &w);" in src
+    # kernels.fuse_residual false: the adds are layers again, as bit-exact
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("  gap9:\n    kind: gap9\n",
+                                            "  gap9:\n    kind: gap9\n    kernels: {fuse_residual: false}\n", 1))
+    proc = _scons(project, "target=gap9", "model=ic_resnet8", "platform=emul")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "Test PASSED [gap9] ic_resnet8: all 15 layers match" in proc.stdout
+    rep = json.loads(project.read("build/gap9/ic_resnet8/emul/report.json"))
+    assert len([l for l in rep["layers"] if l["op"] == "add"]) == 3 and not _fused_layers(rep)
 
 
 @pytest.mark.slow

@@ -37,7 +37,7 @@ SCHEMA = {
     "cluster": {"cores": "count|auto", "stack_size": "size", "slave_stack_size": "size"},
     "dma": {"max_inflight": "count", "max_transfer": "size"},
     "tiling": {"l1_budget": "size"},
-    "kernels": {"xpulp": "bool", "ne16": ["auto", True, False]},
+    "kernels": {"xpulp": "bool", "ne16": ["auto", True, False], "fuse_residual": "bool"},
     "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-open", "gvsoc-gap9"], "timeout": "count",
             "layer_by_layer": ["auto", "always"]},
     "layer": {"l1_budget": "size"},
@@ -57,7 +57,8 @@ DEFAULTS = {
     "tiling": {"l1_budget": None},          # None: L1 minus memory.l1_reserved
     # conv and linear layers on the Xpulp SIMD kernels (nn_xp_*.c); false: the plain C ones
     # ne16: eligible convs on NE16 (ne16_layer.py); auto = on gvsoc-gap9, the only platform with it
-    "kernels": {"xpulp": True, "ne16": "auto"},
+    # fuse_residual: residual adds into the cluster conv producing them (residual.py)
+    "kernels": {"xpulp": True, "ne16": "auto", "fuse_residual": True},
     # layer_by_layer (gvsoc-open, gvsoc-gap9): auto = when the model's parameters do not fit L2
     "run": {"platform": "auto", "timeout": 900, "layer_by_layer": "auto"},
 }
@@ -141,7 +142,10 @@ def _on_ne16(layer, graph, cname, opts, overrides, where) -> bool:
 
 def _fuse_residuals(graph, cnames, opts, overrides, where) -> tuple:
     """(the graph the cluster runs, {conv name: its original layer}): residual adds fused into
-    the cluster convs that produce them (residual.py); a conv on NE16 keeps its add."""
+    the cluster convs that produce them (residual.py); a conv on NE16 keeps its add; none with
+    kernels.fuse_residual false."""
+    if not opts["kernels"]["fuse_residual"]:
+        return graph, {}
     return residual.fuse(graph, lambda conv: not _on_ne16(conv, graph, cnames[conv.name], opts, overrides, where))
 
 
