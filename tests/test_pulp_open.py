@@ -167,15 +167,19 @@ def test_resnet18_runs_layer_by_layer_with_sliced_layers(project):
     y = project.read("targets.yaml")
     project.write("targets.yaml", y.replace("models:\n", "models:\n  resnet18s:\n    zoo: resnet18\n    seed: 0\n"
                                             "    input_shape: [1, 3, 32, 32]\n"
-                                            "    quantization:\n      calibration: {count: 2, seed: 0}\n", 1))
+                                            "    quantization:\n      calibration: {count: 2, seed: 0}\n", 1)
+                  .replace("  pulp-open:\n    kind: gap9\n",       # fused adds on sliced layers too
+                           "  pulp-open:\n    kind: gap9\n    kernels: {fuse_residual: true}\n", 1))
     proc = scons(project, "target=pulp-open", "model=resnet18s", timeout=3600)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert ("Test PASSED [pulp-open] resnet18s: all 32 layers match (3 of them on a slice of their output "
+    # 32 layers less the 8 residual adds fused into their convs (targets/gap9/residual.py)
+    assert ("Test PASSED [pulp-open] resnet18s: all 24 layers match (3 of them on a slice of their output "
             "channels)") in proc.stdout
     rep = json.loads(project.read("build/pulp-open/resnet18s/gvsoc-open/report.json"))
     assert rep["layer_by_layer"] and rep["passed"]
     sliced = {l["name"]: l for l in rep["layers"] if l.get("slice")}
     assert set(sliced) == {"layer4.0.conv2", "layer4.1.conv1", "layer4.1.conv2"}
+    assert "layer4.1.add" in sliced["layer4.1.conv2"]["fused"]      # sliced and fused: its residual's channels
     for layer in sliced.values():
         k, oc = layer["slice"]["channels"], layer["slice"]["of"]
         assert k % 8 == 0 and 0 < k < oc and layer["cycles_scale"] == oc / k

@@ -22,7 +22,7 @@ from ...resources import data_path, data_relative
 from ... import ops as nnsops
 from .. import base, library
 from ... import binfiles
-from . import gvsoc_open, layerwise, memory, ne16_layer, ops, platforms
+from . import gvsoc_open, layerwise, memory, ne16_layer, ops, platforms, residual
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
@@ -37,7 +37,7 @@ SCHEMA = {
     "cluster": {"cores": "count|auto", "stack_size": "size", "slave_stack_size": "size"},
     "dma": {"max_inflight": "count", "max_transfer": "size"},
     "tiling": {"l1_budget": "size"},
-    "kernels": {"xpulp": "bool", "ne16": ["auto", True, False]},
+    "kernels": {"xpulp": "bool", "ne16": ["auto", True, False], "fuse_residual": "bool"},
     "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-open", "gvsoc-gap9"], "timeout": "count",
             "layer_by_layer": ["auto", "always"]},
     "layer": {"l1_budget": "size"},
@@ -57,7 +57,9 @@ DEFAULTS = {
     "tiling": {"l1_budget": None},          # None: L1 minus memory.l1_reserved
     # conv and linear layers on the Xpulp SIMD kernels (nn_xp_*.c); false: the plain C ones
     # ne16: eligible convs on NE16 (ne16_layer.py); auto = on gvsoc-gap9, the only platform with it
-    "kernels": {"xpulp": True, "ne16": "auto"},
+    # fuse_residual: residual adds into the cluster conv producing them (residual.py); off by
+    # default: the add run over each conv tile measured slower on ResNet-18 (README "Fusion")
+    "kernels": {"xpulp": True, "ne16": "auto", "fuse_residual": False},
     # layer_by_layer (gvsoc-open, gvsoc-gap9): auto = when the model's parameters do not fit L2
     "run": {"platform": "auto", "timeout": 900, "layer_by_layer": "auto"},
 }
@@ -129,12 +131,43 @@ def check_limits(opts, where) -> None:
                             f"{DEFAULTS['cluster'][key]} B)")
 
 
-def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
+def _on_ne16(layer, graph, cname, opts, overrides, where) -> bool:
+    """Whether the NE16 choice of _plan_layers puts this conv on NE16."""
+    if not ne16_layer.enabled(opts, opts["run"]["platform"], where):
+        return False
+    budget, _ = _budget(layer, opts, overrides, where)
+    til, _ = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"], opts["kernels"]["xpulp"])
+    return bool(ne16_layer.plan_layer(layer, graph, cname, budget, til, opts["cluster"]["cores"],
+                                      opts["kernels"]["xpulp"])[0])
+
+
+def _fuse_residuals(graph, cnames, opts, overrides, where) -> tuple:
+    """(the graph the cluster runs, {conv name: its original layer}): residual adds fused into
+    the cluster convs that produce them (residual.py); a conv on NE16 keeps its add; none with
+    kernels.fuse_residual false."""
+    if not opts["kernels"]["fuse_residual"]:
+        return graph, {}
+    return residual.fuse(graph, lambda conv: not _on_ne16(conv, graph, cnames[conv.name], opts, overrides, where))
+
+
+def _spills(graph, layers, opts, where) -> bool:
+    """Whether the memory plan puts the activations in L3 (or finds none that fits)."""
+    try:
+        return bool(memory.plan_memory(graph, layers, opts, where)["spill"])
+    except UserError:
+        return True
+
+
+def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, origs=None) -> tuple:
     """(layer plans, kernel sources, {cname: (l1_budget, where)}): each layer's tiling, its
-    parameters' layout and tier (L3 when its weights exceed threshold bytes), its spec."""
+    parameters' layout and tier (L3 when its weights exceed threshold bytes), its spec.
+    graph: the fused graph (residual.py), source: the model's graph, origs: the fused convs'
+    own layers (their weights, requantization and MACs are those of source)."""
     layers, kernels, budgets = [], set(), {}
     ne16 = ne16_layer.enabled(opts, opts["run"]["platform"], where)
+    source, origs = source or graph, origs or {}
     for layer in graph.layers:
+        orig = origs.get(layer.name)
         impl = ops.OPS.get(layer.op)
         if impl is None:
             raise base.unsupported(layer, "gap9", ops.OPS)
@@ -145,26 +178,36 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold) -> tuple:
         til, need = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"], opts["kernels"]["xpulp"])
         if til is None and not nnsops.get(layer.op).alias:
             raise ops.budget_error(layer, need, budget, at)
-        layout = base.param_layout(layer, graph, ops.weight_row(layer, graph, til, opts["kernels"]["xpulp"]))
+        layout = base.param_layout(orig or layer, source if orig else graph,
+                                   ops.weight_row(layer, graph, til, opts["kernels"]["xpulp"]))
         # staged from L3 in channel slabs: the convs' and linears' weights, an island pool's
         # per-channel tables (ops.staged_bytes; a lut's tables stay in L2)
-        tier = "L3" if ops.staged_bytes(layer) > threshold else "L2"
+        tier = "L3" if ops.staged_bytes(orig or layer) > threshold else "L2"
         cname = cnames[layer.name]
         spec = ops.layer_spec(layer, graph, cname, layout, tier, til, opts["kernels"]["xpulp"])
         on_ne16, why = ne16_layer.plan_layer(layer, graph, cname, budget, til, opts["cluster"]["cores"],
-                                             opts["kernels"]["xpulp"]) if ne16 else (None, None)
+                                             opts["kernels"]["xpulp"]) if ne16 and not orig else (None, None)
         if on_ne16:
             spec, layout = on_ne16
+        macs = base.macs(layer, graph)
+        pack = ne16_layer.pack if on_ne16 else ops.pack_params
+        if orig:                # a fused add: the conv's own parameters, the add's MACs counted too
+            add = next(a for a in source.layers if a.name == layer.attrs["residual"]["add"])
+            macs = base.macs(orig, source) + base.macs(add, source)
+            pack = lambda _l, gr, lay, _o=orig: ops.pack_params(_o, gr, lay)   # noqa: E731
         lp = base.LayerPlan(layer=layer, cname=cname, template="conv2d_ne16.c.j2" if on_ne16 else impl.template,
-                            kernels=impl.kernels, spec=spec, param_layout=layout, macs=base.macs(layer, graph),
+                            kernels=impl.kernels + ((data_path("kernels", "gap9", "nn_xp_add.c"),
+                                                     data_path("kernels", "common", "nn_eltwise.c")) if orig else ()),
+                            spec=spec, param_layout=layout, macs=macs,
                             param_bytes=base.layout_bytes(layout),
-                            pack=ne16_layer.pack if on_ne16 else ops.pack_params, pack_key="ne16" if on_ne16 else None,
+                            pack=pack, pack_key="ne16" if on_ne16 else None,
                             report={"l1_budget": budget, "engine": "ne16" if on_ne16 else
-                                    ("cluster" if nnsops.is_conv(layer) else "-")})
+                                    ("cluster" if nnsops.is_conv(layer) else "-"),
+                                    **({"fused_add": layer.attrs["residual"]["add"]} if orig else {})})
         if why:
             lp.report.update(engine_why=why["why"], **{k: v for k, v in why.items() if k != "why"})
         layers.append(lp)
-        kernels.update(impl.kernels)
+        kernels.update(lp.kernels)
     kernels.add(data_path("kernels", "gap9", "nn_gap9.c"))
     return layers, kernels, budgets
 
@@ -174,8 +217,15 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     if opts["run"]["platform"] in gvsoc_open.PLATFORMS:
         gvsoc_open.check_memory(opts, where)
     threshold = opts["memory"]["l3_threshold"]
-    layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold)
+    source = graph
+    graph, origs = _fuse_residuals(source, cnames, opts, overrides, where)
+    layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold, source, origs)
     gvsoc_open_only = opts["run"]["platform"] in gvsoc_open.PLATFORMS
+    if origs and not gvsoc_open_only and _spills(graph, layers, opts, where):
+        # activations in L3: an add streams its inputs from L3 chunk by chunk, fused into its
+        # conv the residual would sit in L2 beside the conv's input and output: keep the adds
+        graph, origs = source, {}
+        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold)
     if gvsoc_open_only and opts["run"]["layer_by_layer"] == "always":
         return _layerwise_plan(graph, layers, kernels, opts, budgets, "run.layer_by_layer is 'always'")
     notes = []
@@ -192,7 +242,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         if not (resident and threshold and opts["memory"]["l3_device"] == "ram" and opts["memory"]["l3_size"]):
             raise
         # the L2-resident parameters may be what does not fit: stage every layer's from L3
-        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, 0)
+        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, 0, source, origs)
         try:
             mem = memory.plan_memory(graph, layers, opts, where)
         except UserError:
@@ -363,6 +413,8 @@ def _layer_report(lp, mem) -> dict:
          "l3_l2_bytes": l3_bytes, "l3_l2_lower_bound": l3_bytes,
          "fused_kernel": ops.FUSED_NAMES.get(lp.layer.op) if lp.layer.fused or lp.layer.op in
          ("avgpool", "global_avgpool") else None}
+    if "residual" in lp.spec:          # residual.py: the add runs in the conv's tiles
+        r["fused_kernel"] += " + fused add"
     if t is None:
         r.update(tile_shape="alias", n_tiles=0, l1_use="0", l2_l1="0", l3_l2="-")
         return r

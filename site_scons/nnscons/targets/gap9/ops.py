@@ -203,7 +203,8 @@ def xp_preflip(layer, graph, til, xpulp=True) -> bool:
         return False
     o = hwc(graph.tensor(layer.output).shape)
     k = int(np.prod(layer.weight.shape[1:]))
-    loaded = til.l2_l1_bytes - o["c"] * (k + _p_per_oc(layer)) - o["h"] * o["w"] * o["c"]
+    outs = 2 if "residual" in layer.attrs else 1        # a fused add's residual moves once too
+    loaded = til.l2_l1_bytes - o["c"] * (k + _p_per_oc(layer)) - outs * o["h"] * o["w"] * o["c"]
     return o["h"] * o["w"] * o["c"] * k >= 32 * loaded
 
 
@@ -254,7 +255,8 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          kernel=xp_conv_path(layer, graph, xpulp) if conv and cores > 0 and
                          xp_conv_path(layer, graph, xpulp) in ("direct", "im2col") else "", cores=max(cores, 1),
                          plane_cores=cores if dw else 0, plane_extra=4 * -(-kw // 4) if dw else 0,
-                         all_channels=layer.op in ("maxpool", "avgpool") and xpulp and cores > 0)
+                         all_channels=layer.op in ("maxpool", "avgpool") and xpulp and cores > 0,
+                         residual=conv and "residual" in a)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
@@ -354,6 +356,10 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
             spec["xp_preflip"] = xp_preflip(layer, graph, til, xpulp)
             if spec["xp_path"] == "dw":
                 spec["dw_scratch_bytes"] = dw_plane_bytes(layer, til)
+    if "residual" in a:         # a fused residual add (residual.py): out is the add's tensor,
+        spec["residual"] = a["residual"]    # the conv requantizes to its own zero point
+        spec["out"]["zp"] = a["residual"]["conv_zp"]
+        spec["xpulp"] = xpulp
     if layer.op == "linear":
         spec["w_per_oc"] = int(layer.weight.shape[1])
     if layer.op in ("linear", "add", "global_avgpool", "lut", "requant", "concat"):
@@ -385,6 +391,8 @@ def l1_parts(t) -> list:
         parts = [("in0", t.l1_in), ("par0", t.l1_params), ("out0", t.l1_out)]
     if t.l1_scratch:
         parts.append(("scratch", t.l1_scratch))
+    if t.l1_res:
+        parts.append(("res", t.l1_res))
     assert sum(n for _, n in parts) == t.l1_bytes, (parts, t)
     return [[name, n] for name, n in parts]
 

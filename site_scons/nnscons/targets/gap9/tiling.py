@@ -41,6 +41,10 @@ PAIR_CYCLES = 250
 IM2COL_CYCLES = 3
 TILE_CYCLES = 3000
 DMA_BYTES_PER_CYCLE = 7.6
+# a fused residual add (residual.py): one core's cycles per element of nn_xp_add_s8's 16-bit
+# path, and its fork per tile
+ADD_CYCLES = 8
+FORK_CYCLES = 300
 
 
 def _touched(n_out, stride, k, dil, pad, n_in) -> int:
@@ -82,6 +86,9 @@ class Tiling:
     # parameter tiles fit a budget that double-buffered parameters would not: ResNet-18's
     # layer4 in 52 KiB)
     params_single: bool = False
+    # a fused residual add (residual.py): one buffer for the residual tile, as big as an
+    # output tile, loaded beside it (in l1_bytes)
+    l1_res: int = 0
 
     @property
     def n_tiles(self):
@@ -124,6 +131,9 @@ class Window:
     # DMA chunk of its own and each tile re-run the kernel's set-up, so keep all channels
     # whenever some tiling with them fits
     all_channels: bool = False
+    # a residual add fused into the conv (residual.py): a residual tile buffer as big as an
+    # output tile, and the residual tensor read once
+    residual: bool = False
 
 
 def _clipped_extent(n_out, t, stride, k, dil, pad, n_in):
@@ -180,12 +190,14 @@ def _xp_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, single, seria
                 comp = _core_cycles(g, P, tcs, px)
                 if g.kernel == "im2col":
                     comp = comp + -(-P // g.cores) * g.kh * g.kw * g.c * IM2COL_CYCLES
+                if g.residual:          # the fused add's pass over the tile (its own fork)
+                    comp = comp + -(-(P * tcs) // g.cores) * ADD_CYCLES + FORK_CYCLES
                 # spatial: the next input and this output move meanwhile; channel: parameters
                 if serial_params:
-                    total += count * (np.maximum(comp, P * tcs / DMA_BYTES_PER_CYCLE) +
+                    total += count * (np.maximum(comp, P * tcs * (2 if g.residual else 1) / DMA_BYTES_PER_CYCLE) +
                                       params_tile[C] / DMA_BYTES_PER_CYCLE + TILE_CYCLES)
                     continue
-                dma = np.where(single, params_tile[C], l1_in) + P * tcs
+                dma = np.where(single, params_tile[C], l1_in) + P * tcs * (2 if g.residual else 1)
                 total += count * (np.maximum(comp, dma / DMA_BYTES_PER_CYCLE) + TILE_CYCLES)
     n_c = -(-g.oc // tc)[C]
     return total + np.where(single, l1_in, n_c * params_tile[C]) / DMA_BYTES_PER_CYCLE
@@ -211,7 +223,7 @@ def plan_window(g: Window, budget: int):
 
     params_tile = _align4(tc * g.w_per_oc) + tc * g.p_per_oc + _align4(g.p_fixed)
     params_total = g.oc * g.w_per_oc + g.oc * g.p_per_oc + g.p_fixed
-    out_total = g.oc * g.oh * g.ow
+    out_total = g.oc * g.oh * g.ow * (2 if g.residual else 1)
     in_needed = g.c * _touched(g.oh, g.sh, g.kh, g.dh, g.pt, g.h) * _touched(g.ow, g.sw, g.kw, g.dw, g.pl, g.w)
     lower = in_needed + params_total + out_total
 
@@ -229,7 +241,8 @@ def plan_window(g: Window, budget: int):
     l1_ch = l1_in + dbl * (params_tile[C] + l1_out)
     planes = (g.plane_cores * ((th[H] - 1) * g.sh + (g.kh - 1) * g.dh + 1) * _align4((tw[W] - 1) * g.sw + g.plane_extra)
               if g.plane_cores else 0)
-    scratch = _align4(g.scratch) + planes
+    res = l1_out if g.residual else 0
+    scratch = _align4(g.scratch) + planes + res
     l1 = np.where(single, l1_ch, l1_sp) + scratch
     # the Xpulp convs may also run the channel pipeline on one parameter buffer (params_single)
     l1_ps = np.where(single & (n_c[C] > 1), l1_in + params_tile[C] + dbl * l1_out + scratch, np.iinfo(np.int64).max) \
@@ -274,8 +287,8 @@ def plan_window(g: Window, budget: int):
                   l1_in=int(l1_in[h, w, c]), l1_out=int(l1_out[h, w, c]),
                   l1_params=int(params_tile[c]), l1_bytes=int(l1[h, w, c]),
                   l2_l1_bytes=int(traffic[h, w, c]), lower_bound=int(lower),
-                  l1_scratch=int(np.broadcast_to(scratch, l1.shape)[h, w, c]),
-                  params_single=params_single), smallest
+                  l1_scratch=int(np.broadcast_to(scratch - res, l1.shape)[h, w, c]),
+                  params_single=params_single, l1_res=int(np.broadcast_to(res, l1.shape)[h, w, c])), smallest
 
 
 def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):
