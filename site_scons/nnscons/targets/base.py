@@ -112,6 +112,7 @@ class OpImpl:
     kernels: tuple                      # kernel sources under kernels/
     check: Optional[Callable] = None    # (layer, graph) -> reason string if unsupported
     spec: Optional[Callable] = None     # (layer, graph) -> extra entries of the layer's spec
+    residual: bool = False              # a two-input add the target fuses into the conv before it
 
 
 @dataclass

@@ -150,14 +150,6 @@ def _fuse_residuals(graph, cnames, opts, overrides, where) -> tuple:
     return residual.fuse(graph, lambda conv: not _on_ne16(conv, graph, cnames[conv.name], opts, overrides, where))
 
 
-def _spills(graph, layers, opts, where) -> bool:
-    """Whether the memory plan puts the activations in L3 (or finds none that fits)."""
-    try:
-        return bool(memory.plan_memory(graph, layers, opts, where)["spill"])
-    except UserError:
-        return True
-
-
 def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, origs=None) -> tuple:
     """(layer plans, kernel sources, {cname: (l1_budget, where)}): each layer's tiling, its
     parameters' layout and tier (L3 when its weights exceed threshold bytes), its spec.
@@ -221,7 +213,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     graph, origs = _fuse_residuals(source, cnames, opts, overrides, where)
     layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold, source, origs)
     gvsoc_open_only = opts["run"]["platform"] in gvsoc_open.PLATFORMS
-    if origs and not gvsoc_open_only and _spills(graph, layers, opts, where):
+    if origs and not gvsoc_open_only and memory.spills(graph, layers, opts, where):
         # activations in L3: an add streams its inputs from L3 chunk by chunk, fused into its
         # conv the residual would sit in L2 beside the conv's input and output: keep the adds
         graph, origs = source, {}

@@ -181,3 +181,11 @@ ERRORS = [("ERR_NOT_OPEN", -101, "run before {P}_open (or after {P}_close)"),
 def error_codes() -> dict:
     """{name: code} for the network source (a layer-by-layer program has no header)."""
     return {n: code for n, code, _ in ERRORS}
+
+
+def spills(graph, layers, opts, where) -> bool:
+    """Whether the memory plan puts the activations in L3 (or finds none that fits)."""
+    try:
+        return bool(plan_memory(graph, layers, opts, where)["spill"])
+    except UserError:
+        return True

@@ -25,7 +25,7 @@ OPS = {
     "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
     "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
     "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c")),
-    "add": OpImpl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c")),
+    "add": OpImpl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c"), residual=True),
     "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
     "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
     "reshape": OpImpl("reshape.c.j2", ()),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ... import numerics
+from ... import ops as registry
 
 
 def candidates(graph) -> dict:
@@ -32,7 +33,8 @@ def candidates(graph) -> dict:
             readers.setdefault(t, []).append(l.name)
     found = {}
     for add in graph.layers:
-        if add.op != "add" or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
+        from .ops import OPS      # the gap9 op table: which ops fuse as a residual add
+        if not getattr(OPS.get(add.op), "residual", False) or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
             continue
         options = []
         for k, t in enumerate(add.inputs):
@@ -41,7 +43,7 @@ def candidates(graph) -> dict:
             if i is None or t in graph.outputs or readers.get(t) != [add.name]:
                 continue
             p = graph.layers[i]
-            if p.op != "conv2d":
+            if not registry.is_conv(p):
                 continue
             if other not in graph.inputs and index.get(other, len(graph.layers)) >= i:
                 continue

@@ -28,7 +28,6 @@ class HostImpl(OpImpl):
     """A host op-table entry: OpImpl and what the host planner asks of it."""
     variant: Optional[Callable] = None  # (layer, graph) -> the entry that runs this layer, or None
     isa: bool = False                   # a vectorized kernel (nn_simd.c): takes the kernel.isa switch
-    residual: bool = False              # a two-input add the generated GEMM's epilogue can fuse
 
 
 def _grouped(layer, graph):
