@@ -8,7 +8,10 @@ those files first; when not one of them changed, nothing can be out of date, and
 prints the verdicts from the up-to-date reports without importing the planner or asking
 SCons to check each node.  Anything else (a changed file, a missing one, other arguments,
 -c, -n, explain, an explicit target) takes the full path, which first deletes the record,
-so an interrupted build never leaves one behind to be trusted.
+so an interrupted build never leaves one behind to be trusted.  A file outside build/ (a
+template, a kernel, the manifest, a model) modified after this process started may have been
+read before the change: the build that saw it records nothing, and the next call takes the
+full path.
 """
 from __future__ import annotations
 
@@ -16,8 +19,13 @@ import hashlib
 import json
 import os
 import sys
+import time
 
 RECORD_DIR = os.path.join("build", ".noop")
+# when this process began reading the project (this module is among the first the front end
+# imports), less the coarse file-system clock's granularity (Linux stamps files from a clock
+# that may lag time_ns() by a tick)
+STARTED_NS = time.time_ns() - 50_000_000
 _ENV_VARS = ("PATH", "CC", "GAP_SDK_HOME", "GAP_RISCV_GCC_TOOLCHAIN", "GVSOC", "GAP9_GVSOC", "MLIR_AIE_DIR",
              "PEANO_INSTALL_DIR", "XILINX_XRT", "KENDRYTE_SDK", "KENDRYTE_TOOLCHAIN", "PYTHONPATH")
 
@@ -88,6 +96,13 @@ def _tree(root: str, suffixes=None) -> list:
     return out
 
 
+def edited_during_build(path: str, ident) -> bool:
+    """A file outside build/ (the build writes nothing there) modified since this process
+    started: what the build read of it may be older than what the record would vouch for."""
+    inside = os.path.abspath(path).startswith(os.path.abspath("build") + os.sep)
+    return not inside and ident[0] >= STARTED_NS
+
+
 def record(k: str, roots, sessions, extra_lines=()) -> None:
     """Write the record after a successful default build (called at exit)."""
     from ..resources import DATA_ROOT, PACKAGE_DIR, zoo_dir
@@ -133,6 +148,8 @@ def record(k: str, roots, sessions, extra_lines=()) -> None:
         ident = _identity(path)
         if ident is None:
             return                      # something the build declared is missing: no record
+        if edited_during_build(path, ident):
+            return                      # the build may have read it before the edit: no record
         entries.append([path, ident])
     os.makedirs(RECORD_DIR, exist_ok=True)
     tmp = _path(k) + f".{os.getpid()}"
