@@ -178,7 +178,9 @@ def prebuilt(tmp_path, _prebuilt):
         origin, first = _prebuilt.get(tuple(args))
         dst = tmp_path / "proj"
         shutil.copytree(origin.path, dst, symlinks=True)
-        return Project(dst), first
+        copy = Project(dst)
+        copy.origin = origin.path     # where the files were built (for "no build path inside")
+        return copy, first
     return make
 
 

@@ -21,8 +21,8 @@ def set_budget(project, layer, value):
     project.write("targets.yaml", text.replace(old, old + f"          {layer}: {{l1_budget: {value}}}\n"))
 
 
-def test_build_run_check_and_incremental_edits(project):
-    first = project.scons("target=host", "model=simplecnn")
+def test_build_run_check_and_incremental_edits(prebuilt):
+    project, first = prebuilt("target=host", "model=simplecnn")
     assert "Test PASSED [host] simplecnn" in first.stdout
     for rel in ("run.log", "output.npy", "report.json", "quantized.onnx", "compile_commands.json"):
         assert os.path.isfile(project.file(f"{B}/{rel}")), rel

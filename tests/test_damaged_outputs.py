@@ -20,7 +20,7 @@ def _truncate(project, rel, size=10):
 
 
 def test_damaged_outputs_are_rebuilt_by_their_step(prebuilt):
-    project, first = prebuilt("model=simplecnn")
+    project, first = prebuilt("target=host", "model=simplecnn")
     assert "Test PASSED [host] simplecnn" in first.stdout
     good = {rel: project.read(f"{OUT}/{rel}", "rb")
             for rel in ("output.npy", "output.bin", "lib/libnns_simplecnn.a", "report.json")}
@@ -73,7 +73,7 @@ def test_damaged_outputs_are_rebuilt_by_their_step(prebuilt):
 
 
 def test_output_bin_is_cleaned(prebuilt):
-    project, _ = prebuilt("model=simplecnn")
+    project, _ = prebuilt("target=host", "model=simplecnn")
     assert os.path.isfile(project.file(f"{OUT}/output.bin"))
     project.scons("model=simplecnn", "-c")
     assert not os.path.exists(project.file(f"{OUT}/output.bin"))

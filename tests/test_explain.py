@@ -34,8 +34,8 @@ def edit(project, rel, old, new):
     project.write(rel, text.replace(old, new))
 
 
-def test_explain_predicts_every_row_of_what_rebuilds(project):
-    project.scons("model=simplecnn")
+def test_explain_predicts_every_row_of_what_rebuilds(prebuilt):
+    project, _ = prebuilt("target=host", "model=simplecnn")
     # nothing
     got, text = check_row(project, "model=simplecnn")
     assert not got and "nothing to rebuild" in text

@@ -22,8 +22,8 @@ def test_sqnr_of_known_signals():
     assert sqnr_db(ref, ref * 0) < 1
 
 
-def test_float_model_reports_its_fidelity_and_warns_when_the_input_saturates(project):
-    proc = project.scons("target=host", "model=simplecnn")
+def test_float_model_reports_its_fidelity_and_warns_when_the_input_saturates(prebuilt):
+    project, proc = prebuilt("target=host", "model=simplecnn")
     assert "Test PASSED [host] simplecnn" in proc.stdout
     rep = json.loads(project.read(f"{B}/report.json"))
     fid = rep["fidelity"]

@@ -121,8 +121,9 @@ def _layer_keys(project, layer, keys):
     project.write("targets.yaml", text.replace(old, old + f"          {layer}: {keys}\n"))
 
 
-def test_blocking_edit_rebuilds_that_layer_only(project):
-    assert "Test PASSED [host] simplecnn" in project.scons("target=host", "model=simplecnn").stdout
+def test_blocking_edit_rebuilds_that_layer_only(prebuilt):
+    project, first = prebuilt("target=host", "model=simplecnn")
+    assert "Test PASSED [host] simplecnn" in first.stdout
     # mr changes the code only
     _layer_keys(project, "conv2", "{mr: 3}")
     assert steps(project.scons().stdout) == [
@@ -160,8 +161,9 @@ def test_portable_isa_and_threads_are_bit_exact(project):
     assert "(long)i * " in project.read("build/host-t2/simplecnn/src/layers/conv1.c")   # its own band buffer
 
 
-def test_tuning_file_and_bench(project):
-    assert "Test PASSED" in project.scons("target=host", "model=simplecnn").stdout
+def test_tuning_file_and_bench(prebuilt):
+    project, first = prebuilt("target=host", "model=simplecnn")
+    assert "Test PASSED" in first.stdout
     # naming a tuning file rebuilds exactly the layers whose blocking it changes (and the
     # network table: conv2's weights .bin grows to 24 channels)
     project.write("tuning.json", json.dumps({"model": "simplecnn",

@@ -78,8 +78,8 @@ def test_shards_cover_the_matrix_and_merge(project):
     assert os.path.isfile(project.file("build/all.csv")), merged.stdout
 
 
-def test_report_html_holds_the_report(project):
-    project.scons("model=simplecnn")
+def test_report_html_holds_the_report(prebuilt):
+    project, _ = prebuilt("target=host", "model=simplecnn")
     page = project.read("build/host/simplecnn/report.html")
     report = json.loads(project.read("build/host/simplecnn/report.json"))
     data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>',

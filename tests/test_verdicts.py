@@ -17,7 +17,7 @@ _MAX = "o[i] = px[i] > o[i] ? px[i] : o[i];"
 
 
 def test_a_failed_check_never_leaves_a_passing_report(prebuilt):
-    project, first = prebuilt("model=simplecnn")
+    project, first = prebuilt("target=host", "model=simplecnn")
     assert "Test PASSED [host] simplecnn" in first.stdout
     assert "#  layer" in first.stdout                      # the table, with a fresh report
     assert json.loads(project.read(f"{B}/report.json"))["passed"] is True
@@ -49,7 +49,7 @@ def test_a_failed_check_never_leaves_a_passing_report(prebuilt):
 
 
 def test_a_run_that_does_not_finish_leaves_no_verdict(prebuilt):
-    project, _ = prebuilt("model=simplecnn")
+    project, _ = prebuilt("target=host", "model=simplecnn")
     # a program that dies before printing its verdict (a trap in a kernel): the run node fails
     kernel = project.read(_POOL)
     project.write(_POOL, kernel.replace(_MAX, "__builtin_trap();\n" + _MAX))
@@ -61,7 +61,7 @@ def test_a_run_that_does_not_finish_leaves_no_verdict(prebuilt):
 
 
 def test_an_adhoc_model_gets_its_own_folder_and_stale_files_go(prebuilt):
-    project, _ = prebuilt("model=simplecnn")
+    project, _ = prebuilt("target=host", "model=simplecnn")
     manifest_files = sorted(os.listdir(project.file(f"{B}/bin/golden")))
     project.write("elsewhere/simplecnn.onnx", project.read(f"{B}/model.onnx", "rb"))
     assert "Test PASSED" in project.scons("model=elsewhere/simplecnn.onnx").stdout
