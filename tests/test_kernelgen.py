@@ -48,6 +48,7 @@ _GUARD = {"x86_64": "NN_HAVE_X86", "amd64": "NN_HAVE_X86", "aarch64": "NN_HAVE_A
 NATIVE = sorted(n for n, isa in ISAS.items() if isa.guard in ("1", _GUARD.get(platform.machine().lower())))
 
 
+@pytest.mark.slow   # the driver's compile: 115 s of CPU (14 MB of C), then 36 s of runs (Zen 3)
 @pytest.mark.xdist_group("kernelgen-driver")   # one worker compiles the driver once
 @pytest.mark.parametrize("isa", NATIVE)
 def test_every_variant_matches_the_reference_for_every_shape(kerneltest, isa):
