@@ -116,6 +116,7 @@ def test_wrong_kernel_output_fails_the_check_naming_the_layer(project):
     assert project.scons("model=simplecnn", check=False).returncode != 0
 
 
+@pytest.mark.slow   # two cold builds: 21 s
 def test_clean_builds_are_byte_identical_and_j1_equals_j2(project):
     project.scons("-j1")
     one = project.build_outputs()
@@ -161,6 +162,7 @@ def test_hostile_node_names_stay_inside_build(project):
         assert rel.endswith(".c") and rel[:-2].isidentifier() and rel.isascii()
 
 
+@pytest.mark.slow   # two builds of every op (host, host-asan): 38-40 s each
 @pytest.mark.parametrize("quantized", [False, True])
 def test_every_op_runs_bit_exact_on_host_and_under_sanitizers(project, quantized):
     """Float model + built-in PTQ, and the same model quantized by onnxruntime (QDQ)."""
