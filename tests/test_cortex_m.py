@@ -18,6 +18,7 @@ from conftest import ROOT, Project, _ignore
 
 CC, QEMU, NM = "arm-none-eabi-gcc", "qemu-system-arm", "arm-none-eabi-nm"
 pytestmark = [
+    pytest.mark.xdist_group("cortex-m-proj"),   # the module's fixture (compiled or built once) on one worker
     pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU)),
                        reason="needs arm-none-eabi-gcc and qemu-system-arm (Debian: apt-get install "
                               "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)"),
