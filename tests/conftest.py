@@ -184,6 +184,30 @@ def prebuilt(tmp_path, _prebuilt):
     return make
 
 
+# NNSCONS_TEST_TIMES=FILE: one JSON line per test (setup + call + teardown) with its wall time
+# and its CPU time, the worker's own and its finished subprocesses' (compilers, scons, qemu):
+# the CPU figure barely moves when the machine is shared, the wall time does. What a `slow`
+# mark is decided on (README, "Tests and benchmarks").
+_TIMES = os.environ.get("NNSCONS_TEST_TIMES")
+if _TIMES:
+    import json
+    import resource
+    import time
+
+    def _cpu_seconds():
+        own, done = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + done.ru_utime + done.ru_stime
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        wall, cpu = time.monotonic(), _cpu_seconds()
+        yield
+        line = {"test": item.nodeid, "wall": round(time.monotonic() - wall, 2),
+                "cpu": round(_cpu_seconds() - cpu, 2), "slow": item.get_closest_marker("slow") is not None}
+        with open(_TIMES, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+
+
 def pytest_collection_modifyitems(items):
     """Slow cases first: with two workers, a long case started last would run alone at the end."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
