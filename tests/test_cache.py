@@ -48,6 +48,7 @@ def test_a_second_checkout_builds_from_the_cache(project, tmp_path):
     assert _outputs(project, "build/gap9") == _outputs(other, "build/gap9")
 
 
+@pytest.mark.slow   # 12.0 s of CPU: two cold builds
 def test_a_corrupt_entry_is_rebuilt_not_trusted(project, tmp_path):
     cache = tmp_path / "c"
     project.scons("model=simplecnn", f"cache={cache}")
