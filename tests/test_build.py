@@ -106,6 +106,7 @@ def test_weight_edit_rebuilds_that_layers_bin_and_downstream_goldens(project):
     assert "RUN tiny_qdq" in s
 
 
+@pytest.mark.slow   # 10.2 s of CPU (test_verdicts.py's kernel bug, from the shared build, stays quick)
 def test_wrong_kernel_output_fails_the_check_naming_the_layer(project):
     tpl = project.read("templates/host/pool.c.j2")
     project.write("templates/host/pool.c.j2", tpl.replace(".out_zp = {{ o.zp }}", ".out_zp = {{ o.zp }} + 1"))
@@ -133,6 +134,7 @@ def test_clean_builds_are_byte_identical_and_j1_equals_j2(project):
             assert project.path.encode() not in data, rel
 
 
+@pytest.mark.slow   # 14.4 s of CPU
 def test_sanitizers_find_nothing(project):
     proc = project.scons("target=host-asan", "model=simplecnn")
     log = project.read("build/host-asan/simplecnn/run.log")
@@ -140,6 +142,7 @@ def test_sanitizers_find_nothing(project):
     assert "runtime error" not in log and "AddressSanitizer" not in log
 
 
+@pytest.mark.slow   # 11.0 s of CPU
 def test_hostile_node_names_stay_inside_build(project):
     hostile = {"conv1": "../../evil", "relu1": "a b", "pool1": "int", "conv2": "é/..",
                "relu2": "conv", "add": "conv", "gap": "", "fc": "/etc/passwd"}

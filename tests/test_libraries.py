@@ -357,6 +357,7 @@ def test_aie2p_library_emul(project, tmp_path):
     assert r.returncode == 0 and "two contexts: 0 0 wrong" in r.stdout, r.stdout
 
 
+@pytest.mark.slow   # 15.5 s of CPU
 def test_gap9_library_emul_and_qemu(project, tmp_path):
     """The archive holds the PMSIS emulation of its platform; the application flashes the
     weights (here: the readfs is a folder) and opens the library on its mounted readfs."""

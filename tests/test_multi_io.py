@@ -192,7 +192,7 @@ def _host_outputs(project, f):
 
 
 @pytest.mark.parametrize("target,platform", [pytest.param("k210", "emul", marks=pytest.mark.slow),  # 13.8 s CPU
-                                             ("aie2p-hybrid", "emul"),
+                                             pytest.param("aie2p-hybrid", "emul", marks=pytest.mark.slow),  # 14.3 s
                                              pytest.param("k210", "qemu", marks=pytest.mark.slow)])
 def test_k210_and_aie2p_run_several_inputs_and_outputs_like_the_host(project, target, platform):
     import shutil
@@ -246,6 +246,7 @@ def _gap9_multi_io(project, platform, target="gap9", hw=8):
     return out, b, x
 
 
+@pytest.mark.slow   # 17.7 s of CPU
 def test_gap9_emul_runs_several_inputs_and_outputs_like_the_host(project, tmp_path):
     out, b, x = _gap9_multi_io(project, "emul")
     host = project.scons("target=host", f"model={project.file('f.onnx')}", "input=x.npz")

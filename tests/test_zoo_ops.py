@@ -44,7 +44,9 @@ def test_zoo_model_agrees_with_the_exact_oracle(tmp_path, name, shape):
 
 
 SLOW = ("mobilenetv2", "mobilenetv3", "mobilenetv1_025")   # 10-15 s builds
-SLOW_ON = {("dscnn", "host")}                               # 15.1 s of CPU (on gap9: 7.0 s)
+# measured CPU on the host: dscnn 15.1 s, resnet8 15.1, autoencoder 12.8, encdec 11.8 (their gap9
+# builds: 6.4-7.9 s, tcn's below 5 s)
+SLOW_ON = {(n, "host") for n in ("dscnn", "resnet8", "autoencoder", "encdec")}
 
 
 @pytest.mark.parametrize("name,shape,target", [
