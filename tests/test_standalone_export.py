@@ -42,6 +42,7 @@ def _vendored_app(project, tmp_path, export):
     return app
 
 
+@pytest.mark.slow   # ~15 s of CPU after the shared build (24.3 s with it): make, the app, cmake
 def test_host_export_builds_from_a_copy_and_matches_the_harness(prebuilt, tmp_path):
     project, first = prebuilt("target=host", "model=simplecnn")
     assert "Test PASSED [host] simplecnn" in first.stdout
