@@ -86,7 +86,7 @@ def test_build_run_check_and_incremental_edits(prebuilt):
                                                       ("conv1", "pool1", "conv2", "pool2", "flatten", "fc")}
 
 
-@pytest.mark.slow   # 11.4 s of CPU; the same edit's row runs in the quick tier through explain (test_explain.py)
+# 11.4 s of CPU, yet quick: the weight-edit row's one case there (test_explain.py's takes 13.6 s: slow)
 def test_weight_edit_rebuilds_that_layers_bin_and_downstream_goldens(project):
     fp = modelgen.float_cnn(project.file("models/tiny.onnx"))
     qdq = modelgen.quantize_qdq(fp, project.file("models/tiny_qdq.onnx"))
