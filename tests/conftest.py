@@ -139,6 +139,75 @@ def project(tmp_path):
     return Project(dst)
 
 
+class _Prebuilt:
+    """One cold build per scons command line and session (per xdist worker), kept in a
+    project copy of its own that no test edits."""
+
+    def __init__(self, root):
+        self.root = root
+        self.built = {}
+
+    def get(self, args):
+        if args not in self.built:
+            origin = Project(self.root / f"b{len(self.built)}" / "proj")
+            shutil.copytree(ROOT, origin.path, ignore=_ignore)
+            try:
+                self.built[args] = (origin, origin.scons(*args))
+            except AssertionError as e:    # failed: every test that needs it fails with it
+                self.built[args] = e
+        if isinstance(self.built[args], AssertionError):
+            raise AssertionError(f"the shared first build failed: {self.built[args]}")
+        return self.built[args]
+
+
+@pytest.fixture(scope="session")
+def _prebuilt(tmp_path_factory):
+    return _Prebuilt(tmp_path_factory.mktemp("prebuilt"))
+
+
+@pytest.fixture
+def prebuilt(tmp_path, _prebuilt):
+    """prebuilt(*scons_args) -> (project, first): a fresh copy of the project in which
+    `scons *scons_args` already ran (and passed), and that first build's CompletedProcess.
+    The cold build runs once per session, not once per test: the copy keeps its files'
+    mtimes, so SCons finds it up to date (only the no-op record, keyed by the folder, misses
+    and takes the full path once). For tests whose subject starts after a first build: the
+    edits, damage and rebuilds that follow. A test about the cold build itself (its
+    environment, umask, -j) builds in `project`."""
+    def make(*args):
+        origin, first = _prebuilt.get(tuple(args))
+        dst = tmp_path / "proj"
+        shutil.copytree(origin.path, dst, symlinks=True)
+        copy = Project(dst)
+        copy.origin = origin.path     # where the files were built (for "no build path inside")
+        return copy, first
+    return make
+
+
+# NNSCONS_TEST_TIMES=FILE: one JSON line per test (setup + call + teardown) with its wall time
+# and its CPU time, the worker's own and its finished subprocesses' (compilers, scons, qemu):
+# the CPU figure barely moves when the machine is shared, the wall time does. What a `slow`
+# mark is decided on (README, "Tests and benchmarks").
+_TIMES = os.environ.get("NNSCONS_TEST_TIMES")
+if _TIMES:
+    import json
+    import resource
+    import time
+
+    def _cpu_seconds():
+        own, done = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + done.ru_utime + done.ru_stime
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        wall, cpu = time.monotonic(), _cpu_seconds()
+        yield
+        line = {"test": item.nodeid, "wall": round(time.monotonic() - wall, 2),
+                "cpu": round(_cpu_seconds() - cpu, 2), "slow": item.get_closest_marker("slow") is not None}
+        with open(_TIMES, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+
+
 def pytest_collection_modifyitems(items):
     """Slow cases first: with two workers, a long case started last would run alone at the end."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -149,6 +149,7 @@ def test_simplecnn_with_host_fallback_bit_exact(project):
     assert steps(project.scons("target=aie2p", "model=simplecnn", "platform=emul").stdout) == []
 
 
+@pytest.mark.slow   # 13.8 s of CPU
 def test_resnet18_with_host_fallback_bit_exact(project):
     """resnet18 end to end: 7x7/2 pad 3 on 3 channels, 3x3 pad 1 stride 1 and 2, 1x1/2
     downsamples and fc on the NPU (layers that do not fit L1 at T=16 shrink T/Cc); max pool,

@@ -51,6 +51,7 @@ def _check_kernel(exe, isa, cpu, *limits):
     assert f"{isa}: " in proc.stdout and " 0 mismatching" in proc.stdout
 
 
+@pytest.mark.slow   # the driver's cross compile, then four sweeps under qemu-aarch64
 @pytest.mark.xdist_group("arm64-kerneltest")   # one worker, one compile of the driver
 @pytest.mark.parametrize("isa,cpu", VARIANTS)
 def test_neon_variant_matches_the_reference(kerneltest, isa, cpu):
@@ -58,6 +59,7 @@ def test_neon_variant_matches_the_reference(kerneltest, isa, cpu):
     _check_kernel(kerneltest, isa, cpu, "2", "40", "64")
 
 
+@pytest.mark.slow   # it needs the driver (compiled for the sweeps above)
 @pytest.mark.xdist_group("arm64-kerneltest")
 def test_variant_the_cpu_lacks_is_skipped(kerneltest):
     proc = subprocess.run([QEMU, "-cpu", "cortex-a53", kerneltest, "i8mm"], stdout=subprocess.PIPE, text=True)

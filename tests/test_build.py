@@ -21,8 +21,8 @@ def set_budget(project, layer, value):
     project.write("targets.yaml", text.replace(old, old + f"          {layer}: {{l1_budget: {value}}}\n"))
 
 
-def test_build_run_check_and_incremental_edits(project):
-    first = project.scons("target=host", "model=simplecnn")
+def test_build_run_check_and_incremental_edits(prebuilt):
+    project, first = prebuilt("target=host", "model=simplecnn")
     assert "Test PASSED [host] simplecnn" in first.stdout
     for rel in ("run.log", "output.npy", "report.json", "quantized.onnx", "compile_commands.json"):
         assert os.path.isfile(project.file(f"{B}/{rel}")), rel
@@ -86,6 +86,7 @@ def test_build_run_check_and_incremental_edits(project):
                                                       ("conv1", "pool1", "conv2", "pool2", "flatten", "fc")}
 
 
+# 11.4 s of CPU, yet quick: the weight-edit row's one case there (test_explain.py's takes 13.6 s: slow)
 def test_weight_edit_rebuilds_that_layers_bin_and_downstream_goldens(project):
     fp = modelgen.float_cnn(project.file("models/tiny.onnx"))
     qdq = modelgen.quantize_qdq(fp, project.file("models/tiny_qdq.onnx"))
@@ -105,6 +106,7 @@ def test_weight_edit_rebuilds_that_layers_bin_and_downstream_goldens(project):
     assert "RUN tiny_qdq" in s
 
 
+@pytest.mark.slow   # 10.2 s of CPU (test_verdicts.py's kernel bug, from the shared build, stays quick)
 def test_wrong_kernel_output_fails_the_check_naming_the_layer(project):
     tpl = project.read("templates/host/pool.c.j2")
     project.write("templates/host/pool.c.j2", tpl.replace(".out_zp = {{ o.zp }}", ".out_zp = {{ o.zp }} + 1"))
@@ -116,6 +118,7 @@ def test_wrong_kernel_output_fails_the_check_naming_the_layer(project):
     assert project.scons("model=simplecnn", check=False).returncode != 0
 
 
+@pytest.mark.slow   # two cold builds: 21 s
 def test_clean_builds_are_byte_identical_and_j1_equals_j2(project):
     project.scons("-j1")
     one = project.build_outputs()
@@ -131,6 +134,7 @@ def test_clean_builds_are_byte_identical_and_j1_equals_j2(project):
             assert project.path.encode() not in data, rel
 
 
+@pytest.mark.slow   # 14.4 s of CPU
 def test_sanitizers_find_nothing(project):
     proc = project.scons("target=host-asan", "model=simplecnn")
     log = project.read("build/host-asan/simplecnn/run.log")
@@ -138,6 +142,7 @@ def test_sanitizers_find_nothing(project):
     assert "runtime error" not in log and "AddressSanitizer" not in log
 
 
+@pytest.mark.slow   # 11.0 s of CPU
 def test_hostile_node_names_stay_inside_build(project):
     hostile = {"conv1": "../../evil", "relu1": "a b", "pool1": "int", "conv2": "é/..",
                "relu2": "conv", "add": "conv", "gap": "", "fc": "/etc/passwd"}
@@ -161,6 +166,7 @@ def test_hostile_node_names_stay_inside_build(project):
         assert rel.endswith(".c") and rel[:-2].isidentifier() and rel.isascii()
 
 
+@pytest.mark.slow   # two builds of every op (host, host-asan): 38-40 s each
 @pytest.mark.parametrize("quantized", [False, True])
 def test_every_op_runs_bit_exact_on_host_and_under_sanitizers(project, quantized):
     """Float model + built-in PTQ, and the same model quantized by onnxruntime (QDQ)."""

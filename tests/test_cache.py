@@ -48,6 +48,7 @@ def test_a_second_checkout_builds_from_the_cache(project, tmp_path):
     assert _outputs(project, "build/gap9") == _outputs(other, "build/gap9")
 
 
+@pytest.mark.slow   # 12.0 s of CPU: two cold builds
 def test_a_corrupt_entry_is_rebuilt_not_trusted(project, tmp_path):
     cache = tmp_path / "c"
     project.scons("model=simplecnn", f"cache={cache}")
@@ -66,6 +67,7 @@ def test_a_corrupt_entry_is_rebuilt_not_trusted(project, tmp_path):
     assert open(entry, "rb").read() == obj          # the entry was replaced by a good one
 
 
+@pytest.mark.slow   # 13.0 s of CPU
 def test_a_read_only_cache_is_only_read(project, tmp_path):
     cache = tmp_path / "ro"
     project.scons("model=simplecnn", f"cache={cache}")

@@ -31,8 +31,8 @@ def test_compare_names_the_first_layer_that_differs():
     assert compare(g, {"b": got["b"]}, got)["layers_compared"] == 1     # unnamed tensors skip
 
 
-def test_a_build_checks_its_own_quantized_onnx_and_fails_when_they_part(project):
-    first = project.scons("model=simplecnn")
+def test_a_build_checks_its_own_quantized_onnx_and_fails_when_they_part(prebuilt):
+    project, first = prebuilt("target=host", "model=simplecnn")
     assert "self-consistency: quantized.onnx evaluated exactly (float64 QDQ) equals" in first.stdout
     assert json.loads(project.read(f"{B}/report.json"))["self_consistency"]["equal"] is True
     # an exporter bug: its quantized.onnx computes something else (64 weights of conv2 negated).

@@ -43,6 +43,7 @@ def _check_console(out: str, model: str, target: str) -> list:
     return got
 
 
+@pytest.mark.slow   # 16.1 s of CPU
 def test_one_layer_rebuild_prints_the_steps_that_ran_then_the_verdict(project):
     first = nnscons(project, "target=host", "model=simplecnn")
     got = _check_console(first, "simplecnn", "host")

@@ -18,6 +18,7 @@ from conftest import ROOT, Project, _ignore
 
 CC, QEMU, NM = "arm-none-eabi-gcc", "qemu-system-arm", "arm-none-eabi-nm"
 pytestmark = [
+    pytest.mark.xdist_group("cortex-m-proj"),   # the module's fixture (compiled or built once) on one worker
     pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU)),
                        reason="needs arm-none-eabi-gcc and qemu-system-arm (Debian: apt-get install "
                               "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)"),
@@ -54,6 +55,7 @@ def _symbols(proj, target, model) -> set:
     return {line.split()[-1] for line in out.splitlines() if line.strip()}
 
 
+@pytest.mark.slow   # 11-17.5 s of CPU per core (a CMSIS-NN build and ResNet-8 under qemu)
 @pytest.mark.parametrize("target", ["cortex-m55", "cortex-m4", "cortex-m33", "cortex-m3"])
 def test_tfl_resnet8_bit_exact_through_cmsis_nn(proj, target):
     log, report = _build(proj, target, "tfl_resnet8")
@@ -104,6 +106,7 @@ def _conv_macs_per_insn(report) -> float:
     return sum(layer["macs"] for layer in convs) / sum(layer["insns"] for layer in convs)
 
 
+@pytest.mark.slow   # two of the ResNet-8 builds above (after them in CI: the module's project has them)
 def test_helium_does_4x_the_macs_per_instruction_of_scalar_on_the_convs(proj):
     """The same ResNet-8 convs on CMSIS-NN's MVE path (M55) and its plain C (M3)."""
     rates = {t: _conv_macs_per_insn(_build(proj, t, "tfl_resnet8")[1]) for t in ("cortex-m55", "cortex-m3")}

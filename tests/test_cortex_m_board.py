@@ -19,6 +19,7 @@ from conftest import ROOT, Project, _ignore
 CC, QEMU = "arm-none-eabi-gcc", "qemu-system-arm"
 FAKES = os.path.join(ROOT, "tests", "cortex_m")
 pytestmark = [
+    pytest.mark.xdist_group("cortex-m-board-proj"),   # the module's fixture (compiled or built once) on one worker
     pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU) and shutil.which("make")),
                        reason="needs arm-none-eabi-gcc, make and qemu-system-arm (Debian: apt-get install "
                               "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm make)"),

@@ -16,6 +16,7 @@ from conftest import ROOT, Project, _ignore
 
 CC, QEMU = "arm-none-eabi-gcc", "qemu-system-arm"
 pytestmark = [
+    pytest.mark.xdist_group("cortex-m-export-proj"),   # the module's fixture (compiled or built once) on one worker
     pytest.mark.skipif(not (shutil.which(CC) and shutil.which(QEMU) and shutil.which("cmake")),
                        reason="needs arm-none-eabi-gcc, cmake and qemu-system-arm (Debian: apt-get install "
                               "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm cmake)"),

@@ -19,8 +19,8 @@ def _truncate(project, rel, size=10):
         f.truncate(size)
 
 
-def test_damaged_outputs_are_rebuilt_by_their_step(project):
-    first = project.scons("model=simplecnn")
+def test_damaged_outputs_are_rebuilt_by_their_step(prebuilt):
+    project, first = prebuilt("target=host", "model=simplecnn")
     assert "Test PASSED [host] simplecnn" in first.stdout
     good = {rel: project.read(f"{OUT}/{rel}", "rb")
             for rel in ("output.npy", "output.bin", "lib/libnns_simplecnn.a", "report.json")}
@@ -72,8 +72,8 @@ def test_damaged_outputs_are_rebuilt_by_their_step(project):
     assert "changed since it was built" not in proc.stdout
 
 
-def test_output_bin_is_cleaned(project):
-    project.scons("model=simplecnn")
+def test_output_bin_is_cleaned(prebuilt):
+    project, _ = prebuilt("target=host", "model=simplecnn")
     assert os.path.isfile(project.file(f"{OUT}/output.bin"))
     project.scons("model=simplecnn", "-c")
     assert not os.path.exists(project.file(f"{OUT}/output.bin"))

@@ -122,9 +122,9 @@ def test_unknown_kind_reads_well(project):
     assert "a string" not in out
 
 
-def test_onnx_file_with_an_empty_name(project):
+def test_onnx_file_with_an_empty_name(prebuilt):
     import shutil
-    project.scons("model=simplecnn")
+    project, _ = prebuilt("target=host", "model=simplecnn")
     shutil.copy(project.file("build/host/simplecnn/model.onnx"), project.file(".onnx"))
     fails(project, "model=.onnx", expect=["model=.onnx", "rename"])
     assert not [d for d in os.listdir(project.file("build/host")) if d.startswith("file-")]
@@ -149,20 +149,20 @@ def test_failed_import_leaves_no_empty_build_folders(project):
     assert set(os.listdir(project.file("build/host"))) <= {".lock"}
 
 
-def test_format_onnx_as_documented(project):
+def test_format_onnx_as_documented(prebuilt):
     import shutil
-    project.scons("model=simplecnn")
+    project, _ = prebuilt("target=host", "model=simplecnn")
     project.write("m/net.onnx", project.read("build/host/simplecnn/model.onnx", "rb"))
     project.write("targets.yaml", project.read("targets.yaml") +
                   "\n  mynet:\n    source: m/net.onnx\n    format: onnx\n")
     assert "Test PASSED [host] mynet" in project.scons("model=mynet").stdout
 
 
-def test_read_only_build_folder(project):
+def test_read_only_build_folder(prebuilt):
     import subprocess
     import sys
     from conftest import SCONS
-    project.scons("model=simplecnn")
+    project, _ = prebuilt("target=host", "model=simplecnn")
     prefix = as_unprivileged_user(project)
     for dirpath, _, files in os.walk(project.file("build")):
         os.chmod(dirpath, 0o555)

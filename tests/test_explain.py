@@ -34,8 +34,9 @@ def edit(project, rel, old, new):
     project.write(rel, text.replace(old, new))
 
 
-def test_explain_predicts_every_row_of_what_rebuilds(project):
-    project.scons("model=simplecnn")
+@pytest.mark.slow   # 26 s of CPU beyond the shared build: test_build.py's first test (quick) makes the same edits
+def test_explain_predicts_every_row_of_what_rebuilds(prebuilt):
+    project, _ = prebuilt("target=host", "model=simplecnn")
     # nothing
     got, text = check_row(project, "model=simplecnn")
     assert not got and "nothing to rebuild" in text
@@ -68,6 +69,7 @@ def test_explain_predicts_every_row_of_what_rebuilds(project):
     assert not [s for s in got if s.startswith(("CODEGEN", "CC", "WEIGHTS"))]
 
 
+@pytest.mark.slow   # 13.6 s of CPU: test_build.py's weight edit (quick) makes the same edit
 def test_explain_predicts_a_weight_edit(project):
     qdq = modelgen.quantize_qdq(modelgen.float_cnn(project.file("m/tiny.onnx")), project.file("m/tiny_qdq.onnx"))
     project.scons(f"model={qdq}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from nnscons.builders.fidelity import EXACT_DB, sqnr_db
 
@@ -22,8 +23,8 @@ def test_sqnr_of_known_signals():
     assert sqnr_db(ref, ref * 0) < 1
 
 
-def test_float_model_reports_its_fidelity_and_warns_when_the_input_saturates(project):
-    proc = project.scons("target=host", "model=simplecnn")
+def test_float_model_reports_its_fidelity_and_warns_when_the_input_saturates(prebuilt):
+    project, proc = prebuilt("target=host", "model=simplecnn")
     assert "Test PASSED [host] simplecnn" in proc.stdout
     rep = json.loads(project.read(f"{B}/report.json"))
     fid = rep["fidelity"]
@@ -43,6 +44,7 @@ def test_float_model_reports_its_fidelity_and_warns_when_the_input_saturates(pro
     assert fid["output_sqnr_db"] < 20 and fid["input_saturated"] > 0.5 and fid["output_max_err_lsb"] > 100
 
 
+@pytest.mark.slow   # 18.4 s of CPU
 def test_calibration_on_the_command_line_requantizes_everything_the_input_included(project):
     """calibration=FILE.npz (or a folder of .npy) replaces the manifest's calibration; the
     new scales reach the weights, the goldens and the quantized input (same float input, a
@@ -64,6 +66,7 @@ def test_calibration_on_the_command_line_requantizes_everything_the_input_includ
     assert proc.returncode == 2 and "calibration=nowhere: no such file or folder" in proc.stderr
 
 
+@pytest.mark.slow   # 21.5 s of CPU
 def test_a_quantized_model_measures_its_fidelity_against_its_float_source(project):
     """`float_source:` names the float model a QDQ or QOperator model was made from: the
     same report, tensors matched by name (QDQ) and the output by position (QOperator)."""

@@ -128,8 +128,8 @@ def test_budget_too_small_names_the_layer_and_the_smallest_budget(project):
 
 # ---- emul: the generated code, run
 
-def test_simplecnn_on_emul_then_incremental_edits(project):
-    first = project.scons("target=gap9", "model=simplecnn", "platform=emul", "-j2")
+def test_simplecnn_on_emul_then_incremental_edits(prebuilt):
+    project, first = prebuilt("target=gap9", "model=simplecnn", "platform=emul", "-j2")
     assert "Test PASSED [gap9] simplecnn" in first.stdout
     rep = json.loads(project.read(f"{B}/emul/report.json"))
     assert rep["peak_l2_bytes"] <= rep["l2_bytes"] and rep["platform"] == "emul"
@@ -166,8 +166,8 @@ def test_simplecnn_on_emul_then_incremental_edits(project):
     assert json.loads(project.read(f"{B}/emul/report.json"))["passed"]
 
 
-def test_staging_threshold_rebuilds_only_what_the_memory_plan_changes(project):
-    project.scons("target=gap9", "model=simplecnn", "platform=emul")
+def test_staging_threshold_rebuilds_only_what_the_memory_plan_changes(prebuilt):
+    project, _ = prebuilt("target=gap9", "model=simplecnn", "platform=emul", "-j2")
     # simplecnn's largest weights: conv2 16x8x3x3 = 1152 B, fc 10x784 = 7840 B
     y = project.read("targets.yaml").replace("      l3_threshold: 36KiB", "      l3_threshold: 4KiB")
     project.write("targets.yaml", y)
@@ -303,12 +303,13 @@ def test_a_missing_dma_wait_in_the_generated_code_is_caught_on_emul(project):
 
 
 @pytest.mark.slow
-def test_kernels_xpulp_off_builds_on_the_plain_c_kernels(project):
+def test_kernels_xpulp_off_builds_on_the_plain_c_kernels(prebuilt):
     """kernels.xpulp picks the layer kernels: the Xpulp ones by default (conv on its direct
     and im2col paths, linear, maxpool), the plain C ones when false; both bit-exact on emul."""
     def layer(name):
         return project.read(f"{B}/src/layers/{name}.c")
-    assert "Test PASSED" in project.scons("target=gap9", "model=simplecnn", "platform=emul").stdout
+    project, first = prebuilt("target=gap9", "model=simplecnn", "platform=emul", "-j2")
+    assert "Test PASSED" in first.stdout
     assert "nn_xp_conv2d_im2col_s8" in layer("conv1")       # one input channel: im2col path
     assert "#define CONV nn_xp_conv2d_s8" in layer("conv2")   # 8 channels after a ReLU: direct
     assert "nn_xp_linear_s8(" in layer("fc") and "nn_xp_maxpool_s8(" in layer("pool1")

@@ -26,7 +26,8 @@ CC = shutil.which("gcc") or shutil.which("cc")
 STRICT = ["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror"]
 RELAXED = ["-std=gnu99", "-Wall", "-Wextra", "-Werror"]
 
-pytestmark = pytest.mark.skipif(CC is None, reason="no native C compiler")
+pytestmark = [pytest.mark.skipif(CC is None, reason="no native C compiler"),
+              pytest.mark.xdist_group("gap9-emul-build")]   # the module's fixture (compiled or built once) on one worker
 
 
 def _compile(cc, out, prog, cflags, ldflags, defines=(), target=None):

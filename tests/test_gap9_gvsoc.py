@@ -22,6 +22,9 @@ OUT = f"build/gap9/{MODEL}"
 ARCH = ["-march=rv32imcxgap9", "-mPE=8", "-mFC=1", "-mint64"]
 
 
+pytestmark = pytest.mark.xdist_group("gap9-gvsoc-proj")   # the module's fixture (compiled or built once) on one worker
+
+
 @pytest.fixture(scope="module")
 def proj(tmp_path_factory):
     """One project copy for the module (the fake-SDK builds share codegen and goldens)."""

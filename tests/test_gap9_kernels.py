@@ -86,6 +86,9 @@ def _build(workdir: Path, extra=()):
     return exe
 
 
+pytestmark = pytest.mark.xdist_group("gap9-harnesses")   # the module's fixture (compiled or built once) on one worker
+
+
 @pytest.fixture(scope="module")
 def harnesses(tmp_path_factory):
     """{'plain': exe, 'builtin': exe, 'sanitized': exe or None when the sanitizer runtime is

@@ -108,8 +108,8 @@ def test_what_the_kpu_cannot_run_goes_to_the_cpu_with_a_reason(shape, reason):
     assert pool is None and reason in why
 
 
-def test_simplecnn_emul_then_qemu(project):
-    r = project.scons("target=k210", "model=simplecnn")
+def test_simplecnn_emul_then_qemu(prebuilt):
+    project, r = prebuilt("target=k210", "model=simplecnn")
     assert "Test PASSED [k210] simplecnn" in r.stdout
     report = json.loads(project.read(f"{B}/emul/report.json"))
     on = {l["name"]: (l["runs_on"], l["reason"]) for l in report["layers"]}
@@ -131,8 +131,8 @@ def test_simplecnn_emul_then_qemu(project):
     assert project.read(f"{B}/qemu/run.log").count(": OK") == 6
 
 
-def test_placement_edit_rebuilds_that_layer_and_the_network(project):
-    project.scons("target=k210", "model=simplecnn")
+def test_placement_edit_rebuilds_that_layer_and_the_network(prebuilt):
+    project, _ = prebuilt("target=k210", "model=simplecnn")
     text = project.read("targets.yaml")
     old = "    targets:\n      host:\n        layers:\n          conv1: {l1_budget: 8KiB}\n"
     assert old in text

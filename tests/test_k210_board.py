@@ -198,6 +198,7 @@ def test_check_without_goldens_in_the_image_is_one_clear_error(proj):
     assert "the image holds no goldens (run.goldens: none" in r.stdout and "`flash` runs it" in r.stdout
 
 
+@pytest.mark.slow   # 11.6 s of CPU
 def test_flash_commands_and_serial_log_with_embedded_goldens(proj, tmp_path):
     assert scons(proj, "platform=emul").returncode == 0
     serial = proj.read(f"{OUT}/emul/run.log")

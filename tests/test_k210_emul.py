@@ -15,6 +15,9 @@ from nnscons.targets.k210 import kpu
 BASE = 0x80000000
 
 
+pytestmark = pytest.mark.xdist_group("k210-emulator")   # the module's fixture (compiled or built once) on one worker
+
+
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
     out = tmp_path_factory.mktemp("kpu") / "emul_layer"

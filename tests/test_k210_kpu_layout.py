@@ -20,8 +20,9 @@ from nnscons.targets.k210 import kpu
 TARBALLS = sorted(glob.glob(os.path.join(os.path.dirname(ROOT), "shared", "kendryte",
                                          "kendryte-standalone-sdk-*.tar.xz")))
 SDK_ENV = os.environ.get("KENDRYTE_SDK", "")
-pytestmark = pytest.mark.skipif(not (SDK_ENV or TARBALLS) or not shutil.which("gcc"),
-                                reason="needs the Kendryte SDK (KENDRYTE_SDK or ../shared/kendryte) and gcc")
+pytestmark = [pytest.mark.skipif(not (SDK_ENV or TARBALLS) or not shutil.which("gcc"),
+                                 reason="needs the Kendryte SDK (KENDRYTE_SDK or ../shared/kendryte) and gcc"),
+              pytest.mark.xdist_group("k210-sdk-include")]   # the module's fixture (compiled or built once) on one worker
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,7 @@ _GUARD = {"x86_64": "NN_HAVE_X86", "amd64": "NN_HAVE_X86", "aarch64": "NN_HAVE_A
 NATIVE = sorted(n for n, isa in ISAS.items() if isa.guard in ("1", _GUARD.get(platform.machine().lower())))
 
 
+@pytest.mark.slow   # the driver's compile: 115 s of CPU (14 MB of C), then 36 s of runs (Zen 3)
 @pytest.mark.xdist_group("kernelgen-driver")   # one worker compiles the driver once
 @pytest.mark.parametrize("isa", NATIVE)
 def test_every_variant_matches_the_reference_for_every_shape(kerneltest, isa):
@@ -139,8 +140,9 @@ def _layer_keys(project, layer, keys):
     project.write("targets.yaml", text.replace(old, old + f"          {layer}: {keys}\n"))
 
 
-def test_blocking_edit_rebuilds_that_layer_only(project):
-    assert "Test PASSED [host] simplecnn" in project.scons("target=host", "model=simplecnn").stdout
+def test_blocking_edit_rebuilds_that_layer_only(prebuilt):
+    project, first = prebuilt("target=host", "model=simplecnn")
+    assert "Test PASSED [host] simplecnn" in first.stdout
     # mr changes the code only
     _layer_keys(project, "conv2", "{mr: 3}")
     assert steps(project.scons().stdout) == [
@@ -178,8 +180,9 @@ def test_portable_isa_and_threads_are_bit_exact(project):
     assert "(long)i * " in project.read("build/host-t2/simplecnn/src/layers/conv1.c")   # its own band buffer
 
 
-def test_tuning_file_and_bench(project):
-    assert "Test PASSED" in project.scons("target=host", "model=simplecnn").stdout
+def test_tuning_file_and_bench(prebuilt):
+    project, first = prebuilt("target=host", "model=simplecnn")
+    assert "Test PASSED" in first.stdout
     # naming a tuning file rebuilds exactly the layers whose blocking it changes (and the
     # network table: conv2's weights .bin grows to 24 channels)
     project.write("tuning.json", json.dumps({"model": "simplecnn",

@@ -132,6 +132,9 @@ def build_driver(workdir: Path, extra_flags=()) -> Path:
     return exe
 
 
+pytestmark = pytest.mark.xdist_group("kernels-driver")   # the module's fixture (compiled or built once) on one worker
+
+
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
     if shutil.which("gcc") is None:

@@ -321,6 +321,7 @@ def test_k210_library_emul_and_qemu(project, tmp_path):
     _same_as_harness(project, qemu, b, "qemu/", r.stdout)
 
 
+@pytest.mark.slow   # 10.4 s of CPU (a cold host build, then the app)
 def test_host_library(project, tmp_path):
     """The host's archive through its .mk: init's arena check (too small: the code and the
     size it needs), run before init refused, then run_float and run_with_callback equal the
@@ -356,6 +357,7 @@ def test_aie2p_library_emul(project, tmp_path):
     assert r.returncode == 0 and "two contexts: 0 0 wrong" in r.stdout, r.stdout
 
 
+@pytest.mark.slow   # 15.5 s of CPU
 def test_gap9_library_emul_and_qemu(project, tmp_path):
     """The archive holds the PMSIS emulation of its platform; the application flashes the
     weights (here: the readfs is a folder) and opens the library on its mounted readfs."""

@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -19,6 +21,7 @@ def nnscons(project, *args):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
 
 
+@pytest.mark.slow   # 24.4 s of CPU
 def test_matrix_builds_every_combination_and_reports_failures(project):
     proc = nnscons(project, "target=host,aie2p,host-asan", "model=simplecnn", "-j2")
     assert proc.returncode != 0, proc.stdout          # aie2p cannot map simplecnn's pools
@@ -53,6 +56,7 @@ def _drop_targets(text: str, names) -> str:
     return text
 
 
+@pytest.mark.slow   # 38.3 s of CPU
 def test_shards_cover_the_matrix_and_merge(project):
     # `all` over a manifest without the targets that run under qemu-aarch64, qemu-system-arm
     # (CMSIS-NN from ../shared, not beside this copy) or GVSoC (each tested on its own): the
@@ -78,8 +82,8 @@ def test_shards_cover_the_matrix_and_merge(project):
     assert os.path.isfile(project.file("build/all.csv")), merged.stdout
 
 
-def test_report_html_holds_the_report(project):
-    project.scons("model=simplecnn")
+def test_report_html_holds_the_report(prebuilt):
+    project, _ = prebuilt("target=host", "model=simplecnn")
     page = project.read("build/host/simplecnn/report.html")
     report = json.loads(project.read("build/host/simplecnn/report.json"))
     data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>',

@@ -145,6 +145,7 @@ int main(void)
 """
 
 
+@pytest.mark.slow   # 11.2 s of CPU: two host builds and the C API app
 def test_host_build_takes_an_npz_and_writes_output_npz_and_the_c_api_packs_them(project, tmp_path):
     f = two_by_three(project.file("f.onnx"))
     x = _inputs(5)
@@ -190,7 +191,8 @@ def _host_outputs(project, f):
     return np.load(project.file(os.path.join(adhoc(project, "host", "f"), "output.npz")))
 
 
-@pytest.mark.parametrize("target,platform", [("k210", "emul"), ("aie2p-hybrid", "emul"),
+@pytest.mark.parametrize("target,platform", [pytest.param("k210", "emul", marks=pytest.mark.slow),  # 13.8 s CPU
+                                             pytest.param("aie2p-hybrid", "emul", marks=pytest.mark.slow),  # 14.3 s
                                              pytest.param("k210", "qemu", marks=pytest.mark.slow)])
 def test_k210_and_aie2p_run_several_inputs_and_outputs_like_the_host(project, target, platform):
     import shutil
@@ -244,6 +246,7 @@ def _gap9_multi_io(project, platform, target="gap9", hw=8):
     return out, b, x
 
 
+@pytest.mark.slow   # 17.7 s of CPU
 def test_gap9_emul_runs_several_inputs_and_outputs_like_the_host(project, tmp_path):
     out, b, x = _gap9_multi_io(project, "emul")
     host = project.scons("target=host", f"model={project.file('f.onnx')}", "input=x.npz")

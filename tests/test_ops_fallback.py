@@ -23,6 +23,9 @@ from nnscons.targets.aie2p.host_layers import HostKernels  # noqa: E402
 from nnscons.targets.aie2p.nodes import HOST_KERNELS  # noqa: E402
 
 
+pytestmark = pytest.mark.xdist_group("ops-fallback-kernels")   # the module's fixture (compiled or built once) on one worker
+
+
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory):
     cc = shutil.which("gcc") or pytest.skip("no gcc")

@@ -90,6 +90,9 @@ def _console_tables(stdout: str) -> dict:
     return tables
 
 
+pytestmark = pytest.mark.xdist_group("reports-built")   # the module's fixture (compiled or built once) on one worker
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """A matrix of host and gap9 (emul) with simplecnn, and aie2p, which cannot map it."""

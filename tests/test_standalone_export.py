@@ -35,14 +35,17 @@ def _vendored_app(project, tmp_path, export):
     in as its nns/."""
     src = project.file(export)
     _no_paths(src, project.path)
+    _no_paths(src, getattr(project, "origin", project.path))   # a prebuilt copy's first build
     app = tmp_path / "app"
     shutil.copytree(os.path.join(ROOT, "examples", "export-make"), app)
     shutil.copytree(src, app / "nns")
     return app
 
 
-def test_host_export_builds_from_a_copy_and_matches_the_harness(project, tmp_path):
-    assert "Test PASSED [host] simplecnn" in project.scons("target=host", "model=simplecnn").stdout
+@pytest.mark.slow   # ~15 s of CPU after the shared build (24.3 s with it): make, the app, cmake
+def test_host_export_builds_from_a_copy_and_matches_the_harness(prebuilt, tmp_path):
+    project, first = prebuilt("target=host", "model=simplecnn")
+    assert "Test PASSED [host] simplecnn" in first.stdout
     proc = project.scons("target=host", "model=simplecnn", "export")
     assert "EXPORT src/layers/conv1.c [host]" in proc.stdout and not [s for s in steps(proc.stdout)
                                                                       if s.startswith(("RUN", "CHECK"))]
@@ -118,17 +121,18 @@ def test_k210_export_cross_builds_and_runs_on_qemu(project, tmp_path):
     assert (app / "y.bin").read_bytes() == project.read("build/k210/simplecnn/qemu/output.bin", "rb")
 
 
-def test_gap9_emul_export_builds_and_its_weights_are_the_readfs(project, tmp_path):
+def test_gap9_emul_export_builds_and_its_weights_are_the_readfs(prebuilt, tmp_path):
     """gap9 emul: the export's Makefile builds the archive (with the PMSIS emulation) from a
     copy; the shared library app, built against that copy, mounts the export's weights/ as
     its readfs and gives the harness's outputs bit for bit."""
     from test_libraries import GAP9_APP, _app, _same_as_harness
     b = "build/gap9/simplecnn"
-    assert "Test PASSED [gap9] simplecnn" in project.scons("target=gap9", "model=simplecnn",
-                                                           "platform=emul").stdout
+    project, first = prebuilt("target=gap9", "model=simplecnn", "platform=emul", "-j2")
+    assert "Test PASSED [gap9] simplecnn" in first.stdout
     project.scons("target=gap9", "model=simplecnn", "platform=emul", "export")
     src = project.file(f"{b}/emul/export")
     _no_paths(src, project.path)
+    _no_paths(src, project.origin)         # where the prebuilt copy's first build ran
     nns = tmp_path / "nns"
     shutil.copytree(src, nns)
     subprocess.run(["make", "-s"], cwd=nns, check=True)
