@@ -17,14 +17,7 @@ import os
 PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons", "nnscons")
 
 # {path under site_scons/nnscons: (comparisons, why they are still there)}
-PENDING = {
-    "targets/gap9/ops.py": (32, "pending: gap9 planners (plan_tiling's if-chain, window, weight_row; "
-                                "the cluster kernels are being edited, issue 28.4)"),
-    "targets/gap9/layerwise.py": (2, "pending: gap9 planners"),
-    "targets/gap9/ne16_layer.py": (1, "pending: gap9 planners (NE16 is being edited, issue 25)"),
-    "targets/gap9/__init__.py": (1, "pending: gap9 planners (the report's fused-kernel name reads "
-                                    "gap9/ops.py's FUSED_NAMES)"),
-}
+PENDING = {}
 
 
 def _op_name(node) -> bool:

@@ -396,6 +396,12 @@ def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPl
         extra={"weights_py": [os.path.join(os.path.dirname(__file__), f) for f in WEIGHTS_PY], "layerwise": lw})
 
 
+def _fused_kernel(layer):
+    """The GAP9 kernel's name for the recipe the IR passes fused into the layer, else None."""
+    impl = ops.OPS.get(layer.op)
+    return impl.fused_name if impl and (layer.fused or impl.fused_always) else None
+
+
 def _layer_report(lp, mem) -> dict:
     t = lp.spec["tile"]
     staged = mem["staged"].get(lp.cname)
@@ -403,8 +409,7 @@ def _layer_report(lp, mem) -> dict:
     budget = lp.report["l1_budget"]
     r = {"tier": lp.spec["tier"] if lp.param_bytes else "-",
          "l3_l2_bytes": l3_bytes, "l3_l2_lower_bound": l3_bytes,
-         "fused_kernel": ops.FUSED_NAMES.get(lp.layer.op) if lp.layer.fused or lp.layer.op in
-         ("avgpool", "global_avgpool") else None}
+         "fused_kernel": _fused_kernel(lp.layer)}
     if "residual" in lp.spec:          # residual.py: the add runs in the conv's tiles
         r["fused_kernel"] += " + fused add"
     if t is None:

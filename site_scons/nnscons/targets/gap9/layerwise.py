@@ -117,7 +117,7 @@ def plan(graph, layers, opts, budgets) -> dict:
         out_size, params, stem, k = _numel(graph, layer.output), lp.param_bytes, lp.cname, oc
         need = off + (0 if alias else _align(out_size)) + _align(params) + memory.COMPARE_CHUNK
         if need > l2_avail:
-            if layer.op not in ("conv2d", "linear") or (layer.op == "conv2d" and layer.attrs.get("groups", 1) != 1):
+            if not nnsops.is_dense(layer):     # one GEMM: sliceable by output channels
                 raise UserError(f"layer '{layer.name}' ({layer.op}) does not fit {opts['run']['platform']}'s L2 even alone: "
                                 f"{need} B > memory.l2 - memory.l2_reserved = {l2_avail} B, and only conv2d and "
                                 f"linear layers can run on a slice of their output channels")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import ops as nnsops
 from ...errors import UserError
 from .. import base
 from . import ne16_weights, tiling
@@ -55,7 +56,7 @@ def mode(layer, graph):
     """'3x3' or '1x1' (stride 1) or 'rows' (stride 2, kernels up to 7x7, pads below the
     kernel) when NE16 can run the conv (dense, no dilation, int8 weights, a bias fold that
     fits int32), else None."""
-    if layer.op != "conv2d" or layer.attrs.get("groups", 1) != 1 or layer.weight is None:
+    if not (nnsops.is_conv(layer) and nnsops.is_dense(layer)) or layer.weight is None:
         return None
     a = layer.attrs
     if tuple(a.get("dilation", (1, 1))) != (1, 1):

@@ -11,6 +11,10 @@ import numpy as np
 
 from ...errors import UserError
 from ...resources import data_path
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ... import ops as registry
 from ..base import OpImpl, flattened_from, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
 from ...ops import bilinear, div, instnorm, island_pool, lrn, softmax
@@ -18,32 +22,6 @@ from ...ops import bilinear, div, instnorm, island_pool, lrn, softmax
 C = data_path("kernels", "common") + "/"
 G = data_path("kernels", "gap9") + "/"
 
-
-OPS = {
-    "conv2d": OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c", G + "nn_xp_dwconv.c")),
-    "linear": OpImpl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c")),
-    "maxpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
-    "avgpool": OpImpl("pool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c"), pool_check),
-    "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c", G + "nn_xp_pool.c")),
-    "add": OpImpl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c"), residual=True),
-    "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
-    "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c")),
-    "reshape": OpImpl("reshape.c.j2", ()),
-    # nn_xp_lut.c also holds the table-driven requant, which falls back on nn_hwc_eltwise.c
-    "lut": OpImpl("lut.c.j2", (C + "nn_lut.c", G + "nn_xp_lut.c", G + "nn_hwc_eltwise.c"),
-                  lambda layer, graph: _lut_check(layer)),
-    "mul": OpImpl("mul.c.j2", (C + "nn_broadcast.c",), spec=lambda l, g: _mul_spec(l, g)),
-    "move": OpImpl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
-    "softmax": OpImpl("softmax.c.j2", (C + "nn_softmax.c",), spec=lambda l, g: softmax.spec(l, g)),
-    "instnorm": OpImpl("instnorm.c.j2", (C + "nn_instnorm.c",), spec=lambda l, g: instnorm.spec(l, g)),
-    "lrn": OpImpl("lrn.c.j2", (C + "nn_lrn.c",), spec=lambda l, g: lrn.spec(l, g)),
-    "div": OpImpl("div.c.j2", (C + "nn_div.c",), spec=lambda l, g: {**div.spec(l, g), **_mul_spec(l, g)}),
-    "bilinear": OpImpl("bilinear.c.j2", (C + "nn_bilinear.c",), spec=lambda l, g: bilinear.spec(l, g)),
-    "reduce": OpImpl("reduce.c.j2", (C + "nn_reduce.c",), spec=lambda l, g: _reduce_spec(l, g)),
-    "nary": OpImpl("nary.c.j2", (C + "nn_nary.c",), spec=lambda l, g: _nary_spec(l, g)),
-    "island_avgpool": OpImpl("island_avgpool.c.j2", (C + "nn_island_pool.c",),
-                             spec=lambda l, g: {"tables": int(l.attrs["tables"]), "frac": island_pool.FRAC}),
-}
 
 
 def _nary_spec(layer, graph):
@@ -103,7 +81,7 @@ def bilinear_rows(layer, graph, rows_per_band: int) -> list:
     return bands
 
 
-def bilinear_tiling(layer, graph, budget):
+def bilinear_tiling(layer, graph, budget, cores=8, xpulp=True):
     """Bands of output rows with the input rows they read, double-buffered when there are
     several (tiling 'flat': tw = output rows per band, in_rows = the most input rows a band
     reads); the index section stays in L1."""
@@ -133,12 +111,18 @@ def registry_counts(layer, graph) -> int:
 
 def staged_bytes(layer) -> int:
     """The parameter bytes that may be staged from L3 in channel slabs (0: the layer's
-    parameters stay in L2): conv and linear weights, an island pool's per-channel tables."""
-    if layer.op in ("conv2d", "linear") and layer.weight is not None:
-        return int(layer.weight.size)
-    if layer.op == "island_avgpool" and int(layer.attrs["tables"]) > 1:
-        return 4 * int(layer.bias.size)
-    return 0
+    parameters stay in L2): the op table's `staged` hook (conv and linear weights, an island
+    pool's per-channel tables)."""
+    impl = OPS.get(layer.op)
+    return impl.staged(layer) if impl is not None and impl.staged else 0
+
+
+def _weight_bytes(layer) -> int:
+    return int(layer.weight.size) if layer.weight is not None else 0
+
+
+def _island_table_bytes(layer) -> int:
+    return 4 * int(layer.bias.size) if int(layer.attrs["tables"]) > 1 else 0
 
 
 def _lut_check(layer):
@@ -148,14 +132,9 @@ def _lut_check(layer):
     return None
 
 
-def _lut_tiling(layer, graph, n, budget):
+def _lut_tiling(layer, graph, budget, cores, xpulp):
     unit = hwc(graph.tensor(layer.output).shape)["c"] if layer.weight.shape[0] > 1 else 1
-    return tiling.plan_flat(n // unit, unit, unit, int(layer.weight.size), budget)
-
-# Fusion recipes the IR passes already applied, named as the GAP9 kernels see them
-FUSED_NAMES = {"conv2d": "conv2d+relu+quant", "linear": "linear+relu+quant",
-               "avgpool": "avgpool+quant", "global_avgpool": "globalavgpool+quant"}
-
+    return tiling.plan_flat(_n(layer, graph) // unit, unit, unit, int(layer.weight.size), budget)
 
 def hwc(shape):
     if len(shape) == 4:
@@ -225,7 +204,7 @@ def dw_plane_bytes(layer, til) -> int:
 def weight_row(layer, graph, til, xpulp=True):
     """Bytes per output channel of a conv's packed weights when the kernel wants them padded
     (the im2col path: rows of whole words), else None (k_h*k_w*in_c/groups)."""
-    if layer.op != "conv2d" or xp_conv_path(layer, graph, xpulp) != "im2col" or not til or not til.l1_scratch:
+    if not registry.is_conv(layer) or xp_conv_path(layer, graph, xpulp) != "im2col" or not til or not til.l1_scratch:
         return None
     return tiling._align4(int(np.prod(layer.weight.shape[1:])))
 
@@ -235,7 +214,7 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
     o = hwc(graph.tensor(layer.output).shape)
     a = layer.attrs
     kh, kw = a["kernel"]
-    conv = layer.op == "conv2d"
+    conv = registry.is_conv(layer)      # else a pool
     fixed = 0 if conv else 8
     # the im2col path: its buffers, and weight rows padded to whole words (weight_row)
     im2col = conv and cores > 0 and xp_conv_path(layer, graph, xpulp) == "im2col"
@@ -251,74 +230,112 @@ def window(layer, graph, cores=8, xpulp=True) -> tiling.Window:
                          p_per_oc=_p_per_oc(layer) if conv else 0, p_fixed=fixed,
                          scratch=cores * im2col_bytes(layer, graph) if im2col else 0,
                          tc_multiple=4 if (conv and xp_conv_path(layer, graph, xpulp) in ("direct", "im2col"))
-                         or (layer.op in ("maxpool", "avgpool") and xpulp) else 1,
+                         or (not conv and xpulp) else 1,
                          kernel=xp_conv_path(layer, graph, xpulp) if conv and cores > 0 and
                          xp_conv_path(layer, graph, xpulp) in ("direct", "im2col") else "", cores=max(cores, 1),
                          plane_cores=cores if dw else 0, plane_extra=4 * -(-kw // 4) if dw else 0,
-                         all_channels=layer.op in ("maxpool", "avgpool") and xpulp and cores > 0,
+                         all_channels=not conv and xpulp and cores > 0,
                          residual=conv and "residual" in a)
 
 
 def plan_tiling(layer, graph, budget, cores=8, xpulp=True):
-    """(Tiling or None, smallest budget that works); cores: the cluster's, for per-core scratch;
-    xpulp: the target's kernels.xpulp. A conv whose im2col buffers fit beside no tiling is
-    planned without them (plain kernel)."""
-    op = layer.op
-    if op in ("conv2d", "maxpool", "avgpool"):
-        til, need = tiling.plan_window(window(layer, graph, cores, xpulp), budget)
-        if til is None and op == "conv2d" and xp_conv_path(layer, graph, xpulp) in ("im2col", "dw"):
-            # the kernel's buffers do not fit beside any tiling: the plain kernel needs none
-            til, need = tiling.plan_window(window(layer, graph, 0), budget)
-        return til, need
-    if op == "linear":
-        out_f, in_f = layer.weight.shape
-        return tiling.plan_linear(int(in_f), int(out_f), _p_per_oc(layer), budget)
-    if op == "global_avgpool":
-        s = graph.tensor(layer.inputs[0]).shape
-        return tiling.plan_global_pool(int(s[1]), int(s[2] * s[3]), budget, 4 if xpulp else 1)
-    if op == "island_avgpool":   # channel tiles of all pixels, each with its channels' 1 KiB tables
-        s, per = graph.tensor(layer.inputs[0]).shape, int(layer.attrs["tables"]) > 1
-        return tiling.plan_window(tiling.Window(
-            c=int(s[1]), h=1, w=int(s[2] * s[3]), oc=int(s[1]), oh=1, ow=1, kh=1, kw=int(s[2] * s[3]), sh=1, sw=1,
-            dh=1, dw=1, pt=0, pl=0, groups=int(s[1]), w_per_oc=0, p_per_oc=1024 if per else 0,
-            p_fixed=0 if per else 1024), budget)
-    n = _numel(graph.tensor(layer.output).shape)
-    if op == "add":   # its parameters: 2 multipliers and a shift (TFLite's rule: 3 and 3)
-        from ... import ops as registry
-        return tiling.plan_flat(n, 2, 1, 4 * sum(registry.requant_counts(layer, graph).values()), budget)
-    if op == "requant":
-        return tiling.plan_flat(n, 1, 1, 8, budget)
-    if op == "lut":
-        return _lut_tiling(layer, graph, n, budget)
-    if op == "softmax":   # chunks of whole rows (a pixel's channels), the exp table with the parameters
-        r, row = softmax.rows(layer, graph)
-        return tiling.plan_flat(r, row, row, 1024 + 8, budget)
-    if op == "reduce":    # chunks of input rows (or the whole tensor), the cores split the outputs
-        s = _reduce_spec(layer, graph)
-        return tiling.plan_flat(s["n_units"], s["unit_in"], s["unit_out"], 8, budget)
-    if op == "nary":      # chunks of pixels; broadcast inputs whole beside the parameters
-        s = _nary_spec(layer, graph)
-        return tiling.plan_flat(s["n_units"], s["unit"] * s["n_same"], s["unit"], s["fixed_bytes"], budget)
-    if op == "move":   # the whole input and the table stay in L1; index chunks stream
-        n_in = _numel(graph.tensor(layer.inputs[0]).shape)
-        return tiling.plan_flat(n, 4, 1, 256 + n_in, budget)
-    if op == "bilinear":
-        return bilinear_tiling(layer, graph, budget)
-    if op == "instnorm":   # chunks of whole pixels, read twice; the statistics (32 B per channel)
+    """(Tiling or None, smallest budget that works): the op table's `tiling` hook; cores: the
+    cluster's, for per-core scratch; xpulp: the target's kernels.xpulp. None, 0: no L1 (an
+    alias: reshape)."""
+    impl = OPS.get(layer.op)
+    if impl is None or impl.tiling is None:
+        return None, 0
+    return impl.tiling(layer, graph, budget, cores, xpulp)
+
+
+def _window_tiling(layer, graph, budget, cores, xpulp):
+    """Convs and pools. A conv whose im2col buffers fit beside no tiling is planned without
+    them (plain kernel)."""
+    til, need = tiling.plan_window(window(layer, graph, cores, xpulp), budget)
+    if til is None and registry.is_conv(layer) and xp_conv_path(layer, graph, xpulp) in ("im2col", "dw"):
+        # the kernel's buffers do not fit beside any tiling: the plain kernel needs none
+        til, need = tiling.plan_window(window(layer, graph, 0), budget)
+    return til, need
+
+
+def _linear_tiling(layer, graph, budget, cores, xpulp):
+    out_f, in_f = layer.weight.shape
+    return tiling.plan_linear(int(in_f), int(out_f), _p_per_oc(layer), budget)
+
+
+def _global_pool_tiling(layer, graph, budget, cores, xpulp):
+    s = graph.tensor(layer.inputs[0]).shape
+    return tiling.plan_global_pool(int(s[1]), int(s[2] * s[3]), budget, 4 if xpulp else 1)
+
+
+def _island_tiling(layer, graph, budget, cores, xpulp):
+    """Channel tiles of all pixels, each with its channels' 1 KiB tables."""
+    s, per = graph.tensor(layer.inputs[0]).shape, int(layer.attrs["tables"]) > 1
+    return tiling.plan_window(tiling.Window(
+        c=int(s[1]), h=1, w=int(s[2] * s[3]), oc=int(s[1]), oh=1, ow=1, kh=1, kw=int(s[2] * s[3]), sh=1, sw=1,
+        dh=1, dw=1, pt=0, pl=0, groups=int(s[1]), w_per_oc=0, p_per_oc=1024 if per else 0,
+        p_fixed=0 if per else 1024), budget)
+
+
+def _n(layer, graph):
+    return _numel(graph.tensor(layer.output).shape)
+
+
+def _add_tiling(layer, graph, budget, cores, xpulp):
+    """Its parameters: 2 multipliers and a shift (TFLite's rule: 3 and 3)."""
+    return tiling.plan_flat(_n(layer, graph), 2, 1, 4 * registry_counts(layer, graph), budget)
+
+
+def _requant_tiling(layer, graph, budget, cores, xpulp):
+    return tiling.plan_flat(_n(layer, graph), 1, 1, 8, budget)
+
+
+def _softmax_tiling(layer, graph, budget, cores, xpulp):
+    """Chunks of whole rows (a pixel's channels), the exp table with the parameters."""
+    r, row = softmax.rows(layer, graph)
+    return tiling.plan_flat(r, row, row, 1024 + 8, budget)
+
+
+def _reduce_tiling(layer, graph, budget, cores, xpulp):
+    """Chunks of input rows (or the whole tensor), the cores split the outputs."""
+    s = _reduce_spec(layer, graph)
+    return tiling.plan_flat(s["n_units"], s["unit_in"], s["unit_out"], 8, budget)
+
+
+def _nary_tiling(layer, graph, budget, cores, xpulp):
+    """Chunks of pixels; broadcast inputs whole beside the parameters."""
+    s = _nary_spec(layer, graph)
+    return tiling.plan_flat(s["n_units"], s["unit"] * s["n_same"], s["unit"], s["fixed_bytes"], budget)
+
+
+def _move_tiling(layer, graph, budget, cores, xpulp):
+    """The whole input and the table stay in L1; index chunks stream."""
+    n_in = _numel(graph.tensor(layer.inputs[0]).shape)
+    return tiling.plan_flat(_n(layer, graph), 4, 1, 256 + n_in, budget)
+
+
+def _pixels_tiling(stats_per_channel):
+    """Chunks of whole pixels (instnorm: read twice, its statistics 32 B per channel; lrn:
+    the window runs over the channels)."""
+    def plan(layer, graph, budget, cores, xpulp):
         c = hwc(graph.tensor(layer.output).shape)["c"]
-        return tiling.plan_flat(n // c, c, c, 32 * c, budget)
-    if op == "lrn":   # chunks of whole pixels: the window runs over the channels
-        c = hwc(graph.tensor(layer.output).shape)["c"]
-        return tiling.plan_flat(n // c, c, c, 0, budget)
-    if op in ("mul", "div"):   # div has no parameters: only the broadcast operand
-        m, fixed = _mul_spec(layer, graph), 8 if op == "mul" else 0
+        return tiling.plan_flat(_n(layer, graph) // c, c, c, stats_per_channel * c, budget)
+    return plan
+
+
+def _broadcast_tiling(fixed):
+    """mul (8 B of parameters) and div (none): the broadcast operand whole beside them."""
+    def plan(layer, graph, budget, cores, xpulp):
+        m, n = _mul_spec(layer, graph), _n(layer, graph)
         if m["mode"] == "same":
             return tiling.plan_flat(n, 2, 1, fixed, budget)
         return tiling.plan_flat(n // m["unit"], m["unit"], m["unit"], fixed + m["b_bytes"], budget)
-    if op == "concat":
-        c = hwc(graph.tensor(layer.output).shape)["c"]
-        return tiling.plan_flat(n // c, c, c, 8 * len(layer.inputs), budget)
-    return None, 0                        # reshape: an alias, no L1
+    return plan
+
+
+def _concat_tiling(layer, graph, budget, cores, xpulp):
+    c = hwc(graph.tensor(layer.output).shape)["c"]
+    return tiling.plan_flat(_n(layer, graph) // c, c, c, 8 * len(layer.inputs), budget)
 
 
 def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
@@ -337,43 +354,56 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
         "tier": tier,
         "tile": None if til is None else til.as_dict(),
     }
-    if OPS[layer.op].spec:
-        spec.update(OPS[layer.op].spec(layer, graph))
+    impl = OPS[layer.op]
+    if impl.spec:
+        spec.update(impl.spec(layer, graph))
     a = layer.attrs
-    if layer.op in ("conv2d", "maxpool", "avgpool"):
+    if registry.has_window(layer):
         kh, kw = a["kernel"]
         spec.update(kernel=[kh, kw], stride=list(a["stride"]), dilation=list(a.get("dilation", (1, 1))),
                     pads=list(a["pads"]), groups=a.get("groups", 1),
                     count_include_pad=a.get("count_include_pad", 0))
-        if layer.op in ("maxpool", "avgpool"):
-            spec["xpulp"] = xpulp
-        if layer.op == "conv2d":
-            spec["w_per_oc"] = weight_row(layer, graph, til, xpulp) or int(np.prod(layer.weight.shape[1:]))
-            path = xp_conv_path(layer, graph, xpulp)
-            # a budget too small for the kernel's buffers planned the layer without them
-            spec["xp_path"] = "plain" if path in ("im2col", "dw") and til is not None and not til.l1_scratch else path
-            spec["im2col_bytes"] = im2col_bytes(layer, graph)
-            spec["xp_preflip"] = xp_preflip(layer, graph, til, xpulp)
-            if spec["xp_path"] == "dw":
-                spec["dw_scratch_bytes"] = dw_plane_bytes(layer, til)
+    if impl.xpulp:
+        spec["xpulp"] = xpulp
     if "residual" in a:         # a fused residual add (residual.py): out is the add's tensor,
         spec["residual"] = a["residual"]    # the conv requantizes to its own zero point
         spec["out"]["zp"] = a["residual"]["conv_zp"]
         spec["xpulp"] = xpulp
-    if layer.op == "linear":
-        spec["w_per_oc"] = int(layer.weight.shape[1])
-    if layer.op in ("linear", "add", "global_avgpool", "lut", "requant", "concat"):
-        spec["xpulp"] = xpulp
     if til is not None:
         spec["l1_parts"] = l1_parts(til)
-    if til is not None and layer.op in ("conv2d", "linear"):
-        spec["sections"] = tile_sections(spec["params"], til.tc, spec["w_per_oc"])
-    if til is not None and layer.op == "island_avgpool" and spec["tables"] > 1:   # 1 KiB per channel
-        spec["sections"] = [{"name": "bias", "offset": 0, "src": spec["params"]["bias"]["offset"], "per_oc": 1024}]
-    if layer.op == "concat":
-        offs = np.cumsum([0] + [hwc(t.shape)["c"] for t in ins])
-        spec["channel_offsets"] = [int(x) for x in offs[:-1]]
+    if impl.more_spec:
+        impl.more_spec(layer, graph, spec, til, xpulp)
     return spec
+
+
+def _conv_spec(layer, graph, spec, til, xpulp):
+    """The Xpulp kernel path and its buffers, the weights' row and their L1 sections."""
+    spec["w_per_oc"] = weight_row(layer, graph, til, xpulp) or int(np.prod(layer.weight.shape[1:]))
+    path = xp_conv_path(layer, graph, xpulp)
+    # a budget too small for the kernel's buffers planned the layer without them
+    spec["xp_path"] = "plain" if path in ("im2col", "dw") and til is not None and not til.l1_scratch else path
+    spec["im2col_bytes"] = im2col_bytes(layer, graph)
+    spec["xp_preflip"] = xp_preflip(layer, graph, til, xpulp)
+    if spec["xp_path"] == "dw":
+        spec["dw_scratch_bytes"] = dw_plane_bytes(layer, til)
+    if til is not None:
+        spec["sections"] = tile_sections(spec["params"], til.tc, spec["w_per_oc"])
+
+
+def _linear_spec(layer, graph, spec, til, xpulp):
+    spec["w_per_oc"] = int(layer.weight.shape[1])
+    if til is not None:
+        spec["sections"] = tile_sections(spec["params"], til.tc, spec["w_per_oc"])
+
+
+def _island_spec(layer, graph, spec, til, xpulp):
+    if til is not None and spec["tables"] > 1:   # 1 KiB of tables per channel
+        spec["sections"] = [{"name": "bias", "offset": 0, "src": spec["params"]["bias"]["offset"], "per_oc": 1024}]
+
+
+def _concat_spec(layer, graph, spec, til, xpulp):
+    offs = np.cumsum([0] + [hwc(graph.tensor(t).shape)["c"] for t in layer.inputs])
+    spec["channel_offsets"] = [int(x) for x in offs[:-1]]
 
 
 def l1_parts(t) -> list:
@@ -418,3 +448,53 @@ def pack_params(layer, graph, layout) -> bytes:
     """The weights .bin in GAP9 order (HWC activations: base.pack_hwc)."""
     from ..base import pack_hwc
     return pack_hwc(layer, graph, layout)
+
+
+@dataclass(frozen=True)
+class Gap9Impl(OpImpl):
+    """A gap9 op-table entry: OpImpl and what gap9's planner asks of it."""
+    tiling: Optional[Callable] = None     # (layer, graph, budget, cores, xpulp) -> (Tiling | None, need)
+    xpulp: bool = False                   # its kernel takes the target's kernels.xpulp switch
+    staged: Optional[Callable] = None     # (layer) -> parameter bytes L3 may stage in channel slabs
+    more_spec: Optional[Callable] = None  # (layer, graph, spec, til, xpulp) -> None: spec entries
+    fused_name: Optional[str] = None      # the GAP9 kernel's name for the recipe the IR passes fused
+    fused_always: bool = False            # ... which it always is (a pool's requantization)
+
+
+_POOL = (G + "nn_hwc_pool.c", G + "nn_xp_pool.c")
+OPS = {
+    "conv2d": Gap9Impl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c", G + "nn_xp_dwconv.c"),
+                       tiling=_window_tiling, staged=_weight_bytes, more_spec=_conv_spec,
+                       fused_name="conv2d+relu+quant"),
+    "linear": Gap9Impl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c"), tiling=_linear_tiling,
+                       xpulp=True, staged=_weight_bytes, more_spec=_linear_spec, fused_name="linear+relu+quant"),
+    "maxpool": Gap9Impl("pool.c.j2", _POOL, pool_check, tiling=_window_tiling, xpulp=True),
+    "avgpool": Gap9Impl("pool.c.j2", _POOL, pool_check, tiling=_window_tiling, xpulp=True,
+                        fused_name="avgpool+quant", fused_always=True),
+    "global_avgpool": Gap9Impl("global_avgpool.c.j2", _POOL, tiling=_global_pool_tiling, xpulp=True,
+                               fused_name="globalavgpool+quant", fused_always=True),
+    "add": Gap9Impl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c"), residual=True, tiling=_add_tiling,
+                    xpulp=True),
+    "concat": Gap9Impl("concat.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c"), tiling=_concat_tiling,
+                       xpulp=True, more_spec=_concat_spec),
+    "requant": Gap9Impl("requant.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c"), tiling=_requant_tiling,
+                        xpulp=True),
+    "reshape": Gap9Impl("reshape.c.j2", ()),
+    # nn_xp_lut.c also holds the table-driven requant, which falls back on nn_hwc_eltwise.c
+    "lut": Gap9Impl("lut.c.j2", (C + "nn_lut.c", G + "nn_xp_lut.c", G + "nn_hwc_eltwise.c"),
+                    lambda layer, graph: _lut_check(layer), tiling=_lut_tiling, xpulp=True),
+    "mul": Gap9Impl("mul.c.j2", (C + "nn_broadcast.c",), spec=_mul_spec, tiling=_broadcast_tiling(8)),
+    "move": Gap9Impl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]},
+                     tiling=_move_tiling),
+    "softmax": Gap9Impl("softmax.c.j2", (C + "nn_softmax.c",), spec=softmax.spec, tiling=_softmax_tiling),
+    "instnorm": Gap9Impl("instnorm.c.j2", (C + "nn_instnorm.c",), spec=instnorm.spec, tiling=_pixels_tiling(32)),
+    "lrn": Gap9Impl("lrn.c.j2", (C + "nn_lrn.c",), spec=lrn.spec, tiling=_pixels_tiling(0)),
+    "div": Gap9Impl("div.c.j2", (C + "nn_div.c",), spec=lambda l, g: {**div.spec(l, g), **_mul_spec(l, g)},
+                    tiling=_broadcast_tiling(0)),
+    "bilinear": Gap9Impl("bilinear.c.j2", (C + "nn_bilinear.c",), spec=bilinear.spec, tiling=bilinear_tiling),
+    "reduce": Gap9Impl("reduce.c.j2", (C + "nn_reduce.c",), spec=_reduce_spec, tiling=_reduce_tiling),
+    "nary": Gap9Impl("nary.c.j2", (C + "nn_nary.c",), spec=_nary_spec, tiling=_nary_tiling),
+    "island_avgpool": Gap9Impl("island_avgpool.c.j2", (C + "nn_island_pool.c",),
+                               spec=lambda l, g: {"tables": int(l.attrs["tables"]), "frac": island_pool.FRAC},
+                               tiling=_island_tiling, staged=_island_table_bytes, more_spec=_island_spec),
+}
