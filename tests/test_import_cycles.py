@@ -21,9 +21,6 @@ PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 
 # {circle: why it is still here}
 ALLOWED = {
-    frozenset({"nnscons.frontends.onnx_file", "nnscons.frontends.onnx_integer"}):
-        "onnx_file imports onnx_integer.to_float lazily, onnx_integer reads onnx_file.attributes: "
-        "frontends/ is being edited (issue 23) in parallel",
     frozenset({"nnscons.builders.export", "nnscons.builders.nodes"}):
         "nodes imports export (the library's export nodes), export nodes.py_sources lazily: builders/ is "
         "split by what its files do in issue 27.4's builders part (the build-speed work edits builders/ now)",
@@ -31,9 +28,6 @@ ALLOWED = {
         "ops.add imports reference.eltwise, which imports ops.add.TFLITE_LEFT_SHIFT lazily (issue 27.4: "
         "the op registry below frontends, passes and the reference); ops/ and reference/ are being "
         "edited (issue 23)",
-    frozenset({"nnscons.ops.div", "nnscons.ops.mul"}):
-        "div uses mul.broadcast_mode and mul.expand, mul converts through div.convert (both lazy): "
-        "ops/ is being edited (issue 23)",
     frozenset({"nnscons.targets.aie2p", "nnscons.targets.aie2p.nodes", "nnscons.targets.aie2p.tool"}):
         "a kind's package loads its SCons Tool and node hook, which call back lazily into the kind "
         "(check_tools, layer_kind); cut as for host (its check_tools in tool.py) in a later step",

@@ -9,6 +9,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import ModelError
+from .onnx_attrs import attributes  # noqa: F401  (re-exported: ops modules read it here)
 
 
 @dataclass
@@ -27,10 +28,6 @@ class OnnxFile:
 def node_label(node: onnx.NodeProto, index: int) -> str:
     """The node's own name, or a deterministic fallback from its op type and position."""
     return node.name or f"{node.op_type}_{index}"
-
-
-def attributes(node: onnx.NodeProto) -> dict:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
 def _load(path: str) -> onnx.ModelProto:

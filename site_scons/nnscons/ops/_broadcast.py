@@ -45,3 +45,36 @@ def expand_operands(w, name, node, ins, out, kept=("same", "channel", "scalar"))
                         attrs={"steps": (step,)}))
         new.append(e)
     return moves, new
+
+
+def broadcast_mode(g, op, ins):
+    """Order the operands (the full-size one first) and name how the second broadcasts."""
+    a, b = ins
+    if np.prod(a) < np.prod(b):
+        op.inputs = op.inputs[::-1]
+        a, b = b, a
+    try:
+        full = np.broadcast_shapes(a, b)
+    except ValueError:
+        raise g.fail(op, f"operand shapes {a} and {b} do not broadcast") from None
+    if tuple(full) != tuple(a):
+        raise g.fail(op, f"operand shapes {a} and {b} broadcast to {tuple(full)}; only one "
+                         f"operand may be broadcast")
+    b_full = (1,) * (len(a) - len(b)) + tuple(b)
+    if b_full == tuple(a):
+        mode = "same"
+    elif all(d == 1 for d in b_full):
+        mode = "scalar"
+    elif len(a) >= 2 and b_full[1] == a[1] and all(d == 1 for i, d in enumerate(b_full) if i != 1):
+        mode = "channel"
+    else:
+        raise g.fail(op, f"operand of shape {b} broadcasts over {a} along other axes than "
+                         f"the channels; supported: same shape, per channel, one value")
+    op.attrs["mode"] = mode
+    return a
+
+
+def expand(layer, graph, b):
+    """b (int8, its own shape) as an array broadcastable to the output."""
+    out = graph.tensor(layer.output).shape
+    return b.reshape((1,) * (len(out) - b.ndim) + b.shape)

@@ -15,6 +15,7 @@ import numpy as np
 from ..frontends import onnx_ops as X
 from ..passes.opgraph import Op
 from . import OpDef
+from ._broadcast import broadcast_mode, expand
 from ._common import dequantized, n_out, scale_f64
 
 NAN_CODE = -128    # QuantizeLinear of NaN: onnxruntime's minimum code (uint8 0 = int8 -128)
@@ -29,7 +30,6 @@ def convert(w, name, node, ins, out):
 
 def shape(g, op, ins):
     """The full-size operand first, as ops.mul; `swap` 1 when that is the divisor."""
-    from .mul import broadcast_mode
     first = op.inputs[0]
     out = broadcast_mode(g, op, ins)
     op.attrs["swap"] = int(op.inputs[0] != first)
@@ -37,7 +37,6 @@ def shape(g, op, ins):
 
 
 def reference(layer, graph, inputs):
-    from .mul import expand
     a, b = inputs
     va = dequantized(graph, layer.inputs[0], a)
     vb = dequantized(graph, layer.inputs[1], expand(layer, graph, b))

@@ -10,6 +10,7 @@ from ..frontends import onnx_ops as X
 from ..frontends import onnx_qoperator
 from ..passes.opgraph import Op
 from . import OpDef
+from ._broadcast import broadcast_mode, expand
 from ._common import n_out, pair, zp
 
 MODES = ("same", "channel", "scalar")
@@ -37,33 +38,6 @@ def tfl_mul(w, op):
               act_range=w.act_range(op))
 
 
-def broadcast_mode(g, op, ins):
-    """Order the operands (the full-size one first) and name how the second broadcasts."""
-    a, b = ins
-    if np.prod(a) < np.prod(b):
-        op.inputs = op.inputs[::-1]
-        a, b = b, a
-    try:
-        full = np.broadcast_shapes(a, b)
-    except ValueError:
-        raise g.fail(op, f"operand shapes {a} and {b} do not broadcast") from None
-    if tuple(full) != tuple(a):
-        raise g.fail(op, f"operand shapes {a} and {b} broadcast to {tuple(full)}; only one "
-                         f"operand may be broadcast")
-    b_full = (1,) * (len(a) - len(b)) + tuple(b)
-    if b_full == tuple(a):
-        mode = "same"
-    elif all(d == 1 for d in b_full):
-        mode = "scalar"
-    elif len(a) >= 2 and b_full[1] == a[1] and all(d == 1 for i, d in enumerate(b_full) if i != 1):
-        mode = "channel"
-    else:
-        raise g.fail(op, f"operand of shape {b} broadcasts over {a} along other axes than "
-                         f"the channels; supported: same shape, per channel, one value")
-    op.attrs["mode"] = mode
-    return a
-
-
 def requant(layer, graph):
     s = [graph.tensor(t).q.scale for t in layer.inputs]
     s_out = graph.tensor(layer.output).q.scale
@@ -72,12 +46,6 @@ def requant(layer, graph):
         M, e = mul_params(s[0], s[1], s_out)
         return pair([(M, e - numerics.TFLITE_SHIFT_BIAS)])
     return pair([numerics.quantize_multiplier(s[0] * s[1] / s_out)])
-
-
-def expand(layer, graph, b):
-    """b (int8, its own shape) as an array broadcastable to the output."""
-    out = graph.tensor(layer.output).shape
-    return b.reshape((1,) * (len(out) - b.ndim) + b.shape)
 
 
 def reference(layer, graph, inputs):
