@@ -96,10 +96,11 @@ def _tree(root: str, suffixes=None) -> list:
     return out
 
 
-def edited_during_build(path: str, ident) -> bool:
+def edited_during_build(path: str, ident, build_root: str = "") -> bool:
     """A file outside build/ (the build writes nothing there) modified since this process
-    started: what the build read of it may be older than what the record would vouch for."""
-    inside = os.path.abspath(path).startswith(os.path.abspath("build") + os.sep)
+    started: what the build read of it may be older than what the record would vouch for.
+    build_root: os.path.abspath("build") + os.sep, when the caller has it."""
+    inside = os.path.abspath(path).startswith(build_root or os.path.abspath("build") + os.sep)
     return not inside and ident[0] >= STARTED_NS
 
 
@@ -143,12 +144,12 @@ def record(k: str, roots, sessions, extra_lines=()) -> None:
             if src:
                 files.update(_tree(src) if os.path.isdir(src) else [src])
         reports += [str(n) for n in s.report_nodes]
-    entries = []
+    entries, build_root = [], os.path.abspath("build") + os.sep
     for path in sorted(files):
         ident = _identity(path)
         if ident is None:
             return                      # something the build declared is missing: no record
-        if edited_during_build(path, ident):
+        if edited_during_build(path, ident, build_root):
             return                      # the build may have read it before the edit: no record
         entries.append([path, ident])
     os.makedirs(RECORD_DIR, exist_ok=True)

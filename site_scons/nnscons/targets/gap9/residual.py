@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from ... import numerics
 from ... import ops as registry
+from .ops import OPS            # the gap9 op table: which ops fuse as a residual add
 
 
 def candidates(graph) -> dict:
@@ -33,7 +34,6 @@ def candidates(graph) -> dict:
             readers.setdefault(t, []).append(l.name)
     found = {}
     for add in graph.layers:
-        from .ops import OPS      # the gap9 op table: which ops fuse as a residual add
         if not getattr(OPS.get(add.op), "residual", False) or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
             continue
         options = []
