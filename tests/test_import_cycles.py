@@ -24,20 +24,10 @@ ALLOWED = {
     frozenset({"nnscons.builders.export", "nnscons.builders.nodes"}):
         "nodes imports export (the library's export nodes), export nodes.py_sources lazily: builders/ is "
         "split by what its files do in issue 27.4's builders part (the build-speed work edits builders/ now)",
-    frozenset({"nnscons.ops.add", "nnscons.reference.eltwise"}):
-        "ops.add imports reference.eltwise, which imports ops.add.TFLITE_LEFT_SHIFT lazily (issue 27.4: "
-        "the op registry below frontends, passes and the reference); ops/ and reference/ are being "
-        "edited (issue 23)",
-    frozenset({"nnscons.targets.aie2p", "nnscons.targets.aie2p.nodes", "nnscons.targets.aie2p.tool"}):
-        "a kind's package loads its SCons Tool and node hook, which call back lazily into the kind "
-        "(check_tools, layer_kind); cut as for host (its check_tools in tool.py) in a later step",
-    frozenset({"nnscons.targets.arm64", "nnscons.targets.arm64.nodes", "nnscons.targets.arm64.tool"}):
-        "as aie2p: tool.exists -> check_tools, nodes -> variant_report in the kind's package",
     frozenset({"nnscons.targets.gap9", "nnscons.targets.gap9.tool"}):
-        "as aie2p (tool.exists -> check_tools); targets/gap9/ is being edited (issues 25, 28.4)",
-    frozenset({"nnscons.targets.k210", "nnscons.targets.k210.board", "nnscons.targets.k210.nodes",
-               "nnscons.targets.k210.platforms", "nnscons.targets.k210.runstep", "nnscons.targets.k210.tool"}):
-        "as aie2p, and board/platforms read goldens_mode and the kind's options from the package",
+        "a kind's package loads its SCons Tool, whose exists() calls back lazily into the kind's "
+        "check_tools: cut as for host, aie2p, arm64 and k210 (check_tools in tool.py or platforms.py) once "
+        "targets/gap9/ is not being edited (pulp-open leaves it, issue 27.3)",
 }
 
 

@@ -9,6 +9,7 @@ from ..frontends import onnx_ops as X
 from ..frontends import onnx_qoperator
 from ..passes.opgraph import Op
 from ..reference import eltwise as ref
+from ..reference.tflite_fixed import TFLITE_LEFT_SHIFT
 from . import OpDef
 from ._common import n_out
 
@@ -50,9 +51,7 @@ def same_shape(g, op, ins):
     return ins[0]
 
 
-# TFLite's int8 ADD/SUB: each operand's (x - zp) << 20, scaled by s_i / (2 max(s_1, s_2)),
-# summed, then scaled by 2 max(s_1, s_2) / (2**20 s_out) (its Prepare; double precision)
-TFLITE_LEFT_SHIFT = 20
+# TFLite's int8 ADD/SUB: each operand's (x - zp) << TFLITE_LEFT_SHIFT (reference/tflite_fixed.py)
 
 
 def tflite_requant(layer, graph) -> dict:

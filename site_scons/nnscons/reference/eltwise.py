@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numerics
+from .tflite_fixed import TFLITE_LEFT_SHIFT
 
 
 def _zp(graph, name):
@@ -28,7 +29,6 @@ def add(layer, graph, inputs):
 def _tflite_add(layer, graph, a, b, za, zb, p):
     """TFLite's ADD/SUB (ops/add.py: tflite_requant): a negative second multiplier marks
     SUB (the scaled second operand is subtracted)."""
-    from ..ops.add import TFLITE_LEFT_SHIFT
     from .tflite_math import multiply_by_quantized_multiplier as mbqm
     e = p["shift"].astype(np.int64) + numerics.TFLITE_SHIFT_BIAS
     m2 = int(p["mult"][1])

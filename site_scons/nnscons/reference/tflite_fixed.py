@@ -10,6 +10,9 @@ import math
 import numpy as np
 
 SINGLE_ROUNDING = False   # what this LiteRT build uses (see module docstring)
+# TFLite's int8 ADD/SUB: each operand's (x - zp) << 20, scaled by s_i / (2 max(s_1, s_2)),
+# summed, then scaled by 2 max(s_1, s_2) / (2**20 s_out) (its Prepare; double precision)
+TFLITE_LEFT_SHIFT = 20
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1

@@ -14,7 +14,6 @@ from __future__ import annotations
 from ...resources import data_path
 
 import os
-import shutil
 import sys
 
 import numpy as np
@@ -26,7 +25,8 @@ from ...ops import softmax
 from .. import base, library
 from . import layerplan as lplan, mapping, pack
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
-from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
+from .nodes import declare_nodes, layer_kind  # noqa: F401  (the kind's node hook)
+from .tool import check_tools  # noqa: F401  (the kind's hook: its tools are the Tool's)
 from .tools import find_tools
 
 TEMPLATES = data_path("templates", "aie2p")
@@ -69,21 +69,6 @@ def resolve_platform(opts, target_name, explicit) -> str:
     why = f"aiecc.py at {aiecc}" if aiecc else "mlir-aie's aiecc.py not found (MLIR_AIE_DIR unset, not on PATH)"
     print(f"nnscons: target {target_name}: platform=auto -> {chosen} ({why}); choose with platform=npu|emul")
     return chosen
-
-
-def check_tools(env, session) -> None:
-    opts, name = session.options, session.target_cfg.name
-    if opts["run"]["platform"] == "emul":
-        if not shutil.which(opts["toolchain"]["cxx"], path=env["ENV"].get("PATH")):
-            raise UserError(f"target '{name}' (platform=emul): C++ compiler "
-                            f"'{opts['toolchain']['cxx']}' not found on PATH; install it "
-                            f"(Debian: apt-get install g++) or set targets.{name}.toolchain.cxx")
-        return
-    tools = find_tools(env["ENV"], opts)
-    missing = [m for m in tools["missing"]]
-    if missing:
-        raise UserError(f"target '{name}' (platform=npu) needs " + "; ".join(missing)
-                        + ". Or run without the NPU toolchain: platform=emul")
 
 
 def _runs(layer, graph):
@@ -352,10 +337,3 @@ def network_spec(graph, layers, buffers) -> dict:
                     "stage": lp.spec["dma"]["stage"] if "dma" in lp.spec else None}
                    for lp in layers],
     }
-
-
-def layer_kind(lp) -> str:
-    """npu (a mapped layer), view (a host-side reshape) or host (fallback: host)."""
-    if lp.spec.get("op") == "reshape" and "inputs" not in lp.spec:
-        return "view"
-    return "host" if "why_not_npu" in lp.spec else "npu"

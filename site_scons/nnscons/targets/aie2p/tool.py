@@ -8,6 +8,7 @@ NnsAieRun  runs the network (NNS_CMD + [build dir, output.bin]) and writes run.l
            PEANO_INSTALL_DIR, PATH); check_tools names what is missing.
 """
 import os
+import shutil
 import subprocess
 
 import SCons.Action
@@ -18,6 +19,9 @@ from nnscons.builders.hostrun import run_native
 from nnscons.resources import PACKAGE_DIR
 from nnscons.fileio import write_if_changed
 from nnscons import binfiles
+from nnscons.errors import UserError
+
+from .tools import find_tools
 
 
 def _env(env):
@@ -90,9 +94,23 @@ def generate(env):
         run_network, actions.label, varlist=["NNS_CMD"]))
 
 
+def check_tools(env, session) -> None:
+    opts, name = session.options, session.target_cfg.name
+    if opts["run"]["platform"] == "emul":
+        if not shutil.which(opts["toolchain"]["cxx"], path=env["ENV"].get("PATH")):
+            raise UserError(f"target '{name}' (platform=emul): C++ compiler "
+                            f"'{opts['toolchain']['cxx']}' not found on PATH; install it "
+                            f"(Debian: apt-get install g++) or set targets.{name}.toolchain.cxx")
+        return
+    tools = find_tools(env["ENV"], opts)
+    missing = [m for m in tools["missing"]]
+    if missing:
+        raise UserError(f"target '{name}' (platform=npu) needs " + "; ".join(missing)
+                        + ". Or run without the NPU toolchain: platform=emul")
+
+
 def exists(env):
     """Whether this target's tools (compiler, emulator or SDK of the chosen platform) are
     here: the same check that names what to install (check_tools)."""
     from ..base import tools_exist
-    from . import check_tools
     return tools_exist(check_tools, env)

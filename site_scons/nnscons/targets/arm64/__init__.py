@@ -15,6 +15,7 @@ from ...errors import UserError
 from .. import base
 from ..host import TEMPLATES, plan as _host_plan  # noqa: F401
 from . import tool  # noqa: F401  (the kind's SCons Tool)
+from .tool import check_tools  # noqa: F401  (the kind's hook: its tools are the Tool's)
 from .nodes import declare_nodes  # noqa: F401
 
 ISAS = ["auto", "portable", "neon", "dotprod", "i8mm"]
@@ -64,25 +65,6 @@ def resolve_platform(opts, target_name, explicit) -> str:
     return p
 
 
-def check_tools(env, session) -> None:
-    name = session.target_cfg.name
-    cc = session.options["toolchain"]["cc"]
-    if not env.Detect(cc):
-        raise UserError(f"target '{name}': C compiler '{cc}' not found on PATH; install it "
-                        f"(Debian: apt-get install gcc-aarch64-linux-gnu) or set targets.{name}.toolchain.cc")
-    run = session.options["run"]
-    need = {"qemu": [("qemu", "qemu-user")], "ssh": [("ssh", "openssh-client"), ("scp", "openssh-client")]}
-    for key, pkg in need.get(run["platform"], []):
-        if not env.Detect(run[key]):
-            raise UserError(f"target '{name}': '{run[key]}' not found on PATH; install it "
-                            f"(Debian: apt-get install {pkg}) or set targets.{name}.run.{key}")
-
-
-# Cortex-A76 (2.4 GHz), sustained NEON integer issue assumed for the latency estimate:
-# 2 vector pipes; the static instruction count of the inner loop is the bottleneck
-A76_GHZ, A76_VECTOR_IPC = 2.4, 2.0
-
-
 def macs_per_insn(spec: dict) -> dict:
     """{isa: int8 MACs per instruction of the main microkernel's inner loop} for the NEON
     variants the layer holds (the generator's static figure: qemu says nothing of speed)."""
@@ -112,32 +94,3 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
             lp.report["variants"] = " ".join(f"{k}:{v}" for k, v in figs.items())
     tp.columns = tp.columns + [("MACs/insn", "variants"), ("ran", "variant")]
     return tp
-
-
-def variant_report(session, log_text: str) -> dict:
-    """report.json's extra fields from run.log: per generated layer the variant it ran and
-    its MACs/instruction, and the Cortex-A76 @ 2.4 GHz latency estimate for that variant."""
-    ran = {}
-    for line in log_text.splitlines():
-        f = line.split()
-        if len(f) == 3 and f[0] == "variant":
-            ran[f[1]] = f[2]
-    layers, cycles, isas = {}, 0.0, set()
-    for lp in session.plan.layers:
-        v = ran.get(lp.cname)
-        if v is None:
-            continue
-        figs = lp.report.get("macs_per_insn", {})
-        layers[lp.layer.name] = {"variant": v, "variant_macs_per_insn": figs.get(v)}
-        isas.add(v)
-        if figs.get(v):
-            cycles += lp.macs / figs[v] / A76_VECTOR_IPC
-    out = {"layers": layers}
-    if layers:
-        ms = cycles / (A76_GHZ * 1e6)
-        out["a76_estimate_ms"] = round(ms, 3)
-        out["summary_lines"] = [f"estimate (not measured): generated conv/linear layers ~{ms:.2f} ms on a "
-                                f"Cortex-A76 @ {A76_GHZ} GHz with the {'/'.join(sorted(isas))} variant(s), "
-                                f"from the static MACs/instruction at {A76_VECTOR_IPC:g} vector instructions "
-                                f"per cycle"]
-    return out

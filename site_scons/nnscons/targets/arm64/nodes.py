@@ -10,6 +10,7 @@ import SCons.Action
 from ...builders import actions
 from ...fileio import write_if_changed
 from ..host.nodes import declare_nodes as _host_nodes
+from .report import variant_report
 
 
 def declare_nodes(env, session, common) -> dict:
@@ -23,7 +24,6 @@ def declare_nodes(env, session, common) -> dict:
 
 
 def _variants(target, source, env):
-    from . import variant_report
     with open(str(source[0]), encoding="utf-8") as f:
         doc = variant_report(env["NNS_SESSION"], f.read())
     write_if_changed(str(target[0]), json.dumps(doc, indent=2, sort_keys=True) + "\n")

@@ -7,6 +7,7 @@ import SCons.Action
 import SCons.Builder
 
 from nnscons.builders import actions
+from nnscons.errors import UserError
 from nnscons.builders.hostrun import run_native, run_program
 from nnscons import binfiles
 
@@ -77,7 +78,20 @@ def generate(env):
         action=SCons.Action.Action(run_arm64, actions.label))
 
 
+def check_tools(env, session) -> None:
+    name = session.target_cfg.name
+    cc = session.options["toolchain"]["cc"]
+    if not env.Detect(cc):
+        raise UserError(f"target '{name}': C compiler '{cc}' not found on PATH; install it "
+                        f"(Debian: apt-get install gcc-aarch64-linux-gnu) or set targets.{name}.toolchain.cc")
+    run = session.options["run"]
+    need = {"qemu": [("qemu", "qemu-user")], "ssh": [("ssh", "openssh-client"), ("scp", "openssh-client")]}
+    for key, pkg in need.get(run["platform"], []):
+        if not env.Detect(run[key]):
+            raise UserError(f"target '{name}': '{run[key]}' not found on PATH; install it "
+                            f"(Debian: apt-get install {pkg}) or set targets.{name}.run.{key}")
+
+
 def exists(env):
     from ..base import tools_exist
-    from . import check_tools
     return tools_exist(check_tools, env)

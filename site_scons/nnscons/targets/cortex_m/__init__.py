@@ -95,7 +95,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
         spec["params"] = {section: {"dtype": dtype, "count": count, "offset": offset}
                           for section, dtype, count, offset in layout}
         if key == "add":
-            from ...ops.add import TFLITE_LEFT_SHIFT
+            from ...reference.tflite_fixed import TFLITE_LEFT_SHIFT
             spec["left_shift"] = TFLITE_LEFT_SHIFT
         spec["scratch"] = cmsis_layers.scratch_bound(key, spec)
         spec["scratch_at"] = {}

@@ -25,7 +25,9 @@ from ...planning.keys import digest
 from ...planning.tiling import min_bytes
 from .. import base, library
 from .cpu_ops import OPS as CPU_OPS, layer_spec as cpu_layer_spec
-from . import kpu, mapping, platforms
+from . import kpu, mapping
+from .board import goldens_mode
+from .platforms import check_tools  # noqa: F401  (the kind's hook)
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
@@ -53,21 +55,8 @@ DEFAULTS = {
 }
 
 
-def goldens_mode(opts) -> str:
-    """run.goldens: auto is none on the board (a shipped image needs no goldens), embedded on
-    emul and qemu (the test harness checks every layer)."""
-    g = opts["run"]["goldens"]
-    if g == "auto":
-        return "none" if opts["run"]["platform"] == "board" else "embedded"
-    return g
-
-
 def options(target_cfg) -> dict:
     return base.merged_options(DEFAULTS, target_cfg)
-
-
-def check_tools(env, session) -> None:
-    platforms.check_tools(env, session)
 
 
 def _placement(layer, graph, overrides, where):

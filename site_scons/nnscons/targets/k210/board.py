@@ -43,8 +43,16 @@ def project_name(session) -> str:
     return "nns_" + library.c_model_name(session.model_cfg.name)
 
 
+def goldens_mode(opts) -> str:
+    """run.goldens: auto is none on the board (a shipped image needs no goldens), embedded on
+    emul and qemu (the test harness checks every layer)."""
+    g = opts["run"]["goldens"]
+    if g == "auto":
+        return "none" if opts["run"]["platform"] == "board" else "embedded"
+    return g
+
+
 def goldens_embedded(session) -> bool:
-    from . import goldens_mode
     return goldens_mode(session.options) == "embedded"
 
 
