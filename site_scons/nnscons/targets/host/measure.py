@@ -62,6 +62,7 @@ static int cmp(const void *a, const void *b)
 static int8_t in[%(in_size)d], out[%(out_size)d], res[%(out_size)d];
 static uint8_t params[%(params)d + 1];
 static uint8_t scratch[%(scratch)d + 64] __attribute__((aligned(64)));
+int nn_measure_variant = -1;   /* argv[2]: the index of the variant to run (-1: the dispatch's) */
 int main(int argc, char **argv)
 {
     double t[%(reps)d];
@@ -70,8 +71,10 @@ int main(int argc, char **argv)
     FILE *f = fopen(argv[1], "rb");
     unsigned r = 1;
     int i;
-    if (argc != 2 || !f || fread(params, 1, %(params)d, f) != %(params)d)
+    if (argc < 2 || !f || fread(params, 1, %(params)d, f) != %(params)d)
         return 2;
+    if (argc > 2)
+        nn_measure_variant = atoi(argv[2]);
     fclose(f);
     for (i = 0; i < %(in_size)d; ++i) {
         r = r * 1664525u + 1013904223u;
@@ -207,7 +210,7 @@ def program(spec: dict, blob: bytes, scratch: int, work: str, tag: str, cc: str)
     """Compile the layer's standalone timing program; its command line."""
     from ... import kernelgen
     g = spec["gemm"]["geom"]
-    src = "#define _POSIX_C_SOURCE 200809L\n" + kernelgen.layer_source(spec) + _MAIN % {
+    src = "#define _POSIX_C_SOURCE 200809L\n#define NN_MEASURE_VARIANT 1\n" + kernelgen.layer_source(spec) + _MAIN % {
         "in_size": max(g["ih"] * g["iw"] * g["ic"], g["oh"] * g["ow"] * g["oc"]),
         "out_size": g["oh"] * g["ow"] * g["oc"], "params": len(blob), "reps": REPS,
         "scratch": max(scratch, 1), "symbol": spec["symbol"],
@@ -221,17 +224,19 @@ def program(spec: dict, blob: bytes, scratch: int, work: str, tag: str, cc: str)
     return [base, base + ".bin"]
 
 
-def time_variants(name: str, builds: dict, info: dict, cc: str, timeout: int) -> dict:
-    """builds: {variant: (spec, weights blob, scratch bytes)} of one layer, each forced to
-    its variant.  Times those this CPU runs in alternated rounds; the cache entry."""
-    skipped = {v: r for v in builds if (r := cannot_run(v, info))}
-    runnable = [v for v in builds if v not in skipped and builds[v] is not None]
+def time_variants(name: str, build: tuple, info: dict, cc: str, timeout: int) -> dict:
+    """build: (spec, weights blob, scratch bytes) of one layer holding every candidate variant
+    (spec['gemm']['variants']).  One program times each variant this CPU runs (forced by its
+    index), in alternated rounds; the cache entry."""
+    variants = build[0]["gemm"]["variants"]
+    skipped = {v: r for v in variants if (r := cannot_run(v, info))}
+    runnable = [v for v in variants if v not in skipped]
     times = {v: [] for v in runnable}
     with tempfile.TemporaryDirectory(prefix="nnscons-variants-") as work:
-        cmds = {v: program(*builds[v], work, v, cc) for v in runnable}
+        cmd = program(*build, work, "layer", cc)
         for _ in range(ROUNDS):
             for v in runnable:
-                status, text = run_program(cmds[v], timeout)
+                status, text = run_program(cmd + [str(variants.index(v))], timeout)
                 f = text.split()
                 if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] != v:
                     raise UserError(f"measuring layer '{name}' variant {v}: status {status}: {text[-2000:]}")
@@ -249,11 +254,8 @@ def chosen(layer, orig, graph, g: dict, spec: dict, build, own: dict, tuning: di
     only the portable variant can run (its vector epilogue is not proven safe)."""
     from ... import kernelgen
     from .gemm import AUTO
-    tuned = tuning.get(layer.name, {}).get("isa")
-    if own.get("isa", opts["kernel"]["isa"]) != "auto":
+    if spec["gemm"]["isa"] != "auto":      # forced: the layer's key, its tuning entry or the target's
         return g, spec
-    if tuned:
-        return build(own=dict(own, isa=tuned))
     if spec["gemm"]["variants"] == ["portable"] or "build" not in opts:
         return g, spec
     g_all, spec_all = build(auto=ORDER)
@@ -264,19 +266,13 @@ def chosen(layer, orig, graph, g: dict, spec: dict, build, own: dict, tuning: di
     key = shape_key(spec_all["gemm"], g_all["report"]["gemm"].get("u8", {}).get("correction_quads"))
     entry = entries.get(key)
     if choose(entry, cands, info) is None:
-        builds = {}
-        for v in cands:
-            if cannot_run(v, info):
-                builds[v] = None
-                continue
-            gv, sv = build(own=dict(own, isa=v))
-            sv["gemm"]["threads"] = 1          # the variant's speed on one core
-            blob = gv["pack"](orig, graph, gv["layout"])
-            builds[v] = (sv, blob, kernelgen.scratch(sv)["bytes"])
-        entry = time_variants(layer.name, builds, info, opts["toolchain"]["cc"], opts["run"]["timeout"])
+        spec_all["gemm"]["threads"] = 1          # the variants' speed on one core
+        blob = g_all["pack"](orig, graph, g_all["layout"])
+        entry = time_variants(layer.name, (spec_all, blob, kernelgen.scratch(spec_all)["bytes"]), info,
+                              opts["toolchain"]["cc"], opts["run"]["timeout"])
         entries[key] = entry
         save(path, info, entries)
-        print(f"VARIANTS {layer.name}: " + ", ".join(f"{v} {ms:.3f} ms" for v, ms in entry["median_ms"].items())
+        print(f"VARIANTS {layer.name}: " + ", ".join(f"{v} {ms:.4f} ms" for v, ms in entry["median_ms"].items())
               + f" -> {entry['best']}" + "".join(f"; {v} not timed: {r}" for v, r in entry["skipped"].items()))
     best = entry["best"]
     g, spec = build(auto=tuple([best] + [v for v in AUTO if v != best and v in cands]))
