@@ -9,6 +9,8 @@ so tile settings are real and tested here.
 """
 from __future__ import annotations
 
+import os
+
 from ...resources import data_path
 
 from ...errors import UserError
@@ -81,6 +83,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     # the variant order of `isa: auto` layers: measured on this CPU (cached in the build
     # tree, targets/host/measure.py) or CPUID's
     choose = opts["kernel"].get("choose", "cpuid")
+    plan_inputs = set()
     source = graph
     if fuse_residual if fuse_residual is not None else kind in ("host", "arm64"):
         graph, fusions = gemm.fuse_residual_adds(source)
@@ -120,6 +123,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             g, spec = build()
             if choose == "measure" and kind == "host":
                 g, spec = measure.chosen(layer, orig, source, g, spec, build, own, tuning, opts)
+                if "choice" in g["report"]["gemm"]:
+                    plan_inputs.add(os.path.join(opts["build"]["dir"], g["report"]["gemm"]["choice"]["cache"]))
             layout = g["layout"]
         else:
             g = None
@@ -154,6 +159,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
                            layout="hwc", tensor_layouts=base.flattened_layouts(graph),
                            columns=[("tiles", "n_tiles"), ("blocking", "blocking")],
                            extra={"library": library.files(model), "weights_py": gemm.weights_py(),
+                                  "plan_inputs": sorted(plan_inputs),
                                   "link_libs": ["pthread", "m"]})
 
 
