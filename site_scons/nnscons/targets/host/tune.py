@@ -202,7 +202,7 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
     times = []
     for _ in range(max(1, reps // measure.REPS)):
         status, text = run_program(cmd, opts["run"]["timeout"])
-        if status != 0:
+        if status != 0 or not text.startswith("variant ") or text.startswith("variant none"):
             raise RuntimeError(f"{cmd[0]}: status {status}\n{text}")
         times.append(float(text.split()[-1]))
     return statistics.median(times)
