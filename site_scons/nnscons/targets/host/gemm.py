@@ -203,13 +203,13 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
             pu = kernelgen.pack_u8(wm, g, u8["nr"])
             arrays["weight_u8"] = pu["weight"]
             arrays["bias_u8"] = np.zeros(kernelgen.panels(n, u8["nr"]) * u8["nr"], np.int64)
-            arrays["bias_u8"][:n] = kernelgen.bias_u8(wm, fb, pu["steps"], u8["nr"])
+            arrays["bias_u8"][:n] = kernelgen.bias_u8(wm, fb)
             arrays["xo"] = pu["xo"] if pu["xo"].size else np.zeros(1, np.int64)
             arrays["xidx"] = pu["xidx"]
         if vn:
             arrays["weight_vnni"] = kernelgen.pack_u8(wm, g, vn["nr"], split=False)["weight"]
             arrays["bias_vnni"] = np.zeros(kernelgen.panels(n, vn["nr"]) * vn["nr"], np.int64)
-            arrays["bias_vnni"][:n] = kernelgen.bias_u8(wm, fb, None, vn["nr"])
+            arrays["bias_vnni"][:n] = kernelgen.bias_u8(wm, fb)
         blob = bytearray(off)
         for section, dtype, count, o in layout:
             raw = np.ascontiguousarray(arrays[section]).astype(np.dtype(dtype).newbyteorder("<")).reshape(-1)

@@ -134,10 +134,24 @@ def running(variants, info: dict) -> str | None:
     return next((v for v in variants if cannot_run(v, info) is None), None)
 
 
+def _generator_digest() -> str:
+    """The kernel generator's sources: a changed generator measures again."""
+    import glob
+    h = hashlib.sha1()
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "kernelgen", "*.py"))):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+GENERATOR = _generator_digest()
+
+
 def shape_key(gemm_spec: dict, correction_quads) -> str:
-    """One cache entry per layer shape class: what its variants' speed depends on."""
+    """One cache entry per layer shape class: what its variants' speed depends on (and the
+    generator that wrote them)."""
     gm = gemm_spec
-    what = {"geom": gm["geom"], "blocking": gm["blocking"], "band": gm.get("band"), "epilogue": gm.get("epilogue"),
+    what = {"generator": GENERATOR, "geom": gm["geom"], "blocking": gm["blocking"], "band": gm.get("band"), "epilogue": gm.get("epilogue"),
             "residual": bool(gm.get("residual")), "u8": gm.get("u8"), "correction_quads": correction_quads}
     return hashlib.sha1(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
