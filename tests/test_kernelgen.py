@@ -21,9 +21,9 @@ CASES = [(k, 6, 16, 2) for k in KS] + [(k, mr, nr, ku) for k in (3, 64)
                                        for mr, nr, ku in ((4, 24, 1), (3, 32, 4), (12, 8, 3), (1, 8, 1))]
 # the double-precision epilogue where the driver's data keep |acc + bias| * mult < 2**53
 CASES += [(k, 6, 16, 2, "f64") for k in KS if k <= 128] + [(64, 3, 32, 4, "f64"), (3, 1, 8, 1, "f64")]
-# the avx2u8 variant's own blocking (kernelgen.U8_BLOCKING: 5x8, k_unroll 2) on every K; the
+# the avx2u8 variant's own blocking (kernelgen.U8_BLOCKING: 10x8, k_unroll 2) on every K; the
 # cases above run it too (every variant runs every case)
-CASES += [(k, 5, 8, 2) for k in KS] + [(k, 5, 8, 2, "f64") for k in KS if k <= 128]
+CASES += [(k, 10, 8, 2) for k in KS] + [(k, 10, 8, 2, "f64") for k in KS if k <= 128]
 # avx512vnni's wide blockings (32 registers: kernelgen.vnni_blocking), too big for the
 # 16-register variants, which skip them
 # (a few K: every K runs at 6x16, which it runs too; each wide case adds about 50

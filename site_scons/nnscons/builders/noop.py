@@ -139,6 +139,8 @@ def record(k: str, roots, sessions, extra_lines=()) -> None:
         files.add(s.manifest.path)
         for f in getattr(s.manifest, "files", []):      # tuning files, sources, inputs ...
             files.update(_tree(f) if os.path.isdir(f) else [f])
+        # files the target's plan read (the host's measured-variant cache)
+        files.update(getattr(getattr(s, "plan", None), "extra", {}).get("plan_inputs", []))
         m = s.model_cfg
         for src in [m.source, m.input] + list((m.calibration or {}).get("files", [])):
             if src:

@@ -15,7 +15,8 @@ Per layer, one C source specialised to its exact shapes:
   and for the last, narrower channel panel; fused epilogue (bias, per-channel
   requantization with round half to even, clamp) while the accumulators are in registers.
 - One source holds every ISA variant (isa.ISAS) behind its preprocessor guard; `isa: auto`
-  picks one at run time from CPUID, a forced isa calls it directly.
+  runs the first of its variants the CPU has (their order: CPUID's, or measured on the building
+  machine, targets/host/measure.py), a forced isa calls it directly.
 
 A layer's code depends only on its spec (shapes, zero points, clamps, resolved blocking,
 isa, threads), so editing one layer's blocking regenerates that layer only.

@@ -85,9 +85,11 @@ def default_blocking(m: int, n: int, k2: int, limits: tuple = (MAX_ACCUMULATORS,
 
 # ---- the exact vpmaddubsw variant (isa avx2u8) and avx512vnni -------------------------
 
-# Its own register blocking: 2 accumulators per output vector (isa_x86.Avx2U8), so 8 channels
-# x 5 pixels (10 accumulators, a weight vector, a broadcast, a temporary, a constant).
-U8_BLOCKING = {"mr": 5, "nr": 8, "k_unroll": 2}
+# Its own register blocking: 8-channel panels (a correction quad costs a panel's whole
+# quad again: wider panels have more of them, 20-58% at 16 channels in ResNet-18 against
+# 11-34% at 8), mr pixels: mr accumulators, a weight vector, a broadcast, the product and
+# the ones of its widening within the 16 registers.
+U8_BLOCKING = {"mr": 10, "nr": 8, "k_unroll": 2}
 
 # avx512vnni's blockings (mr pixels x nr channels): nr/8 weight vectors, a broadcast and
 # at most 20 accumulators within its 32 registers.  On a Zen 4 (ResNet-18, one blocking for

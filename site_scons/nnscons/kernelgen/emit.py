@@ -92,6 +92,9 @@ def layer_source(spec: dict) -> str:
     L += ["#include <stdint.h>", "#include <string.h>", '#include "nn_exec.h"', '#include "nn_gemm.h"',
           '#include "nn_threads.h"', ""]
     L.append(f"void {symbol}(const int8_t *const *in, int8_t *out, const uint8_t *params, nn_exec_t *x);")
+    L.append("#ifdef NN_MEASURE_VARIANT")
+    L.append("extern int nn_measure_variant;")
+    L.append("#endif")
     L.append("")
     if gm["isa"] != "auto" and ISAS[gm["isa"]].guard != "1":
         L.append(f"#if !({ISAS[gm['isa']].guard})")
@@ -297,6 +300,10 @@ def layer_source(spec: dict) -> str:
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
         L.append(f"        c.v = {idx};")
+    L.append("#ifdef NN_MEASURE_VARIANT   /* the host's variant measurement forces one (targets/host/measure.py) */")
+    L.append("    if (nn_measure_variant >= 0)")
+    L.append("        c.v = nn_measure_variant;")
+    L.append("#endif")
     names = ", ".join(f'"{v}"' for v in variants)
     L.append("    {   /* which variant runs: the layer report's */")
     L.append(f"        static const char *const names[] = {{ {names} }};")

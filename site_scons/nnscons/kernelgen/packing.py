@@ -128,13 +128,9 @@ def pack_u8(wm: np.ndarray, g: dict, nr: int, split: bool = True) -> dict:
             "steps": ntaps * q + counts, "correction": len(xo) / (npan * ntaps * q)}
 
 
-def bias_u8(wm: np.ndarray, fb: np.ndarray, steps, nr: int) -> np.ndarray:
-    """The avx2u8 variant's bias, wrapped to int32: fb - 128 * sum(w) (its activations are
-    x + 128) - 32768 * (the panel's steps) (the widening's offset, isa_x86.Avx2U8); steps
-    None: avx512vnni's, fb - 128 * sum(w)."""
-    if steps is None:
-        steps = np.zeros(panels(wm.shape[0], nr), np.int64)
+def bias_u8(wm: np.ndarray, fb: np.ndarray) -> np.ndarray:
+    """The u8-buffer variants' bias (avx2u8, avx512vnni), wrapped to int32: fb - 128 * sum(w)
+    (their activations are x + 128)."""
     s = wm.astype(np.int64).reshape(wm.shape[0], -1).sum(axis=1)
-    per = np.repeat(np.asarray(steps, np.int64), nr)[:wm.shape[0]]
-    v = (np.asarray(fb, np.int64) - 128 * s - 32768 * per) & 0xFFFFFFFF
+    v = (np.asarray(fb, np.int64) - 128 * s) & 0xFFFFFFFF
     return np.where(v >= 2 ** 31, v - 2 ** 32, v)

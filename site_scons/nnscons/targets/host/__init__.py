@@ -9,13 +9,15 @@ so tile settings are real and tested here.
 """
 from __future__ import annotations
 
+import os
+
 from ...resources import data_path
 
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base, library
 from ... import kernelgen
-from . import gemm
+from . import gemm, measure
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .tool import check_tools  # noqa: F401  (the kind's hook: its compiler is here)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
@@ -31,7 +33,7 @@ SCHEMA = {
     "tiling": {"l1_budget": "size"},
     "kernel": {"isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni"], "threads": "count", "mr": "count", "nr": "count",
                "k_unroll": "count", "order": ["panel", "block"], "tuning": "path",
-               "min_macs_per_thread": "count"},
+               "min_macs_per_thread": "count", "choose": ["cpuid", "measure"]},
     "run": {"platform": ["native"], "timeout": "count", "iterations": "count"},
     "layer": {"l1_budget": "size", "isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni"], "threads": "count", "mr": "count",
               "nr": "count", "k_unroll": "count", "order": ["panel", "block"], "min_macs_per_thread": "count"},
@@ -78,6 +80,10 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     model = library.c_model_name(graph.name)
     layers, kernels, calls = [], set(), set()
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
+    # the variant order of `isa: auto` layers: measured on this CPU (cached in the build
+    # tree, targets/host/measure.py) or CPUID's
+    choose = opts["kernel"].get("choose", "cpuid")
+    plan_inputs = set()
     source = graph
     if fuse_residual if fuse_residual is not None else kind in ("host", "arm64"):
         graph, fusions = gemm.fuse_residual_adds(source)
@@ -97,20 +103,33 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
         if gemm.generated(layer):
             # a fused layer's weights and requantization are its conv's (the original layer)
             orig = next(l for l in source.layers if l.name == layer.name) if layer.name in fusions else layer
-            g = gemm.plan_layer(orig, source, opts, overrides.get(layer.name, {}), tuning,
-                                base.layer_key_at(layer.name, overrides, where, "kernel"), auto=auto,
-                                limits=limits)
-            if layer.name in fusions:
-                add = fusions[layer.name]
-                g["spec"]["residual"] = gemm.residual_spec(orig, add, source)
-                g["report"]["gemm"]["residual"] = add.name
-                g["report"]["blocking"] += " +add"
-                g["pack"] = lambda _l, gr, lay, _p=g["pack"], _o=orig: _p(_o, gr, lay)
+            own = overrides.get(layer.name, {})
+
+            def build(own=own, auto=auto, layer=layer, orig=orig, budget=budget, budget_at=budget_at):
+                g = gemm.plan_layer(orig, source, opts, own, tuning,
+                                    base.layer_key_at(layer.name, overrides, where, "kernel"), auto=auto,
+                                    limits=limits)
+                if layer.name in fusions:
+                    add = fusions[layer.name]
+                    g["spec"]["residual"] = gemm.residual_spec(orig, add, source)
+                    g["report"]["gemm"]["residual"] = add.name
+                    g["report"]["blocking"] += " +add"
+                    g["pack"] = lambda _l, gr, lay, _p=g["pack"], _o=orig: _p(_o, gr, lay)
+                spec = layer_spec(layer, graph, cnames[layer.name], g["layout"], budget, budget_at)
+                spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
+                spec["gemm"] = dict(g["spec"], band=spec["tile"]["tile_oh"] if "tile" in spec else 1)
+                return g, spec
+
+            g, spec = build()
+            if choose == "measure" and kind == "host":
+                g, spec = measure.chosen(layer, orig, source, g, spec, build, own, tuning, opts)
+                if "choice" in g["report"]["gemm"]:
+                    plan_inputs.add(os.path.join(opts["build"]["dir"], g["report"]["gemm"]["choice"]["cache"]))
             layout = g["layout"]
         else:
             g = None
             layout = base.param_layout(layer, graph)
-        spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
+            spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
         spec["layout"] = "hwc"                       # the layout-parametric kernels (lut, mul)
         report = {"l1_budget": budget}
@@ -119,7 +138,6 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             if dw and not gemm.depthwise_vector_safe(layer):
                 spec["isa"] = isa_codes["portable"]
         if g is not None:
-            spec["gemm"] = dict(g["spec"], band=spec["tile"]["tile_oh"] if "tile" in spec else 1)
             report.update(g["report"])
         spec["scratch_at"], spec["scratch"] = scratch(spec, impl)
         layers.append(base.LayerPlan(layer=layer, cname=cnames[layer.name], template=impl.template,
@@ -141,6 +159,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
                            layout="hwc", tensor_layouts=base.flattened_layouts(graph),
                            columns=[("tiles", "n_tiles"), ("blocking", "blocking")],
                            extra={"library": library.files(model), "weights_py": gemm.weights_py(),
+                                  "plan_inputs": sorted(plan_inputs),
                                   "link_libs": ["pthread", "m"]})
 
 

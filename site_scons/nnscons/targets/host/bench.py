@@ -9,7 +9,8 @@ import tempfile
 from ... import binfiles
 from ...builders.hostrun import run_program
 from ...fileio import write_if_changed
-from .tune import peak, running_variant
+from . import measure
+from .tune import peaks
 
 
 def parse_bench(text):
@@ -38,27 +39,38 @@ def run_bench(target, source, env):
     names = {lp.cname: lp.layer.name for lp in session.plan.layers}
     macs = {lp.cname: lp.macs for lp in session.plan.layers}
     with tempfile.TemporaryDirectory(prefix="nnscons-peak-") as work:
-        pk, pk_isa = peak(session, work, session.options)
-    isas = {lp.cname: running_variant(lp.spec.get("gemm", {}).get("variants", []), pk_isa)
-            for lp in session.plan.layers}
+        pks = peaks(session, work, session.options)
+    pk_isa = next(iter(pks))
+    pk = pks[pk_isa]
+    # the variant each generated layer's run-time dispatch picks on this CPU (its order:
+    # CPUID's, or measured with kernel.choose: measure)
+    info = measure.cpu_info()
+    ran = {lp.cname: measure.running(lp.spec["gemm"]["variants"], info)
+           for lp in session.plan.layers if "gemm" in lp.spec}
     threads = max([lp.spec.get("gemm", {}).get("threads", 1) for lp in session.plan.layers] or [1])
     doc = {"model": session.model_cfg.name, "target": session.target_cfg.name, "iterations": n,
            "threads": threads, "median_ms": total,
+           "cpu": {k: info[k] for k in ("vendor", "family", "model", "model_name")},
            "peak_gmac_per_s": round(pk, 2), "peak_isa": pk_isa,
+           "peaks_gmac_per_s": {v: round(x, 2) for v, x in pks.items()},
            "layers": [{"name": names.get(c, c), "median_ms": ms,
                        "gmac_per_s": round(macs.get(c, 0) / (ms * 1e6), 3) if ms > 0 else None}
                       for c, ms in layers]}
     for r, (c, _) in zip(doc["layers"], layers):
-        # generated layers running the peak's variant: against its peak; others have none here
-        r["fraction_of_peak"] = (round(r["gmac_per_s"] / pk, 3)
-                                 if isas.get(c) == pk_isa and pk > 0 and r["gmac_per_s"] else None)
+        v = ran.get(c)
+        if v:   # a generated layer: the variant it ran, its vector width, against that variant's peak
+            r["variant"] = v
+            r["vector_bits"] = measure.WIDTH[v]
+        r["fraction_of_peak"] = (round(r["gmac_per_s"] / pks[v], 3)
+                                 if v in pks and pks[v] > 0 and r["gmac_per_s"] else None)
     write_if_changed(str(target[0]), json.dumps(doc, indent=1) + "\n")
     width = max([len(r["name"]) for r in doc["layers"]] + [5])
     for r in doc["layers"]:
         print(f"  {r['name']:<{width}}  {r['median_ms']:9.3f} ms" +
               (f"  {r['gmac_per_s']:6.1f} GMAC/s" if r["gmac_per_s"] else "") +
-              (f"  {r['fraction_of_peak']:4.0%} of peak" if r["fraction_of_peak"] else ""))
+              (f"  {r['fraction_of_peak']:4.0%} of {r['variant']} peak" if r["fraction_of_peak"] else
+               f"  ({r['variant']})" if r.get("variant") else ""))
     print(f"BENCH [{session.target_cfg.name}] {session.model_cfg.name}: median {total:.3f} ms over {n} "
-          f"iterations ({threads} thread{'s' if threads > 1 else ''}); {pk_isa} peak {pk:.1f} GMAC/s "
-          f"(one core) -> {target[0]}")
+          f"iterations ({threads} thread{'s' if threads > 1 else ''}); peaks (one core) "
+          + ", ".join(f"{v} {x:.1f}" for v, x in pks.items()) + f" GMAC/s -> {target[0]}")
     return 0

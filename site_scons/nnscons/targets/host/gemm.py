@@ -18,6 +18,7 @@ codegen.add_filter("kernelgen", kernelgen.layer_source)
 
 KEYS = ("mr", "nr", "k_unroll", "order")
 ORDERS = ("panel", "block")
+X86_ISAS = ("portable", "avx2", "avx2u8", "avx512vnni")   # a tuning file's `isa`
 
 
 def generated(layer) -> bool:
@@ -57,7 +58,7 @@ def depthwise_vector_safe(layer) -> bool:
 
 
 def load_tuning(path, at, model: str) -> dict:
-    """{layer name: {mr, nr, k_unroll}} for `model` from a tuning file: the `tune` alias's
+    """{layer name: {mr, nr, k_unroll, order, isa}} for `model` from a tuning file: the `tune` alias's
     {"model": m, "layers": {...}}, or {"models": {m: {"layers": {...}}, ...}} for several
     models.  A file naming other models gives nothing for this one."""
     if not path:
@@ -76,6 +77,10 @@ def load_tuning(path, at, model: str) -> dict:
             out[name] = {k: (str(v[k]) if k == "order" else int(v[k])) for k in KEYS if k in v}
             if out[name].get("order", "panel") not in ORDERS:
                 raise ValueError(f"layer {name}: order must be one of {', '.join(ORDERS)}")
+            if "isa" in v:      # a variant for the layer: overrides kernel.choose's measurement
+                if v["isa"] not in X86_ISAS:
+                    raise ValueError(f"layer {name}: isa must be one of {', '.join(X86_ISAS)}")
+                out[name]["isa"] = str(v["isa"])
         return out
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{at}: tuning file '{path}' is not a tuning file: {e}") from None
@@ -127,7 +132,8 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
     p = kernelgen.padded(g)
     blk, origin = resolve(layer, graph, opts, own, tuning, limits)
     check_blocking(blk, at)
-    isa = own.get("isa", opts["kernel"]["isa"])
+    # layer key > tuning file > target key
+    isa = own.get("isa", tuning.get(layer.name, {}).get("isa", opts["kernel"]["isa"]))
     threads = int(own.get("threads", opts["kernel"]["threads"]))
     if not 1 <= threads <= 64:
         raise UserError(f"{at('threads')}: threads = {threads}: must be between 1 and 64")
@@ -197,13 +203,13 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
             pu = kernelgen.pack_u8(wm, g, u8["nr"])
             arrays["weight_u8"] = pu["weight"]
             arrays["bias_u8"] = np.zeros(kernelgen.panels(n, u8["nr"]) * u8["nr"], np.int64)
-            arrays["bias_u8"][:n] = kernelgen.bias_u8(wm, fb, pu["steps"], u8["nr"])
+            arrays["bias_u8"][:n] = kernelgen.bias_u8(wm, fb)
             arrays["xo"] = pu["xo"] if pu["xo"].size else np.zeros(1, np.int64)
             arrays["xidx"] = pu["xidx"]
         if vn:
             arrays["weight_vnni"] = kernelgen.pack_u8(wm, g, vn["nr"], split=False)["weight"]
             arrays["bias_vnni"] = np.zeros(kernelgen.panels(n, vn["nr"]) * vn["nr"], np.int64)
-            arrays["bias_vnni"][:n] = kernelgen.bias_u8(wm, fb, None, vn["nr"])
+            arrays["bias_vnni"][:n] = kernelgen.bias_u8(wm, fb)
         blob = bytearray(off)
         for section, dtype, count, o in layout:
             raw = np.ascontiguousarray(arrays[section]).astype(np.dtype(dtype).newbyteorder("<")).reshape(-1)

@@ -20,52 +20,9 @@ import tempfile
 from ... import kernelgen
 from ...builders.hostrun import run_program
 from ...fileio import write_if_changed
-from . import gemm
+from . import gemm, measure
 
 N_CANDIDATES = 8
-
-_MAIN = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-static int cmp(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-int main(int argc, char **argv)
-{
-    static int8_t in[%(in_size)d], out[%(out_size)d], res[%(out_size)d];
-    static uint8_t params[%(params)d + 1];
-    double t[%(reps)d];
-    const int8_t *ins[2] = { in, res };   /* res: a fused residual add's other operand */
-    FILE *f = fopen(argv[1], "rb");
-    unsigned r = 1;
-    int i;
-    if (argc != 2 || !f || fread(params, 1, %(params)d, f) != %(params)d)
-        return 2;
-    fclose(f);
-    for (i = 0; i < %(in_size)d; ++i) {
-        r = r * 1664525u + 1013904223u;
-        in[i] = (int8_t)(r >> 24);
-    }
-    %(symbol)s(ins, out, params);
-    for (i = 0; i < %(reps)d; ++i) {
-        const double t0 = now_ms();
-        %(symbol)s(ins, out, params);
-        t[i] = now_ms() - t0;
-    }
-    qsort(t, %(reps)d, sizeof t[0], cmp);
-    printf("median_ms %%.5f\n", t[%(reps)d / 2]);
-    return 0;
-}
-"""
 
 _PEAK = r"""
 #define _POSIX_C_SOURCE 200809L
@@ -137,46 +94,70 @@ static NN_VNNI double peak_vnni(long n)
     return (double)n * 16 * 32 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
 }
 #endif
+#if NN_HAVE_X86
+static NN_AVX2 double peak_avx2u8(long n)
+{
+    /* avx2u8's inner step (isa_x86.Avx2U8): vpmaddubsw (32 MACs), then its widening without a
+     * second multiply (xor, add; shift, add) into two accumulators, 6 independent chains */
+    __m256i w = _mm256_set1_epi8(1), lo = _mm256_set1_epi32(0x8000);
+    __m256i b0 = _mm256_set1_epi32(1), b1 = _mm256_set1_epi32(2), b2 = _mm256_set1_epi32(3);
+    __m256i b3 = _mm256_set1_epi32(4), b4 = _mm256_set1_epi32(5), b5 = _mm256_set1_epi32(6);
+    __m256i d0 = b0, d1 = b1, d2 = b2, d3 = b3, d4 = b4, d5 = b5;
+    __m256i h0 = b0, h1 = b1, h2 = b2, h3 = b3, h4 = b4, h5 = b5;
+    struct timespec t0, t1;
+    long i;
+#define OPAQUE_U __asm__ volatile("" : "+x"(w), "+x"(d0), "+x"(d1), "+x"(d2), "+x"(d3), "+x"(d4), "+x"(d5), \
+                                  "+x"(h0), "+x"(h1), "+x"(h2), "+x"(h3), "+x"(h4), "+x"(h5))
+    OPAQUE_U;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < n; ++i) {
+#define USTEP(b, d, h) { const __m256i t = _mm256_maddubs_epi16(b, w); \
+        d = _mm256_add_epi32(d, _mm256_xor_si256(t, lo)); h = _mm256_add_epi32(h, _mm256_srai_epi32(t, 16)); }
+        USTEP(b0, d0, h0); USTEP(b1, d1, h1); USTEP(b2, d2, h2);
+        USTEP(b3, d3, h3); USTEP(b4, d4, h4); USTEP(b5, d5, h5);
+        OPAQUE_U;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    d0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(d0, d1), _mm256_add_epi32(d2, d3)),
+                          _mm256_add_epi32(_mm256_add_epi32(d4, d5), _mm256_add_epi32(h0, h1)));
+    d0 = _mm256_add_epi32(d0, _mm256_add_epi32(_mm256_add_epi32(h2, h3), _mm256_add_epi32(h4, h5)));
+    __asm__ volatile("" : : "x"(d0), "x"(b0), "x"(b1), "x"(b2), "x"(b3), "x"(b4), "x"(b5));
+    return (double)n * 6 * 32 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
+}
+#endif
+/* the best of many short runs: on a shared machine a long run mostly measures the time the
+ * other work takes */
+static double best_of(double (*f)(long))
+{
+    double best = 0;
+    int r;
+    for (r = 0; r < 200; ++r) {
+        const double v = f(250000L);
+        best = v > best ? v : best;
+    }
+    return best;
+}
 int main(void)
 {
+    /* one line per variant this CPU runs, the one `isa: auto` prefers by CPUID first */
 #if NN_HAVE_X86
-    if (nn_cpu_has_avx512vnni()) {   /* the variant `isa: auto` runs here: its peak */
-        double best = 0;
-        int r;
-        for (r = 0; r < 200; ++r) {
-            const double v = peak_vnni(250000L);
-            best = v > best ? v : best;
-        }
-        printf("peak avx512vnni %.3f\n", best);
-        return 0;
+    int any = 0;
+    if (nn_cpu_has_avx512vnni()) {
+        printf("peak avx512vnni %.3f\n", best_of(peak_vnni));
+        any = 1;
     }
     if (nn_cpu_has_avx2()) {
-        /* the best of many short runs: on a shared machine a long run mostly measures the
-         * time the other work takes */
-        double best = 0;
-        int r;
-        for (r = 0; r < 200; ++r) {
-            const double v = peak_avx2(250000L);
-            best = v > best ? v : best;
-        }
-        printf("peak avx2 %.3f\n", best);
-        return 0;
+        printf("peak avx2 %.3f\n", best_of(peak_avx2));
+        printf("peak avx2u8 %.3f\n", best_of(peak_avx2u8));
+        any = 1;
     }
+    if (any)
+        return 0;
 #endif
     printf("peak none 0\n");
     return 0;
 }
 """
-
-
-# what a CPU whose best variant is the key runs too (the peak probe names the best)
-_RUNS = {"avx512vnni": ("avx512vnni", "avx2u8", "avx2", "portable"), "avx2": ("avx2u8", "avx2", "portable"),
-         "none": ("portable",)}
-
-
-def running_variant(variants, best: str):
-    """The variant a layer's `auto` dispatch picks on a CPU whose best is `best`."""
-    return next((v for v in variants if v in _RUNS.get(best, ("portable",))), None)
 
 
 def candidates(lp) -> list:
@@ -212,40 +193,45 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
     spec["gemm"]["threads"] = lp.spec["gemm"]["threads"]
     spec["gemm"]["u8"] = g["spec"]["u8"]     # the u8 variants' blockings follow the candidate's
     spec["params"] = {s: {"dtype": d, "count": c, "offset": o} for s, d, c, o in g["layout"]}
+    spec["gemm"]["geom"] = g["spec"]["geom"]
     blob = g["pack"](layer, graph, g["layout"])
-    tag = f"{lp.cname}_{blk['mr']}x{blk['nr']}u{blk['k_unroll']}"
-    with open(os.path.join(work, tag + ".bin"), "wb") as f:
-        f.write(blob)
-    gm = spec["gemm"]["geom"]
-    src = "#define _POSIX_C_SOURCE 200809L\n" + kernelgen.layer_source(spec) + _MAIN % {
-        "in_size": gm["ih"] * gm["iw"] * gm["ic"], "out_size": gm["oh"] * gm["ow"] * gm["oc"],
-        "params": len(blob), "reps": reps, "symbol": spec.get("symbol", f"layer_{lp.cname}")}
-    path = os.path.join(work, tag + ".c")
-    with open(path, "w") as f:
-        f.write(src)
-    exe = os.path.join(work, tag)
-    _compile(opts["toolchain"]["cc"], [c for c in opts["toolchain"]["cflags"] if c != "-Werror"], path, exe,
-             session.root)
-    status, text = run_program([exe, os.path.join(work, tag + ".bin")], opts["run"]["timeout"])
-    if status != 0:
-        raise RuntimeError(f"{exe}: status {status}\n{text}")
-    return float(text.split()[-1])
+    tag = f"{lp.cname}_{blk['mr']}x{blk['nr']}u{blk['k_unroll']}{blk.get('order', '')}"
+    # the layer's standalone timing program (measure.program: one thread's CPU time)
+    spec["gemm"]["threads"] = 1
+    cmd = measure.program(spec, blob, kernelgen.scratch(spec)["bytes"], work, tag, opts["toolchain"]["cc"])
+    times = []
+    for _ in range(max(1, reps // measure.REPS)):
+        status, text = run_program(cmd, opts["run"]["timeout"])
+        if status != 0 or not text.startswith("variant ") or text.startswith("variant none"):
+            raise RuntimeError(f"{cmd[0]}: status {status}\n{text}")
+        times.append(float(text.split()[-1]))
+    return statistics.median(times)
 
 
-def peak(session, work, opts) -> tuple:
-    """(GMAC/s, isa): one core's multiply-add peak of the best generated variant this CPU
-    runs (avx512vnni's vpdpbusd, else avx2's vpmaddwd; isa "none" and 0 without either)."""
+def peaks(session, work, opts) -> dict:
+    """{variant: GMAC/s}: one core's multiply-add peak of each generated variant this CPU
+    runs (avx512vnni's vpdpbusd, avx2's vpmaddwd, avx2u8's vpmaddubsw and its widening), the
+    CPUID-preferred first; {"none": 0} without any.  The best of three probe runs each."""
     src = os.path.join(work, "peak.c")
     with open(src, "w") as f:
         f.write(_PEAK)
     exe = os.path.join(work, "peak")
     _compile(opts["toolchain"]["cc"], ["-std=c99", "-O2"], src, exe, session.root)
-    vals, isa = [], "none"
+    out = {}
     for _ in range(3):
         status, text = run_program([exe], 120)
-        vals.append(float(text.split()[-1]))
-        isa = text.split()[-2]
-    return max(vals), isa
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) == 3 and f[0] == "peak":
+                out[f[1]] = max(out.get(f[1], 0.0), float(f[2]))
+    return out or {"none": 0.0}
+
+
+def peak(session, work, opts) -> tuple:
+    """(GMAC/s, isa) of the variant `isa: auto` prefers by CPUID on this CPU."""
+    pk = peaks(session, work, opts)
+    isa = next(iter(pk))
+    return pk[isa], isa
 
 
 def run_tune(target, source, env):

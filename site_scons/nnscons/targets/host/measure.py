@@ -1,0 +1,295 @@
+"""Per-layer kernel variant chosen by measurement on the running CPU (`kernel.choose: measure`).
+
+For each generated layer under `isa: auto`, every variant the layer can hold (avx512vnni,
+avx2u8, avx2, portable) is timed on this CPU as a standalone program: the layer's own
+source forced to that variant, its weights packed for it, one thread, process CPU time
+(other work on the machine slows wall time, not the CPU time a run takes), the variants
+alternated in rounds and the median of each taken.  The fastest goes first in the layer's
+dispatch order (the others follow in CPUID order, so the library still runs on any
+x86-64).  A variant this CPU cannot run is still compiled into the layer (when it is one
+of the CPUID-ordered ones) but not timed: the cache records it with the reason.
+
+The results are cached in the build tree per CPU (build/<target>/<model>/variants/<cpu
+key>.json; the key is vendor, family, model and the flags the variants need, so another CPU
+measures again), one entry per layer shape class (geometry, blocking, epilogue, fused add,
+and avx2u8's correction quads, which depend on the weights).  An entry is written only once
+all its variants have been timed, and the file is replaced atomically: an interrupted
+measurement leaves no entry behind, and a file that is not a complete cache of this version
+is ignored (measured again).  A layer's `isa` key, and an `isa` in its tuning file entry,
+override the measurement.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+from ...builders.hostrun import run_program
+from ...errors import UserError
+
+VERSION = 1
+CHOICES = ("cpuid", "measure")
+# the variants that may be measured for a layer, in CPUID order (gemm.AUTO, avx2u8 after
+# avx512vnni: it needs only AVX2)
+ORDER = ("avx512vnni", "avx2u8", "avx2", "portable")
+# /proc/cpuinfo flags each variant's run-time check needs (kernels/common/nn_gemm.h)
+NEEDS = {"portable": (), "avx2": ("avx2",), "avx2u8": ("avx2",), "avx512vnni": ("avx512_vnni", "avx512vl")}
+# the vector width each variant's microkernels run (bits; 0: scalar C)
+WIDTH = {"portable": 0, "avx2": 256, "avx2u8": 256, "avx512vnni": 256}
+ROUNDS = 5          # alternated rounds per variant
+REPS = 7            # timed samples per round (median)
+INNER_MACS = 20_000_000   # a sample is at least this many MACs of calls (small layers: several)
+
+_MAIN = r"""
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+static int cmp(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static int8_t in[%(in_size)d], out[%(out_size)d], res[%(out_size)d];
+static uint8_t params[%(params)d + 1];
+static uint8_t scratch[%(scratch)d + 64] __attribute__((aligned(64)));
+int nn_measure_variant = -1;   /* argv[2]: the index of the variant to run (-1: the dispatch's) */
+int main(int argc, char **argv)
+{
+    double t[%(reps)d];
+    const int8_t *ins[2] = { in, res };   /* res: a fused residual add's other operand */
+    nn_exec_t x = { scratch, 0, 0 };
+    FILE *f = fopen(argv[1], "rb");
+    unsigned r = 1;
+    int i;
+    if (argc < 2 || !f || fread(params, 1, %(params)d, f) != %(params)d)
+        return 2;
+    if (argc > 2)
+        nn_measure_variant = atoi(argv[2]);
+    fclose(f);
+    for (i = 0; i < %(in_size)d; ++i) {
+        r = r * 1664525u + 1013904223u;
+        in[i] = (int8_t)(r >> 24);
+        if (i < %(out_size)d)
+            res[i] = (int8_t)(r >> 16);
+    }
+    %(symbol)s(ins, out, params, &x);
+    for (i = 0; i < %(reps)d; ++i) {   /* each sample: `inner` calls (a small layer's last microseconds) */
+        const double t0 = cpu_ms();
+        for (int j = 0; j < %(inner)d; ++j)
+            %(symbol)s(ins, out, params, &x);
+        t[i] = (cpu_ms() - t0) / %(inner)d;
+    }
+    qsort(t, %(reps)d, sizeof t[0], cmp);
+    printf("variant %%s median_ms %%.5f\n", x.variant ? x.variant : "none", t[%(reps)d / 2]);
+    return 0;
+}
+"""
+
+
+def cpu_info(text: str | None = None) -> dict:
+    """vendor, family, model, model name and flags of /proc/cpuinfo's first CPU (text:
+    its content; default this machine's)."""
+    if text is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                text = f.read(16384)
+        except OSError:
+            text = ""
+    fields = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return {"vendor": fields.get("vendor_id", "unknown"), "family": fields.get("cpu family", "?"),
+            "model": fields.get("model", "?"), "model_name": fields.get("model name", "unknown"),
+            "flags": sorted(set(fields.get("flags", "").split()))}
+
+
+def cpu_key(info: dict) -> str:
+    """The cache's name for a CPU: the same key means the same measurements hold."""
+    need = sorted({f for fl in NEEDS.values() for f in fl} & set(info["flags"]))
+    h = hashlib.sha1(json.dumps([info["model_name"], need]).encode()).hexdigest()[:10]
+    return f"{info['vendor']}-f{info['family']}-m{info['model']}-{h}".replace(" ", "_").replace("/", "_")
+
+
+def cannot_run(variant: str, info: dict) -> str | None:
+    """Why this CPU cannot run the variant (None: it can)."""
+    missing = [f for f in NEEDS[variant] if f not in info["flags"]]
+    if missing:
+        return f"this CPU ({info['model_name']}) lacks {', '.join(missing)}"
+    return None
+
+
+def running(variants, info: dict) -> str | None:
+    """The variant a layer's run-time dispatch picks on this CPU: the first it can run."""
+    return next((v for v in variants if cannot_run(v, info) is None), None)
+
+
+def _generator_digest() -> str:
+    """The kernel generator's sources: a changed generator measures again."""
+    import glob
+    h = hashlib.sha1()
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "kernelgen", "*.py"))):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+GENERATOR = _generator_digest()
+
+
+def shape_key(gemm_spec: dict, correction_quads) -> str:
+    """One cache entry per layer shape class: what its variants' speed depends on (and the
+    generator that wrote them)."""
+    gm = gemm_spec
+    what = {"generator": GENERATOR, "geom": gm["geom"], "blocking": gm["blocking"], "band": gm.get("band"), "epilogue": gm.get("epilogue"),
+            "residual": bool(gm.get("residual")), "u8": gm.get("u8"), "correction_quads": correction_quads}
+    return hashlib.sha1(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cache_path(build_dir: str, info: dict) -> str:
+    return os.path.join(build_dir, "variants", cpu_key(info) + ".json")
+
+
+def load(path: str, info: dict) -> dict:
+    """{shape key: entry} of a complete cache of this CPU and version; {} otherwise."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("version") != VERSION or doc.get("cpu_key") != cpu_key(info):
+        return {}
+    layers = doc.get("layers")
+    if not isinstance(layers, dict):
+        return {}
+    return {k: e for k, e in layers.items() if _entry_ok(e)}
+
+
+def _entry_ok(e) -> bool:
+    try:
+        return (e["best"] in ORDER and isinstance(e["median_ms"], dict) and e["best"] in e["median_ms"]
+                and all(v in ORDER and float(ms) > 0 for v, ms in e["median_ms"].items()))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def save(path: str, info: dict, entries: dict) -> None:
+    """Replace the cache atomically (a reader sees the old file or the new one, whole)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    doc = {"version": VERSION, "cpu_key": cpu_key(info),
+           "cpu": {k: info[k] for k in ("vendor", "family", "model", "model_name")},
+           "flags": sorted({f for fl in NEEDS.values() for f in fl} & set(info["flags"])),
+           "layers": entries}
+    fd, tmp = tempfile.mkstemp(prefix=".variants-", dir=os.path.dirname(path))
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def order(best: str, candidates) -> list:
+    """The layer's dispatch order: the measured best, then the others in CPUID order."""
+    return [best] + [v for v in candidates if v != best]
+
+
+def choose(entry: dict | None, candidates, info: dict) -> list | None:
+    """The dispatch order from a cache entry (None: no usable entry, measure).  The entry's
+    best must be among this layer's candidates and runnable here."""
+    if not entry or entry.get("best") not in candidates or cannot_run(entry["best"], info):
+        return None
+    return order(entry["best"], candidates)
+
+
+def _compile(cc: str, src: str, exe: str) -> None:
+    from ...resources import data_path
+    common = os.path.abspath(data_path("kernels", "common"))
+    cmd = [cc, "-std=c99", "-O2", "-I", common, src, os.path.join(common, "nn_threads.c"), "-o", exe,
+           "-lpthread", "-lm"]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode:
+        raise UserError(f"measuring kernel variants: {' '.join(cmd)} failed:\n{proc.stdout[-3000:]}")
+
+
+def program(spec: dict, blob: bytes, scratch: int, work: str, tag: str, cc: str) -> list:
+    """Compile the layer's standalone timing program; its command line."""
+    from ... import kernelgen
+    g = spec["gemm"]["geom"]
+    src = "#define _POSIX_C_SOURCE 200809L\n#define NN_MEASURE_VARIANT 1\n" + kernelgen.layer_source(spec) + _MAIN % {
+        "in_size": max(g["ih"] * g["iw"] * g["ic"], g["oh"] * g["ow"] * g["oc"]),
+        "out_size": g["oh"] * g["ow"] * g["oc"], "params": len(blob), "reps": REPS,
+        "scratch": max(scratch, 1), "symbol": spec["symbol"],
+        "inner": max(1, INNER_MACS // max(1, g["oh"] * g["ow"] * g["oc"] * g["kh"] * g["kw"] * g["ic"]))}
+    base = os.path.join(work, tag)
+    with open(base + ".bin", "wb") as f:
+        f.write(blob)
+    with open(base + ".c", "w", encoding="utf-8") as f:
+        f.write(src)
+    _compile(cc, base + ".c", base)
+    return [base, base + ".bin"]
+
+
+def time_variants(name: str, build: tuple, info: dict, cc: str, timeout: int) -> dict:
+    """build: (spec, weights blob, scratch bytes) of one layer holding every candidate variant
+    (spec['gemm']['variants']).  One program times each variant this CPU runs (forced by its
+    index), in alternated rounds; the cache entry."""
+    variants = build[0]["gemm"]["variants"]
+    skipped = {v: r for v in variants if (r := cannot_run(v, info))}
+    runnable = [v for v in variants if v not in skipped]
+    times = {v: [] for v in runnable}
+    with tempfile.TemporaryDirectory(prefix="nnscons-variants-") as work:
+        cmd = program(*build, work, "layer", cc)
+        for _ in range(ROUNDS):
+            for v in runnable:
+                status, text = run_program(cmd + [str(variants.index(v))], timeout)
+                f = text.split()
+                if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] != v:
+                    raise UserError(f"measuring layer '{name}' variant {v}: status {status}: {text[-2000:]}")
+                times[v].append(float(f[3]))
+    med = {v: round(statistics.median(t), 5) for v, t in times.items()}
+    best = min(med, key=lambda v: (med[v], ORDER.index(v)))
+    return {"layer": name, "median_ms": med, "best": best, "skipped": skipped, "threads": 1,
+            "clock": "process CPU time"}
+
+
+def chosen(layer, orig, graph, g: dict, spec: dict, build, own: dict, tuning: dict, opts: dict) -> tuple:
+    """(plan_layer result, layer spec) of a generated layer under `kernel.choose: measure`:
+    `build(own=..., auto=...)` plans the layer again with a variant order.  A forced isa (the
+    layer's or the target's `isa`, or `isa` in the layer's tuning entry) is kept; so is a layer
+    only the portable variant can run (its vector epilogue is not proven safe)."""
+    from ... import kernelgen
+    from .gemm import AUTO
+    if spec["gemm"]["isa"] != "auto":      # forced: the layer's key, its tuning entry or the target's
+        return g, spec
+    if spec["gemm"]["variants"] == ["portable"] or "build" not in opts:
+        return g, spec
+    g_all, spec_all = build(auto=ORDER)
+    cands = spec_all["gemm"]["variants"]
+    info = cpu_info()
+    path = cache_path(opts["build"]["dir"], info)
+    entries = load(path, info)
+    key = shape_key(spec_all["gemm"], g_all["report"]["gemm"].get("u8", {}).get("correction_quads"))
+    entry = entries.get(key)
+    if choose(entry, cands, info) is None:
+        spec_all["gemm"]["threads"] = 1          # the variants' speed on one core
+        blob = g_all["pack"](orig, graph, g_all["layout"])
+        entry = time_variants(layer.name, (spec_all, blob, kernelgen.scratch(spec_all)["bytes"]), info,
+                              opts["toolchain"]["cc"], opts["run"]["timeout"])
+        entries[key] = entry
+        save(path, info, entries)
+        print(f"VARIANTS {layer.name}: " + ", ".join(f"{v} {ms:.4f} ms" for v, ms in entry["median_ms"].items())
+              + f" -> {entry['best']}" + "".join(f"; {v} not timed: {r}" for v, r in entry["skipped"].items()))
+    best = entry["best"]
+    g, spec = build(auto=tuple([best] + [v for v in AUTO if v != best and v in cands]))
+    g["report"]["gemm"]["choice"] = {"by": "measure", "median_ms": entry["median_ms"], "skipped": entry["skipped"],
+                                     "cache": os.path.relpath(path, opts["build"]["dir"])}
+    return g, spec
