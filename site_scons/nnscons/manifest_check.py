@@ -157,6 +157,7 @@ class _Validator:
             raise self.error(m.value_lines["kind"], path + ["kind"],
                              f"{what}; expected one of: " + ", ".join(self.kinds))
         schema = self.kinds[kind]
+        self.platform_of_another_kind(m, kind, path)
         section_names = [s for s in schema if s != LAYER_SECTION]
         self.keys(m, path, line, list(TARGET_KEYS) + section_names)
         description = None
@@ -166,6 +167,21 @@ class _Validator:
         sections = {s: self.fields(m[s], schema[s], path + [s], m.key_lines[s])
                     for s in section_names if s in m}
         return TargetConfig(name, kind, description, sections)
+
+    def platform_of_another_kind(self, m: _Map, kind, path) -> None:
+        """run.platform naming a platform of another kind only (e.g. gvsoc-open, once gap9's,
+        now kind pulp-open's): one line saying which kind to write, as a kind that moved to a
+        kind of its own is a one-word edit of the manifest."""
+        run = m.get("run")
+        platform = run.get("platform") if isinstance(run, _Map) else None
+        own = self.kinds[kind].get("run", {}).get("platform", ())
+        if not isinstance(platform, str) or not own or platform in own:
+            return
+        owners = [k for k, schema in self.kinds.items() if platform in schema.get("run", {}).get("platform", ())]
+        if owners:
+            raise self.error(run.value_lines["platform"], path + ["run", "platform"],
+                             f"platform '{platform}' is kind {' or '.join(owners)}'s, not kind {kind}'s "
+                             f"({', '.join(own)}): write `kind: {owners[0]}` for target '{path[-1]}'")
 
     def fields(self, value, schema: dict, path, line) -> dict:
         m = self.mapping(value, path, line)

@@ -1,10 +1,10 @@
 """Layer by layer: a model whose parameters do not fit L2 on a simulator without L3.
 
-pulp-open and GVSoC's GAP9 model have no external RAM here, so when the whole network does not
-fit L2 and the platform is gvsoc-open or gvsoc-gap9 (whose point is counting cycles), every
-layer becomes its own program
-and run: its inputs are the goldens of the layers that produce them (bit-exact by the check of
-those layers), its parameters are loaded into L2, its output is checked against its golden and
+The bare-metal GVSoC models (chip.py's Simulators: GVSoC's GAP9 model, and those of the kinds
+reusing gap9) have no external RAM here, so when the whole network does not fit L2 on one of
+them (whose point is counting cycles), every layer becomes its own program and run: its
+inputs are the goldens of the layers that produce them (bit-exact by the check of those
+layers), its parameters are loaded into L2, its output is checked against its golden and
 its cycles are counted. A layer too large even alone (activations + parameters above L2) runs on
 the first k output channels only (conv2d and linear: the parameters of channel o are a prefix of
 each .bin section, the output channels the last axis of the HWC golden): its output is checked
