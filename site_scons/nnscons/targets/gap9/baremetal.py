@@ -2,8 +2,8 @@
 
 One runtime (kernels/gap9/open: PMSIS subset, semihosting) and one compiler (Debian's
 riscv64-unknown-elf-gcc + picolibc) for every GVSoC model a chip kind lists as a Simulator
-(chip.py): gap9's gvsoc-gap9 (gvsoc_gap9.py) and the kinds that reuse gap9's code (their own
-simulator module, e.g. targets/pulp_open/gvsoc_open.py).
+(chip.py): gap9's gvsoc-gap9 (gvsoc_gap9.py) and those of the kinds that reuse gap9's code
+(a simulator module of their own).
 
 -march: the code is rv32imc + Zicsr (binutils 2.40 wants `_zicsr` for the performance-counter
 CSRs; Xpulp goes through `.insn`, NN_XPULP_INSN); the link names plain rv32imc so that gcc picks

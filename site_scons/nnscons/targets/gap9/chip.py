@@ -2,7 +2,7 @@
 and platforms) and its Simulators (the bare-metal GVSoC platforms, baremetal.py).
 
 gap9 and the kinds that reuse its codegen, kernels, tiling and layer-by-layer runner (another
-PULP cluster chip, e.g. targets/pulp_open/) differ only in this data: the planner, the nodes
+PULP cluster chip) differ only in this data: the planner, the nodes
 and the run step ask the chip and the platform's Simulator, never the chip's name.
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ class Simulator:
     command: Callable[[str, str, str], list]   # (launcher, elf, work dir) -> the run's command line
     cycles_source: str                    # report.json's cycles_source: what the cycle figures are
     defines: tuple = ()                   # C defines the runtime needs for this model (open_fc.c)
+    runtime_name: str = ""                # what the runtime calls the chip: "<name> ERROR: ..." lines
     cores: int = 8                        # cluster cores the runtime forks on: auto and the most
     memory: Optional[Callable[[dict], None]] = None    # what the model implies for the memory options
 

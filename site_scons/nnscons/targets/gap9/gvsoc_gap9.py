@@ -96,6 +96,7 @@ SIMULATOR = Simulator(
                    "in 16 banks with bank conflicts, mchan DMA; clocks fixed, no L3); " + baremetal.CYCLES +
                    "; tcdm_contention = cycles the cores lost to L1 bank conflicts"),
     defines=("NN_OPEN_CHIP_GAP9",),
+    runtime_name="GAP9",
     cores=9,            # the runtime forks on every core (measured faster than 8 workers)
     memory=no_l3_memory,
 )

@@ -180,7 +180,7 @@ def run_layer(target, source, env):
     platform, tname = env["NNS_PLATFORM"], session.target_cfg.name
     status, log = platforms.run(platform, session, str(source[0]), env["NNS_BIN_DIR"], show=env["NNS_VERBOSE"])
     if not simrun.vetted(f"RUN FAILED [{tname}] layer {env['NNS_LABEL']} on {platform}", session, status, log,
-                         runstep.FATAL):
+                         runstep.fatal(session)):
         return 1
     write_if_changed(str(target[0]), log)
     return 0
@@ -190,13 +190,15 @@ def merge_logs(target, source, env):
     """target [run.log, output.npy]; source: the layers' logs in model order. run.log holds every
     layer's lines, `Test PASSED` when every run passed, and the network output of the last run."""
     session = env["NNS_SESSION"]
+    from . import runstep
+    keep = ("layer ", "measure ", "ERROR") + tuple(runstep.error_tags(session))
     texts = []
     for node in source:
         with open(str(node), encoding="utf-8") as f:
             texts.append(f.read())
     lines = [f"nnscons run: layer by layer, {len(texts)} runs"]
     for text in texts:
-        lines += [ln for ln in text.splitlines() if ln.startswith(("layer ", "measure ", "ERROR", "PULP-OPEN", "GAP9 ERROR"))]
+        lines += [ln for ln in text.splitlines() if ln.startswith(keep)]
     graph, out_lines, at = session.graph, [], 0
     for name in graph.outputs:      # each output from the run of its layer, placed back to back
         k = next(i for i, lp in enumerate(session.plan.layers) if lp.layer.output == name)

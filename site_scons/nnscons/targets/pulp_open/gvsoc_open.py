@@ -52,5 +52,6 @@ SIMULATOR = Simulator(
     command=run_command,
     cycles_source=("pulp-open proxy figures for GAP9 (GVSoC pulp-open: 8 RI5CY cores, Xpulpv2, 64 KiB L1; "
                    "not GAP9's 9 cores, 128 KiB L1, Xpulpv3); " + baremetal.CYCLES),
+    runtime_name="PULP-OPEN",         # open_fc.c's OPEN_CHIP_NAME without NN_OPEN_CHIP_GAP9
     cores=8,
 )
