@@ -219,7 +219,8 @@ def test_an_old_gap9_manifest_on_gvsoc_open_is_one_line_naming_the_new_kind(tmp_
         _load(tmp_path, OLD_ENTRY)
     msg = str(e.value)
     assert msg.startswith("targets.yaml:9: targets.pulp-open.run.platform: ") and "\n" not in msg, msg
-    assert "platform 'gvsoc-open' is kind pulp-open's, not kind gap9's" in msg
+    assert "invalid value a string ('gvsoc-open'); expected one of: auto, gvsoc, emul, qemu, gvsoc-gap9; " \
+        "gvsoc-open is kind pulp-open's platform" in msg
     assert "write `kind: pulp-open` for target 'pulp-open'" in msg
     # the one-word edit is the whole fix: the same keys are pulp-open's
     m = _load(tmp_path, OLD_ENTRY.replace("kind: gap9", "kind: pulp-open"))

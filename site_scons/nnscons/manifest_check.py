@@ -169,9 +169,9 @@ class _Validator:
         return TargetConfig(name, kind, description, sections)
 
     def platform_of_another_kind(self, m: _Map, kind, path) -> None:
-        """run.platform naming a platform of another kind only (e.g. gvsoc-open, once gap9's,
-        now kind pulp-open's): one line saying which kind to write, as a kind that moved to a
-        kind of its own is a one-word edit of the manifest."""
+        """run.platform naming a platform of another kind (e.g. gvsoc-open, once a gap9 platform,
+        now kind pulp-open's): the usual invalid-choice line, saying which kind has it, as a
+        platform that moved to a kind of its own is a one-word edit of the manifest."""
         run = m.get("run")
         platform = run.get("platform") if isinstance(run, _Map) else None
         own = self.kinds[kind].get("run", {}).get("platform", ())
@@ -180,8 +180,9 @@ class _Validator:
         owners = [k for k, schema in self.kinds.items() if platform in schema.get("run", {}).get("platform", ())]
         if owners:
             raise self.error(run.value_lines["platform"], path + ["run", "platform"],
-                             f"platform '{platform}' is kind {' or '.join(owners)}'s, not kind {kind}'s "
-                             f"({', '.join(own)}): write `kind: {owners[0]}` for target '{path[-1]}'")
+                             f"invalid value {_describe(platform)}; expected one of: {', '.join(own)}; "
+                             f"{platform} is kind {' or '.join(owners)}'s platform: write "
+                             f"`kind: {owners[0]}` for target '{path[-1]}'")
 
     def fields(self, value, schema: dict, path, line) -> dict:
         m = self.mapping(value, path, line)
