@@ -227,6 +227,14 @@ def test_an_old_gap9_manifest_on_gvsoc_open_is_one_line_naming_the_new_kind(tmp_
     assert m.targets["pulp-open"].kind == "pulp-open"
 
 
+def test_gap9_with_platform_gvsoc_open_on_the_command_line_names_the_kind(project):
+    proc = scons(project, "target=gap9", "model=simplecnn", "platform=gvsoc-open", "codegen")
+    assert proc.returncode != 0 and "Traceback" not in proc.stdout
+    assert ("platform=gvsoc-open: target 'gap9' (kind gap9) runs on: auto, gvsoc, emul, qemu, gvsoc-gap9; "
+            "gvsoc-open is kind pulp-open's platform: choose a target of that kind") in proc.stdout
+    assert not os.path.exists(project.file("build/gap9/simplecnn/src"))
+
+
 def test_pulp_opens_defaults_are_the_old_manifest_entry(tmp_path):
     """The chip's geometry moved from targets.yaml into the kind: a bare `kind: pulp-open` plans
     with the options the old explicit entry gave, and the shipped entries are that bare kind."""

@@ -98,10 +98,10 @@ def check_tools(env, session) -> None:
     platforms.check_tools(env, session)
 
 
-def _budget(layer, opts, overrides, where):
+def _budget(layer, opts, overrides, where, chip: Chip = CHIP):
     l1_avail = opts["memory"]["l1"] - opts["memory"]["l1_reserved"]
     return base.layer_key(layer.name, "l1_budget", opts, overrides, where, "tiling", l1_avail,
-                          f"GAP9's usable L1: memory.l1 - memory.l1_reserved = {l1_avail} B")
+                          f"{chip.title}'s usable L1: memory.l1 - memory.l1_reserved = {l1_avail} B")
 
 
 # what the kernels' deepest call chains take on the cluster (their frames and the runtime's
@@ -116,8 +116,8 @@ def check_limits(opts, where, chip: Chip = CHIP) -> None:
     for mem in ("l1", "l2"):
         if m[f"{mem}_reserved"] >= m[mem]:
             raise UserError(f"{where(None, 'memory', mem + '_reserved')}: {mem}_reserved = {m[mem + '_reserved']} B "
-                            f"leaves nothing of memory.{mem} = {m[mem]} B for the network; {mem}_reserved is "
-                            f"what the stacks and the runtime take (default {chip.defaults['memory'][mem + '_reserved']} B)")
+                            f"leaves nothing of memory.{mem} = {m[mem]} B for the network; {mem}_reserved is what "
+                            f"the stacks and the runtime take (default {chip.defaults['memory'][mem + '_reserved']} B)")
     most = chip.most_cores(opts["run"]["platform"])
     if not 1 <= c["cores"] <= most:
         fewer = chip.cores_note and most < max(chip.most_cores(p) for p in chip.platforms)
@@ -153,7 +153,7 @@ def _fuse_residuals(graph, cnames, opts, overrides, where) -> tuple:
     return residual.fuse(graph, lambda conv: not _on_ne16(conv, graph, cnames[conv.name], opts, overrides, where))
 
 
-def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, origs=None) -> tuple:
+def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, origs=None, chip=CHIP) -> tuple:
     """(layer plans, kernel sources, {cname: (l1_budget, where)}): each layer's tiling, its
     parameters' layout and tier (L3 when its weights exceed threshold bytes), its spec.
     graph: the fused graph (residual.py), source: the model's graph, origs: the fused convs'
@@ -165,10 +165,10 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, 
         orig = origs.get(layer.name)
         impl = ops.OPS.get(layer.op)
         if impl is None:
-            raise base.unsupported(layer, "gap9", ops.OPS)
+            raise base.unsupported(layer, chip.kind, ops.OPS)
         if impl.check and (reason := impl.check(layer, graph)):
-            raise UserError(f"layer '{layer.name}': {reason} (target kind 'gap9')")
-        budget, at = _budget(layer, opts, overrides, where)
+            raise UserError(f"layer '{layer.name}': {reason} (target kind '{chip.kind}')")
+        budget, at = _budget(layer, opts, overrides, where, chip)
         budgets[cnames[layer.name]] = (budget, at)
         til, need = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"], opts["kernels"]["xpulp"])
         if til is None and not nnsops.get(layer.op).alias:
@@ -215,12 +215,12 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, chip: Chip = C
     threshold = opts["memory"]["l3_threshold"]
     source = graph
     graph, origs = _fuse_residuals(source, cnames, opts, overrides, where)
-    layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold, source, origs)
+    layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold, source, origs, chip)
     if origs and not sim and memory.spills(graph, layers, opts, where):
         # activations in L3: an add streams its inputs from L3 chunk by chunk, fused into its
         # conv the residual would sit in L2 beside the conv's input and output: keep the adds
         graph, origs = source, {}
-        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold)
+        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold, chip=chip)
     if sim and opts["run"]["layer_by_layer"] == "always":
         return _layerwise_plan(graph, layers, kernels, opts, budgets, "run.layer_by_layer is 'always'", sim)
     notes = []
@@ -237,7 +237,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, chip: Chip = C
         if not (resident and threshold and opts["memory"]["l3_device"] == "ram" and opts["memory"]["l3_size"]):
             raise
         # the L2-resident parameters may be what does not fit: stage every layer's from L3
-        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, 0, source, origs)
+        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, 0, source, origs, chip)
         try:
             mem = memory.plan_memory(graph, layers, opts, where)
         except UserError:
