@@ -276,3 +276,19 @@ def test_gap9_holds_no_pulp_open_branch():
             if isinstance(text, str) and re.search(r"gvsoc.open|pulp.open", text, re.I):
                 hits.append(f"{name}:{node.lineno}: {text[:60]}")
     assert hits == []
+
+
+def test_each_chips_runtime_errors_fail_the_run():
+    """The bare-metal runtime prints "<chip> ERROR: ..." (open_fc.c's OPEN_CHIP_NAME): each kind's
+    run step knows its own simulators' name from their Simulator, nothing else's."""
+    from types import SimpleNamespace
+    from nnscons.builders import simrun
+    from nnscons.targets import gap9, pulp_open
+    from nnscons.targets.gap9 import runstep
+    log = "layer 1 conv1: OK\nPULP-OPEN ERROR: pi_cl_l1_free: 52 B at 0x10000008 is not the last block\n"
+    on = lambda kind: SimpleNamespace(kind=kind)      # noqa: E731  (what fatal() reads of a session)
+    assert simrun.fatal_in(log, runstep.fatal(on(pulp_open)))[0] == "bare-metal GVSoC runtime error"
+    assert simrun.fatal_in(log.replace("PULP-OPEN", "GAP9"), runstep.fatal(on(gap9)))[0] == \
+        "bare-metal GVSoC runtime error"
+    assert runstep.error_tags(on(pulp_open)) == ["PULP-OPEN ERROR"] and runstep.error_tags(on(gap9)) == ["GAP9 ERROR"]
+    assert simrun.fatal_in("layer 1 conv1: OK\nTest PASSED\n", runstep.fatal(on(pulp_open))) is None
