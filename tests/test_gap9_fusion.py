@@ -13,7 +13,8 @@ import pytest
 
 from conftest import SCONS, Project  # noqa: F401  (Project: the fixture's type)
 from nnscons.ir import Graph, Layer, QParams, Tensor
-from nnscons.targets.gap9 import gvsoc_open, ops, residual, tiling
+from nnscons.targets.gap9 import ops, residual, tiling
+from nnscons.targets.pulp_open import gvsoc_open
 
 GVSOC = gvsoc_open.find_gvsoc()
 HAVE_CC = bool(shutil.which(gvsoc_open.CC)) and os.path.isdir("/usr/lib/picolibc/riscv64-unknown-elf")
@@ -133,8 +134,8 @@ def test_ic_resnet8_with_fused_adds_is_bit_exact_on_emul(project):
                            "picolibc-riscv64-unknown-elf)")
 def test_ic_resnet8_with_fused_adds_is_bit_exact_on_pulp_open(project):
     y = project.read("targets.yaml")
-    project.write("targets.yaml", y.replace("  pulp-open:\n    kind: gap9\n",
-                                            "  pulp-open:\n    kind: gap9\n    kernels: {fuse_residual: true}\n", 1))
+    project.write("targets.yaml", y.replace("  pulp-open:\n    kind: pulp-open\n",
+                                            "  pulp-open:\n    kind: pulp-open\n    kernels: {fuse_residual: true}\n", 1))
     proc = _scons(project, "target=pulp-open", "model=ic_resnet8")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "Test PASSED [pulp-open] ic_resnet8: all 12 layers match" in proc.stdout

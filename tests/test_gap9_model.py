@@ -18,9 +18,9 @@ import pytest
 
 from conftest import GAP9_MODEL, ROOT, SCONS, Project, _ignore
 
-from nnscons.targets.gap9 import gvsoc_open
+from nnscons.targets.gap9 import baremetal
 
-HAVE_CC = bool(shutil.which(gvsoc_open.CC)) and os.path.isdir("/usr/lib/picolibc/riscv64-unknown-elf")
+HAVE_CC = bool(shutil.which(baremetal.CC)) and os.path.isdir("/usr/lib/picolibc/riscv64-unknown-elf")
 MODEL_OK = bool(GAP9_MODEL) and os.access(os.path.join(GAP9_MODEL, "run.sh"), os.X_OK)
 needs_model = pytest.mark.skipif(
     not (HAVE_CC and MODEL_OK),

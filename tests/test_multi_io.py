@@ -3,7 +3,7 @@ three-output graph (box head, score head, and a fused feature map that later lay
 read) imports, equals the float64 QDQ evaluation tensor by tensor, builds on the host with
 `input=` as an .npz keyed by input name and `output.npz` keyed by output name, and its C API
 (packed buffers, per-tensor macros, run-time descriptors, run_float) gives the harness's
-bytes; gap9 runs it on emul, qemu, gvsoc-open and gvsoc-gap9 (each tensor its own slot in the
+bytes; gap9 runs it on emul, qemu and gvsoc-gap9, pulp-open on gvsoc-open (each tensor its own slot in the
 arena, also with the activations in L3), and layer by layer on gvsoc-open; k210 (emul, qemu)
 and aie2p (emul) like the host, byte for byte; cortex-m on qemu (M55, M4) with CMSIS-NN (the
 reference with TFLite's rounding on its layers) and with onnx-exact (the host's bytes)."""
@@ -319,9 +319,7 @@ SMALL_L2 = """
              l3_size: 1MiB, l3_threshold: 36KiB}
     run: {platform: emul}
   pulp-layerwise:
-    kind: gap9
-    memory: {l1: 64KiB, l1_reserved: 12KiB, l2: 1.5MiB, l2_reserved: 320KiB, l3_device: flash,
-             l3_size: 0, l3_threshold: 1GiB}
+    kind: pulp-open
     run: {platform: gvsoc-open, layer_by_layer: always}
 """
 
@@ -350,7 +348,7 @@ def test_gap9_layer_by_layer_runs_take_several_inputs_and_outputs(project):
     """Each run loads a network input from its part of input.bin; each output's run prints it
     and the merge places it at its offset in the packed output."""
     import shutil
-    from nnscons.targets.gap9 import gvsoc_open
+    from nnscons.targets.pulp_open import gvsoc_open
     if not (gvsoc_open.find_gvsoc() and shutil.which("riscv64-unknown-elf-gcc")):
         pytest.skip("GVSOC (GVSoC for gvsoc-open) or riscv64-unknown-elf-gcc not installed")
     _small_targets(project)
@@ -378,7 +376,7 @@ def test_gap9_layer_by_layer_runs_take_several_inputs_and_outputs(project):
 def test_the_gvsoc_platforms_run_a_whole_network_of_several_inputs_and_outputs(project, target, platform, variable):
     import shutil
     from conftest import GAP9_MODEL, SCONS
-    from nnscons.targets.gap9 import gvsoc_open
+    from nnscons.targets.pulp_open import gvsoc_open
     where = gvsoc_open.find_gvsoc() if variable == "GVSOC" else GAP9_MODEL
     if not (where and shutil.which("riscv64-unknown-elf-gcc")):
         pytest.skip(f"{variable} (GVSoC for {platform}) or riscv64-unknown-elf-gcc not installed")

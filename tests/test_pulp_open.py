@@ -17,7 +17,8 @@ import pytest
 
 from conftest import SCONS, Project
 
-from nnscons.targets.gap9 import gvsoc_open, layerwise
+from nnscons.targets.gap9 import layerwise
+from nnscons.targets.pulp_open import gvsoc_open
 
 CC = gvsoc_open.CC
 HAVE_CC = bool(shutil.which(CC)) and os.path.isdir("/usr/lib/picolibc/riscv64-unknown-elf")
@@ -43,9 +44,9 @@ def scons(p: Project, *args, gvsoc=GVSOC, timeout=900):
 
 
 def add_target(p: Project, name: str, body: str):
-    """A gap9 target like pulp-open with other keys (inserted before aie2p)."""
+    """A pulp-open target with other keys (inserted before aie2p)."""
     y = p.read("targets.yaml")
-    y = y.replace("  aie2p:\n    kind: aie2p", f"  {name}:\n    kind: gap9\n{body}\n  aie2p:\n    kind: aie2p", 1)
+    y = y.replace("  aie2p:\n    kind: aie2p", f"  {name}:\n    kind: pulp-open\n{body}\n  aie2p:\n    kind: aie2p", 1)
     p.write("targets.yaml", y)
 
 
@@ -116,11 +117,7 @@ def test_simplecnn_is_bit_exact_on_pulp_open_with_cycles(project):
 @needs_cc
 @needs_gvsoc
 def test_layer_by_layer_runs_each_layer_from_its_producers_goldens(project):
-    add_target(project, "pulp-open-lbl",
-               "    memory: {l1: 64KiB, l1_reserved: 12KiB, l2: 1.5MiB, l2_reserved: 320KiB, l3_device: flash,\n"
-               "             l3_size: 0, l3_threshold: 1GiB}\n"
-               "    tiling: {l1_budget: 52KiB}\n"
-               "    run: {platform: gvsoc-open, layer_by_layer: always}")
+    add_target(project, "pulp-open-lbl", "    run: {platform: gvsoc-open, layer_by_layer: always}")
     proc = scons(project, "target=pulp-open-lbl", "model=simplecnn")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "Test PASSED [pulp-open-lbl] simplecnn: all 6 layers match" in proc.stdout
@@ -168,8 +165,8 @@ def test_resnet18_runs_layer_by_layer_with_sliced_layers(project):
     project.write("targets.yaml", y.replace("models:\n", "models:\n  resnet18s:\n    zoo: resnet18\n    seed: 0\n"
                                             "    input_shape: [1, 3, 32, 32]\n"
                                             "    quantization:\n      calibration: {count: 2, seed: 0}\n", 1)
-                  .replace("  pulp-open:\n    kind: gap9\n",       # fused adds on sliced layers too
-                           "  pulp-open:\n    kind: gap9\n    kernels: {fuse_residual: true}\n", 1))
+                  .replace("  pulp-open:\n    kind: pulp-open\n",       # fused adds on sliced layers too
+                           "  pulp-open:\n    kind: pulp-open\n    kernels: {fuse_residual: true}\n", 1))
     proc = scons(project, "target=pulp-open", "model=resnet18s", timeout=3600)
     assert proc.returncode == 0, proc.stdout[-3000:]
     # 32 layers less the 8 residual adds fused into their convs (targets/gap9/residual.py)
@@ -187,3 +184,111 @@ def test_resnet18_runs_layer_by_layer_with_sliced_layers(project):
         assert os.path.getsize(project.file(f"build/pulp-open/resnet18s/bin/{layer['cname']}_slice_golden.bin")) == k
     assert rep["total_cycles"] == sum(l["cycles"] for l in rep["layers"])
     assert "measured on a slice of their output channels and scaled" in proc.stdout
+
+
+# ---------------------------------------------------------------- the kind of its own (issue 27.3)
+
+OLD_ENTRY = """\
+targets:
+  pulp-open:
+    kind: gap9
+    memory: {l1: 64KiB, l1_reserved: 12KiB, l2: 1.5MiB, l2_reserved: 320KiB, l3_device: flash, l3_size: 0,
+             l3_threshold: 1GiB}
+    cluster: {cores: 8, stack_size: 2KiB, slave_stack_size: 1KiB}
+    dma: {max_inflight: 8, max_transfer: 64KiB}
+    tiling: {l1_budget: 52KiB}
+    run: {platform: gvsoc-open, timeout: 1800}
+"""
+
+
+def _load(tmp_path, text):
+    from nnscons.manifest import load_manifest
+    from nnscons.targets import schemas
+    (tmp_path / "targets.yaml").write_text(text)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        return load_manifest("targets.yaml", schemas())
+    finally:
+        os.chdir(cwd)
+
+
+def test_an_old_gap9_manifest_on_gvsoc_open_is_one_line_naming_the_new_kind(tmp_path):
+    from nnscons.errors import ManifestError
+    with pytest.raises(ManifestError) as e:
+        _load(tmp_path, OLD_ENTRY)
+    msg = str(e.value)
+    assert msg.startswith("targets.yaml:9: targets.pulp-open.run.platform: ") and "\n" not in msg, msg
+    assert "invalid value a string ('gvsoc-open'); expected one of: auto, gvsoc, emul, qemu, gvsoc-gap9; " \
+        "gvsoc-open is kind pulp-open's platform" in msg
+    assert "write `kind: pulp-open` for target 'pulp-open'" in msg
+    # the one-word edit is the whole fix: the same keys are pulp-open's
+    m = _load(tmp_path, OLD_ENTRY.replace("kind: gap9", "kind: pulp-open"))
+    assert m.targets["pulp-open"].kind == "pulp-open"
+
+
+def test_gap9_with_platform_gvsoc_open_on_the_command_line_names_the_kind(project):
+    proc = scons(project, "target=gap9", "model=simplecnn", "platform=gvsoc-open", "codegen")
+    assert proc.returncode != 0 and "Traceback" not in proc.stdout
+    assert ("platform=gvsoc-open: target 'gap9' (kind gap9) runs on: auto, gvsoc, emul, qemu, gvsoc-gap9; "
+            "gvsoc-open is kind pulp-open's platform: choose a target of that kind") in proc.stdout
+    assert not os.path.exists(project.file("build/gap9/simplecnn/src"))
+
+
+def test_pulp_opens_defaults_are_the_old_manifest_entry(tmp_path):
+    """The chip's geometry moved from targets.yaml into the kind: a bare `kind: pulp-open` plans
+    with the options the old explicit entry gave, and the shipped entries are that bare kind."""
+    from nnscons.targets import gap9, pulp_open
+    old = _load(tmp_path, OLD_ENTRY.replace("kind: gap9", "kind: pulp-open")).targets["pulp-open"]
+    bare = _load(tmp_path, "targets:\n  p:\n    kind: pulp-open\n").targets["p"]
+    assert pulp_open.options(bare) == pulp_open.options(old)
+    opts = pulp_open.options(bare)
+    assert opts["tiling"]["l1_budget"] == 52 * 1024 and opts["memory"]["l3_size"] == 0
+    assert pulp_open.resolve_platform(opts, "p", False) == "gvsoc-open" and opts["cluster"]["cores"] == 8
+    # gap9 keeps its own chip: no pulp-open platform, 9 cores on its GAP9 model
+    assert "gvsoc-open" not in gap9.SCHEMA["run"]["platform"]
+    g = gap9.options(_load(tmp_path, "targets:\n  g:\n    kind: gap9\n").targets["g"])
+    assert gap9.settle_platform(gap9.CHIP, g, "gvsoc-gap9") == "gvsoc-gap9" and g["cluster"]["cores"] == 9
+    from nnscons.manifest import load_manifest
+    from nnscons.targets import schemas
+    shipped = load_manifest(os.path.join(os.path.dirname(__file__), "..", "targets.yaml"), schemas()).targets
+    assert {n: t.kind for n, t in shipped.items() if n.startswith("pulp-open")} == \
+        {"pulp-open": "pulp-open", "pulp-open-plainc": "pulp-open"}
+    assert pulp_open.options(shipped["pulp-open"]) == dict(opts, run=dict(opts["run"], platform="gvsoc-open"))
+
+
+def test_gap9_holds_no_pulp_open_branch():
+    """pulp-open is data gap9's code reads (its Chip), not a branch in targets/gap9/: no string
+    (docstrings and comments aside: facts measured on pulp-open stay there) and no name in its
+    code says gvsoc-open or pulp-open."""
+    import ast
+    import re
+    here = os.path.join(os.path.dirname(__file__), "..", "site_scons", "nnscons", "targets", "gap9")
+    hits = []
+    for name in sorted(f for f in os.listdir(here) if f.endswith(".py")):
+        tree = ast.parse(open(os.path.join(here, name)).read())
+        docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            text = (node.value if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and id(node) not in docs else getattr(node, "id", None) or getattr(node, "attr", None)
+                    or getattr(node, "name", None) or getattr(node, "module", None))
+            if isinstance(text, str) and re.search(r"gvsoc.open|pulp.open", text, re.I):
+                hits.append(f"{name}:{node.lineno}: {text[:60]}")
+    assert hits == []
+
+
+def test_each_chips_runtime_errors_fail_the_run():
+    """The bare-metal runtime prints "<chip> ERROR: ..." (open_fc.c's OPEN_CHIP_NAME): each kind's
+    run step knows its own simulators' name from their Simulator, nothing else's."""
+    from types import SimpleNamespace
+    from nnscons.builders import simrun
+    from nnscons.targets import gap9, pulp_open
+    from nnscons.targets.gap9 import runstep
+    log = "layer 1 conv1: OK\nPULP-OPEN ERROR: pi_cl_l1_free: 52 B at 0x10000008 is not the last block\n"
+    on = lambda kind: SimpleNamespace(kind=kind)      # noqa: E731  (what fatal() reads of a session)
+    assert simrun.fatal_in(log, runstep.fatal(on(pulp_open)))[0] == "bare-metal GVSoC runtime error"
+    assert simrun.fatal_in(log.replace("PULP-OPEN", "GAP9"), runstep.fatal(on(gap9)))[0] == \
+        "bare-metal GVSoC runtime error"
+    assert runstep.error_tags(on(pulp_open)) == ["PULP-OPEN ERROR"] and runstep.error_tags(on(gap9)) == ["GAP9 ERROR"]
+    assert simrun.fatal_in("layer 1 conv1: OK\nTest PASSED\n", runstep.fatal(on(pulp_open))) is None

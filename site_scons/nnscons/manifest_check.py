@@ -157,6 +157,7 @@ class _Validator:
             raise self.error(m.value_lines["kind"], path + ["kind"],
                              f"{what}; expected one of: " + ", ".join(self.kinds))
         schema = self.kinds[kind]
+        self.platform_of_another_kind(m, kind, path)
         section_names = [s for s in schema if s != LAYER_SECTION]
         self.keys(m, path, line, list(TARGET_KEYS) + section_names)
         description = None
@@ -166,6 +167,22 @@ class _Validator:
         sections = {s: self.fields(m[s], schema[s], path + [s], m.key_lines[s])
                     for s in section_names if s in m}
         return TargetConfig(name, kind, description, sections)
+
+    def platform_of_another_kind(self, m: _Map, kind, path) -> None:
+        """run.platform naming a platform of another kind (e.g. gvsoc-open, once a gap9 platform,
+        now kind pulp-open's): the usual invalid-choice line, saying which kind has it, as a
+        platform that moved to a kind of its own is a one-word edit of the manifest."""
+        run = m.get("run")
+        platform = run.get("platform") if isinstance(run, _Map) else None
+        own = self.kinds[kind].get("run", {}).get("platform", ())
+        if not isinstance(platform, str) or not own or platform in own:
+            return
+        owners = [k for k, schema in self.kinds.items() if platform in schema.get("run", {}).get("platform", ())]
+        if owners:
+            raise self.error(run.value_lines["platform"], path + ["run", "platform"],
+                             f"invalid value {_describe(platform)}; expected one of: {', '.join(own)}; "
+                             f"{platform} is kind {' or '.join(owners)}'s platform: write "
+                             f"`kind: {owners[0]}` for target '{path[-1]}'")
 
     def fields(self, value, schema: dict, path, line) -> dict:
         m = self.mapping(value, path, line)

@@ -28,6 +28,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # what stands in for the GAP SDK on the other gap9 platforms (the PMSIS emulation, the qemu
 # and pulp-open bare-metal runtimes): never in gap_sdk.mk
 GAP9_STAND_INS = ("kernels/gap9/emul", "kernels/gap9/open", "kernels/gap9/qemu")
+GAP_SDK_KINDS = ("gap9", "pulp-open")       # kinds on gap9's code: a gap_sdk.mk beside the Makefile
 # k210: the KPU HAL on the board (the real registers, through the SDK's sysctl) and the
 # emulator's, which the emul/qemu archives hold instead
 K210_BOARD_HAL = "kernels/k210/kpu_board.c"
@@ -172,7 +173,7 @@ def declare(env, session, lib_files: dict, generated: list, kernel_sources: list
             sources.append(name)
     kind = getattr(session.target_cfg, "kind", "")
     sdk, scan = None, []
-    if kind == "gap9":
+    if kind in GAP_SDK_KINDS:
         sdk = {"file": "gap_sdk.mk", "sources": sorted(x for x in sources if not _under(x, GAP9_STAND_INS)),
                "include": sorted({e for _, e in dirs if not os.path.isabs(e) and not _under(e, GAP9_STAND_INS)}
                                  | {"include", "src"}),

@@ -16,7 +16,7 @@ from .. import names
 from ..errors import UserError
 from ..planning import keys
 from ..planning.model_cache import load_graph
-from ..targets import kind_module
+from ..targets import kind_module, schemas
 
 
 def path_component(name: str) -> str:
@@ -72,8 +72,11 @@ class Session:
         choices = self.kind.SCHEMA["run"]["platform"]
         if platform is not None:
             if platform not in choices:
+                owners = [k for k, s in schemas().items() if platform in s.get("run", {}).get("platform", ())]
                 raise UserError(f"platform={platform}: target '{self.target_cfg.name}' (kind "
-                                f"{self.target_cfg.kind}) runs on: {', '.join(choices)}")
+                                f"{self.target_cfg.kind}) runs on: {', '.join(choices)}" +
+                                (f"; {platform} is kind {' or '.join(owners)}'s platform: choose a target "
+                                 f"of that kind" if owners else ""))
             self.options["run"]["platform"] = platform
         resolve = getattr(self.kind, "resolve_platform", None)
         if resolve is not None:

@@ -8,10 +8,10 @@ generated sources build for three platforms:
   emul   natively against the PMSIS emulation in kernels/gap9/emul (threads, capped L1,
          DMA that lands at wait)
   qemu   rv32 cross-compiled with Debian's riscv64-unknown-elf-gcc, on qemu-system-riscv32
-  gvsoc-open  the same cross compiler and a bare-metal runtime on GVSoC's pulp-open (the open
-         proxy for GAP9: 8 RI5CY cores, 64 KiB L1), with per-layer cycle counts
-  gvsoc-gap9  the same on GreenWaves' GVSoC model of GAP9 (9 cores, 128 KiB L1, no L3), with
-         per-layer cycles and TCDM contention
+  gvsoc-gap9  the same cross compiler and a bare-metal runtime (baremetal.py) on GreenWaves'
+         GVSoC model of GAP9 (9 cores, 128 KiB L1, no L3), with per-layer cycles and TCDM contention
+Other PULP cluster chips reuse this code as kinds of their own: what differs is data, a Chip
+(chip.py: defaults, platforms, bare-metal simulators) that options, plan and the nodes read.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from ...resources import data_path, data_relative
 from ... import ops as nnsops
 from .. import base, library
 from ... import binfiles
-from . import gvsoc_open, layerwise, memory, ne16_layer, ops, platforms, residual
+from . import baremetal, gvsoc_gap9, layerwise, memory, ne16_layer, ops, platforms, residual
+from .chip import Chip
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
@@ -38,7 +39,7 @@ SCHEMA = {
     "dma": {"max_inflight": "count", "max_transfer": "size"},
     "tiling": {"l1_budget": "size"},
     "kernels": {"xpulp": "bool", "ne16": ["auto", True, False], "fuse_residual": "bool"},
-    "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-open", "gvsoc-gap9"], "timeout": "count",
+    "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-gap9"], "timeout": "count",
             "layer_by_layer": ["auto", "always"]},
     "layer": {"l1_budget": "size"},
 }
@@ -51,7 +52,7 @@ DEFAULTS = {
                "l2_reserved": 64 * 1024, "l3_device": "ram", "l3_size": 32 * 1024 * 1024,
                "l3_threshold": 36 * 1024},
     # cores: auto = the team PMSIS gives (8 workers; the ninth core orchestrates), and all 9
-    # on GVSoC's GAP9 model, whose runtime forks on every core (measured faster: gvsoc_open.py)
+    # on GVSoC's GAP9 model, whose runtime forks on every core (measured faster: gvsoc_gap9.py)
     "cluster": {"cores": "auto", "stack_size": 2048, "slave_stack_size": 1024},
     "dma": {"max_inflight": 8, "max_transfer": 64 * 1024},
     "tiling": {"l1_budget": None},          # None: L1 minus memory.l1_reserved
@@ -60,45 +61,47 @@ DEFAULTS = {
     # fuse_residual: residual adds into the cluster conv producing them (residual.py); off by
     # default: the add run over each conv tile measured slower on ResNet-18 (README "Fusion")
     "kernels": {"xpulp": True, "ne16": "auto", "fuse_residual": False},
-    # layer_by_layer (gvsoc-open, gvsoc-gap9): auto = when the model's parameters do not fit L2
+    # layer_by_layer (the bare-metal GVSoC platforms): auto = when the parameters do not fit L2
     "run": {"platform": "auto", "timeout": 900, "layer_by_layer": "auto"},
 }
 
 
-def options(target_cfg) -> dict:
-    merged = base.merged_options(DEFAULTS, target_cfg)
+CHIP = Chip(kind="gap9", title="GAP9", defaults=DEFAULTS, platforms=tuple(SCHEMA["run"]["platform"]),
+            simulators={"gvsoc-gap9": gvsoc_gap9.SIMULATOR},
+            cores_note="the GAP SDK's team has 8 workers; GAP9's ninth core orchestrates; "
+                       "platform=gvsoc-gap9 can fork on all 9")
+
+
+def options(target_cfg, chip: Chip = CHIP) -> dict:
+    merged = base.merged_options(chip.defaults, target_cfg)
     if merged["tiling"]["l1_budget"] is None:
         merged["tiling"]["l1_budget"] = merged["memory"]["l1"] - merged["memory"]["l1_reserved"]
     return merged
 
 
 def resolve_platform(opts, target_name, explicit) -> str:
-    platform = platforms.resolve(opts, target_name, explicit)
-    if platform == "gvsoc-gap9":
-        _gap9_model_memory(opts)
+    return settle_platform(CHIP, opts, platforms.resolve(opts, target_name, explicit))
+
+
+def settle_platform(chip: Chip, opts, platform) -> str:
+    """What the chosen platform implies for the options: its simulator's memory (no L3 on
+    GVSoC's models), cores auto = the most the platform runs on."""
+    sim = chip.simulator(platform)
+    if sim and sim.memory:
+        sim.memory(opts)
     if opts["cluster"]["cores"] == "auto":
-        opts["cluster"]["cores"] = 9 if platform == "gvsoc-gap9" else 8
+        opts["cluster"]["cores"] = chip.most_cores(platform)
     return platform
-
-
-def _gap9_model_memory(opts) -> None:
-    """What GVSoC's GAP9 model implies for a GAP9 target's memory: no uDMA, so no L3 (every
-    parameter lives in L2; a network that does not fit runs layer by layer), and the program's
-    code, data and FC stack in L2 (the bare-metal runtime's layout, gvsoc_open.py)."""
-    m = opts["memory"]
-    m["l3_threshold"] = 1 << 40
-    m["l3_size"] = 0
-    m["l2_reserved"] = max(m["l2_reserved"], gvsoc_open.MIN_L2_RESERVED)
 
 
 def check_tools(env, session) -> None:
     platforms.check_tools(env, session)
 
 
-def _budget(layer, opts, overrides, where):
+def _budget(layer, opts, overrides, where, chip: Chip = CHIP):
     l1_avail = opts["memory"]["l1"] - opts["memory"]["l1_reserved"]
     return base.layer_key(layer.name, "l1_budget", opts, overrides, where, "tiling", l1_avail,
-                          f"GAP9's usable L1: memory.l1 - memory.l1_reserved = {l1_avail} B")
+                          f"{chip.title}'s usable L1: memory.l1 - memory.l1_reserved = {l1_avail} B")
 
 
 # what the kernels' deepest call chains take on the cluster (their frames and the runtime's
@@ -106,21 +109,21 @@ def _budget(layer, opts, overrides, where):
 MIN_STACK, MIN_SLAVE_STACK = 1024, 512
 
 
-def check_limits(opts, where) -> None:
-    """The cluster, DMA and memory settings a GAP9 (or pulp-open) build can use, checked
-    before anything is generated (else they fail in the C compiler or at run time)."""
+def check_limits(opts, where, chip: Chip = CHIP) -> None:
+    """The cluster, DMA and memory settings a build for the chip can use, checked before
+    anything is generated (else they fail in the C compiler or at run time)."""
     m, c, d = opts["memory"], opts["cluster"], opts["dma"]
     for mem in ("l1", "l2"):
         if m[f"{mem}_reserved"] >= m[mem]:
             raise UserError(f"{where(None, 'memory', mem + '_reserved')}: {mem}_reserved = {m[mem + '_reserved']} B "
-                            f"leaves nothing of memory.{mem} = {m[mem]} B for the network; {mem}_reserved is "
-                            f"what the stacks and the runtime take (default {DEFAULTS['memory'][mem + '_reserved']} B)")
-    most = 9 if opts["run"]["platform"] == "gvsoc-gap9" else 8
+                            f"leaves nothing of memory.{mem} = {m[mem]} B for the network; {mem}_reserved is what "
+                            f"the stacks and the runtime take (default {chip.defaults['memory'][mem + '_reserved']} B)")
+    most = chip.most_cores(opts["run"]["platform"])
     if not 1 <= c["cores"] <= most:
+        fewer = chip.cores_note and most < max(chip.most_cores(p) for p in chip.platforms)
         raise UserError(f"{where(None, 'cluster', 'cores')}: cores = {c['cores']}: the cluster runs the kernels "
                         f"on 1 to {most} cores on platform={opts['run']['platform']}" +
-                        (" (the GAP SDK's team has 8 workers; GAP9's ninth core orchestrates; "
-                         "platform=gvsoc-gap9 can fork on all 9)" if most == 8 else ""))
+                        (f" ({chip.cores_note})" if fewer else ""))
     if d["max_transfer"] <= 0 or d["max_transfer"] % 4:
         raise UserError(f"{where(None, 'dma', 'max_transfer')}: max_transfer = {d['max_transfer']} B: must be a "
                         f"positive multiple of 4 bytes (the DMA's 32-bit word); the default is 64KiB")
@@ -128,7 +131,7 @@ def check_limits(opts, where) -> None:
         if c[key] < low:
             raise UserError(f"{where(None, 'cluster', key)}: {key} = {c[key]} B is below the {low} B the "
                             f"kernels' frames need; give at least {low} B (default "
-                            f"{DEFAULTS['cluster'][key]} B)")
+                            f"{chip.defaults['cluster'][key]} B)")
 
 
 def _on_ne16(layer, graph, cname, opts, overrides, where) -> bool:
@@ -150,7 +153,7 @@ def _fuse_residuals(graph, cnames, opts, overrides, where) -> tuple:
     return residual.fuse(graph, lambda conv: not _on_ne16(conv, graph, cnames[conv.name], opts, overrides, where))
 
 
-def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, origs=None) -> tuple:
+def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, origs=None, chip=CHIP) -> tuple:
     """(layer plans, kernel sources, {cname: (l1_budget, where)}): each layer's tiling, its
     parameters' layout and tier (L3 when its weights exceed threshold bytes), its spec.
     graph: the fused graph (residual.py), source: the model's graph, origs: the fused convs'
@@ -162,10 +165,10 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, 
         orig = origs.get(layer.name)
         impl = ops.OPS.get(layer.op)
         if impl is None:
-            raise base.unsupported(layer, "gap9", ops.OPS)
+            raise base.unsupported(layer, chip.kind, ops.OPS)
         if impl.check and (reason := impl.check(layer, graph)):
-            raise UserError(f"layer '{layer.name}': {reason} (target kind 'gap9')")
-        budget, at = _budget(layer, opts, overrides, where)
+            raise UserError(f"layer '{layer.name}': {reason} (target kind '{chip.kind}')")
+        budget, at = _budget(layer, opts, overrides, where, chip)
         budgets[cnames[layer.name]] = (budget, at)
         til, need = ops.plan_tiling(layer, graph, budget, opts["cluster"]["cores"], opts["kernels"]["xpulp"])
         if til is None and not nnsops.get(layer.op).alias:
@@ -204,37 +207,37 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, 
     return layers, kernels, budgets
 
 
-def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
-    check_limits(opts, where)
-    if opts["run"]["platform"] in gvsoc_open.PLATFORMS:
-        gvsoc_open.check_memory(opts, where)
+def plan(graph, cnames: dict, opts: dict, overrides: dict, where, chip: Chip = CHIP) -> base.TargetPlan:
+    check_limits(opts, where, chip)
+    sim = chip.simulator(opts["run"]["platform"])      # a bare-metal GVSoC model: no L3
+    if sim:
+        baremetal.check_memory(opts, where)
     threshold = opts["memory"]["l3_threshold"]
     source = graph
     graph, origs = _fuse_residuals(source, cnames, opts, overrides, where)
-    layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold, source, origs)
-    gvsoc_open_only = opts["run"]["platform"] in gvsoc_open.PLATFORMS
-    if origs and not gvsoc_open_only and memory.spills(graph, layers, opts, where):
+    layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold, source, origs, chip)
+    if origs and not sim and memory.spills(graph, layers, opts, where):
         # activations in L3: an add streams its inputs from L3 chunk by chunk, fused into its
         # conv the residual would sit in L2 beside the conv's input and output: keep the adds
         graph, origs = source, {}
-        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold)
-    if gvsoc_open_only and opts["run"]["layer_by_layer"] == "always":
-        return _layerwise_plan(graph, layers, kernels, opts, budgets, "run.layer_by_layer is 'always'")
+        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, threshold, chip=chip)
+    if sim and opts["run"]["layer_by_layer"] == "always":
+        return _layerwise_plan(graph, layers, kernels, opts, budgets, "run.layer_by_layer is 'always'", sim)
     notes = []
     try:
         mem = memory.plan_memory(graph, layers, opts, where)
     except UserError as e:
-        if gvsoc_open_only:     # the whole network's L2 plan does not fit: say it in pulp-open's terms
+        if sim:     # the whole network's L2 plan does not fit: say it in the simulator's terms
             l2 = opts["memory"]["l2"] - opts["memory"]["l2_reserved"]
             params = sum(lp.param_bytes for lp in layers)
             return _layerwise_plan(graph, layers, kernels, opts, budgets,
                                    f"the network needs more than the {l2:,} B of L2 it may use ({params:,} B of "
-                                   f"parameters) and {opts['run']['platform']} has no L3")
+                                   f"parameters) and {opts['run']['platform']} has no L3", sim)
         resident = sum(lp.param_bytes for lp in layers if lp.spec["tier"] == "L2")
         if not (resident and threshold and opts["memory"]["l3_device"] == "ram" and opts["memory"]["l3_size"]):
             raise
         # the L2-resident parameters may be what does not fit: stage every layer's from L3
-        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, 0, source, origs)
+        layers, kernels, budgets = _plan_layers(graph, cnames, opts, overrides, where, 0, source, origs, chip)
         try:
             mem = memory.plan_memory(graph, layers, opts, where)
         except UserError:
@@ -252,7 +255,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
     files = library.generated_files(lib, TEMPLATES, network["arena_size"], layers, "network.c.j2", network,
                                     lib_dirs={_lib_dir(p): platforms.library_flags(
                                         opts, p, os.path.join(opts["build"]["dir"], _lib_dir(p)))
-                                        for p in LIB_PLATFORMS})
+                                        for p in chip.lib_platforms()})
     return base.TargetPlan(
         layers=layers, network=network, kernels=sorted(kernels), templates_dir=TEMPLATES,
         network_files=files + [
@@ -260,8 +263,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                                          "chunk": memory.COMPARE_CHUNK}),
             ("Makefile", "Makefile.j2", _makefile_spec(layers, kernels, opts, library.files(model)))],
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
-        report={**({"cycles_source": gvsoc_open.CYCLES_SOURCE[opts["run"]["platform"]]}
-                   if opts["run"]["platform"] in gvsoc_open.PLATFORMS else {}),
+        report={**({"cycles_source": sim.cycles_source} if sim else {}),
                 "peak_l2_bytes": mem["peak_l2"], "l2_bytes": mem["l2_avail"], "l3_bytes": mem["l3_bytes"],
                 "l3_device": opts["memory"]["l3_device"],
                 "activations_l3_bytes": mem["spill"]["l3_end"] - mem["spill"]["act_l3"] if mem["spill"] else 0,
@@ -272,10 +274,6 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                # the export's gap_sdk.mk: the defines of a real GAP9 build (the gvsoc platform's)
                "sdk_defines": platforms.runtime_defines(opts) + platforms.xpulp_defines("gvsoc"),
                "library": library.files(model, _lib_dir(opts["run"]["platform"]))})
-
-
-# one archive per platform (each its own compiler and PMSIS runtime): <platform>/lib
-LIB_PLATFORMS = ("emul", "qemu", "gvsoc") + gvsoc_open.PLATFORMS
 
 
 def _lib_dir(platform: str) -> str:
@@ -362,9 +360,9 @@ def _lib(lib, layers, mem, opts, io) -> dict:
                 context=memory.state_fields(opts["memory"]["l3_device"], n_staged))
 
 
-def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPlan:
-    """Every layer its own program and run (layerwise.py): on gvsoc-open and gvsoc-gap9, when
-    the model does not fit L2 (neither simulator has L3) or when run.layer_by_layer says so."""
+def _layerwise_plan(graph, layers, kernels, opts, budgets, why, sim) -> base.TargetPlan:
+    """Every layer its own program and run (layerwise.py): on a bare-metal GVSoC model (sim),
+    when the model does not fit L2 (no simulator has L3) or when run.layer_by_layer says so."""
     lw = layerwise.plan(graph, layers, opts, budgets)
     for lp in layers:           # a sliced NE16 layer: layerwise re-planned it for the cluster
         if lp.report.get("engine") == "ne16" and lp.report.get("slice"):
@@ -388,7 +386,7 @@ def _layerwise_plan(graph, layers, kernels, opts, budgets, why) -> base.TargetPl
         kernels=sorted(kernels), templates_dir=TEMPLATES,
         network_files=[("src/network.h", "network.h.j2", {}), ("src/main.c", "main.c.j2", {})] + files,
         layout="hwc", tensor_layouts=base.flattened_layouts(graph), bin_names="flat",
-        report={"cycles_source": gvsoc_open.CYCLES_SOURCE[opts["run"]["platform"]], "layer_by_layer": True, "peak_l2_bytes": lw["peak_l2"],
+        report={"cycles_source": sim.cycles_source, "layer_by_layer": True, "peak_l2_bytes": lw["peak_l2"],
                 "l2_bytes": lw["l2_avail"], "l3_bytes": 0,
                 "summary_lines": lines + ne16_layer.summary_line(layers)},
         columns=[("engine", "engine"), ("tile HxWxC", "tile_shape"), ("tiles", "n_tiles"), ("L1 B/budget", "l1_use"),

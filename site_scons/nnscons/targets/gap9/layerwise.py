@@ -1,10 +1,10 @@
 """Layer by layer: a model whose parameters do not fit L2 on a simulator without L3.
 
-pulp-open and GVSoC's GAP9 model have no external RAM here, so when the whole network does not
-fit L2 and the platform is gvsoc-open or gvsoc-gap9 (whose point is counting cycles), every
-layer becomes its own program
-and run: its inputs are the goldens of the layers that produce them (bit-exact by the check of
-those layers), its parameters are loaded into L2, its output is checked against its golden and
+The bare-metal GVSoC models (chip.py's Simulators: GVSoC's GAP9 model, and those of the kinds
+reusing gap9) have no external RAM here, so when the whole network does not fit L2 on one of
+them (whose point is counting cycles), every layer becomes its own program and run: its
+inputs are the goldens of the layers that produce them (bit-exact by the check of those
+layers), its parameters are loaded into L2, its output is checked against its golden and
 its cycles are counted. A layer too large even alone (activations + parameters above L2) runs on
 the first k output channels only (conv2d and linear: the parameters of channel o are a prefix of
 each .bin section, the output channels the last axis of the HWC golden): its output is checked
@@ -180,7 +180,7 @@ def run_layer(target, source, env):
     platform, tname = env["NNS_PLATFORM"], session.target_cfg.name
     status, log = platforms.run(platform, session, str(source[0]), env["NNS_BIN_DIR"], show=env["NNS_VERBOSE"])
     if not simrun.vetted(f"RUN FAILED [{tname}] layer {env['NNS_LABEL']} on {platform}", session, status, log,
-                         runstep.FATAL):
+                         runstep.fatal(session)):
         return 1
     write_if_changed(str(target[0]), log)
     return 0
@@ -190,13 +190,15 @@ def merge_logs(target, source, env):
     """target [run.log, output.npy]; source: the layers' logs in model order. run.log holds every
     layer's lines, `Test PASSED` when every run passed, and the network output of the last run."""
     session = env["NNS_SESSION"]
+    from . import runstep
+    keep = ("layer ", "measure ", "ERROR") + tuple(runstep.error_tags(session))
     texts = []
     for node in source:
         with open(str(node), encoding="utf-8") as f:
             texts.append(f.read())
     lines = [f"nnscons run: layer by layer, {len(texts)} runs"]
     for text in texts:
-        lines += [ln for ln in text.splitlines() if ln.startswith(("layer ", "measure ", "ERROR", "PULP-OPEN", "GAP9 ERROR"))]
+        lines += [ln for ln in text.splitlines() if ln.startswith(keep)]
     graph, out_lines, at = session.graph, [], 0
     for name in graph.outputs:      # each output from the run of its layer, placed back to back
         k = next(i for i, lp in enumerate(session.plan.layers) if lp.layer.output == name)

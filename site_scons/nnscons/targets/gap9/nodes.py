@@ -5,7 +5,7 @@ import os
 
 from ...builders.nodes import compile_generated, compile_object, declare_library
 from ... import binfiles
-from . import gvsoc_open, platforms
+from . import baremetal, platforms
 
 
 def declare_nodes(env, session, common) -> dict:
@@ -36,7 +36,7 @@ def declare_nodes(env, session, common) -> dict:
 
     if layerwise:
         return _layerwise_nodes(env, penv, session, common, objects, pdir)
-    # the harness, the library, the platform's runtime (gvsoc, gvsoc-open, gvsoc-gap9)
+    # the harness, the library, the platform's runtime (gvsoc, the bare-metal GVSoC platforms)
     firmware = penv.Program(os.path.join(pdir, "firmware"),
                             objects[:1] + lib_nodes[:1] + sorted(objects[1:], key=str),
                             LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
@@ -46,10 +46,11 @@ def declare_nodes(env, session, common) -> dict:
                           firmware + common.input + common.weights + common.goldens,
                           NNS_VERB="RUN", NNS_LABEL=f"{session.model_cfg.name} on {platform}",
                           NNS_PLATFORM=platform)
-    if platform in gvsoc_open.PLATFORMS:
-        env.Clean(firmware, [os.path.join(pdir, gvsoc_open.WORK_DIR)])
+    bare_metal = platforms.simulator(session, platform) is not None
+    if bare_metal:
+        env.Clean(firmware, [os.path.join(pdir, baremetal.WORK_DIR)])
     aliases = {"firmware": firmware, "run": run, "library": lib_nodes}
-    if platform not in ("qemu",) + gvsoc_open.PLATFORMS:
+    if platform != "qemu" and not bare_metal:
         aliases["compiledb"] = penv.CompilationDatabase(os.path.join(pdir, "compile_commands.json"))
     return aliases
 
@@ -95,7 +96,7 @@ def _layerwise_nodes(env, penv, session, common, objects, pdir) -> dict:
                              os.path.join(pdir, binfiles.output_array(len(session.graph.outputs))),
                              binfiles.output_path(pdir)], logs,
                             NNS_VERB="MERGE", NNS_LABEL=f"{session.model_cfg.name}: {len(logs)} layer runs")
-    env.Clean(programs, [os.path.join(pdir, gvsoc_open.WORK_DIR)])
+    env.Clean(programs, [os.path.join(pdir, baremetal.WORK_DIR)])
     return {"firmware": programs, "run": run, "bins": slices}
 
 

@@ -3,10 +3,11 @@
   emul   the machine's C compiler + the PMSIS emulation (kernels/gap9/emul), threads
   qemu   riscv64-unknown-elf-gcc for rv32 + the emulation on one hart, qemu-system-riscv32
   gvsoc  the GAP SDK's compiler and gvsoc (see gvsoc.py)
-  gvsoc-open  riscv64-unknown-elf-gcc + the bare-metal runtime of kernels/gap9/open on GVSoC's
-         pulp-open, with per-layer cycles (see gvsoc_open.py)
-  gvsoc-gap9  the same on GreenWaves' GVSoC model of GAP9 itself ($GAP9_GVSOC), with per-layer
-         cycles and TCDM contention
+  gvsoc-gap9  riscv64-unknown-elf-gcc + the bare-metal runtime of kernels/gap9/open on
+         GreenWaves' GVSoC model of GAP9 ($GAP9_GVSOC), with per-layer cycles and TCDM contention
+         (baremetal.py, gvsoc_gap9.py)
+A kind reusing this code lists its own bare-metal simulators in its Chip (chip.py); which
+platform is which is read there (session.kind.CHIP), never from the chip's name.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ...builders.hostrun import run_program
 from ...errors import UserError
 from ...resources import data_path
 from ..base import cross_ar
-from . import gvsoc, gvsoc_open
+from . import baremetal, gvsoc, gvsoc_gap9
 
 EMUL_DIR = data_path("kernels", "gap9", "emul")
 _announced = set()
@@ -30,8 +31,8 @@ def resolve(opts, target_name, explicit) -> str:
         return platform
     # the GAP SDK's gvsoc when installed, else GVSoC's GAP9 model, else the emulation
     sdk = gvsoc.find_sdk()
-    model = None if sdk else gvsoc_open.find_gap9_model(install=True)
-    chosen = "gvsoc" if sdk else "gvsoc-gap9" if model and shutil.which(gvsoc_open.CC) else "emul"
+    model = None if sdk else gvsoc_gap9.find_gap9_model(install=True)
+    chosen = "gvsoc" if sdk else "gvsoc-gap9" if model and shutil.which(baremetal.CC) else "emul"
     if target_name not in _announced:          # one line per scons call
         _announced.add(target_name)
         if sdk:
@@ -40,10 +41,15 @@ def resolve(opts, target_name, explicit) -> str:
             why = f"GAP SDK not found; GVSoC's GAP9 model at {os.path.dirname(model)}"
         else:
             why = ("GAP SDK not found (GAP_SDK_HOME unset and no gvsoc on PATH), nor GVSoC's GAP9 model "
-                   "(GAP9_GVSOC unset, no ../shared/gap9-gvsoc" + (")" if not model else f"; {gvsoc_open.CC} not on PATH)"))
+                   "(GAP9_GVSOC unset, no ../shared/gap9-gvsoc" + (")" if not model else f"; {baremetal.CC} not on PATH)"))
         print(f"nnscons: target {target_name}: platform=auto -> {chosen} ({why}); "
               f"choose with platform=gvsoc|gvsoc-gap9|emul|qemu")
     return chosen
+
+
+def simulator(session, platform):
+    """The bare-metal GVSoC Simulator (chip.py) of the session's kind for platform, else None."""
+    return session.kind.CHIP.simulator(platform)
 
 
 def check_tools(env, session) -> None:
@@ -51,8 +57,8 @@ def check_tools(env, session) -> None:
     name = session.target_cfg.name
     if platform == "gvsoc":
         gvsoc.require_sdk(name)
-    elif platform in gvsoc_open.PLATFORMS:
-        gvsoc_open.check_tools(name, platform)
+    elif sim := simulator(session, platform):
+        baremetal.check_tools(name, sim)
     elif platform == "qemu":
         from . import qemu
         for tool, package in ((qemu.cross_flags()["CC"], "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"),
@@ -82,8 +88,8 @@ def runtime_defines(opts) -> list:
 
 
 # How kernels/gap9/nn_xpulp.h implements the Xpulp operations on each platform: the GAP SDK
-# compiler's builtins on gvsoc; `.insn` encodings on gvsoc-open and gvsoc-gap9 (NN_XPULP_INSN, set with its
-# flags in gvsoc_open.py); plain C with the same semantics on emul and qemu.
+# compiler's builtins on gvsoc; `.insn` encodings on the bare-metal GVSoC platforms (NN_XPULP_INSN, set
+# with their flags in baremetal.py); plain C with the same semantics on emul and qemu.
 XPULP = {"gvsoc": ["NN_XPULP_BUILTIN"]}
 
 
@@ -102,7 +108,7 @@ def library_flags(opts, platform, lib_dir) -> dict:
     """What an application of <platform>/lib/libnns_<model>.a compiles and links with besides
     the header (its .mk and .cmake in lib_dir): nn_gap9.h's folder and the runtime defines; on
     emul and qemu the emulation's pmsis.h (the archive holds the emulation; natively it needs
-    threads).  On gvsoc, gvsoc-open and gvsoc-gap9 the application brings its PMSIS runtime.  Include
+    threads).  On gvsoc and the bare-metal GVSoC platforms the application brings its PMSIS runtime.  Include
     folders are relative to lib_dir (the files find them from where they are), so that two
     checkouts generate the same files and share a cache."""
     inc = [data_path("kernels", "common"), data_path("kernels", "gap9")]
@@ -136,11 +142,11 @@ def environment(env, session, platform):
                       CPPDEFINES=defines + s["CPPDEFINES"], LIBS=s["LIBS"], PROGSUFFIX="",
                       NNS_SOURCE_ROOT=s["SOURCE_ROOT"])
         return e, s["SOURCES"]
-    if platform in gvsoc_open.PLATFORMS:
+    if sim := simulator(session, platform):
         # every run's work dir is <platform dir>/gvsoc-work/<program>: the same way up to bin/
-        work = os.path.join(session.build_dir, platform, gvsoc_open.WORK_DIR, "program")
+        work = os.path.join(session.build_dir, platform, baremetal.WORK_DIR, "program")
         fs_dir = os.path.relpath(os.path.join(session.build_dir, "bin"), work)
-        x = gvsoc_open.cross_flags(fs_dir.replace(os.sep, "/"), opts, platform)
+        x = baremetal.cross_flags(fs_dir.replace(os.sep, "/"), opts, sim)
         e = env.Clone(CC=x["CC"], LINK=x["CC"], AR=cross_ar(x["CC"]), CFLAGS=x["CFLAGS"], LINKFLAGS=x["LINKFLAGS"],
                       CPPPATH=cpp + x["CPPPATH"], CPPDEFINES=defines + x["CPPDEFINES"], PROGSUFFIX=".elf")
         return e, x["SOURCES"]
@@ -164,10 +170,10 @@ def run(platform, session, firmware, bin_dir, show=False) -> tuple:
     timeout = session.options["run"]["timeout"]
     if platform == "gvsoc":
         return gvsoc.require_sdk(session.target_cfg.name).run(firmware, bin_dir, timeout, show)
-    if platform in gvsoc_open.PLATFORMS:
-        work = os.path.join(session.build_dir, platform, gvsoc_open.WORK_DIR,
+    if sim := simulator(session, platform):
+        work = os.path.join(session.build_dir, platform, baremetal.WORK_DIR,
                             os.path.splitext(os.path.basename(firmware))[0])
-        return gvsoc_open.run(session.target_cfg.name, firmware, work, timeout, show, platform)
+        return baremetal.run(session.target_cfg.name, sim, firmware, work, timeout, show)
     if platform == "qemu":
         from . import qemu
         return qemu.run_qemu(firmware, bin_dir, timeout, show)
