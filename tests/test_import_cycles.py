@@ -24,10 +24,6 @@ ALLOWED = {
     frozenset({"nnscons.builders.export", "nnscons.builders.nodes"}):
         "nodes imports export (the library's export nodes), export nodes.py_sources lazily: builders/ is "
         "split by what its files do in issue 27.4's builders part (the build-speed work edits builders/ now)",
-    frozenset({"nnscons.targets.gap9", "nnscons.targets.gap9.tool"}):
-        "a kind's package loads its SCons Tool, whose exists() calls back lazily into the kind's "
-        "check_tools: cut as for host, aie2p, arm64 and k210 (check_tools in tool.py or platforms.py) once "
-        "targets/gap9/ is not being edited (pulp-open leaves it, issue 27.3)",
 }
 
 

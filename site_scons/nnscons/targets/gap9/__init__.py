@@ -23,6 +23,7 @@ from ... import ops as nnsops
 from .. import base, library
 from ... import binfiles
 from . import baremetal, gvsoc_gap9, layerwise, memory, ne16_layer, ops, platforms, residual
+from .platforms import check_tools  # noqa: F401  (the kind's hook: what to install for the platform)
 from .chip import Chip
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
@@ -92,10 +93,6 @@ def settle_platform(chip: Chip, opts, platform) -> str:
     if opts["cluster"]["cores"] == "auto":
         opts["cluster"]["cores"] = chip.most_cores(platform)
     return platform
-
-
-def check_tools(env, session) -> None:
-    platforms.check_tools(env, session)
 
 
 def _budget(layer, opts, overrides, where, chip: Chip = CHIP):

@@ -33,5 +33,5 @@ def exists(env):
     """Whether this target's tools (compiler, emulator or SDK of the chosen platform) are
     here: the same check that names what to install (check_tools)."""
     from ..base import tools_exist
-    from . import check_tools
+    from .platforms import check_tools
     return tools_exist(check_tools, env)
