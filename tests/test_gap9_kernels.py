@@ -990,7 +990,8 @@ PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=n
                "-Dnn_xp_conv2d_im2col=nn_xp_conv2d_im2col_plain",
                "-Dnn_xp_conv2d_chans_s8=nn_xp_conv2d_chans_s8_plain",
                "-Dnn_xp_conv2d_core_s8=nn_xp_conv2d_core_s8_plain", "-Dnn_xp_conv2d_split=nn_xp_conv2d_split_plain",
-               "-Dnn_xp_conv2d_preflip=nn_xp_conv2d_preflip_plain", "-Dnn_xp_conv2d_flip=nn_xp_conv2d_flip_plain",
+               "-Dnn_xp_conv2d_preflip=nn_xp_conv2d_preflip_plain",
+               "-Dnn_xp_conv2d_pointwise=nn_xp_conv2d_pointwise_plain", "-Dnn_xp_conv2d_flip=nn_xp_conv2d_flip_plain",
                "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain",
                "-Dnn_xp_dwconv_s8=nn_xp_dwconv_s8_plain", "-Dnn_xp_dwconv_fast=nn_xp_dwconv_fast_plain",
                "-Dnn_xp_dwconv_scratch=nn_xp_dwconv_scratch_plain", "-Dnn_xp_lut_s8=nn_xp_lut_s8_plain",
@@ -1202,7 +1203,7 @@ def test_xpulp_pointwise_macs_per_cycle_on_gvsoc(tmp_path):
     50.8 k), so the kernel keeps the direct path; this floor guards against regressions."""
     rng = np.random.default_rng(11)
     geo = dict(in_h=7, in_w=15, in_c=64, out_h=4, out_w=8, out_c=128, k_h=1, k_w=1, stride_h=2, stride_w=2,
-               dil_h=1, dil_w=1, pad_top=0, pad_left=0, groups=1, in_zp=-128, out_zp=3, act_min=-128,
+               dil_h=1, dil_w=1, pad_top=0, pad_left=0, groups=1, in_zp=0, out_zp=3, act_min=-128,
                act_max=127)
     mult, shift = _requant_table(rng, 128, 70 * 70 * 8)
     case = ("conv", [geo[f] for f in CONV_HWC_FIELDS], rand_int8(rng, (7, 15, 64)), rand_int8(rng, (128, 1, 1, 64)),
