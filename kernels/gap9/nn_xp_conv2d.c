@@ -198,8 +198,11 @@ static inline int8_t pw_rq(int32_t a, int32_t m, int32_t rcz, int32_t k, int32_t
 {
     int32_t r = ((int32_t)(((int64_t)a * m) >> 32) + rcz) >> k;
 #if defined(NN_XPULP_INSN)
-    __asm__(".insn r 0x33, 6, 0x02, %0, %0, %1\n\t.insn r 0x33, 4, 0x02, %0, %0, %2"
-            : "+r"(r) : "r"(lo), "r"(hi));      /* p.max, p.min */
+    if (lo == -128 && hi == 127)        /* p.clip r, 8: [-128, 127] in one instruction */
+        __asm__(".insn r 0x33, 1, 0x0a, %0, %0, x8" : "+r"(r));
+    else
+        __asm__(".insn r 0x33, 6, 0x02, %0, %0, %1\n\t.insn r 0x33, 4, 0x02, %0, %0, %2"
+                : "+r"(r) : "r"(lo), "r"(hi));      /* p.max, p.min */
     return (int8_t)r;
 #else
     return (int8_t)(r < lo ? lo : (r > hi ? hi : r));
@@ -297,7 +300,10 @@ static __attribute__((noinline)) void pw_run_short(const int8_t *in0, ptrdiff_t 
                                                    int nw, const int32_t *b, const nn_xp_rq_short_t *q, int32_t lo,
                                                    int32_t hi)
 {
-    pw_run(in0, xs, row, out_w, p, p_end, o, os, w, ws, nw, b, q, lo, hi, 0);
+    if (lo == -128 && hi == 127)    /* no activation: the clamp a constant (p.clip) */
+        pw_run(in0, xs, row, out_w, p, p_end, o, os, w, ws, nw, b, q, -128, 127, 0);
+    else
+        pw_run(in0, xs, row, out_w, p, p_end, o, os, w, ws, nw, b, q, lo, hi, 0);
 }
 
 /* the blocks whose multipliers or accumulators could meet a tie, out of the short path's code */
