@@ -173,10 +173,11 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
  * (no padding) with zero point 0 (ops.folds_zp folds any other into the bias at build time).
  * A GEMM: for each block of 4 output channels (its requantization constants set up once) the
  * pixels run in pairs through one hardware loop over the input channels, accumulators starting
- * at the bias, and each output is requantized by the short rule of nn_xp_rq_short (a mulh, an
- * add, a shift, p.max/p.min) when the block allows it; the loop body stays small for the
- * cores' 512-byte instruction caches. Blocks that do not allow it, and the channels after the
- * last block of 4, take the direct path. */
+ * at the bias, and each output is requantized by the short rule (nn_xp_rq_short_ok: a mulh, an
+ * add, a shift, the clamp) when the block allows it, else by the exact 32-bit rule
+ * (nn_xp_requant_k) in a copy of the same loop, else (a shift below 33, a bias beyond 2^30) on
+ * the direct path, as are the channels after the last block of 4. Instruction fetch bounds
+ * these layers on pulp-open, so the pair loop stays one straight run of code. */
 
 int nn_xp_conv2d_pointwise(const nn_hwc_conv_cfg_t *cfg)
 {
@@ -185,8 +186,8 @@ int nn_xp_conv2d_pointwise(const nn_hwc_conv_cfg_t *cfg)
            (cfg->out_w - 1) * cfg->stride_w - cfg->pad_left < cfg->in_w;
 }
 
-/* one requantization by the short rule: ((a mult) >> 32 + rcz) >> k, clamped */
-/* exact: nn_xp_requant_k's rule with its tie test (rcz = 2^(k-1) - 1, zp added after) */
+/* pw_run's requantization: exact, nn_xp_requant_k's rule with its tie test (r = 2^(k-1) - 1,
+ * zp added after the shift); else the short rule, ((a mult) >> 32 + rcz) >> k, clamped */
 #define PW_RQ(a, m, r, k) (exact ? pw_rq_exact(a, m, r, k, zp, lo, hi) : pw_rq(a, m, r, k, lo, hi))
 static inline int8_t pw_rq_exact(int32_t a, int32_t m, int32_t half_m1, int32_t k, int32_t zp, int32_t lo,
                                  int32_t hi)
