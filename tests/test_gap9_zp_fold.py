@@ -103,6 +103,7 @@ def _check(project, target, platform):
     assert any(zp not in (0, -128) for zp in folded.values()), folded
 
 
+@pytest.mark.slow
 def test_folded_zero_points_are_bit_exact_on_emul(project):
     _check(project, "gap9", "emul")
 
@@ -110,8 +111,9 @@ def test_folded_zero_points_are_bit_exact_on_emul(project):
 GVSOC = gvsoc_open.find_gvsoc()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(GVSOC is None, reason="GVSoC not found (GVSOC unset, no gvsoc on PATH): "
                     "bash ../shared/gvsoc/install.sh DIR, then GVSOC=DIR/gvsoc")
-def test_folded_zero_points_are_bit_exact_on_pulp_open(project):
-    os.environ.setdefault("GVSOC", GVSOC)
+def test_folded_zero_points_are_bit_exact_on_pulp_open(project, monkeypatch):
+    monkeypatch.setenv("GVSOC", GVSOC)
     _check(project, "pulp-open", "gvsoc-open")
