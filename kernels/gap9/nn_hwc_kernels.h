@@ -47,6 +47,8 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
  * (nn_xp_conv2d_im2col(cfg)): weight rows padded with zeros to KW = align4(k_h*k_w*in_c)
  * bytes (OHWI, then the padding); scratch: 2 * KW bytes of this core's own, 4-byte aligned. */
 int nn_xp_conv2d_im2col(const nn_hwc_conv_cfg_t *cfg);
+/* nn_xp_conv2d_core_s8's pointwise path: 1x1, in_zp 0 (folded), every output pixel inside the tile */
+int nn_xp_conv2d_pointwise(const nn_hwc_conv_cfg_t *cfg);
 void nn_xp_conv2d_im2col_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                             const int32_t *bias, const int32_t *mult, const int32_t *shift,
                             int8_t *out, int pix_begin, int pix_end, int8_t *scratch);

@@ -169,6 +169,193 @@ void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_
         nn_hwc_conv2d_s8(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end);
 }
 
+/* ---- pointwise path: 1x1 convs whose every output pixel reads one input pixel of the tile
+ * (no padding) with zero point 0 (ops.folds_zp folds any other into the bias at build time).
+ * A GEMM: for each block of 4 output channels (its requantization constants set up once) the
+ * pixels run in pairs through one hardware loop over the input channels, accumulators starting
+ * at the bias, and each output is requantized by the short rule (nn_xp_rq_short_ok: a mulh, an
+ * add, a shift, the clamp) when the block allows it, else by the exact 32-bit rule
+ * (nn_xp_requant_k) in a copy of the same loop, else (a shift below 33, a bias beyond 2^30) on
+ * the direct path, as are the channels after the last block of 4. Instruction fetch bounds
+ * these layers on pulp-open, so the pair loop stays one straight run of code. */
+
+int nn_xp_conv2d_pointwise(const nn_hwc_conv_cfg_t *cfg)
+{
+    return nn_xp_conv2d_fast(cfg) && cfg->in_zp == 0 && cfg->k_h == 1 && cfg->k_w == 1 && cfg->pad_top <= 0 &&
+           cfg->pad_left <= 0 && (cfg->out_h - 1) * cfg->stride_h - cfg->pad_top < cfg->in_h &&
+           (cfg->out_w - 1) * cfg->stride_w - cfg->pad_left < cfg->in_w;
+}
+
+/* pw_run's requantization: exact, nn_xp_requant_k's rule with its tie test (r = 2^(k-1) - 1,
+ * zp added after the shift); else the short rule, ((a mult) >> 32 + rcz) >> k, clamped */
+#define PW_RQ(a, m, r, k) (exact ? pw_rq_exact(a, m, r, k, zp, lo, hi) : pw_rq(a, m, r, k, lo, hi))
+static inline int8_t pw_rq_exact(int32_t a, int32_t m, int32_t half_m1, int32_t k, int32_t zp, int32_t lo,
+                                 int32_t hi)
+{
+    return nn_xp_requant_k(a, m, k, half_m1, zp, lo, hi);
+}
+
+static inline int8_t pw_rq(int32_t a, int32_t m, int32_t rcz, int32_t k, int32_t lo, int32_t hi)
+{
+    int32_t r = ((int32_t)(((int64_t)a * m) >> 32) + rcz) >> k;
+#if defined(NN_XPULP_INSN)
+    if (lo == -128 && hi == 127)        /* p.clip r, 8: [-128, 127] in one instruction */
+        __asm__(".insn r 0x33, 1, 0x0a, %0, %0, x8" : "+r"(r));
+    else
+        __asm__(".insn r 0x33, 6, 0x02, %0, %0, %1\n\t.insn r 0x33, 4, 0x02, %0, %0, %2"
+                : "+r"(r) : "r"(lo), "r"(hi));      /* p.max, p.min */
+    return (int8_t)r;
+#else
+    return (int8_t)(r < lo ? lo : (r > hi ? hi : r));
+#endif
+}
+
+/* Output pixels [p, p_end) of a tile out_w pixels wide (input pixel (y, x) at in0 + y row +
+ * x xs; outputs at o, os bytes apart), channels 0..3 of w (rows ws bytes apart, nw words each).
+ * Pairs may span two rows, so one call runs the whole range: calls and their cold code cost
+ * instruction-cache misses, the cluster's bottleneck here. The constants are copied to
+ * locals: the byte stores could alias q, which would reload it after each. */
+static inline __attribute__((always_inline)) void pw_run(const int8_t *in0, ptrdiff_t xs, ptrdiff_t row, int out_w,
+                                                         int p, int p_end, int8_t *o, ptrdiff_t os, const int8_t *w,
+                                                         ptrdiff_t ws, int nw, const int32_t *b,
+                                                         const nn_xp_rq_short_t *q, int32_t lo, int32_t hi,
+                                                         int exact)
+{
+    const int32_t b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+    const int32_t m0 = q[0].mult, m1 = q[1].mult, m2 = q[2].mult, m3 = q[3].mult;
+    const int32_t r0 = q[0].rcz, r1 = q[1].rcz, r2 = q[2].rcz, r3 = q[3].rcz;
+    const int32_t k0 = q[0].k, k1 = q[1].k, k2 = q[2].k, k3 = q[3].k, zp = q[0].zp;
+    int y = p / out_w, x = p - y * out_w;
+    const int8_t *rp = in0 + y * row, *xa = rp + x * xs, *xb;
+    for (; p + 2 <= p_end; p += 2, o += 2 * os) {
+        int32_t c00 = b0, c01 = b0, c10 = b1, c11 = b1, c20 = b2, c21 = b2, c30 = b3, c31 = b3;
+        const int8_t *pa = xa, *pb, *w0 = w;
+        if (++x == out_w) {
+            x = 0;
+            rp += row;
+            xb = rp;
+        } else {
+            xb = xa + xs;
+        }
+        pb = xb;
+#if defined(NN_XPULP_INSN)
+        /* one hardware loop of 14 instructions per input word: 6 loads, 8 pv.sdotsp.b */
+        __asm__ volatile(".option push\n\t.option norvc\n\t"
+                         "add t4, %[p0], %[ws]\n\tadd t5, t4, %[ws]\n\tadd t6, t5, %[ws]\n\t"
+                         NN_XP_LOOP("x0", "%[n]", 28)
+                         NN_XP_4X2_BODY(NN_XP_SDOT_S, "")
+                         ".option pop"
+                         : [c00] "+r"(c00), [c01] "+r"(c01), [c10] "+r"(c10), [c11] "+r"(c11),
+                           [c20] "+r"(c20), [c21] "+r"(c21), [c30] "+r"(c30), [c31] "+r"(c31),
+                           [pa] "+r"(pa), [pb] "+r"(pb), [p0] "+r"(w0)
+                         : [ws] "r"(ws), [n] "r"(nw)
+                         /* no "memory": the loop only reads the input and the weights, which
+                          * nothing here writes */
+                         : "t0", "t1", "t2", "t3", "t4", "t5", "t6");
+#else
+        {       /* in registers, no call: the frames stay small */
+            int i;
+            for (i = 0; i < 4 * nw; i += 4) {
+                const uint32_t a = nn_xp_load(pa + i), bb = nn_xp_load(pb + i);
+                uint32_t v = nn_xp_load(w0 + i);
+                c00 = nn_xp_sdotsp(c00, a, v);
+                c01 = nn_xp_sdotsp(c01, bb, v);
+                v = nn_xp_load(w0 + ws + i);
+                c10 = nn_xp_sdotsp(c10, a, v);
+                c11 = nn_xp_sdotsp(c11, bb, v);
+                v = nn_xp_load(w0 + 2 * ws + i);
+                c20 = nn_xp_sdotsp(c20, a, v);
+                c21 = nn_xp_sdotsp(c21, bb, v);
+                v = nn_xp_load(w0 + 3 * ws + i);
+                c30 = nn_xp_sdotsp(c30, a, v);
+                c31 = nn_xp_sdotsp(c31, bb, v);
+            }
+        }
+#endif
+        o[0] = PW_RQ(c00, m0, r0, k0);
+        o[1] = PW_RQ(c10, m1, r1, k1);
+        o[2] = PW_RQ(c20, m2, r2, k2);
+        o[3] = PW_RQ(c30, m3, r3, k3);
+        o[os] = PW_RQ(c01, m0, r0, k0);
+        o[os + 1] = PW_RQ(c11, m1, r1, k1);
+        o[os + 2] = PW_RQ(c21, m2, r2, k2);
+        o[os + 3] = PW_RQ(c31, m3, r3, k3);
+        if (++x == out_w) {
+            x = 0;
+            rp += row;
+            xa = rp;
+        } else {
+            xa = xb + xs;
+        }
+    }
+    if (p < p_end) {
+        int32_t acc[4] = {b0, b1, b2, b3}, j;
+        nn_xp_dot_4x1(0, acc, xa, w, ws, nw, 1, 0, 0);
+        for (j = 0; j < 4; ++j)
+            o[j] = PW_RQ(acc[j], q[j].mult, q[j].rcz, q[j].k);
+    }
+}
+
+static __attribute__((noinline)) void pw_run_short(const int8_t *in0, ptrdiff_t xs, ptrdiff_t row, int out_w, int p,
+                                                   int p_end, int8_t *o, ptrdiff_t os, const int8_t *w, ptrdiff_t ws,
+                                                   int nw, const int32_t *b, const nn_xp_rq_short_t *q, int32_t lo,
+                                                   int32_t hi)
+{
+    if (lo == -128 && hi == 127)    /* no activation: the clamp a constant (p.clip) */
+        pw_run(in0, xs, row, out_w, p, p_end, o, os, w, ws, nw, b, q, -128, 127, 0);
+    else
+        pw_run(in0, xs, row, out_w, p, p_end, o, os, w, ws, nw, b, q, lo, hi, 0);
+}
+
+/* the blocks whose multipliers or accumulators could meet a tie, out of the short path's code */
+static __attribute__((noinline)) void pw_run_exact(const int8_t *in0, ptrdiff_t xs, ptrdiff_t row, int out_w, int p,
+                                                   int p_end, int8_t *o, ptrdiff_t os, const int8_t *w, ptrdiff_t ws,
+                                                   int nw, const int32_t *b, const nn_xp_rq_short_t *q, int32_t lo,
+                                                   int32_t hi)
+{
+    pw_run(in0, xs, row, out_w, p, p_end, o, os, w, ws, nw, b, q, lo, hi, 1);
+}
+
+/* Output pixels [pix_begin, pix_end) x the blocks of 4 channels from c_begin of a pointwise
+ * tile, until a block whose requantization does not allow the short rule or fewer than 4
+ * channels are left before c_end: returns where it stopped (c_end when done). The caller runs
+ * such a block on the direct path, so that the two paths' frames never stack up (the
+ * cores' stacks are 1 KiB). */
+static __attribute__((noinline)) int pw_blocks(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                                               const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                                               int8_t *out, int pix_begin, int pix_end, int c_begin, int c_end)
+{
+    const int K = cfg->in_c, nw = K / 4, out_w = cfg->out_w, oc = cfg->out_c;
+    const ptrdiff_t xs = (ptrdiff_t)cfg->stride_w * K, row = (ptrdiff_t)cfg->stride_h * cfg->in_w * K;
+    const uint32_t span = (uint32_t)K << 14;        /* |sum x w| <= 2^14 K */
+    const int8_t *in0 = in + ((ptrdiff_t)-cfg->pad_top * cfg->in_w - cfg->pad_left) * K;
+    nn_xp_rq_short_t q[4];
+    int32_t b[4];
+    int o, j, ok;
+    for (o = c_begin; o + 4 <= c_end; o += 4) {
+        for (j = 0, ok = 1; j < 4; ++j) {
+            b[j] = bias ? bias[o + j] : 0;
+            ok &= nn_xp_rq_short_ok(&q[j], b[j], mult[o + j], shift[o + j], cfg->out_zp, span);
+        }
+        if (!ok) {      /* the exact rule in 32 bits (nn_xp_requant_quick), else the direct path */
+            for (j = 0; j < 4; ++j) {
+                if (!nn_xp_requant_quick(b[j], shift[o + j]) || K >= NN_XP_QUICK_BYTES)
+                    return o;
+                q[j].mult = mult[o + j];
+                q[j].k = shift[o + j] - 32;
+                q[j].rcz = ((int32_t)1 << (q[j].k - 1)) - 1;
+                q[j].zp = cfg->out_zp;
+            }
+            pw_run_exact(in0, xs, row, out_w, pix_begin, pix_end, out + (ptrdiff_t)pix_begin * oc + o, oc,
+                         weight + (ptrdiff_t)o * K, K, nw, b, q, cfg->act_min, cfg->act_max);
+            continue;
+        }
+        pw_run_short(in0, xs, row, out_w, pix_begin, pix_end, out + (ptrdiff_t)pix_begin * oc + o, oc,
+                     weight + (ptrdiff_t)o * K, K, nw, b, q, cfg->act_min, cfg->act_max);
+    }
+    return o < c_end ? o : c_end;
+}
+
 /* ---- im2col path: every other groups == 1 conv (in_c % 4 != 0, dilated columns, any input
  * zero point; the network's first conv on an image). Each pixel's receptive field is copied
  * to a contiguous run of K = k_h*k_w*in_c bytes as x ^ 0x80 = x + 128 (0..255), padding as
@@ -447,13 +634,52 @@ void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, 
     *te = tail && *tb + per_t < out_c ? *tb + per_t : out_c;
 }
 
+/* Core `core`'s pixels [pb, pe) x channels [cb, ce) of a pointwise tile: the grid whose busiest
+ * core is done first when a block of 4 channels costs about 300 cycles to set up (its
+ * requantization checks, pw_run's frame) and a pixel pair about 20 per input word and 130
+ * besides (requantizations, the fetches of the loop's code): a tile of few pixels splits its
+ * channels rather than its pixels, so that each block's set-up serves many pairs. */
+static __attribute__((noinline)) void pw_split(int n_pix, int out_c, int words, int core, int n_cores, int *pb, int *pe, int *cb, int *ce)
+{
+    const int n_blk = (out_c + 3) / 4;
+    int cc, best = 1, cp, per_p, per_c, g;
+    long best_cost = -1;
+    for (cc = 1; cc <= n_cores && cc <= n_blk; ++cc) {
+        const long px = (n_pix + n_cores / cc - 1) / (n_cores / cc);
+        const long cost = (long)((n_blk + cc - 1) / cc) * (300 + (px + 1) / 2 * (20L * words + 130));
+        if (n_cores % cc == 0 && (best_cost < 0 || cost < best_cost)) {
+            best = cc;
+            best_cost = cost;
+        }
+    }
+    cp = n_cores / best;
+    per_p = (n_pix + cp - 1) / cp;
+    per_c = 4 * ((n_blk + best - 1) / best);
+    g = core / best;
+    *pb = g * per_p < n_pix ? g * per_p : n_pix;
+    *pe = *pb + per_p < n_pix ? *pb + per_p : n_pix;
+    g = core % best;
+    *cb = g * per_c < out_c ? g * per_c : out_c;
+    *ce = *cb + per_c < out_c ? *cb + per_c : out_c;
+}
+
 void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                           const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                           int core, int n_cores, int8_t *scratch, int flipped)
 {
     const int n_pix = cfg->out_h * cfg->out_w;
     int pb, pe, cb, ce, tb, te;
-    if (nn_xp_conv2d_fast(cfg)) {
+    if (nn_xp_conv2d_pointwise(cfg)) {
+        pw_split(n_pix, cfg->out_c, cfg->in_c / 4, core, n_cores, &pb, &pe, &cb, &ce);
+        while (pb < pe && cb < ce) {
+            /* a block the short rule does not take, or the last 1..3 channels: direct path */
+            cb = pw_blocks(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce);
+            te = cb + 4 < ce ? cb + 4 : ce;
+            if (cb < te)
+                direct(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, te, 0);
+            cb = te;
+        }
+    } else if (nn_xp_conv2d_fast(cfg)) {
         const int flip = cfg->in_zp == -128 ? (flipped ? 2 : 1) : 0;
         nn_xp_conv2d_split(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb, &pe,
                            &cb, &ce, &tb, &te);

@@ -435,4 +435,34 @@ static inline int8_t nn_xp_requant_k(int32_t s, int32_t mult, int32_t k, int32_t
     return (int8_t)(q < lo ? lo : (q > hi ? hi : q));
 }
 
+/* The short form of the rule for shift 33..55 (k = shift - 32 in 1..23): it rounds
+ * v = a mult to nearest, ties to even, at bit 32 + k, and a tie needs the low word of v to be
+ * 0, i.e. ctz(a) + ctz(mult) >= 32, impossible when every reachable a != 0 has
+ * |a| < 2^(32 - ctz(mult)) (a = 0 rounds to 0 either way). Then the rule is
+ * ((v >> 32) + 2^(k-1)) >> k, and + zp folds in as zp 2^k inside the shift when that cannot
+ * overflow. nn_xp_rq_short_ok says whether that holds for every a = bias + d, |d| <= span
+ * (span < 2^30), all in 32-bit arithmetic, and sets q. */
+typedef struct {
+    int32_t mult, rcz, k, zp;   /* zp: for callers that also keep the exact rule's constants here */
+} nn_xp_rq_short_t;
+
+static inline int nn_xp_rq_short_ok(nn_xp_rq_short_t *q, int32_t bias, int32_t mult, int32_t shift, int32_t zp,
+                                    uint32_t span)
+{
+    const uint32_t m = mult < 0 ? 0u - (uint32_t)mult : (uint32_t)mult;
+    const uint32_t ab = bias < 0 ? 0u - (uint32_t)bias : (uint32_t)bias, amax = ab + span;
+    if (shift < 33 || shift > 55 || zp < -128 || zp > 128 || ab >= 0x40000000u || span >= 0x40000000u)
+        return 0;
+    if ((uint32_t)(((uint64_t)amax * (m & (0u - m))) >> 32) != 0)      /* amax 2^ctz(m) >= 2^32 */
+        return 0;
+    /* |v >> 32| <= that + 1 and |rcz| <= 2^22 + 2^30: the sum stays in 32 bits */
+    if ((uint32_t)(((uint64_t)amax * m) >> 32) >= 0x3f000000u)
+        return 0;
+    q->mult = mult;
+    q->k = shift - 32;
+    q->rcz = (int32_t)(((uint32_t)1 << (q->k - 1)) + ((uint32_t)zp << q->k));
+    q->zp = 0;
+    return 1;
+}
+
 #endif /* NN_XPULP_H */

@@ -153,7 +153,8 @@ def _p_per_oc(layer):
 def xp_conv_path(layer, graph, xpulp=True) -> str:
     """Which Xpulp kernel path a conv takes (kernels/gap9/nn_xp_conv2d.c, the same tests as
     nn_xp_conv2d_fast / nn_xp_conv2d_im2col, nn_xp_dwconv_fast): "direct" (in_c % 4 == 0,
-    no column dilation, input zero point 0 or -128), "im2col" (the other dense convs), "dw"
+    no column dilation, input zero point 0 or -128 as the kernel sees it: kernel_zp), "im2col"
+    (the other dense convs), "dw"
     (depthwise: groups == in_c == out_c, no column dilation; nn_xp_dwconv.c), or "plain"
     (other grouped convs, or every conv with the target's kernels.xpulp off:
     nn_hwc_conv2d_s8)."""
@@ -166,10 +167,36 @@ def xp_conv_path(layer, graph, xpulp=True) -> str:
         kh, kw = a["kernel"]
         dw = a["groups"] == c == oc and a.get("dilation", (1, 1))[1] == 1 and kh * -(-kw // 4) <= 32
         return "dw" if dw else "plain"
-    zp = graph.tensor(layer.inputs[0]).q.zero_point
-    if c % 4 == 0 and a.get("dilation", (1, 1))[1] == 1 and zp in (0, -128):
+    if c % 4 == 0 and a.get("dilation", (1, 1))[1] == 1 and kernel_zp(layer, graph) in (0, -128):
         return "direct"
     return "im2col"
+
+
+def folds_zp(layer, graph) -> bool:
+    """Whether a dense conv's input zero point folds into its bias (folded_bias): no padding
+    (no tap reads the zero point), a bias section to hold it, a zero point other than 0, and
+    the folded bias inside int32 for any weights (|zp| * 127 * K + max |bias|), so that
+    bias' + sum(x * w) is the reference's bias + sum((x - zp) * w) exactly."""
+    a = layer.attrs
+    if not registry.is_conv(layer) or a.get("groups", 1) != 1 or layer.bias is None or any(a["pads"]):
+        return False
+    zp = int(graph.tensor(layer.inputs[0]).q.zero_point)
+    k = int(np.prod(layer.weight.shape[1:]))
+    return zp != 0 and abs(zp) * 127 * k + int(np.abs(layer.bias.astype(np.int64)).max()) < 2 ** 31
+
+
+def kernel_zp(layer, graph) -> int:
+    """The input zero point a conv's kernel is given: 0 when it is folded into the bias."""
+    return 0 if folds_zp(layer, graph) else int(graph.tensor(layer.inputs[0]).q.zero_point)
+
+
+def folded_bias(layer, graph) -> np.ndarray:
+    """bias - zp * sum(w) per output channel (int32; folds_zp says it fits): the kernels then
+    run the conv with zero point 0, the direct path for any zero point (sdotsp on the codes,
+    no flip)."""
+    zp = int(graph.tensor(layer.inputs[0]).q.zero_point)
+    sums = layer.weight.reshape(layer.weight.shape[0], -1).astype(np.int64).sum(axis=1)
+    return (layer.bias.astype(np.int64) - zp * sums).astype(np.int32)
 
 
 def xp_preflip(layer, graph, til, xpulp=True) -> bool:
@@ -177,8 +204,7 @@ def xp_preflip(layer, graph, til, xpulp=True) -> bool:
     x ^ 0x80 once in place (nn_xp_conv2d_flip) instead of on every load in its loops: worth it
     when the xors saved (one per 16 MACs) outweigh the flip (about 2 cycles per input byte
     loaded), i.e. unless a large input is re-read for few output channels."""
-    if til is None or xp_conv_path(layer, graph, xpulp) != "direct" or \
-            graph.tensor(layer.inputs[0]).q.zero_point != -128:
+    if til is None or xp_conv_path(layer, graph, xpulp) != "direct" or kernel_zp(layer, graph) != -128:
         return False
     o = hwc(graph.tensor(layer.output).shape)
     k = int(np.prod(layer.weight.shape[1:]))
@@ -384,6 +410,7 @@ def _conv_spec(layer, graph, spec, til, xpulp):
     spec["xp_path"] = "plain" if path in ("im2col", "dw") and til is not None and not til.l1_scratch else path
     spec["im2col_bytes"] = im2col_bytes(layer, graph)
     spec["xp_preflip"] = xp_preflip(layer, graph, til, xpulp)
+    spec["in_zp_kernel"] = kernel_zp(layer, graph)      # 0 when folded into the bias (pack_params)
     if spec["xp_path"] == "dw":
         spec["dw_scratch_bytes"] = dw_plane_bytes(layer, til)
     if til is not None:
@@ -447,7 +474,12 @@ def budget_error(layer, need, budget, budget_at) -> UserError:
 def pack_params(layer, graph, layout) -> bytes:
     """The weights .bin in GAP9 order (HWC activations: base.pack_hwc)."""
     from ..base import pack_hwc
-    return pack_hwc(layer, graph, layout)
+    blob = pack_hwc(layer, graph, layout)
+    if folds_zp(layer, graph):      # the input zero point in the bias (every kernel path)
+        off = next(offset for name, _, _, offset in layout if name == "bias")
+        raw = folded_bias(layer, graph).astype("<i4").tobytes()
+        blob = blob[:off] + raw + blob[off + len(raw):]
+    return blob
 
 
 @dataclass(frozen=True)
