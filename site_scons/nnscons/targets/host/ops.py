@@ -3,7 +3,7 @@ per-layer spec (the only thing a layer's generated code depends on).
 
 Activations are HWC.  Conv (groups 1) and linear layers get a generated BRGEMM kernel
 (nnscons.kernelgen, template gemm.c.j2); grouped/depthwise convs, pools, concat and
-requant use the HWC kernels shared with gap9 (kernels/gap9/nn_hwc_*.c, portable C)."""
+requant use the portable HWC kernels (kernels/common/nn_hwc_*.c, gap9 runs them too)."""
 from __future__ import annotations
 
 from ...errors import UserError
@@ -17,10 +17,9 @@ from ..base import OpImpl, pool_check
 from ...ops import bilinear, div, instnorm, island_pool, lrn, softmax
 
 K = data_path("kernels", "common") + "/"
-G = data_path("kernels", "gap9") + "/"
 T = (K + "nn_threads.c",)
 H = data_path("kernels", "host") + "/"
-SIMD = (H + "nn_simd.c", K + "nn_eltwise.c", G + "nn_hwc_pool.c")   # nn_simd.c falls back on both
+SIMD = (H + "nn_simd.c", K + "nn_eltwise.c", K + "nn_hwc_pool.c")   # nn_simd.c falls back on both
 
 
 @dataclass(frozen=True)
@@ -42,10 +41,10 @@ OPS = {
     "linear": OpImpl("gemm.c.j2", T),
     "maxpool": HostImpl("pool.c.j2", SIMD, pool_check, isa=True),
     "avgpool": OpImpl("pool.c.j2", SIMD, pool_check),
-    "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
+    "global_avgpool": OpImpl("global_avgpool.c.j2", (K + "nn_hwc_pool.c",)),
     "add": HostImpl("add.c.j2", SIMD, isa=True, residual=True),
-    "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
-    "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
+    "concat": OpImpl("concat.c.j2", (K + "nn_hwc_eltwise.c",)),
+    "requant": OpImpl("requant.c.j2", (K + "nn_hwc_eltwise.c",)),
     "reshape": OpImpl("reshape.c.j2", ()),
     "lut": OpImpl("lut.c.j2", (K + "nn_lut.c",)),
     "mul": OpImpl("mul.c.j2", (K + "nn_broadcast.c",), spec=lambda l, g: {"mode": l.attrs["mode"]}),
@@ -73,7 +72,7 @@ def _reduce_spec(layer, graph):
     return spec(layer, graph)
 # convs the generator does not take (groups > 1): depthwise (groups = channels) on the
 # vectorized kernel, other grouped convs on the HWC direct kernel
-GROUPED_CONV = OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",))
+GROUPED_CONV = OpImpl("conv2d.c.j2", (K + "nn_hwc_conv2d.c",))
 DEPTHWISE_CONV = HostImpl("dwconv.c.j2", SIMD, isa=True)
 
 

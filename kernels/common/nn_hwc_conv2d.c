@@ -1,4 +1,4 @@
-/* 2-D convolution on an HWC tile, one output pixel range per call (see nn_hwc_kernels.h).
+/* 2-D convolution on an HWC tile, one output pixel range per call (see nn_hwc.h).
  *
  * Output-pixel stationary: each pixel's valid kernel rows/cols are computed once, so the
  * taps that would read padding (in_zp, contributing 0) are skipped and the MAC loops
@@ -7,7 +7,7 @@
  */
 #include <stddef.h>
 
-#include "nn_hwc_kernels.h"
+#include "nn_hwc.h"
 #include "nn_requant.h"
 #include "nn_window.h"
 

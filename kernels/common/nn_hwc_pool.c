@@ -1,11 +1,11 @@
-/* Max, average and global average pooling on HWC tiles (see nn_hwc_kernels.h).
+/* Max, average and global average pooling on HWC tiles (see nn_hwc.h).
  *
  * Windows are clipped to the tile exactly as nn_pool.c does (positions outside it are
  * padding), and the inner loops run over contiguous channels of one input pixel.
  */
 #include <stddef.h>
 
-#include "nn_hwc_kernels.h"
+#include "nn_hwc.h"
 #include "nn_requant.h"
 #include "nn_window.h"
 

@@ -2,7 +2,7 @@
  * writer (each input's pixels land in a channel slice of the wider output pixel). */
 #include <stddef.h>
 
-#include "nn_hwc_kernels.h"
+#include "nn_hwc.h"
 #include "nn_requant.h"
 
 void nn_hwc_requant_s8(int n_pix, int c, const int8_t *in, int in_stride, int32_t in_zp,
