@@ -80,7 +80,7 @@ class Batch:
 def _build(workdir: Path, extra=()):
     exe = workdir / "harness"
     cmd = (["gcc", *CFLAGS, *extra, f"-I{COMMON}", f"-I{GAP9}", str(HARNESS)]
-           + sorted(str(p) for p in COMMON.glob("*.c")) + [str(p) for p in HWC_SOURCES] + ["-o", str(exe), "-lm"])
+           + sorted({str(p) for p in COMMON.glob("*.c")} | {str(p) for p in HWC_SOURCES}) + ["-o", str(exe), "-lm"])
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     return exe
