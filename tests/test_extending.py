@@ -82,7 +82,7 @@ static const int8_t table[256] = { {{ spec.table | join(", ") }} };
 '''
 
 HOST_ENTRY = ('\nfrom ...ops import shrink as _shrink  # noqa: E402\n'
-              'OPS["shrink"] = OpImpl("shrink.c.j2", (K + "nn_shrink.c",), '
+              'OPS["shrink"] = OpImpl(_t("shrink.c.j2"), (K + "nn_shrink.c",), '
               'spec=lambda l, g: {"table": _shrink.table(l, g)})\n')
 
 
@@ -93,7 +93,7 @@ def add_shrink_op(project) -> None:
     header = project.read("kernels/common/nn_ops.h")
     project.write("kernels/common/nn_ops.h", header.replace("#endif /* NN_OPS_H */",
                                                             SHRINK_PROTOTYPE + "\n#endif /* NN_OPS_H */"))
-    project.write("templates/host/shrink.c.j2", SHRINK_TEMPLATE)
+    project.write("templates/cpu/shrink.c.j2", SHRINK_TEMPLATE)
     table = project.read("site_scons/nnscons/targets/host/ops.py")
     project.write("site_scons/nnscons/targets/host/ops.py", table + HOST_ENTRY)
 

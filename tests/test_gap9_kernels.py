@@ -1,4 +1,4 @@
-"""GAP9 HWC tile kernels (kernels/gap9/nn_hwc_*.c) against the CHW kernels and the reference.
+"""GAP9 HWC tile kernels (kernels/common/nn_hwc_*.c, kernels/gap9/nn_xp_*.c) against the CHW kernels and the reference.
 
 tests/gap9_kernels/harness.c runs a whole batch of kernel calls in one process (see its
 header for the record format), so a broad seeded sweep costs a few subprocess calls.
@@ -34,9 +34,9 @@ from test_kernels import POOL_CASES  # noqa: E402
 
 COMMON = _ROOT / "kernels" / "common"
 GAP9 = _ROOT / "kernels" / "gap9"
-HWC_SOURCES = [GAP9 / n for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_dwconv.c", "nn_xp_linear.c",
-                                  "nn_hwc_pool.c", "nn_xp_pool.c", "nn_xp_add.c", "nn_xp_lut.c",
-                                  "nn_hwc_eltwise.c")]
+HWC_SOURCES = [(COMMON if n.startswith("nn_hwc_") else GAP9) / n
+               for n in ("nn_hwc_conv2d.c", "nn_xp_conv2d.c", "nn_xp_dwconv.c", "nn_xp_linear.c",
+                         "nn_hwc_pool.c", "nn_xp_pool.c", "nn_xp_add.c", "nn_xp_lut.c", "nn_hwc_eltwise.c")]
 HARNESS = Path(__file__).resolve().parent / "gap9_kernels" / "harness.c"
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
@@ -80,7 +80,7 @@ class Batch:
 def _build(workdir: Path, extra=()):
     exe = workdir / "harness"
     cmd = (["gcc", *CFLAGS, *extra, f"-I{COMMON}", f"-I{GAP9}", str(HARNESS)]
-           + sorted(str(p) for p in COMMON.glob("*.c")) + [str(p) for p in HWC_SOURCES] + ["-o", str(exe), "-lm"])
+           + sorted({str(p) for p in COMMON.glob("*.c")} | {str(p) for p in HWC_SOURCES}) + ["-o", str(exe), "-lm"])
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     return exe
@@ -1091,10 +1091,10 @@ def run_on_gvsoc(tmp_path, cases):
     for n in ("nn_xp_conv2d.c", "nn_xp_linear.c", "nn_xp_dwconv.c", "nn_xp_lut.c"):
         cc(GAP9 / n, n + ".insn.o", ["-DNN_XPULP_INSN"])
         cc(GAP9 / n, n + ".plain.o", PLAIN_NAMES)
-    cc(GAP9 / "nn_hwc_conv2d.c", "hwc.o")
+    cc(COMMON / "nn_hwc_conv2d.c", "hwc.o")
     cc(COMMON / "nn_linear.c", "linear.o")
     cc(COMMON / "nn_lut.c", "lut.o")
-    cc(GAP9 / "nn_hwc_eltwise.c", "eltwise.o")
+    cc(COMMON / "nn_hwc_eltwise.c", "eltwise.o")
     cc(PULP_OPEN / "xp_check.c", "check.o", [f"-I{tmp_path}"])
     cc(PULP_OPEN / "crt0.S", "crt0.o")
     elf = tmp_path / "xp_check.elf"

@@ -40,8 +40,8 @@ def test_matrix_builds_every_combination_and_reports_failures(project):
     page = project.read("build/matrix.html")
     assert "<svg" in page and "2 of 3 combination(s) passed" in page
     # a wrong layer in one combination is named in the summary, the others still pass
-    tpl = project.read("templates/host/pool.c.j2")
-    project.write("templates/host/pool.c.j2", tpl.replace(".out_zp = {{ o.zp }}", ".out_zp = {{ o.zp }} + 1"))
+    tpl = project.read("templates/cpu/pool.c.j2")
+    project.write("templates/cpu/pool.c.j2", tpl.replace(".out_zp = {{ o.zp }}", ".out_zp = {{ o.zp }} + 1"))
     proc = nnscons(project, "target=host,gap9", "model=simplecnn", "platform=emul")
     rows = {r["target"]: r for r in json.load(open(project.file("build/matrix.json")))["combinations"]}
     assert rows["host"]["status"] == "failed", (rows["host"], proc.stdout[-3000:])

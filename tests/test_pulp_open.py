@@ -130,7 +130,7 @@ def test_layer_by_layer_runs_each_layer_from_its_producers_goldens(project):
     # a wrong layer (max pooling that takes the minimum, a kernel bug: a damaged golden would
     # be rebuilt) fails that layer, named, and its consumer still runs from the right golden
     for path, old, new in (("kernels/gap9/nn_xp_pool.c", "return cfg->c % 4 == 0", "return 0 && cfg->c % 4 == 0"),
-                           ("kernels/gap9/nn_hwc_pool.c", "px[i] > o[i] ?", "px[i] < o[i] ?")):
+                           ("kernels/common/nn_hwc_pool.c", "px[i] > o[i] ?", "px[i] < o[i] ?")):
         assert old in project.read(path)
         project.write(path, project.read(path).replace(old, new))
     bad = scons(project, "target=pulp-open-lbl", "model=simplecnn")

@@ -12,7 +12,7 @@ from conftest import SCONS, adhoc, steps
 B = "build/host/simplecnn"
 
 
-_POOL = "kernels/gap9/nn_hwc_pool.c"          # the host's max pooling too
+_POOL = "kernels/common/nn_hwc_pool.c"          # the host's max pooling too
 _MAX = "o[i] = px[i] > o[i] ? px[i] : o[i];"
 
 

@@ -1,39 +1,13 @@
-/* HWC INT8 tile kernels for the GAP9 cluster, bit-exact with kernels/common (CHW) and
- * with the NumPy reference.
- *
- * Activations live in L2 in HWC layout (batch 1) so that an L1 tile (rows x cols x all
- * channels) moves with one 2-D DMA command.  Each kernel computes a slice of a tile
- * (a pixel range, or a channel range for the global pool) so the 8 cluster cores can
- * share one tile: slices write disjoint output bytes and never write outside them.
- * Tile convention as in nn_kernels.h: positions outside the input tile are padding.
- * Requantization is nn_requant.h's; accumulators obey NN_MAX_ACC_TERMS.
- * Linear and Add are layout-free: use nn_linear_s8 / nn_add_s8 on slices.
- * No allocation, no globals; out never overlaps in.
+/* The GAP9 cluster's Xpulp variants of the portable HWC kernels (nn_hwc.h, kernels/common):
+ * the same contracts and results, SIMD dot products and channel words where each kernel's
+ * *_fast test says so.  Activations live in L2 in HWC layout (batch 1) so that an L1 tile
+ * moves with one 2-D DMA command; the 8 cluster cores share a tile by slices.
  */
 #ifndef NN_HWC_KERNELS_H
 #define NN_HWC_KERNELS_H
 
-#include <stdint.h>
-
+#include "nn_hwc.h"
 #include "nn_kernels.h"
-
-/* Input tile HWC [in_h][in_w][in_c]; output tile HWC [out_h][out_w][out_c].
- * Output (y, x) reads input (y*stride_h - pad_top + i*dil_h, x*stride_w - pad_left + j*dil_w);
- * positions outside [0,in_h) x [0,in_w) read as in_zp (contribute 0), exactly like nn_conv2d_cfg_t. */
-typedef struct {
-    int in_h, in_w, in_c;
-    int out_h, out_w, out_c;
-    int k_h, k_w, stride_h, stride_w, dil_h, dil_w;
-    int pad_top, pad_left;
-    int groups;                       /* in_c and out_c are multiples of groups */
-    int32_t in_zp, out_zp, act_min, act_max;
-} nn_hwc_conv_cfg_t;
-
-/* Computes output pixels p in [pix_begin, pix_end) (p = y*out_w + x), all out_c channels.
- * weight layout OHWI: [out_c][k_h][k_w][in_c/groups]; bias may be NULL; mult/shift per out channel. */
-void nn_hwc_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
-                      const int32_t *bias, const int32_t *mult, const int32_t *shift,
-                      int8_t *out, int pix_begin, int pix_end);
 
 /* nn_xp_conv2d.c: the same contract and results, with Xpulp SIMD dot products (nn_xpulp.h)
  * where nn_xp_conv2d_fast(cfg) says so, nn_hwc_conv2d_s8 otherwise. Requires the weights
@@ -90,20 +64,6 @@ int nn_xp_linear_fast(const nn_linear_cfg_t *cfg);
 void nn_xp_linear_s8(const nn_linear_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                      const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out);
 
-typedef struct {
-    int in_h, in_w, c, out_h, out_w;
-    int k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
-    int count_include_pad;            /* avgpool only */
-    int32_t in_zp, out_zp, act_min, act_max;
-} nn_hwc_pool_cfg_t;
-
-/* Same semantics as nn_maxpool_s8 / nn_avgpool_s8 (mult/shift tables exactly as there:
- * maxpool one entry, avgpool indexed by count, size k_h*k_w+1), HWC, pixel range. */
-void nn_hwc_maxpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
-                       const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
-void nn_hwc_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int32_t *mult,
-                       const int32_t *shift, int8_t *out, int pix_begin, int pix_end);
-
 /* nn_xp_pool.c: nn_hwc_maxpool_s8's contract and results, Xpulp SIMD maxima where
  * nn_xp_maxpool_fast(cfg) says so (c % 4 == 0, no dilation; input tile 4-byte aligned). */
 int nn_xp_maxpool_fast(const nn_hwc_pool_cfg_t *cfg);
@@ -122,13 +82,6 @@ void nn_xp_add_s8(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t
                   const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,
                   int32_t act_max, int8_t *out);
 
-/* Global average pool over hw pixels of an HWC tile [hw][c]; computes channels [c_begin, c_end);
- * same arithmetic as nn_global_avgpool_s8 (mult[0]/shift[0] for every channel; hw < 8421504).
- * out has c entries. */
-void nn_hwc_global_avgpool_s8(int hw, int c, int32_t in_zp, int32_t out_zp, int32_t act_min,
-                              int32_t act_max, const int8_t *in, const int32_t *mult,
-                              const int32_t *shift, int8_t *out, int c_begin, int c_end);
-
 /* nn_xp_pool.c: nn_hwc_global_avgpool_s8's contract and results, on channel words where
  * nn_xp_global_avgpool_fast(c, c_begin, c_end) says so (c, c_begin and c_end multiples of 4;
  * input 4-byte aligned). */
@@ -146,12 +99,5 @@ void nn_xp_lut_s8(int n, const int8_t *in, const int8_t *table, int8_t *out);
 void nn_xp_requant_s8(int n_pix, int c, const int8_t *in, int in_stride, int32_t in_zp, int32_t mult,
                       int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max, int8_t *out,
                       int out_stride);
-
-/* Requantize n_pix pixels of c channels from a strided source to a strided destination
- * (pixel strides in elements = bytes), one mult/shift for all: the concat slice writer and
- * standalone requant in HWC.  Same arithmetic as nn_requant_s8. */
-void nn_hwc_requant_s8(int n_pix, int c, const int8_t *in, int in_stride, int32_t in_zp,
-                       int32_t mult, int32_t shift, int32_t out_zp, int32_t act_min, int32_t act_max,
-                       int8_t *out, int out_stride);
 
 #endif /* NN_HWC_KERNELS_H */

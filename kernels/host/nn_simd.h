@@ -1,12 +1,12 @@
 /* Vectorized HWC element-wise and pooling kernels of the host target: AVX2 when the CPU
  * has it (checked once from CPUID), else the portable kernels they must equal bit for bit
- * (nn_add_s8 in nn_eltwise.c, nn_hwc_maxpool_s8 in kernels/gap9/nn_hwc_pool.c). */
+ * (nn_add_s8 in nn_eltwise.c, nn_hwc_maxpool_s8 in kernels/common/nn_hwc_pool.c). */
 #ifndef NN_SIMD_H
 #define NN_SIMD_H
 
 #include <stdint.h>
 
-#include "nn_hwc_kernels.h"
+#include "nn_hwc.h"
 #include "nn_gemm.h"
 
 /* isa: 0 auto, 1 portable, 2 avx2 (forced) */

@@ -1,21 +1,27 @@
 """Render jinja2 templates into C sources.
 
 StrictUndefined turns a spec key missing from a template's view into an error
-instead of silently emitting an empty string into C.
+instead of silently emitting an empty string into C.  A template finds the templates it
+pulls in beside itself first, then under templates/ (`{% import "common/_harness.j2" %}`:
+the macros several targets' templates share).
 """
 from __future__ import annotations
 
 import functools
+import os
 import re
 
 import jinja2
 
 from .cstrings import c_comment, c_string
+from .resources import DATA_ROOT
+
+ROOT = os.path.join(DATA_ROOT, "templates")
 
 
 @functools.lru_cache(maxsize=None)
 def _environment(templates_dir: str) -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([templates_dir, ROOT]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True,
                              auto_reload=True)
@@ -48,3 +54,10 @@ _INCLUDE = re.compile(r"{%-?\s*(?:import|include|extends|from)\s+[\"']([^\"']+)[
 def template_references(text: str) -> list:
     """Templates a template pulls in (for the SCons scanner)."""
     return _INCLUDE.findall(text)
+
+
+def template_file(directory: str, name: str) -> str:
+    """The file a template in `directory` pulls in as `name`: beside it, else under templates/
+    (the loader's search path)."""
+    beside = os.path.join(directory, name)
+    return beside if os.path.isfile(beside) else os.path.join(ROOT, name)

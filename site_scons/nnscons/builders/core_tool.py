@@ -27,7 +27,7 @@ def _scan_templates(node, env, path):
     if not node.exists():
         return []
     directory = os.path.dirname(node.abspath)
-    return [env.File(os.path.join(directory, name))
+    return [env.File(codegen.template_file(directory, name))
             for name in codegen.template_references(node.get_text_contents())]
 
 

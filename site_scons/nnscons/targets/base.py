@@ -66,17 +66,18 @@ def template_calls(templates_dir: str, template: str) -> set:
 @functools.lru_cache(maxsize=None)
 def _template_calls(templates_dir: str, template: str, _mtime_ns: int) -> frozenset:
     from .. import codegen
-    calls, seen, todo = set(), set(), [template]
+    top = os.path.join(templates_dir, template)
+    here = os.path.dirname(top)                # where the renderer looks first (actions.render_source)
+    calls, seen, todo = set(), set(), [top]
     while todo:
-        name = todo.pop()
-        path = os.path.join(templates_dir, name)
-        if name in seen or not os.path.isfile(path):
+        path = todo.pop()
+        if path in seen or not os.path.isfile(path):
             continue
-        seen.add(name)
+        seen.add(path)
         with open(path, encoding="utf-8") as f:
             text = f.read()
         calls |= set(_C_NAME.findall(text))
-        todo += codegen.template_references(text)
+        todo += [codegen.template_file(here, name) for name in codegen.template_references(text)]
     return frozenset(calls)
 
 

@@ -22,7 +22,7 @@ from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from ... import ops
 from ...ops import softmax
-from .. import base, library
+from .. import base, library, portable
 from . import layerplan as lplan, mapping, pack
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes, layer_kind  # noqa: F401  (the kind's node hook)
@@ -305,9 +305,8 @@ def host_layer(layer, graph, cname: str, why: str) -> base.LayerPlan:
             "inputs": [tensor(t) for t in layer.inputs], "out": tensor(layer.output),
             "act": [layer.act_min, layer.act_max],
             "params": {s: {"dtype": d, "count": n, "offset": o} for s, d, n, o in layout}}
-    from ..host.ops import OPS as HOST_OPS   # op-specific spec entries (mul mode, move fill)
-    if layer.op in HOST_OPS and HOST_OPS[layer.op].spec:
-        spec.update(HOST_OPS[layer.op].spec(layer, graph))
+    if layer.op in portable.SPEC:            # op-specific spec entries (mul mode, move fill)
+        spec.update(portable.SPEC[layer.op](layer, graph))
     if ops.has_window(layer):
         spec.update(kernel=list(a["kernel"]), stride=list(a["stride"]),
                     dilation=list(a.get("dilation", (1, 1))), pads=list(a["pads"]),

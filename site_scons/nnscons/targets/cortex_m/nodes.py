@@ -97,7 +97,7 @@ def declare_nodes(env, session, common) -> dict:
     where = cmsis.locate()
     env = env.Clone()
     env.Append(ASPPFLAGS=[library.weights_include(b)])
-    env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "gap9"), data_path("kernels", "host"),
+    env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "host"),
                         data_path("kernels", "cortex_m")] + cmsis.include_dirs(where))
     obj = os.path.join(b, "obj")
     # the standalone export carries the CMSIS-NN sources the layers call (builders/export.py)

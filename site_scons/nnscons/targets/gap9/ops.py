@@ -493,9 +493,9 @@ class Gap9Impl(OpImpl):
     fused_always: bool = False            # ... which it always is (a pool's requantization)
 
 
-_POOL = (G + "nn_hwc_pool.c", G + "nn_xp_pool.c")
+_POOL = (C + "nn_hwc_pool.c", G + "nn_xp_pool.c")
 OPS = {
-    "conv2d": Gap9Impl("conv2d.c.j2", (G + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c", G + "nn_xp_dwconv.c"),
+    "conv2d": Gap9Impl("conv2d.c.j2", (C + "nn_hwc_conv2d.c", G + "nn_xp_conv2d.c", G + "nn_xp_dwconv.c"),
                        tiling=_window_tiling, staged=_weight_bytes, more_spec=_conv_spec,
                        fused_name="conv2d+relu+quant"),
     "linear": Gap9Impl("linear.c.j2", (C + "nn_linear.c", G + "nn_xp_linear.c"), tiling=_linear_tiling,
@@ -507,13 +507,13 @@ OPS = {
                                fused_name="globalavgpool+quant", fused_always=True),
     "add": Gap9Impl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c"), residual=True, tiling=_add_tiling,
                     xpulp=True),
-    "concat": Gap9Impl("concat.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c"), tiling=_concat_tiling,
+    "concat": Gap9Impl("concat.c.j2", (C + "nn_hwc_eltwise.c", G + "nn_xp_lut.c"), tiling=_concat_tiling,
                        xpulp=True, more_spec=_concat_spec),
-    "requant": Gap9Impl("requant.c.j2", (G + "nn_hwc_eltwise.c", G + "nn_xp_lut.c"), tiling=_requant_tiling,
+    "requant": Gap9Impl("requant.c.j2", (C + "nn_hwc_eltwise.c", G + "nn_xp_lut.c"), tiling=_requant_tiling,
                         xpulp=True),
     "reshape": Gap9Impl("reshape.c.j2", ()),
     # nn_xp_lut.c also holds the table-driven requant, which falls back on nn_hwc_eltwise.c
-    "lut": Gap9Impl("lut.c.j2", (C + "nn_lut.c", G + "nn_xp_lut.c", G + "nn_hwc_eltwise.c"),
+    "lut": Gap9Impl("lut.c.j2", (C + "nn_lut.c", G + "nn_xp_lut.c", C + "nn_hwc_eltwise.c"),
                     lambda layer, graph: _lut_check(layer), tiling=_lut_tiling, xpulp=True),
     "mul": Gap9Impl("mul.c.j2", (C + "nn_broadcast.c",), spec=_mul_spec, tiling=_broadcast_tiling(8)),
     "move": Gap9Impl("move.c.j2", (C + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]},

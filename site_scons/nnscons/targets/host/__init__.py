@@ -131,7 +131,6 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             layout = base.param_layout(layer, graph)
             spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
-        spec["layout"] = "hwc"                       # the layout-parametric kernels (lut, mul)
         report = {"l1_budget": budget}
         if getattr(impl, "isa", False):              # vectorized kernels: nn_simd.c
             spec["isa"] = isa_codes.get(overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"]), 1)
@@ -186,7 +185,7 @@ def scratch(spec: dict, impl) -> tuple:
         band_in = (spec["tile"]["tile_oh"] - 1) * sh + (kh - 1) * dh + 1
         buf = _align(band_in * wp * i["c"] * 2)
         return {"buf": 0, "wq": buf}, buf + _align(((i["c"] // 16) * ((kh * kw + 1) // 2) * 32 + 1) * 2)
-    if "tile" in spec and impl.template in ("conv2d.c.j2", "pool.c.j2"):
+    if "tile" in spec and getattr(impl, "bands", False):
         t = spec["tile"]
         return {"l1_in": 0, "l1_out": _align(t["l1_in"])}, _align(t["l1_in"]) + _align(t["l1_out"])
     return {}, 0

@@ -15,12 +15,12 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     b = session.build_dir
     t = session.target_cfg.name
     verbose = env["NNS_VERBOSE"]
-    # .incbin finds each layer's weights .bin on the assembler's include path; the HWC
-    # kernels shared with gap9 (portable C) and the host's vector kernels; threads need
+    # .incbin finds each layer's weights .bin on the assembler's include path; the host's
+    # vector kernels (the portable ones are in kernels/common); threads need
     # libpthread, the float64 kernels (nn_lrn.c, nn_instnorm.c) libm
     env = env.Clone()
     env.Append(ASPPFLAGS=[library.weights_include(b)])
-    env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "gap9"), data_path("kernels", "host")],
+    env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "host")],
                LIBS=["pthread", "m"])
 
     lib_nodes, harness = declare_library(env, session, common, os.path.join(b, "obj"))

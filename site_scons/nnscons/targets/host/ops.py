@@ -2,25 +2,32 @@
 per-layer spec (the only thing a layer's generated code depends on).
 
 Activations are HWC.  Conv (groups 1) and linear layers get a generated BRGEMM kernel
-(nnscons.kernelgen, template gemm.c.j2); grouped/depthwise convs, pools, concat and
-requant use the HWC kernels shared with gap9 (kernels/gap9/nn_hwc_*.c, portable C)."""
+(nnscons.kernelgen, template gemm.c.j2); grouped/depthwise convs, pools, concat and the
+other ops run the portable kernels (kernels/common, HWC: nn_hwc_*.c) or the host's
+vectorized ones (kernels/host/nn_simd.c) through the shared CPU templates (templates/cpu,
+targets/portable.py)."""
 from __future__ import annotations
 
-from ...errors import UserError
 from ...resources import data_path
-from ...planning.tiling import min_bytes, row_bands
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ... import ops as registry
 from ..base import OpImpl, pool_check
-from ...ops import bilinear, div, instnorm, island_pool, lrn, softmax
+from .. import portable
+from ..portable import SPEC
 
-K = data_path("kernels", "common") + "/"
-G = data_path("kernels", "gap9") + "/"
+K = portable.KERNELS
 T = (K + "nn_threads.c",)
 H = data_path("kernels", "host") + "/"
-SIMD = (H + "nn_simd.c", K + "nn_eltwise.c", G + "nn_hwc_pool.c")   # nn_simd.c falls back on both
+SIMD = (H + "nn_simd.c", K + "nn_eltwise.c", K + "nn_hwc_pool.c")   # nn_simd.c falls back on both
+TEMPLATES = data_path("templates", "host")
+# the host's CPU layers in the shared templates: HWC, the portable and vectorized kernels
+CPU = portable.Cpu("hwc", "target kind 'host'", ("nn_hwc.h", "nn_simd.h"))
+
+
+def _t(name: str) -> str:
+    return portable.template(name, TEMPLATES)
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,7 @@ class HostImpl(OpImpl):
     """A host op-table entry: OpImpl and what the host planner asks of it."""
     variant: Optional[Callable] = None  # (layer, graph) -> the entry that runs this layer, or None
     isa: bool = False                   # a vectorized kernel (nn_simd.c): takes the kernel.isa switch
+    bands: bool = False                 # a row-band kernel: its L1 bands in the arena's scratch region
 
 
 def _grouped(layer, graph):
@@ -40,41 +48,31 @@ def _grouped(layer, graph):
 OPS = {
     "conv2d": HostImpl("gemm.c.j2", T, variant=_grouped),
     "linear": OpImpl("gemm.c.j2", T),
-    "maxpool": HostImpl("pool.c.j2", SIMD, pool_check, isa=True),
-    "avgpool": OpImpl("pool.c.j2", SIMD, pool_check),
-    "global_avgpool": OpImpl("global_avgpool.c.j2", (G + "nn_hwc_pool.c",)),
-    "add": HostImpl("add.c.j2", SIMD, isa=True, residual=True),
-    "concat": OpImpl("concat.c.j2", (G + "nn_hwc_eltwise.c",)),
-    "requant": OpImpl("requant.c.j2", (G + "nn_hwc_eltwise.c",)),
-    "reshape": OpImpl("reshape.c.j2", ()),
-    "lut": OpImpl("lut.c.j2", (K + "nn_lut.c",)),
-    "mul": OpImpl("mul.c.j2", (K + "nn_broadcast.c",), spec=lambda l, g: {"mode": l.attrs["mode"]}),
-    "move": OpImpl("move.c.j2", (K + "nn_gather.c",), spec=lambda l, g: {"fill": l.attrs["fill"]}),
-    "island_avgpool": OpImpl("island_avgpool.c.j2", (K + "nn_island_pool.c",),
-                             spec=lambda l, g: {"tables": int(l.attrs["tables"]), "frac": island_pool.FRAC}),
-    "softmax": OpImpl("softmax.c.j2", (K + "nn_softmax.c",), spec=lambda l, g: softmax.spec(l, g)),
-    "resize": OpImpl("resize.c.j2", (K + "nn_resize.c",)),
-    "instnorm": OpImpl("instnorm.c.j2", (K + "nn_instnorm.c",), spec=lambda l, g: instnorm.spec(l, g)),
-    "lrn": OpImpl("lrn.c.j2", (K + "nn_lrn.c",), spec=lambda l, g: lrn.spec(l, g)),
-    "div": OpImpl("div.c.j2", (K + "nn_div.c",), spec=lambda l, g: div.spec(l, g)),
-    "bilinear": OpImpl("bilinear.c.j2", (K + "nn_bilinear.c",), spec=lambda l, g: bilinear.spec(l, g)),
-    "reduce": OpImpl("reduce.c.j2", (K + "nn_reduce.c",), spec=lambda l, g: _reduce_spec(l, g)),
-    "nary": OpImpl("nary.c.j2", (K + "nn_nary.c",), spec=lambda l, g: _nary_spec(l, g)),
+    "maxpool": HostImpl(_t("pool.c.j2"), SIMD, pool_check, isa=True, bands=True),
+    "avgpool": HostImpl(_t("pool.c.j2"), SIMD, pool_check, bands=True),
+    "global_avgpool": OpImpl(_t("global_avgpool.c.j2"), (K + "nn_hwc_pool.c",)),
+    "add": HostImpl(_t("add.c.j2"), SIMD, isa=True, residual=True),
+    "concat": OpImpl(_t("concat.c.j2"), (K + "nn_hwc_eltwise.c",)),
+    "requant": OpImpl(_t("requant.c.j2"), (K + "nn_hwc_eltwise.c",)),
+    "reshape": OpImpl(_t("reshape.c.j2"), ()),
+    "lut": OpImpl(_t("lut.c.j2"), (K + "nn_lut.c",)),
+    "mul": OpImpl(_t("mul.c.j2"), (K + "nn_broadcast.c",), spec=SPEC["mul"]),
+    "move": OpImpl(_t("move.c.j2"), (K + "nn_gather.c",), spec=SPEC["move"]),
+    "island_avgpool": OpImpl(_t("island_avgpool.c.j2"), (K + "nn_island_pool.c",), spec=SPEC["island_avgpool"]),
+    "softmax": OpImpl(_t("softmax.c.j2"), (K + "nn_softmax.c",), spec=SPEC["softmax"]),
+    "resize": OpImpl(_t("resize.c.j2"), (K + "nn_resize.c",)),
+    "instnorm": OpImpl(_t("instnorm.c.j2"), (K + "nn_instnorm.c",), spec=SPEC["instnorm"]),
+    "lrn": OpImpl(_t("lrn.c.j2"), (K + "nn_lrn.c",), spec=SPEC["lrn"]),
+    "div": OpImpl(_t("div.c.j2"), (K + "nn_div.c",), spec=SPEC["div"]),
+    "bilinear": OpImpl(_t("bilinear.c.j2"), (K + "nn_bilinear.c",), spec=SPEC["bilinear"]),
+    "reduce": OpImpl(_t("reduce.c.j2"), (K + "nn_reduce.c",), spec=SPEC["reduce"]),
+    "nary": OpImpl(_t("nary.c.j2"), (K + "nn_nary.c",), spec=SPEC["nary"]),
 }
 
-
-def _nary_spec(layer, graph):
-    from ...ops.nary import spec
-    return spec(layer, graph)
-
-
-def _reduce_spec(layer, graph):
-    from ...ops.reduce import spec
-    return spec(layer, graph)
 # convs the generator does not take (groups > 1): depthwise (groups = channels) on the
 # vectorized kernel, other grouped convs on the HWC direct kernel
-GROUPED_CONV = OpImpl("conv2d.c.j2", (G + "nn_hwc_conv2d.c",))
-DEPTHWISE_CONV = HostImpl("dwconv.c.j2", SIMD, isa=True)
+GROUPED_CONV = HostImpl(_t("conv2d.c.j2"), (K + "nn_hwc_conv2d.c",), bands=True)
+DEPTHWISE_CONV = HostImpl(_t("dwconv.c.j2"), SIMD, isa=True)
 
 
 def depthwise(layer, graph) -> bool:
@@ -84,52 +82,6 @@ def depthwise(layer, graph) -> bool:
             and g == graph.tensor(layer.output).shape[1])
 
 
-def _chw(shape):
-    if len(shape) == 4:
-        return {"c": shape[1], "h": shape[2], "w": shape[3]}
-    return {"c": shape[1], "h": 1, "w": 1}
-
-
-def layer_spec(layer, graph, cname, layout, budget, budget_at, ops=None) -> dict:
-    """ops: the op table whose spec hooks apply (default this target's; k210's CPU layers
-    pass theirs)."""
-    ins = [graph.tensor(t) for t in layer.inputs]
-    out = graph.tensor(layer.output)
-    spec = {
-        "op": layer.op,
-        "name": layer.name,
-        "cname": cname,
-        "inputs": [dict(_chw(t.shape), zp=t.q.zero_point, size=_numel(t.shape)) for t in ins],
-        "out": dict(_chw(out.shape), zp=out.q.zero_point, size=_numel(out.shape)),
-        "act": [layer.act_min, layer.act_max],
-        "params": {section: {"dtype": dtype, "count": count, "offset": offset}
-                   for section, dtype, count, offset in layout},
-    }
-    impl = (ops or OPS)[layer.op]
-    if impl.spec:
-        spec.update(impl.spec(layer, graph))
-    a = layer.attrs
-    if registry.has_window(layer):
-        kh, kw = a["kernel"]
-        sh, sw = a["stride"]
-        dh, dw = a.get("dilation", (1, 1))
-        pt, pl, pb, pr = a["pads"]
-        spec.update(kernel=[kh, kw], stride=[sh, sw], dilation=[dh, dw], pads=[pt, pl, pb, pr],
-                    groups=a.get("groups", 1), count_include_pad=a.get("count_include_pad", 0))
-        i, o = spec["inputs"][0], spec["out"]
-        tile = row_bands(i["c"], i["h"], i["w"], o["c"], o["h"], o["w"], kh, sh, dh, budget)
-        if tile is None:
-            need = min_bytes(i["c"], i["h"], i["w"], o["c"], o["w"], kh, sh, dh)
-            raise UserError(
-                f"{budget_at}: layer '{layer.name}' ({layer.op}) needs at least {need} B of L1 scratch "
-                f"for one output row band (input {i['c']}x{min(i['h'], kh)}x{i['w']} + output "
-                f"{o['c']}x1x{o['w']}), but l1_budget is {budget} B; raise this layer's l1_budget")
-        spec["tile"] = tile
-    return spec
-
-
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+def layer_spec(layer, graph, cname, layout, budget, budget_at) -> dict:
+    """The host layer's spec: the portable CPU spec (targets/portable.py) in HWC."""
+    return portable.layer_spec(layer, graph, cname, layout, budget, budget_at, OPS, CPU)

@@ -4,9 +4,9 @@ Every conv that the KPU can run (mapping.constraint) becomes a KPU layer: its we
 batch-norm and activation tables in its .bin (SRAM), its 12 words in its C source; the
 network step uploads its input into the AI RAM (unless the previous KPU layer left it
 there), runs it through kpu_hal.h and downloads the output for the CPU layers and the
-golden check. The other layers run the portable C kernels (kernels/common, the host
-target's templates). Goldens come from the K210 reference (reference.py: the NumPy KPU
-model for KPU layers, the generic reference for CPU layers).
+golden check. The other layers run the portable CHW kernels (kernels/common) through the
+shared CPU templates (templates/cpu, cpu_ops.py). Goldens come from the K210 reference
+(reference.py: the NumPy KPU model for KPU layers, the generic reference for CPU layers).
 
 Platforms: emul (native, C KPU emulator), qemu (rv64imafc bare metal + emulator on
 qemu-system-riscv64), board (Kendryte standalone SDK + kflash; platforms.py).
@@ -102,9 +102,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.Target
                 raise UserError(f"layer '{layer.name}': {why} (target kind 'k210')")
             layout = base.param_layout(layer, graph)
             spec = cpu_layer_spec(layer, graph, cname, layout, _cpu_scratch(layer, graph), "k210")
-            spec["symbol"] = f"nns_{model}_{cname}"    # the host template's function name
+            spec["symbol"] = f"nns_{model}_{cname}"    # the layer template's function name
             spec["scratch"] = _scratch_bytes(spec)      # its row bands in the arena's scratch region
-            lp = base.LayerPlan(layer=layer, cname=cname, template="cpu/" + impl.template,
+            lp = base.LayerPlan(layer=layer, cname=cname, template=impl.template,
                                 kernels=impl.kernels, spec=spec, param_layout=layout,
                                 macs=base.macs(layer, graph), param_bytes=base.layout_bytes(layout),
                                 report={"runs_on": "cpu", "on": "cpu", "reason": reason, "kpu_pool": None})
@@ -196,7 +196,7 @@ def _cpu_scratch(layer, graph) -> int:
 
 
 def _scratch_bytes(spec) -> int:
-    """A CPU layer's scratch (templates/k210/cpu/_layer.j2's scratch_bytes): its row bands'
+    """A CPU layer's scratch (templates/cpu/_layer.j2's scratch_bytes): its row bands'
     input, rounded up to 16 bytes, and output; 0 without bands."""
     t = spec.get("tile")
     return (t["l1_in"] + 15) // 16 * 16 + t["l1_out"] if t else 0
