@@ -50,7 +50,10 @@ JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
 REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
 DMA_BYTES_PER_CYCLE = 7.6
-TILE_CYCLES = 4000         # forks, DMA programming and waits per tile
+TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
+PIPE_TILE_CYCLES = 8000    # the same per tile beside the pipeline (stride 1, several tiles)
+PREP_FORK_CYCLES = 4000   # rows mode: per input tile's prep beside the bytes (fork, pads, rows;
+                           # measured 9.2k, 11k, 6.7k per tile on 64->128 and 128->256 3x3/2, 64->128 1x1/2)
 STACK_CYCLES = 4.0         # per stacked byte on one core (ne16_geometry.stacked: byte copies)
 LAYER_CYCLES = 5000        # rows mode: measured beyond the per-tile figures on one-tile layers
 CLUSTER_SCALE = 1.2        # GAP9 model cycles / tiling.py's estimate: measured 1.1-1.5
@@ -79,24 +82,32 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
     the pipeline (the tile before requantized alone) and waits for its weights."""
     total = LAYER_CYCLES + min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
     req_prev = 0.0
-    for co in range(t["n_c"]):
+    inner = t.get("c_inner")
+    stream = t.get("w_stream")
+    if inner:               # every channel tile's weights before the first tile (streamed: the first's)
+        total += (t["tc"] if stream else o["c"]) * row / DMA_BYTES_PER_CYCLE
+    order = [(co, h) for h in range(t["n_h"]) for co in range(t["n_c"])] if inner else \
+        [(co, h) for co in range(t["n_c"]) for h in range(t["n_h"])]
+    for co, h in order:
         chans = min(t["tc"], o["c"] - co * t["tc"])
-        for h in range(t["n_h"]):
-            rows = min(t["th"], o["h"] - h * t["th"])
-            in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
-            prep = PREP_CYCLES * in_bytes / cores
-            if n_jobs == 1 and kh > 1:      # stacked rows: the cores copy kh rows per output row
-                prep = STACK_CYCLES * rows * o["pw"] * kh * i["c"] / cores
-            engine = _engine("1x1", rows, o["w"], chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
-            serial = TILE_CYCLES
-            if h == 0:
-                serial += req_prev + chans * row / DMA_BYTES_PER_CYCLE
-                req_prev = 0.0
-            if t["in_bufs"] == 1:
-                serial += prep + in_bytes / DMA_BYTES_PER_CYCLE
-                prep = 0.0
-            total += serial + max(engine, req_prev + prep)
-            req_prev = REQUANT_CYCLES * rows * o["w"] * chans / cores
+        rows = min(t["th"], o["h"] - h * t["th"])
+        in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
+        prep = PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
+        if n_jobs == 1 and kh > 1:      # stacked rows: the cores copy kh rows per output row
+            prep = PREP_FORK_CYCLES + STACK_CYCLES * rows * o["pw"] * kh * i["c"] / cores
+        engine = _engine("1x1", rows, o["w"], chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
+        serial = TILE_CYCLES
+        if inner and co:        # the row tile's input is in L1 and prepared
+            prep, in_bytes = 0.0, 0
+        if h == 0 and not inner:
+            serial += req_prev + chans * row / DMA_BYTES_PER_CYCLE
+            req_prev = 0.0
+        if t["in_bufs"] == 1:
+            serial += prep + in_bytes / DMA_BYTES_PER_CYCLE
+            prep = 0.0
+        w_next = chans * row / DMA_BYTES_PER_CYCLE if stream else 0.0     # the next tile's, beside NE16
+        total += serial + max(engine, req_prev + prep, w_next)
+        req_prev = REQUANT_CYCLES * rows * o["w"] * chans / cores
     return int(total + req_prev)
 
 
@@ -108,21 +119,34 @@ def ne16_cycles(layer, graph, m, t, cores) -> int:
     n_jobs, k_job = jobs(m, kh, kw, i["c"])
     if m == "rows":
         return _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores)
-    total = 0.0
+    if t["n_tiles"] == 1:
+        tile_cycles, pipelined = TILE_CYCLES, False
+    else:
+        tile_cycles, pipelined = PIPE_TILE_CYCLES, True
+    total, req_prev = 0.0, 0.0
     for co in range(t["n_c"]):
         chans = min(t["tc"], o["c"] - co * t["tc"])
         for h in range(t["n_h"]):
             rows = min(t["th"], o["h"] - h * t["th"])
             in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
-            prep = 0 if t.get("resident") and (co or h) else PREP_CYCLES * in_bytes
+            prep = 0 if t.get("resident") and (co or h) else PREP_CYCLES * in_bytes / cores
             engine = _engine(m, rows, o["w"], chans, i["c"], t["kg"], t["n_g"])
             if t["n_g"] > 1:        # the first group's weights before the engine, the others behind it
                 w_wait = chans * t["w_grp"] / DMA_BYTES_PER_CYCLE
             else:                   # a channel tile's weights before its first row tile
                 w_wait = chans * row / DMA_BYTES_PER_CYCLE if h == 0 else 0
-            total += TILE_CYCLES + engine + w_wait + (prep + REQUANT_CYCLES * rows * o["w"] * chans) / cores
+            req = REQUANT_CYCLES * rows * o["w"] * chans / cores
+            if not pipelined:       # one tile: prep, NE16, requantization one after the other
+                total += tile_cycles + w_wait + prep + engine + req
+                continue
+            serial = tile_cycles + w_wait
+            if t["in_bufs"] == 1 and not t.get("resident"):     # the input after NE16 read the last
+                serial += prep + in_bytes / DMA_BYTES_PER_CYCLE
+                prep = 0.0
+            total += serial + max(engine, req_prev + prep)
+            req_prev = req
     first = min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
-    return int(total + first)
+    return int(total + req_prev + first)
 
 
 def cluster_cycles(layer, graph, til, cores, xpulp) -> int:
