@@ -1,7 +1,12 @@
 """NE16 or the cluster for one conv: estimated cycles of both, the cheaper runs it.
 
-NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling) = the first tile's input DMA + per tile
-  TILE_CYCLES + engine + cores, where
+NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's input DMA +
+  one tile:      TILE_CYCLES + weight wait + prep + engine + requantization (one after the other)
+  several tiles: sum over tiles of PIPE_TILE_CYCLES + weight wait
+                   + max(engine of tile k, requantization of tile k - 1 + prep of tile k)
+                 + the last tile's requantization (NE16 computes tile k while the cores
+                 requantize tile k - 1: the template's pipeline), with one input buffer the
+                 input's DMA and prep serial before its tile, where
   engine: NE16's cycles from GVSoC's NE16 model (fsm.cpp's per-state latencies, its vector
     loads one cycle per word): per subtile of 3x3 output pixels, per step of k <= 32 output
     channels, per group of 16 input channels
@@ -15,11 +20,17 @@ NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling) = the first tile's input DMA +
     PREP_CYCLES per input byte, over the cores;
   with the weights' DMA (DMA_BYTES_PER_CYCLE, tiling.py's figure) where it is not hidden
   (every channel tile's weights before its first tile; the groups' behind the engine).
-  REQUANT_CYCLES and TILE_CYCLES were fitted on layers measured on the GAP9 model (layer
-  by layer against the reports): per tile ~4,000 cycles + 41 x outputs / 9 cores beside the
-  engine -- the sum fits (simplecnn conv2 12.7k estimated / 11.9k measured per tile,
-  ic_resnet8 16-64 channels within 15%, ResNet-18 512x7x7 105k / 105k); the cores' work
-  does not hide behind NE16's in these measurements.
+  REQUANT_CYCLES and TILE_CYCLES were fitted on small layers measured on the GAP9 model
+  (layer by layer against the reports): per tile ~4,000 cycles + 41 x outputs / 9 cores
+  beside the engine (simplecnn conv2 12.7k estimated / 11.9k measured per tile, ic_resnet8
+  16-64 channels within 15%). PIPE_TILE_CYCLES (8,000) is fitted on ResNet-18's stride-1
+  3x3 convs measured in the network (layer by layer, README): 64 ch 56x56 1.33 M estimated
+  / 1.35-1.38 M measured, 128 ch 28x28 1.35 M / 1.35 M, 512 ch 7x7 (input-channel groups)
+  1.70 M / 1.65 M, 256 ch 14x14 (one input buffer) 1.59 M / 1.91 M (the one under: its
+  per-tile input reload is slower than the DMA figure); the serial sum used before said
+  2.07 M, 1.72 M, 1.75 M and 1.55 M (it predates the faster requantization and the
+  pipelined template). The requantization measured 31-44 cycles per output on one core
+  (REQUANT_CYCLES 41 kept; the PROF counters of the rows-mode layers, see README).
 Calibration set: 51 convs measured on both engines (benchmarks/gap9_cycles.py, gap9 and
 gap9-cluster: simplecnn, ic_resnet8, kws_dscnn, vww_mobilenetv1, MobileNetV2, ResNet-18's
 512x7x7): the NE16 estimate is within 0.94-1.22x of the measured cycles, and every choice
@@ -28,9 +39,12 @@ matches the measured faster engine (MobileNetV2's 48->8 12x12 projections stay o
 Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels (or one of
   kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
   (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
-  measured so: 64->128 56->28 3x3/2 1,339,474 cycles against 1,257,529 estimated; the sum
-  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers. The tiling is the one
-  this estimate finds cheapest.
+  measured so: 64->128 56->28 3x3/2 1,359,390 cycles against 1,257,529 estimated; the sum
+  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers; each prep costs
+  PREP_FORK_CYCLES beside its bytes. With the channel tiles inner (c_inner) the input is
+  prepared once per row tile, and the weights come all at once or (w_stream) the next
+  channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 4,084,382
+  measured against 4,593,530. The tiling is the one this estimate finds cheapest.
 Cluster: the cluster tiler's estimate of its Xpulp kernels for the tiling it chose
 (tiling._xp_cycles, fitted on pulp-open), times CLUSTER_SCALE; plain-C kernels at
 PLAIN_MACS_PER_CYCLE. On the GAP9 model the cluster measured 1.1-1.5x that estimate on
