@@ -1,8 +1,9 @@
 """NE16 or the cluster for one conv: estimated cycles of both, the cheaper runs it.
 
 NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's input DMA +
-  one tile:      TILE_CYCLES + weight wait + prep + engine + requantization (one after the other)
-  several tiles: sum over tiles of PIPE_TILE_CYCLES + weight wait
+  under PIPE_MIN_TILES tiles: per tile TILE_CYCLES + weight wait + prep + engine +
+                 requantization (summed: what the small layers measured)
+  more tiles:    sum over tiles of PIPE_TILE_CYCLES + weight wait
                    + max(engine of tile k, requantization of tile k - 1 + prep of tile k)
                  + the last tile's requantization (NE16 computes tile k while the cores
                  requantize tile k - 1: the template's pipeline), with one input buffer the
@@ -65,7 +66,8 @@ PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
 REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
 DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
-PIPE_TILE_CYCLES = 8000    # the same per tile beside the pipeline (stride 1, several tiles)
+PIPE_TILE_CYCLES = 8000    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
+PIPE_MIN_TILES = 8         # under this the serial sum fitted on small layers (simplecnn, ic_resnet8)
 PREP_FORK_CYCLES = 4000   # rows mode: per input tile's prep beside the bytes (fork, pads, rows;
                            # measured 9.2k, 11k, 6.7k per tile on 64->128 and 128->256 3x3/2, 64->128 1x1/2)
 STACK_CYCLES = 4.0         # per stacked byte on one core (ne16_geometry.stacked: byte copies)
@@ -133,7 +135,7 @@ def ne16_cycles(layer, graph, m, t, cores) -> int:
     n_jobs, k_job = jobs(m, kh, kw, i["c"])
     if m == "rows":
         return _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores)
-    if t["n_tiles"] == 1:
+    if t["n_tiles"] < PIPE_MIN_TILES:
         tile_cycles, pipelined = TILE_CYCLES, False
     else:
         tile_cycles, pipelined = PIPE_TILE_CYCLES, True
@@ -150,7 +152,7 @@ def ne16_cycles(layer, graph, m, t, cores) -> int:
             else:                   # a channel tile's weights before its first row tile
                 w_wait = chans * row / DMA_BYTES_PER_CYCLE if h == 0 else 0
             req = REQUANT_CYCLES * rows * o["w"] * chans / cores
-            if not pipelined:       # one tile: prep, NE16, requantization one after the other
+            if not pipelined:       # few tiles: prep, NE16, requantization summed (as fitted)
                 total += tile_cycles + w_wait + prep + engine + req
                 continue
             serial = tile_cycles + w_wait
