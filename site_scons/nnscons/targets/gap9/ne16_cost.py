@@ -40,11 +40,11 @@ matches the measured faster engine (MobileNetV2's 48->8 12x12 projections stay o
 Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels (or one of
   kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
   (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
-  measured so: 64->128 56->28 3x3/2 1,359,390 cycles against 1,257,529 estimated; the sum
+  measured so: 64->128 56->28 3x3/2 1,340,157 cycles against 1,257,529 estimated; the sum
   would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers; each prep costs
   PREP_FORK_CYCLES beside its bytes. With the channel tiles inner (c_inner) the input is
   prepared once per row tile, and the weights come all at once or (w_stream) the next
-  channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 4,084,382
+  channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 3,944,692
   measured against 4,593,530. The tiling is the one this estimate finds cheapest.
 Cluster: the cluster tiler's estimate of its Xpulp kernels for the tiling it chose
 (tiling._xp_cycles, fitted on pulp-open), times CLUSTER_SCALE; plain-C kernels at
