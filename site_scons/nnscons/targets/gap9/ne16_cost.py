@@ -68,7 +68,7 @@ DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
 PIPE_TILE_CYCLES = 8000    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
 PIPE_MIN_TILES = 8         # under this the serial sum fitted on small layers (simplecnn, ic_resnet8)
-PREP_FORK_CYCLES = 4000   # rows mode: per input tile's prep beside the bytes (fork, pads, rows;
+PREP_FORK_CYCLES = 4000    # rows mode: per input tile's prep beside the bytes (fork, pads, rows;
                            # measured 9.2k, 11k, 6.7k per tile on 64->128 and 128->256 3x3/2, 64->128 1x1/2)
 STACK_CYCLES = 4.0         # per stacked byte on one core (ne16_geometry.stacked: byte copies)
 LAYER_CYCLES = 5000        # rows mode: measured beyond the per-tile figures on one-tile layers
