@@ -325,6 +325,8 @@ def test_rows_mode_jobs_weights_and_tiles():
         assert t and t["l1_bytes"] <= 112 * 1024 and t["n_g"] == 1, (c, t)
         if k == 3:
             assert t["th"] % 3 == 0 and t["in_bufs"] == 2 and t["tc"] >= 32, (c, t)
+        if k == 7:      # the stem: channel tiles inner, its stacked input prepared once per row tile
+            assert t["c_inner"] and t["n_c"] > 1 and t["l1_w"] == t["n_c"] * t["w_ctile"], t
 
 
 def test_cost_choice_on_measured_shapes():
@@ -365,9 +367,10 @@ def test_cost_choice_on_measured_shapes():
     assert choose(16, 32, 16, 3)[0]
     on, why = choose(48, 12, 8, 1)
     assert not on and why["why"].startswith("estimate NE16 ") and " >= cluster " in why["why"], why
-    # stride 2 in rows mode (README: measured in ResNet-18 1,344,147 / 1,415,718 / 5,556,649
-    # cycles): NE16, its estimate within 20% of those (the stem: 4.63 M, 17% under)
-    for (c, h, oc, k), measured in (((64, 56, 128, 3), 1344147), ((128, 28, 256, 3), 1415718),
-                                    ((3, 224, 64, 7), 5556649)):
+    # stride 2 in rows mode (README: measured alone with ResNet-18's shapes 1,340,157 /
+    # 1,426,227 cycles, the stem with its channel tiles inner 3,944,692): NE16, its estimate
+    # within 20% of those
+    for (c, h, oc, k), measured in (((64, 56, 128, 3), 1340157), ((128, 28, 256, 3), 1426227),
+                                    ((3, 224, 64, 7), 3944692)):
         on, why = choose(c, h, oc, k, 2)
         assert on and abs(why["ne16_estimate"] / measured - 1) < 0.2, (c, why)

@@ -1,7 +1,13 @@
 """NE16 or the cluster for one conv: estimated cycles of both, the cheaper runs it.
 
-NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling) = the first tile's input DMA + per tile
-  TILE_CYCLES + engine + cores, where
+NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's input DMA +
+  under PIPE_MIN_TILES tiles: per tile TILE_CYCLES + weight wait + prep + engine +
+                 requantization (summed: what the small layers measured)
+  more tiles:    sum over tiles of PIPE_TILE_CYCLES + weight wait
+                   + max(engine of tile k, requantization of tile k - 1 + prep of tile k)
+                 + the last tile's requantization (NE16 computes tile k while the cores
+                 requantize tile k - 1: the template's pipeline), with one input buffer the
+                 input's DMA and prep serial before its tile, where
   engine: NE16's cycles from GVSoC's NE16 model (fsm.cpp's per-state latencies, its vector
     loads one cycle per word): per subtile of 3x3 output pixels, per step of k <= 32 output
     channels, per group of 16 input channels
@@ -15,11 +21,17 @@ NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling) = the first tile's input DMA +
     PREP_CYCLES per input byte, over the cores;
   with the weights' DMA (DMA_BYTES_PER_CYCLE, tiling.py's figure) where it is not hidden
   (every channel tile's weights before its first tile; the groups' behind the engine).
-  REQUANT_CYCLES and TILE_CYCLES were fitted on layers measured on the GAP9 model (layer
-  by layer against the reports): per tile ~4,000 cycles + 41 x outputs / 9 cores beside the
-  engine -- the sum fits (simplecnn conv2 12.7k estimated / 11.9k measured per tile,
-  ic_resnet8 16-64 channels within 15%, ResNet-18 512x7x7 105k / 105k); the cores' work
-  does not hide behind NE16's in these measurements.
+  REQUANT_CYCLES and TILE_CYCLES were fitted on small layers measured on the GAP9 model
+  (layer by layer against the reports): per tile ~4,000 cycles + 41 x outputs / 9 cores
+  beside the engine (simplecnn conv2 12.7k estimated / 11.9k measured per tile, ic_resnet8
+  16-64 channels within 15%). PIPE_TILE_CYCLES (8,000) is fitted on ResNet-18's stride-1
+  3x3 convs measured in the network (layer by layer, README): 64 ch 56x56 1.33 M estimated
+  / 1.35-1.38 M measured, 128 ch 28x28 1.35 M / 1.35 M, 512 ch 7x7 (input-channel groups)
+  1.70 M / 1.65 M, 256 ch 14x14 (one input buffer) 1.59 M / 1.91 M (the one under: its
+  per-tile input reload is slower than the DMA figure); the serial sum used before said
+  2.07 M, 1.72 M, 1.75 M and 1.55 M (it predates the faster requantization and the
+  pipelined template). The requantization measured 31-44 cycles per output on one core
+  (REQUANT_CYCLES 41 kept; the PROF counters of the rows-mode layers, see README).
 Calibration set: 51 convs measured on both engines (benchmarks/gap9_cycles.py, gap9 and
 gap9-cluster: simplecnn, ic_resnet8, kws_dscnn, vww_mobilenetv1, MobileNetV2, ResNet-18's
 512x7x7): the NE16 estimate is within 0.94-1.22x of the measured cycles, and every choice
@@ -28,9 +40,12 @@ matches the measured faster engine (MobileNetV2's 48->8 12x12 projections stay o
 Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels (or one of
   kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
   (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
-  measured so: 64->128 56->28 3x3/2 1,339,474 cycles against 1,257,529 estimated; the sum
-  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers. The tiling is the one
-  this estimate finds cheapest.
+  measured so: 64->128 56->28 3x3/2 1,340,157 cycles against 1,257,529 estimated; the sum
+  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers; each prep costs
+  PREP_FORK_CYCLES beside its bytes. With the channel tiles inner (c_inner) the input is
+  prepared once per row tile, and the weights come all at once or (w_stream) the next
+  channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 3,944,692
+  measured against 4,593,530. The tiling is the one this estimate finds cheapest.
 Cluster: the cluster tiler's estimate of its Xpulp kernels for the tiling it chose
 (tiling._xp_cycles, fitted on pulp-open), times CLUSTER_SCALE; plain-C kernels at
 PLAIN_MACS_PER_CYCLE. On the GAP9 model the cluster measured 1.1-1.5x that estimate on
@@ -50,7 +65,11 @@ JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
 REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
 DMA_BYTES_PER_CYCLE = 7.6
-TILE_CYCLES = 4000         # forks, DMA programming and waits per tile
+TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
+PIPE_TILE_CYCLES = 8000    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
+PIPE_MIN_TILES = 8         # under this the serial sum fitted on small layers (simplecnn, ic_resnet8)
+PREP_FORK_CYCLES = 4000    # rows mode: per input tile's prep beside the bytes (fork, pads, rows;
+                           # measured 9.2k, 11k, 6.7k per tile on 64->128 and 128->256 3x3/2, 64->128 1x1/2)
 STACK_CYCLES = 4.0         # per stacked byte on one core (ne16_geometry.stacked: byte copies)
 LAYER_CYCLES = 5000        # rows mode: measured beyond the per-tile figures on one-tile layers
 CLUSTER_SCALE = 1.2        # GAP9 model cycles / tiling.py's estimate: measured 1.1-1.5
@@ -79,24 +98,32 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
     the pipeline (the tile before requantized alone) and waits for its weights."""
     total = LAYER_CYCLES + min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
     req_prev = 0.0
-    for co in range(t["n_c"]):
+    inner = t.get("c_inner")
+    stream = t.get("w_stream")
+    if inner:               # every channel tile's weights before the first tile (streamed: the first's)
+        total += (t["tc"] if stream else o["c"]) * row / DMA_BYTES_PER_CYCLE
+    order = [(co, h) for h in range(t["n_h"]) for co in range(t["n_c"])] if inner else \
+        [(co, h) for co in range(t["n_c"]) for h in range(t["n_h"])]
+    for co, h in order:
         chans = min(t["tc"], o["c"] - co * t["tc"])
-        for h in range(t["n_h"]):
-            rows = min(t["th"], o["h"] - h * t["th"])
-            in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
-            prep = PREP_CYCLES * in_bytes / cores
-            if n_jobs == 1 and kh > 1:      # stacked rows: the cores copy kh rows per output row
-                prep = STACK_CYCLES * rows * o["pw"] * kh * i["c"] / cores
-            engine = _engine("1x1", rows, o["w"], chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
-            serial = TILE_CYCLES
-            if h == 0:
-                serial += req_prev + chans * row / DMA_BYTES_PER_CYCLE
-                req_prev = 0.0
-            if t["in_bufs"] == 1:
-                serial += prep + in_bytes / DMA_BYTES_PER_CYCLE
-                prep = 0.0
-            total += serial + max(engine, req_prev + prep)
-            req_prev = REQUANT_CYCLES * rows * o["w"] * chans / cores
+        rows = min(t["th"], o["h"] - h * t["th"])
+        in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
+        prep = PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
+        if n_jobs == 1 and kh > 1:      # stacked rows: the cores copy kh rows per output row
+            prep = PREP_FORK_CYCLES + STACK_CYCLES * rows * o["pw"] * kh * i["c"] / cores
+        engine = _engine("1x1", rows, o["w"], chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
+        serial = TILE_CYCLES
+        if inner and co:        # the row tile's input is in L1 and prepared
+            prep, in_bytes = 0.0, 0
+        if h == 0 and not inner:
+            serial += req_prev + chans * row / DMA_BYTES_PER_CYCLE
+            req_prev = 0.0
+        if t["in_bufs"] == 1:
+            serial += prep + in_bytes / DMA_BYTES_PER_CYCLE
+            prep = 0.0
+        w_next = chans * row / DMA_BYTES_PER_CYCLE if stream else 0.0     # the next tile's, beside NE16
+        total += serial + max(engine, req_prev + prep, w_next)
+        req_prev = REQUANT_CYCLES * rows * o["w"] * chans / cores
     return int(total + req_prev)
 
 
@@ -108,21 +135,34 @@ def ne16_cycles(layer, graph, m, t, cores) -> int:
     n_jobs, k_job = jobs(m, kh, kw, i["c"])
     if m == "rows":
         return _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores)
-    total = 0.0
+    if t["n_tiles"] < PIPE_MIN_TILES:
+        tile_cycles, pipelined = TILE_CYCLES, False
+    else:
+        tile_cycles, pipelined = PIPE_TILE_CYCLES, True
+    total, req_prev = 0.0, 0.0
     for co in range(t["n_c"]):
         chans = min(t["tc"], o["c"] - co * t["tc"])
         for h in range(t["n_h"]):
             rows = min(t["th"], o["h"] - h * t["th"])
             in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
-            prep = 0 if t.get("resident") and (co or h) else PREP_CYCLES * in_bytes
+            prep = 0 if t.get("resident") and (co or h) else PREP_CYCLES * in_bytes / cores
             engine = _engine(m, rows, o["w"], chans, i["c"], t["kg"], t["n_g"])
             if t["n_g"] > 1:        # the first group's weights before the engine, the others behind it
                 w_wait = chans * t["w_grp"] / DMA_BYTES_PER_CYCLE
             else:                   # a channel tile's weights before its first row tile
                 w_wait = chans * row / DMA_BYTES_PER_CYCLE if h == 0 else 0
-            total += TILE_CYCLES + engine + w_wait + (prep + REQUANT_CYCLES * rows * o["w"] * chans) / cores
+            req = REQUANT_CYCLES * rows * o["w"] * chans / cores
+            if not pipelined:       # few tiles: prep, NE16, requantization summed (as fitted)
+                total += tile_cycles + w_wait + prep + engine + req
+                continue
+            serial = tile_cycles + w_wait
+            if t["in_bufs"] == 1 and not t.get("resident"):     # the input after NE16 read the last
+                serial += prep + in_bytes / DMA_BYTES_PER_CYCLE
+                prep = 0.0
+            total += serial + max(engine, req_prev + prep)
+            req_prev = req
     first = min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
-    return int(total + first)
+    return int(total + req_prev + first)
 
 
 def cluster_cycles(layer, graph, til, cores, xpulp) -> int:

@@ -98,14 +98,20 @@ def _rows_per_tile(oh) -> list:
     return fills + [r for r in rows if r not in fills]
 
 
-def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False) -> dict:
+def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner=False, w_stream=False) -> dict:
     """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
     input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
-    and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1)."""
+    and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1);
+    c_inner ("rows" mode, channel tiles inner): every channel tile's bias/mult/shift in L1 at
+    once, and its weights too, or (w_stream) two channel tiles' weights at a time."""
     d = {"l1_in": tiling._align4(in_rows(o, th, kh) * o["pw"] * i["c"])
          + (tiling._align4(stack_bytes(o, th, kh, i["c"])) if stack else 0), "l1_acc": 4 * th * o["w"] * tc,
          "l1_out": tiling._align4(th * o["w"] * tc)}
-    if w_grp is None:
+    if c_inner:
+        n_c = -(-o["c"] // tc)
+        d.update(l1_w=(2 if w_stream else n_c) * tiling._align4(tc * row), l1_par=n_c * 3 * 4 * tc,
+                 w_ctile=tiling._align4(tc * row), w_stream=w_stream)
+    elif w_grp is None:
         d.update(l1_w=tiling._align4(tc * row), l1_par=3 * 4 * tc)
     else:
         d.update(l1_w=2 * tiling._align4(tc * w_grp), l1_par=2 * 3 * 4 * tc)
@@ -143,8 +149,11 @@ def plan_tiling(layer, graph, m, budget):
     3. 16 or 8 output channels per tile, all input channels (before splitting this measured
        1.6x the cluster on ResNet-18's 512x7x7 3x3 convs).
     "rows" mode (stride 2): the tiling ne16_cost estimates cheapest over output rows, output
-    channels (multiples of 32, all, 16, 8) and one or two input buffers; no input-channel
-    groups (its kernel-row jobs already stream the sums)."""
+    channels (multiples of 32, all, 16, 8), one or two input buffers and the loop order
+    (channel tiles outer, or inner so each input tile is loaded and prepared once, with every
+    channel's weights in L1 or two channel tiles' at a time, the next one's coming while NE16
+    runs this one); no input-channel groups (its kernel-row jobs already stream
+    the sums)."""
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
     tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
@@ -156,9 +165,11 @@ def plan_tiling(layer, graph, m, budget):
 
     def tile(d, th, tc, in_bufs, kg=None):
         n_h, n_c = -(-o["h"] // th), -(-o["c"] // tc)
+        c_inner = "w_ctile" in d
         t = dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c,
                  n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
-                 kg=kg or i["c"], n_g=1, l2_l1_bytes=_in_bytes(i, o, kh, pt, th, n_c) + params
+                 kg=kg or i["c"], n_g=1, c_inner=c_inner, w_stream=d.get("w_stream", False),
+                 l2_l1_bytes=_in_bytes(i, o, kh, pt, th, 1 if c_inner else n_c) + params
                  + o["h"] * o["w"] * o["c"], lower_bound=lower)
         if kg:
             w_grp = ne16_weights.packed_size(m, kg, 1)
@@ -171,16 +182,20 @@ def plan_tiling(layer, graph, m, budget):
     if m == "rows":         # the cheapest tiling by ne16_cost's estimate (no input-channel groups)
         from . import ne16_cost
         best = None
-        for tc in tcs + [c for c in (16, 8) if c < o["c"]]:
-            for th in range(min(o["h"], 24), 0, -1):
-                for in_bufs in (2, 1):
-                    d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, stack=stacked(m, i["c"]))
-                    if d["l1_bytes"] <= budget:
-                        t = tile(d, th, tc, in_bufs)
-                        est = ne16_cost.ne16_cycles(layer, graph, m, t, 9)
-                        if best is None or est < best[0]:
-                            best = (est, t)
-                        break
+        for c_inner, w_stream in ((False, False), (True, False), (True, True)):
+            for tc in tcs + [c for c in (16, 8) if c < o["c"]]:
+                if c_inner and tc >= o["c"] or w_stream and -(-o["c"] // tc) <= 2:
+                    continue            # one channel tile: the same as channels outer; two: all fit
+                for th in range(min(o["h"], 24), 0, -1):
+                    for in_bufs in (2, 1):
+                        d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, stack=stacked(m, i["c"]), c_inner=c_inner,
+                                        w_stream=w_stream)
+                        if d["l1_bytes"] <= budget:
+                            t = tile(d, th, tc, in_bufs)
+                            est = ne16_cost.ne16_cycles(layer, graph, m, t, 9)
+                            if best is None or est < best[0]:
+                                best = (est, t)
+                            break
         return best and best[1]
     for th_set in (full, [r for r in rows if r not in full]):
         for tc in tcs:
