@@ -14,7 +14,8 @@ from onnx import TensorProto, helper, numpy_helper
 import modelgen
 from conftest import adhoc
 
-from nnscons.targets.gap9 import gvsoc_open, ops
+from nnscons.targets.gap9 import ops
+from nnscons.targets.pulp_open import gvsoc_open
 
 
 def _layer(zp, pads=(0, 0, 0, 0), bias=True, groups=1, k=1, in_c=8, big=False):
