@@ -1,5 +1,5 @@
 """A built file damaged or edited after its step wrote it is rebuilt, never trusted
-(builders/damaged.py); every file a run writes is a declared target (cached and cleaned)."""
+(builders/graph/damaged.py); every file a run writes is a declared target (cached and cleaned)."""
 from __future__ import annotations
 
 import json
@@ -126,7 +126,7 @@ def _check(tmp_path, text):
     import io
     from types import SimpleNamespace
 
-    from nnscons.builders import actions
+    from nnscons.builders.graph import actions
     (tmp_path / "report.json").write_text(text)
     session = SimpleNamespace(report_written=False, verdict_printed=False,
                               target_cfg=SimpleNamespace(name="host"), model_cfg=SimpleNamespace(name="m"))

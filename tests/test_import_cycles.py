@@ -21,9 +21,6 @@ PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 
 # {circle: why it is still here}
 ALLOWED = {
-    frozenset({"nnscons.builders.export", "nnscons.builders.nodes"}):
-        "nodes imports export (the library's export nodes), export nodes.py_sources lazily: builders/ is "
-        "split by what its files do in issue 27.4's builders part (the build-speed work edits builders/ now)",
     frozenset({"nnscons.ops.add", "nnscons.reference.eltwise"}):
         "ops.add imports reference.eltwise, which imports ops.add.TFLITE_LEFT_SHIFT lazily (issue 27.4: "
         "the op registry below frontends, passes and the reference); ops/ and reference/ are being "
@@ -162,7 +159,7 @@ def test_the_finder_sees_lazy_and_relative_imports(tmp_path):
 
 
 @pytest.mark.parametrize("pair", [("nnscons.codegen", "nnscons.kernelgen"),
-                                  ("nnscons.builders.hostrun", "nnscons.targets.host.tune")])
+                                  ("nnscons.builders.run.hostrun", "nnscons.targets.host.tune")])
 def test_the_circles_issue_27_named_are_cut(pair):
     graph = import_graph(modules())
     assert not any(set(pair) <= c for c in circles(graph))

@@ -30,7 +30,7 @@ def test_a_failed_check_never_leaves_a_passing_report(prebuilt):
         assert "#  layer" not in again.stdout
 
     # a kernel bug (max pooling takes the minimum): pool1 is wrong (a damaged built file would
-    # be rebuilt, builders/damaged.py: the bug is in a source)
+    # be rebuilt, builders/graph/damaged.py: the bug is in a source)
     kernel = project.read(_POOL)
     project.write(_POOL, kernel.replace(_MAX, _MAX.replace(">", "<")))
     for _ in range(2):       # the failure is the verdict of every build until fixed

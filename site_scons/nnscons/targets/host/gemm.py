@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from ... import codegen, kernelgen, numerics
-from ...builders.nodes import py_sources
+from ...builders.graph.nodes import py_sources
 from ...errors import UserError
 from .ops import OPS
 
