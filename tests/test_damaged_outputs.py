@@ -8,6 +8,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pytest
 
 from conftest import ROOT, Project, _ignore, steps
 
@@ -87,6 +88,7 @@ def _entry(cache, data: bytes) -> str:
     return found[0]
 
 
+@pytest.mark.slow   # a cold build into a cache, then rebuilds from it: 15.8 s of CPU
 def test_corrupt_cache_entries_of_a_run_do_not_survive_a_rebuild(project, tmp_path):
     cache = str(tmp_path / "c")
     project.scons("model=simplecnn", f"cache={cache}")
