@@ -31,6 +31,7 @@ PHASES = (
     ("zoo model generated + written (before build/.zoo)", "models/zoo/__init__.py", "write"),
     ("model import (read, walk, passes)", "nnscons/frontends/__init__.py", "load_model"),
     ("  of which calibration (onnxruntime)", "nnscons/frontends/ptq.py", "calibrate"),
+    ("  of which onnx shape inference", "nnscons/frontends/onnx_graph.py", "_static_shapes"),
     ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
     ("session: import + target plan + keys", "nnscons/builders/graph/session.py", "__init__"),
     ("manifest (every target kind's schema)", "nnscons/builders/graph/network.py", "load_manifest"),
