@@ -164,6 +164,7 @@ def test_blocking_edit_rebuilds_that_layer_only(prebuilt):
     assert proc.returncode == 2 and "layers.conv2.mr" in proc.stderr and "vector registers" in proc.stderr
 
 
+@pytest.mark.slow   # two cold host builds (portable ISA on 3 threads, 2 threads): 20.7 s of CPU
 def test_portable_isa_and_threads_are_bit_exact(project):
     text = project.read("targets.yaml")
     project.write("targets.yaml", text.replace("  host-asan:\n", "  host-p3:\n    kind: host\n"
@@ -232,7 +233,9 @@ def _depthwise_model(path, channels=12):
     return path
 
 
-@pytest.mark.parametrize("channels", [12, 72])
+# three builds each (host, portable, asan): 25-27 s of CPU; 12 channels (a partial vector) stays
+# quick, 72 runs in CI
+@pytest.mark.parametrize("channels", [12, pytest.param(72, marks=pytest.mark.slow)])
 def test_depthwise_vector_kernel_is_bit_exact(project, channels):
     path = _depthwise_model(project.file(f"m/dw{channels}.onnx"), channels)
     text = project.read("targets.yaml")
@@ -300,6 +303,8 @@ def _cpu_has(flag: str) -> bool:
         return f" {flag}" in f.read()
 
 
+# ResNet-8 on host and host-asan: 33.3 s of CPU on an AVX2 machine (CI runs both)
+@pytest.mark.slow
 @pytest.mark.parametrize("isa, flag", [("avx2u8", "avx2"), ("avx512vnni", "avx512_vnni")])
 def test_forced_u8_variant_is_bit_exact_on_a_model(project, isa, flag):
     """isa: avx2u8 / avx512vnni on ResNet-8 (a 3-channel first conv, 3x3 and 1x1 convs
