@@ -337,6 +337,7 @@ def test_forced_u8_variant_is_bit_exact_on_a_model(project, isa, flag):
     assert "Test PASSED [host-asan] ic_resnet8: all 12 layers match" in proc.stdout
 
 
+@pytest.mark.slow   # three builds (host, portable, asan): 26.1 s of CPU (the fusion itself: test_residual_add_fuses_into_the_conv_epilogue)
 def test_fused_residual_add_with_partial_vectors_on_every_variant(project):
     path = _residual_model(project.file("m/res12.onnx"))
     text = project.read("targets.yaml")
