@@ -92,8 +92,8 @@ def test_lut_after_relu_fuses_the_clamp(tmp_path):
     assert [l.op for l in g.layers] == ["conv2d", "lut"]
 
 
-# The per-op networks' builds: on the host 8.0-15.3 s of CPU (gemm transA 8.0, dilated pools 10.0,
-# lut 11.8, glu 15.3), slow (CI); on gap9 emul 6.6-7.9 s, quick -- as the zoo's host builds
+# The per-op networks' builds: on the host 8.0-15.3 s of CPU, 11.6 on average (gemm transA 8.0,
+# glu 15.3; 11 measured), slow (CI); on gap9 emul 6.6-8.7 s, quick -- as the zoo's host builds
 # (test_zoo_ops.py).  Their reference against the exact oracle stays quick.
 HOST_SLOW = [pytest.param("host", marks=pytest.mark.slow), "gap9"]
 
