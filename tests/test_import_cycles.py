@@ -180,9 +180,29 @@ def test_every_nnscons_import_names_a_module_that_exists():
                 srcs = [a.name for a in node.names if a.name.split(".")[0] == "nnscons"]
             elif isinstance(node, ast.ImportFrom):
                 base = here[:len(here) - node.level + 1] if node.level else []
-                srcs = [".".join(base + ([node.module] if node.module else []))] if node.level else [node.module or ""]
-                srcs = [s for s in srcs if s.split(".")[0] == "nnscons"]
+                src = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+                if src.split(".")[0] != "nnscons":
+                    continue
+                srcs = [src]
+                if src in mods and mods[src][1]:      # from a package: a submodule or a name of its __init__
+                    srcs += [f"{src}.{a.name}" for a in node.names
+                             if f"{src}.{a.name}" not in mods and a.name not in _top_level_names(mods[src][0])]
             else:
                 continue
             stale += [f"{os.path.relpath(path, PKG)}:{node.lineno}: {s}" for s in srcs if s not in mods]
     assert not stale, "imports of modules that do not exist:\n" + "\n".join(stale)
+
+
+def _top_level_names(path: str) -> set:
+    """The names a module binds at its top level (assignments, defs, classes, imports)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
