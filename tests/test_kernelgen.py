@@ -247,6 +247,7 @@ def test_depthwise_vector_kernel_is_bit_exact(project, channels):
     assert "nn_dwconv_band_fast(0," in project.read(f"{adhoc(project, 'host', f'dw{channels}')}/src/layers/dw5.c")
 
 
+@pytest.mark.slow   # 63.5 s of CPU measured in the quick tier (CI runs it)
 def test_residual_add_fuses_into_the_conv_epilogue(project):
     """ResNet-8: each Add goes into the generated conv that produces one operand (the later
     one: the 1x1 shortcut in a downsampling block), checked against the Add's golden; the
@@ -337,7 +338,7 @@ def test_forced_u8_variant_is_bit_exact_on_a_model(project, isa, flag):
     assert "Test PASSED [host-asan] ic_resnet8: all 12 layers match" in proc.stdout
 
 
-@pytest.mark.slow   # three builds (host, portable, asan): 26.1 s of CPU (the fusion itself: test_residual_add_fuses_into_the_conv_epilogue)
+@pytest.mark.slow   # three builds (host, portable, asan): 26.1 s of CPU
 def test_fused_residual_add_with_partial_vectors_on_every_variant(project):
     path = _residual_model(project.file("m/res12.onnx"))
     text = project.read("targets.yaml")
