@@ -31,11 +31,12 @@ PHASES = (
     ("zoo model generated + written (before build/.zoo)", "models/zoo/__init__.py", "write"),
     ("model import (read, walk, passes)", "nnscons/frontends/__init__.py", "load_model"),
     ("  of which calibration (onnxruntime)", "nnscons/frontends/ptq.py", "calibrate"),
+    ("  of which onnx shape inference", "nnscons/frontends/onnx_graph.py", "_static_shapes"),
     ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
-    ("session: import + target plan + keys", "nnscons/builders/session.py", "__init__"),
-    ("manifest (every target kind's schema)", "nnscons/builders/network.py", "load_manifest"),
-    ("declare nodes", "nnscons/builders/network.py", "declare"),
-    ("codegen: render sources", "nnscons/builders/actions.py", "render_source"),
+    ("session: import + target plan + keys", "nnscons/builders/graph/session.py", "__init__"),
+    ("manifest (every target kind's schema)", "nnscons/builders/graph/network.py", "load_manifest"),
+    ("declare nodes", "nnscons/builders/graph/network.py", "declare"),
+    ("codegen: render sources", "nnscons/builders/graph/actions.py", "render_source"),
 )
 HEAVY = ("numpy", "onnx", "onnxruntime", "jinja2", "yaml", "SCons.Script", "nnscons.builders.main",
          "nnscons.frontends", "nnscons.kernelgen", "matplotlib")

@@ -25,6 +25,7 @@ def design_imports(text):
     return mods
 
 
+@pytest.mark.slow   # a cold build, designs and a tiling edit: 11.8 s of CPU (simplecnn's fallback build stays quick)
 def test_mixed_model_bit_exact_designs_and_tiling_edit(project):
     add_mix(project)
     proc = project.scons("target=aie2p", "model=mix", "platform=emul", "-j2")

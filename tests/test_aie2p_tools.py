@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from aie2p_models import add_mix
 from conftest import ROOT, steps
 
@@ -33,6 +35,7 @@ def records(log):
         return [json.loads(line) for line in f]
 
 
+@pytest.mark.slow   # the whole NPU flow through the fake tools, then edits: 13.7 s of CPU
 def test_npu_flow_command_lines_and_incremental_graph(project, monkeypatch):
     add_mix(project)
     log = fake_env(project, monkeypatch)

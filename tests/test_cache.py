@@ -141,7 +141,7 @@ def test_builds_that_start_together_on_a_new_cache_folder_do_not_race_for_its_co
     FileExistsError.  The folder is now SCons's to create in one rename, and a config that
     appears between the check and the create is taken as written."""
     sys.path.insert(0, os.path.join(ROOT, "site_scons"))
-    from nnscons.builders.cache import VerifiedCacheDir
+    from nnscons.builders.graph.cache import VerifiedCacheDir
     empty = tmp_path / "empty"
     empty.mkdir()
     first = VerifiedCacheDir(str(empty))          # finds no config, writes it
@@ -152,7 +152,7 @@ def test_builds_that_start_together_on_a_new_cache_folder_do_not_race_for_its_co
     assert first.config["prefix_len"] >= 1
     fresh = tmp_path / "parent" / "cache"
     import SCons.Environment
-    from nnscons.builders import cache
+    from nnscons.builders.graph import cache
     env = SCons.Environment.Environment(tools=[])
     cache.enable(env, str(fresh))
     env.get_CacheDir()

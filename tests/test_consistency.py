@@ -1,6 +1,6 @@
 """Self-consistency (issue 23, part 6): the exported quantized.onnx, evaluated exactly
 (float64 QDQ), equals the integer reference on the run's input; where it does not, the check
-fails and names the first layer where they part (builders/consistency.py)."""
+fails and names the first layer where they part (builders/reports/consistency.py)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from nnscons.builders.consistency import compare
+from nnscons.builders.reports.consistency import compare
 from nnscons.ir import Graph, Layer, QParams, Tensor
 
 B = "build/host/simplecnn"
@@ -36,7 +36,7 @@ def test_a_build_checks_its_own_quantized_onnx_and_fails_when_they_part(prebuilt
     assert "self-consistency: quantized.onnx evaluated exactly (float64 QDQ) equals" in first.stdout
     assert json.loads(project.read(f"{B}/report.json"))["self_consistency"]["equal"] is True
     # an exporter bug: its quantized.onnx computes something else (64 weights of conv2 negated).
-    # (Editing the built file is no test any more: a changed output is rebuilt, builders/damaged.py.)
+    # (Editing the built file is no test any more: a changed output is rebuilt, builders/graph/damaged.py.)
     exporter = "site_scons/nnscons/export/qdq_onnx.py"
     src = project.read(exporter)
     bug = """    model = build_qdq(graph)

@@ -1,5 +1,5 @@
 """A built file damaged or edited after its step wrote it is rebuilt, never trusted
-(builders/damaged.py); every file a run writes is a declared target (cached and cleaned)."""
+(builders/graph/damaged.py); every file a run writes is a declared target (cached and cleaned)."""
 from __future__ import annotations
 
 import json
@@ -8,6 +8,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pytest
 
 from conftest import ROOT, Project, _ignore, steps
 
@@ -87,6 +88,7 @@ def _entry(cache, data: bytes) -> str:
     return found[0]
 
 
+@pytest.mark.slow   # a cold build into a cache, then rebuilds from it: 15.8 s of CPU
 def test_corrupt_cache_entries_of_a_run_do_not_survive_a_rebuild(project, tmp_path):
     cache = str(tmp_path / "c")
     project.scons("model=simplecnn", f"cache={cache}")
@@ -126,7 +128,7 @@ def _check(tmp_path, text):
     import io
     from types import SimpleNamespace
 
-    from nnscons.builders import actions
+    from nnscons.builders.graph import actions
     (tmp_path / "report.json").write_text(text)
     session = SimpleNamespace(report_written=False, verdict_printed=False,
                               target_cfg=SimpleNamespace(name="host"), model_cfg=SimpleNamespace(name="m"))

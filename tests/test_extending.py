@@ -135,7 +135,7 @@ import os
 
 import numpy as np
 
-from ...builders.nodes import compile_generated
+from ...builders.graph.nodes import compile_generated
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from ...resources import data_path

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from nnscons.builders.fidelity import EXACT_DB, sqnr_db
+from nnscons.builders.reports.fidelity import EXACT_DB, sqnr_db
 
 B = "build/host/simplecnn"
 

@@ -50,7 +50,8 @@ def workdir(tmp_path_factory):
 
 def _plan(workdir: str, manifest_text: str | None, target, model):
     """Load the manifest (when given, written first) and plan; the UserError or None."""
-    from nnscons.builders import network, report
+    from nnscons.builders.graph import network
+    from nnscons.builders.reports import report
     from nnscons.errors import UserError
     cwd = os.getcwd()
     os.chdir(workdir)

@@ -49,7 +49,7 @@ def test_tiles_fit_the_budget_and_never_beat_the_lower_bound(seed):
 def _session(project, model, **edits):
     """The planned session of `model` on gap9 (platform=emul), in the project copy."""
     from nnscons import manifest
-    from nnscons.builders.session import Session
+    from nnscons.builders.graph.session import Session
     from nnscons.targets import schemas
     cwd = os.getcwd()
     os.chdir(project.path)

@@ -49,6 +49,10 @@ def test_the_quantizer_writes_integer_ops_and_they_read_as_the_float_model(dynam
     assert load_model(q, name="dyn").layers
 
 
+# a cold host build with the fidelity run: 19-19.5 s of CPU each; per_tensor stays quick (the
+# build path of integer ops), per_channel runs in CI
+@pytest.mark.parametrize("dynamic", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["per_tensor", "per_channel"], indirect=True)
 def test_a_dynamically_quantized_model_builds_and_passes_on_the_host(project, dynamic):
     _, q = dynamic
     with open(q, "rb") as f:

@@ -164,6 +164,7 @@ def test_blocking_edit_rebuilds_that_layer_only(prebuilt):
     assert proc.returncode == 2 and "layers.conv2.mr" in proc.stderr and "vector registers" in proc.stderr
 
 
+@pytest.mark.slow   # two cold host builds (portable ISA on 3 threads, 2 threads): 20.7 s of CPU
 def test_portable_isa_and_threads_are_bit_exact(project):
     text = project.read("targets.yaml")
     project.write("targets.yaml", text.replace("  host-asan:\n", "  host-p3:\n    kind: host\n"
@@ -232,7 +233,9 @@ def _depthwise_model(path, channels=12):
     return path
 
 
-@pytest.mark.parametrize("channels", [12, 72])
+# three builds each (host, portable, asan): 25-27 s of CPU; 12 channels (a partial vector) stays
+# quick, 72 runs in CI
+@pytest.mark.parametrize("channels", [12, pytest.param(72, marks=pytest.mark.slow)])
 def test_depthwise_vector_kernel_is_bit_exact(project, channels):
     path = _depthwise_model(project.file(f"m/dw{channels}.onnx"), channels)
     text = project.read("targets.yaml")
@@ -244,6 +247,7 @@ def test_depthwise_vector_kernel_is_bit_exact(project, channels):
     assert "nn_dwconv_band_fast(0," in project.read(f"{adhoc(project, 'host', f'dw{channels}')}/src/layers/dw5.c")
 
 
+@pytest.mark.slow   # 63.5 s of CPU measured in the quick tier (CI runs it)
 def test_residual_add_fuses_into_the_conv_epilogue(project):
     """ResNet-8: each Add goes into the generated conv that produces one operand (the later
     one: the 1x1 shortcut in a downsampling block), checked against the Add's golden; the
@@ -300,6 +304,8 @@ def _cpu_has(flag: str) -> bool:
         return f" {flag}" in f.read()
 
 
+# ResNet-8 on host and host-asan: 33.3 s of CPU on an AVX2 machine (CI runs both)
+@pytest.mark.slow
 @pytest.mark.parametrize("isa, flag", [("avx2u8", "avx2"), ("avx512vnni", "avx512_vnni")])
 def test_forced_u8_variant_is_bit_exact_on_a_model(project, isa, flag):
     """isa: avx2u8 / avx512vnni on ResNet-8 (a 3-channel first conv, 3x3 and 1x1 convs
@@ -332,6 +338,7 @@ def test_forced_u8_variant_is_bit_exact_on_a_model(project, isa, flag):
     assert "Test PASSED [host-asan] ic_resnet8: all 12 layers match" in proc.stdout
 
 
+@pytest.mark.slow   # three builds (host, portable, asan): 26.1 s of CPU
 def test_fused_residual_add_with_partial_vectors_on_every_variant(project):
     path = _residual_model(project.file("m/res12.onnx"))
     text = project.read("targets.yaml")

@@ -12,7 +12,7 @@ import pytest
 from onnx import helper
 
 import opsgen
-from test_ops import _passes, check_against_oracle
+from test_ops import HOST_SLOW, _passes, check_against_oracle
 from test_ops_fallback import check_host_fallback, kernels  # noqa: F401  (kernels: the compiled host fallback)
 
 
@@ -78,7 +78,7 @@ def test_glu_net_matches_the_oracle(tmp_path):
     check_against_oracle(tmp_path, glu_net(tmp_path / "glunet.onnx"), exact=False)
 
 
-@pytest.mark.parametrize("target", ["host", "gap9"])
+@pytest.mark.parametrize("target", HOST_SLOW)   # test_ops.HOST_SLOW: the host build is slow
 def test_glu_net_builds_bit_exact(project, target):
     _passes(project, glu_net(project.file("m/glunet.onnx")), target)
 
@@ -120,7 +120,7 @@ def dilated_pool_net(path, seed=0):
     return opsgen.save(nodes, inits, (1, 3, 12, 12), (1, 8, 4, 6), path, opset=19, name="dilpool")
 
 
-@pytest.mark.parametrize("target", ["host", "gap9"])
+@pytest.mark.parametrize("target", HOST_SLOW)   # test_ops.HOST_SLOW: the host build is slow
 def test_dilated_pool_net_builds_bit_exact(project, target):
     _passes(project, dilated_pool_net(project.file("m/dilpool.onnx")), target)
 
@@ -193,7 +193,7 @@ def test_gemm_transa_net_matches_the_oracle(tmp_path):
     assert sum(l.op == "linear" for l in g.layers) == 2
 
 
-@pytest.mark.parametrize("target", ["host", "gap9"])
+@pytest.mark.parametrize("target", HOST_SLOW)   # test_ops.HOST_SLOW: the host build is slow
 def test_gemm_transa_net_builds_bit_exact(project, target):
     _passes(project, gemm_transa_net(project.file("m/gemmta.onnx")), target)
 
@@ -273,7 +273,7 @@ def test_reduce_net_matches_the_oracle(tmp_path):
     assert sum(l.op == "reduce" for l in g.layers) == 4
 
 
-@pytest.mark.parametrize("target", ["host", "gap9"])
+@pytest.mark.parametrize("target", HOST_SLOW)   # test_ops.HOST_SLOW: the host build is slow
 def test_reduce_net_builds_bit_exact(project, target):
     _passes(project, reduce_net(project.file("m/reducenet.onnx")), target)
 
@@ -344,7 +344,7 @@ def test_nary_net_matches_the_oracle(tmp_path):
     assert sum(l.op == "nary" for l in g.layers) == 3
 
 
-@pytest.mark.parametrize("target", ["host", "gap9"])
+@pytest.mark.parametrize("target", HOST_SLOW)   # test_ops.HOST_SLOW: the host build is slow
 def test_nary_net_builds_bit_exact(project, target):
     _passes(project, nary_net(project.file("m/narynet.onnx")), target)
 
@@ -389,7 +389,7 @@ def test_cpu_net_matches_the_oracle(tmp_path):
     assert {"nary", "reduce", "maxpool", "avgpool"} <= {l.op for l in g.layers}
 
 
-@pytest.mark.parametrize("target", ["k210", "host"])
+@pytest.mark.parametrize("target", ["k210", pytest.param("host", marks=pytest.mark.slow)])   # host: as HOST_SLOW
 def test_cpu_net_builds_bit_exact(project, target):
     """The K210's CPU layers (CHW kernels) take the dilated pools, reductions and N-ary ops."""
     _passes(project, cpu_net(project.file("m/cpunet.onnx")), target)

@@ -9,7 +9,7 @@ import pytest
 from onnx import helper
 
 import opsgen
-from test_ops import _passes, check_against_oracle
+from test_ops import HOST_SLOW, _passes, check_against_oracle
 
 from nnscons.errors import ModelError  # noqa: E402
 from nnscons.export.ort_oracle import run_intermediates  # noqa: E402
@@ -84,7 +84,7 @@ def test_resize_net_matches_the_oracle(tmp_path):
     assert [l.op for l in g.layers].count("bilinear") == 3
 
 
-@pytest.mark.parametrize("target", ["host", "gap9"])
+@pytest.mark.parametrize("target", HOST_SLOW)   # test_ops.HOST_SLOW: the host build is slow
 def test_resize_net_builds_bit_exact(project, target):
     _passes(project, resize_net(project.file("m/resizenet.onnx")), target)
 
@@ -153,7 +153,7 @@ def test_div_net_matches_the_oracle(tmp_path):
     assert [l.op for l in g.layers].count("div") == 3
 
 
-@pytest.mark.parametrize("target", ["host", "gap9"])
+@pytest.mark.parametrize("target", HOST_SLOW)   # test_ops.HOST_SLOW: the host build is slow
 def test_div_net_builds_bit_exact(project, target):
     _passes(project, div_net(project.file("m/divnet.onnx")), target)
 
@@ -205,7 +205,7 @@ def test_lrn_net_matches_the_oracle(tmp_path):
     assert [l.op for l in g.layers].count("lrn") == 2
 
 
-@pytest.mark.parametrize("target", ["host", "gap9"])
+@pytest.mark.parametrize("target", HOST_SLOW)   # test_ops.HOST_SLOW: the host build is slow
 def test_lrn_net_builds_bit_exact(project, target):
     _passes(project, lrn_net(project.file("m/lrnnet.onnx")), target)
 
@@ -257,7 +257,7 @@ def test_instnorm_net_matches_the_oracle(tmp_path):
     assert [l.op for l in g.layers].count("instnorm") == 2
 
 
-@pytest.mark.parametrize("target", ["host", "gap9"])
+@pytest.mark.parametrize("target", HOST_SLOW)   # test_ops.HOST_SLOW: the host build is slow
 def test_instnorm_net_builds_bit_exact(project, target):
     _passes(project, instnorm_net(project.file("m/instnormnet.onnx")), target)
 

@@ -282,7 +282,7 @@ def test_each_chips_runtime_errors_fail_the_run():
     """The bare-metal runtime prints "<chip> ERROR: ..." (open_fc.c's OPEN_CHIP_NAME): each kind's
     run step knows its own simulators' name from their Simulator, nothing else's."""
     from types import SimpleNamespace
-    from nnscons.builders import simrun
+    from nnscons.builders.run import simrun
     from nnscons.targets import gap9, pulp_open
     from nnscons.targets.gap9 import runstep
     log = "layer 1 conv1: OK\nPULP-OPEN ERROR: pi_cl_l1_free: 52 B at 0x10000008 is not the last block\n"

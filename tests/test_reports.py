@@ -166,7 +166,7 @@ def test_matrix_html_and_csv_show_every_column(built, tmp_path):
     probe = _render(project.file("build/matrix.html"), tmp_path, "matrix")
     _assert_fits(probe, "matrix.html")
     _assert_screenshot(probe["screenshot"])
-    from nnscons.builders import html
+    from nnscons.builders.reports import html
     shown = [th["text"] for th in probe["tables"][0]]
     header_of = {key: h for h, key in html._MATRIX_COLUMNS if key}
     for key in rows[0]:
@@ -195,7 +195,7 @@ def _layers(n, cycles=False):
 
 
 def test_per_layer_plot_is_macs_per_cycle_where_cycles_are_counted():
-    from nnscons.builders import html
+    from nnscons.builders.reports import html
     title, svg = html.performance_plot({"layers": _layers(4, cycles=True), "macs_per_cycle": 2.0})
     assert title == "Per-layer MACs/cycle" and "MACs/cycle" in svg
     title, svg = html.performance_plot({"layers": _layers(4)})
@@ -209,7 +209,7 @@ def test_per_layer_plot_is_macs_per_cycle_where_cycles_are_counted():
 def test_engine_plot_shows_ne16_and_the_cluster_per_layer():
     """gap9 with NE16: bars coloured by engine, the other engine's estimate as a marker; absent
     when no layer could run on NE16."""
-    from nnscons.builders import html
+    from nnscons.builders.reports import html
     assert html.engine_plot({"layers": _layers(3, cycles=True)}) is None
     layers = _layers(3, cycles=True)
     layers[0].update(engine="ne16", cluster_estimate=4000, ne16_estimate=300, engine_why="estimate ...")
@@ -231,7 +231,7 @@ def test_engine_plot_shows_ne16_and_the_cluster_per_layer():
 
 
 def test_arena_legend_names_only_what_is_drawn():
-    from nnscons.builders import html
+    from nnscons.builders.reports import html
     report = {"layers": _layers(2), "arena": {"size": 1000, "limit": 268435456, "buffers": [
         {"tensor": "x", "offset": 0, "size": 1000, "first": -1, "last": 1}]}}
     svg = html.arena_plot(report)

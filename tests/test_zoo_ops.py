@@ -44,9 +44,9 @@ def test_zoo_model_agrees_with_the_exact_oracle(tmp_path, name, shape):
 
 
 SLOW = ("mobilenetv2", "mobilenetv3", "mobilenetv1_025")   # 10-15 s builds
-# measured CPU on the host: dscnn 15.1 s, resnet8 15.1, autoencoder 12.8, encdec 11.8 (their gap9
-# builds: 6.4-7.9 s, tcn's below 5 s)
-SLOW_ON = {(n, "host") for n in ("dscnn", "resnet8", "autoencoder", "encdec")}
+# measured CPU on the host: dscnn 15.1 s, resnet8 15.1, autoencoder 12.8, encdec 11.8, tcn 15.7
+# (their gap9 builds: 6.4-7.9 s, tcn's 7.3 s, stay quick)
+SLOW_ON = {(n, "host") for n in ("dscnn", "resnet8", "autoencoder", "encdec", "tcn")}
 
 
 @pytest.mark.parametrize("name,shape,target", [

@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     sys.dont_write_bytecode = True          # nothing outside build/: no bytecode caches
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["merge"]:                # nnscons merge OUT.json SHARD.json ...
-        from .builders import matrix
+        from .builders.reports import matrix
         return matrix.main(args)
     sconstruct = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builders", "SConstruct")
     if not os.path.isfile("targets.yaml") and not any(a in ("-h", "--help", "-H") for a in args):

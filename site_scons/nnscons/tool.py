@@ -33,7 +33,7 @@ class NetworkNodes(list):
 
 def NnsNetwork(env, folder, manifest="targets.yaml", model=None, target=None, platform=None,
                input=None):   # noqa: A002 - the option's name on the command line
-    from .builders import network
+    from .builders.graph import network
 
     try:
         man = env.File(manifest).srcnode().abspath

@@ -22,7 +22,7 @@ import SCons.Node.FS
 import SCons.Util
 
 from .. import codegen
-from . import actions
+from .graph import actions
 
 _UNKNOWN = object()          # a rebuilt node whose new content cannot be known: changed
 

@@ -96,7 +96,7 @@ def main() -> None:
         Decider("content")
         # a source's #includes are rescanned only when it changes (CPPPATH is fixed per target)
         SetOption("implicit_cache", 1)
-        from . import network
+        from .graph import network
         manifest = network.load_manifest(MANIFEST)
         if GetOption("help"):
             Help(_help_text(variables, env, manifest), append=False)
@@ -137,7 +137,7 @@ def _paths_from_launch_dir(root: str) -> None:
 def _combinations(env, manifest) -> tuple:
     """[(target, model)] from target=/model= (lists, all, shard=) and whether this is a
     matrix build (lists, all or shard: a summary and build/matrix.json at the end)."""
-    from . import matrix
+    from .reports import matrix
     t_arg, m_arg, s_arg = env["target"], env["model"], env["shard"]
     is_matrix = bool(s_arg) or any("," in a or a == "all" or a.startswith("all,") or ",all" in a
                                    for a in (t_arg, m_arg))
@@ -168,7 +168,7 @@ def _record_noop(key, roots, results, is_matrix) -> None:
     import SCons.Script.Main as scons_main
     from SCons.Script import GetBuildFailures
 
-    from . import matrix
+    from .reports import matrix
     # only a build that ended well (not failed, not interrupted) may answer the next call
     if GetBuildFailures() or scons_main.exit_status or scons_main.this_build_status:
         return
@@ -181,7 +181,8 @@ def _record_noop(key, roots, results, is_matrix) -> None:
 
 def _build(env, manifest, root) -> None:
     from ..targets import kind_module
-    from . import console, matrix, network, workspace
+    from .graph import console, network, workspace
+    from .reports import matrix
     combos, is_matrix = _combinations(env, manifest)
     iterations = env["iterations"]
     if iterations and not (iterations.isdigit() and int(iterations) > 0):
@@ -190,7 +191,7 @@ def _build(env, manifest, root) -> None:
     SConsignFile(".sconsign", workspace.SignatureRouter())   # one database per target folder
     cache_dir = env["cache"] or manifest.defaults.get("cache")
     if cache_dir:
-        from . import cache
+        from .graph import cache
         cache.enable(env, cache_dir)
     # One lock per target folder: builds of different targets run side by side; a second
     # build of the same target waits for the first.  Taken in sorted order (no deadlock).
@@ -301,7 +302,7 @@ def _failed_node(env, combo):
 def _matrix_summary(results) -> None:
     from SCons.Script import GetBuildFailures
 
-    from . import matrix
+    from .reports import matrix
     failures = {}
     for f in GetBuildFailures():
         path = str(f.node)
@@ -312,7 +313,7 @@ def _matrix_summary(results) -> None:
     rows = matrix.summarize(results, failures, matrix.timings(results))
     wall_s = round(time.monotonic() - _START, 3)
     matrix.write(rows, wall_s=wall_s)
-    from . import html
+    from .reports import html
     from ..fileio import write_if_changed
     write_if_changed(os.path.join("build", "matrix.html"), html.build_matrix_page(rows, wall_s))
     print(matrix.table(rows, wall_s))

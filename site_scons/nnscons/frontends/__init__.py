@@ -98,7 +98,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
                          f"{', '.join((bare + islands)[:8])}{' ...' if len(bare + islands) > 8 else ''}")
     requantize_aliases(g)
     graph = to_ir(g, name)
-    graph.float_source = float_source if fmt == "float" else None   # builders/fidelity.py
+    graph.float_source = float_source if fmt == "float" else None   # builders/reports/fidelity.py
     if len(f.inputs) > 1 and any(len(s) == 3 for s in f.input_shapes):
         raise ModelError(f"{source}: a 1-D model (rank-3 inputs) with several inputs is not "
                          f"supported yet; give it one input")

@@ -228,8 +228,7 @@ class OnnxWalker:
         (on shapes_proto when given)."""
         if getattr(self, "_shapes", None) is None:
             import onnx
-            proto = onnx.ModelProto()
-            proto.CopyFrom(self.shapes_proto or self.f.proto)
+            proto, weights = _shape_inference_copy(self.shapes_proto or self.f.proto)
             shapes = dict(zip(self.f.inputs or (self.f.input,), self.f.input_shapes or (self.f.input_shape,)))
             for inp in proto.graph.input:
                 if inp.name in shapes:
@@ -243,7 +242,8 @@ class OnnxWalker:
             shapes = {}
             for vi in list(inferred.graph.value_info) + list(inferred.graph.input):
                 t = vi.type.tensor_type
-                if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
+                if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim) \
+                        and vi.name not in weights:
                     shapes[vi.name] = tuple(d.dim_value for d in t.shape.dim)
             self._shapes = shapes
         return self._shapes
@@ -336,3 +336,38 @@ class OnnxWalker:
                 rename_tensor(g, out, name)
                 self.q_names = {k: (name if v == out else v) for k, v in self.q_names.items()}
         return g
+
+
+# Initializers larger than this go to shape inference as typed graph inputs, not as data:
+# their shapes are all it reads of them (a shape-computing constant -- Reshape's target,
+# Slice's bounds, Expand's shape -- is a small integer tensor and stays).
+_INFER_DATA_LIMIT = 1024
+_SHAPE_TYPES = (6, 7)      # TensorProto.INT32, INT64
+
+
+def _shape_inference_copy(src):
+    """(copy, names): a copy of `src` for onnx's shape inference without the bytes of its large
+    weights (copying and serializing ResNet-18's 46 MB cost more than the inference), and the
+    names of the weights it declares as inputs instead (not shapes the walker asks for)."""
+    import onnx
+    from onnx import helper
+    proto = onnx.ModelProto()
+    for field in ("ir_version", "producer_name", "producer_version", "domain", "model_version"):
+        setattr(proto, field, getattr(src, field))
+    proto.opset_import.extend(src.opset_import)
+    proto.functions.extend(src.functions)
+    g, sg = proto.graph, src.graph
+    g.name = sg.name
+    g.node.extend(sg.node)
+    g.input.extend(sg.input)
+    g.output.extend(sg.output)
+    g.value_info.extend(sg.value_info)
+    g.sparse_initializer.extend(sg.sparse_initializer)
+    declared, weights = {vi.name for vi in sg.input}, set()
+    for init in sg.initializer:
+        if init.data_type in _SHAPE_TYPES or int(np.prod(init.dims, dtype=np.int64)) <= _INFER_DATA_LIMIT:
+            g.initializer.append(init)
+        elif init.name not in declared:
+            g.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+            weights.add(init.name)
+    return proto, weights

@@ -154,7 +154,7 @@ def reference(layer, graph, inputs):
 def export(w, layer, ins, core_out):
     """A Softmax node over axis 1 (opset 13: a (1, F) row or a map's channels); over all of a
     map's values, Reshape to one row and back around it. The integer rule is within 1 LSB of
-    it (the exp table): builders/consistency.py accepts that departure at this layer."""
+    it (the exp table): builders/reports/consistency.py accepts that departure at this layer."""
     if not layer.attrs.get("flatten", 0):
         w.node("Softmax", ins, [core_out], layer.name, exact_name=True, axis=1)
         return

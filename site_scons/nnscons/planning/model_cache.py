@@ -75,7 +75,7 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
 
 def _given_float_source(graph, model_cfg) -> dict:
     """`float_source:` of a quantized model: the float model its fidelity is measured
-    against (builders/fidelity.py); it must take the quantized model's input."""
+    against (builders/reports/fidelity.py); it must take the quantized model's input."""
     from ..frontends.onnx_file import read_onnx
     if getattr(graph, "float_source", None):
         raise ModelError(f"{model_cfg.source}: float_source applies to quantized models; this "

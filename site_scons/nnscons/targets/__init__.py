@@ -9,7 +9,7 @@ A kind's package exposes:
   check_tools(env, session)              raise UserError naming what to install
   plan(graph, cnames, options, overrides, where) -> base.TargetPlan
   declare_nodes(env, session, common) -> {"firmware": nodes, "run": [run.log, output.npy], ...}
-             common: builders.nodes.CommonNodes (generated files, weights, goldens, input);
+             common: builders.graph.nodes.CommonNodes (generated files, weights, goldens, input);
              optionally "report_extra": JSON nodes merged into report.json (k210's agreement)
 Adding a target = a new package here + templates/<kind>/ + kernels/<kind>/ (README: "How
 to add a target").

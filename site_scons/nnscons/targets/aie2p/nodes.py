@@ -20,7 +20,7 @@ import sys
 
 from ... import binfiles
 from ...resources import data_path
-from ...builders.nodes import py_sources
+from ...builders.graph.nodes import py_sources
 from .tools import find_tools
 
 COMMON = data_path("kernels", "common")
@@ -122,7 +122,7 @@ def _emul_nodes(env, session, common, mapped, src) -> dict:
     """platform=emul: the network as a library (each NPU layer's kernel compiled natively
     with its emulated DMAs, the host layers' C, the network, the weights linked in) and the
     host target's harness on it, run on this machine."""
-    from ...builders.nodes import declare_library
+    from ...builders.graph.nodes import declare_library
     from .. import library
     b = session.build_dir
     opts = session.options

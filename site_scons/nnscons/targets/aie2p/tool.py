@@ -14,8 +14,9 @@ import subprocess
 import SCons.Action
 import SCons.Builder
 
-from nnscons.builders import actions, runlog
-from nnscons.builders.hostrun import run_native
+from nnscons.builders.graph import actions
+from nnscons.builders.run import runlog
+from nnscons.builders.run.hostrun import run_native
 from nnscons.resources import PACKAGE_DIR
 from nnscons.fileio import write_if_changed
 from nnscons import binfiles

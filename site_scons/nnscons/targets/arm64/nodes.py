@@ -7,7 +7,7 @@ import os
 
 import SCons.Action
 
-from ...builders import actions
+from ...builders.graph import actions
 from ...fileio import write_if_changed
 from ..host.nodes import declare_nodes as _host_nodes
 from .report import variant_report

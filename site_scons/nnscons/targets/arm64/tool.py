@@ -6,9 +6,9 @@ import shlex
 import SCons.Action
 import SCons.Builder
 
-from nnscons.builders import actions
+from nnscons.builders.graph import actions
+from nnscons.builders.run.hostrun import run_native, run_program
 from nnscons.errors import UserError
-from nnscons.builders.hostrun import run_native, run_program
 from nnscons import binfiles
 
 
@@ -41,7 +41,7 @@ def run_arm64(target, source, env):
 
 
 def _run_ssh(target, source, env, session):
-    from nnscons.builders import runlog
+    from nnscons.builders.run import runlog
     from nnscons.fileio import write_if_changed
     log_path, npy_path = str(target[0]), str(target[1])
     output_bin = binfiles.output_path(os.path.dirname(log_path))

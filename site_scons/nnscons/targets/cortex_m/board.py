@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from ...builders.hostrun import run_program
+from ...builders.run.hostrun import run_program
 from ...errors import UserError
 from ...fileio import write_if_changed
 from ...resources import data_path
@@ -176,7 +176,7 @@ def check_flash(session) -> None:
 def flash(target, source, env):
     """FLASH: program the board; with openocd, the harness's run as on qemu (run.log,
     output.npy or output.npz); with pyocd, only the flasher's log."""
-    from ...builders import runlog
+    from ...builders.run import runlog
     from ... import binfiles
     session = env["NNS_SESSION"]
     try:
@@ -211,8 +211,8 @@ def flash(target, source, env):
 
 def declare_nodes(env, session, common, lib_nodes) -> dict:
     import SCons.Action
-    from ...builders import actions
-    from ...builders.nodes import py_sources, value
+    from ...builders.graph import actions
+    from ...builders.graph.nodes import py_sources, value
     b = session.build_dir
     bdir = os.path.join(b, "board")
     t = session.target_cfg.name

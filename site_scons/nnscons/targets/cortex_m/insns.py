@@ -53,7 +53,8 @@ def layer_counts(report_layers: list, measured: dict, hz: int) -> dict:
 
 
 def write_report(target, source, env):
-    from ...builders import report, runlog
+    from ...builders.reports import report
+    from ...builders.run import runlog
     from .cores import core
     session = env["NNS_SESSION"]
     with open(str(source[0]), encoding="utf-8") as f:

@@ -7,8 +7,8 @@ import os
 
 import SCons.Action
 
-from ...builders import actions
-from ...builders.nodes import compile_object, declare_library, value
+from ...builders.graph import actions
+from ...builders.graph.nodes import compile_object, declare_library, value
 from ...fileio import write_if_changed
 from ...resources import data_path
 from ... import binfiles
@@ -100,7 +100,7 @@ def declare_nodes(env, session, common) -> dict:
     env.Append(CPPPATH=[os.path.join(b, "include"), data_path("kernels", "host"),
                         data_path("kernels", "cortex_m")] + cmsis.include_dirs(where))
     obj = os.path.join(b, "obj")
-    # the standalone export carries the CMSIS-NN sources the layers call (builders/export.py)
+    # the standalone export carries the CMSIS-NN sources the layers call (builders/graph/export.py)
     from .layers import CALLS
     entries = sorted({f for lp in session.plan.layers if lp.spec.get("cmsis") for f in CALLS[lp.spec["cmsis"]]})
     session.plan.extra["export_vendor"] = cmsis.vendored(where, entries)

@@ -6,8 +6,8 @@ import SCons.Action
 import SCons.Builder
 
 from nnscons import binfiles
-from nnscons.builders import actions
-from nnscons.builders.hostrun import run_program
+from nnscons.builders.graph import actions
+from nnscons.builders.run.hostrun import run_program
 from nnscons.errors import UserError
 
 from .cores import core
@@ -29,7 +29,7 @@ def qemu_command(opts, machine, firmware, bin_dir, output_bin):
 
 
 def run_qemu(target, source, env):
-    from nnscons.builders import runlog
+    from nnscons.builders.run import runlog
     from nnscons.fileio import write_if_changed
     session = env["NNS_SESSION"]
     log_path, npy_path = str(target[0]), str(target[1])

@@ -30,7 +30,7 @@ from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 
 TEMPLATES = data_path("templates", "gap9")
 # the modules the WEIGHTS nodes' bytes depend on
-WEIGHTS_PY = ("ops.py", "ne16_layer.py", "ne16_geometry.py", "ne16_weights.py")
+WEIGHTS_PY = ("ops.py", "conv_paths.py", "ne16_layer.py", "ne16_geometry.py", "ne16_weights.py")
 
 SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},

@@ -34,7 +34,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from ...builders.hostrun import run_program
+from ...builders.run.hostrun import run_program
 from ...errors import UserError
 
 CC_NAME = "riscv32-unknown-elf-gcc"

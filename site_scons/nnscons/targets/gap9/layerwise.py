@@ -16,7 +16,7 @@ import copy
 
 import numpy as np
 
-from ...builders import simrun
+from ...builders.run import simrun
 from ...errors import UserError
 from ...fileio import write_if_changed
 from ... import binfiles

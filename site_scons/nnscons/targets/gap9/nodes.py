@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ...builders.nodes import compile_generated, compile_object, declare_library
+from ...builders.graph.nodes import compile_generated, compile_object, declare_library
 from ... import binfiles
 from . import baremetal, platforms
 

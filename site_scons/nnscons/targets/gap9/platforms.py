@@ -15,7 +15,7 @@ import glob
 import os
 import shutil
 
-from ...builders.hostrun import run_program
+from ...builders.run.hostrun import run_program
 from ...errors import UserError
 from ...resources import data_path
 from ..base import cross_ar

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from ...builders.hostrun import run_program
+from ...builders.run.hostrun import run_program
 
 CC = "riscv64-unknown-elf-gcc"
 QEMU = "qemu-system-riscv32"

@@ -1,14 +1,14 @@
 """The GAP9 run node: run the firmware on its platform, vet the log, write run.log/output.npy.
 
 gvsoc's exit status is not reliable, so success is read from the log: the program's
-`Test PASSED` and no fatal pattern (builders/simrun.py). The network output comes back as
+`Test PASSED` and no fatal pattern (builders/run/simrun.py). The network output comes back as
 `output <offset> <hex>` lines (the only channel every platform has).
 """
 from __future__ import annotations
 
 import re
 
-from ...builders import simrun
+from ...builders.run import simrun
 from . import platforms
 
 # Lines by which gvsoc, the SDK runtime or the emulation report a crash the program

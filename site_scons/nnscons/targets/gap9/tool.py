@@ -7,7 +7,7 @@ the per-layer results and for fatal patterns, and writes run.log and output.npy.
 import SCons.Action
 import SCons.Builder
 
-from nnscons.builders import actions
+from nnscons.builders.graph import actions
 from nnscons.targets.gap9 import layerwise, runstep
 
 

@@ -7,7 +7,7 @@ import os
 import tempfile
 
 from ... import binfiles
-from ...builders.hostrun import run_program
+from ...builders.run.hostrun import run_program
 from ...fileio import write_if_changed
 from . import measure
 from .tune import peaks

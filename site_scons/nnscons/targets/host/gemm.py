@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from ... import codegen, kernelgen, numerics
-from ...builders.nodes import py_sources
+from ...builders.graph.nodes import py_sources
 from ...errors import UserError
 from .ops import OPS
 
@@ -26,7 +26,7 @@ def generated(layer) -> bool:
 
 
 def weights_py() -> list:
-    return py_sources("kernelgen/*.py", "targets/host/gemm.py", "targets/gap9/ops.py")
+    return py_sources("kernelgen/*.py", "targets/host/gemm.py")
 
 
 def pack_hwc(layer, graph, layout) -> bytes:

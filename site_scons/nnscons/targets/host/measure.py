@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import tempfile
 
-from ...builders.hostrun import run_program
+from ...builders.run.hostrun import run_program
 from ...errors import UserError
 
 VERSION = 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ...builders.nodes import declare_library, value
+from ...builders.graph.nodes import declare_library, value
 from ...resources import data_path
 from .. import library
 from ... import binfiles

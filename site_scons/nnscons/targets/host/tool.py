@@ -11,8 +11,8 @@ import SCons.Builder
 
 from nnscons.errors import UserError
 
-from nnscons.builders import actions
-from nnscons.builders.hostrun import run_native
+from nnscons.builders.graph import actions
+from nnscons.builders.run.hostrun import run_native
 from nnscons.targets.host.bench import run_bench
 from nnscons.targets.host.tune import run_tune
 

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 
 from ... import kernelgen
-from ...builders.hostrun import run_program
+from ...builders.run.hostrun import run_program
 from ...fileio import write_if_changed
 from . import gemm, measure
 

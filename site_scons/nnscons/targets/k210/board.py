@@ -27,7 +27,7 @@ import glob
 import os
 import shutil
 
-from ...builders.hostrun import run_program
+from ...builders.run.hostrun import run_program
 from ...errors import UserError
 from ...resources import data_path
 from ...fileio import write_if_changed
@@ -201,7 +201,7 @@ def run(session, firmware, timeout, env) -> tuple:
 
 
 def declare_nodes(env, session, common) -> dict:
-    from ...builders.nodes import py_sources, value
+    from ...builders.graph.nodes import py_sources, value
     b = session.build_dir
     bdir = os.path.join(b, "board")
     plan = session.plan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ...builders.nodes import declare_library, py_sources
+from ...builders.graph.nodes import declare_library, py_sources
 from ... import binfiles
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ...builders import simrun
+from ...builders.run import simrun
 
 FATAL = [(re.compile(r"KPU-EMUL ERROR"), "KPU emulator error"),
          (re.compile(r"illegal instruction|load access fault|store access fault|exception", re.I), "CPU fault"),

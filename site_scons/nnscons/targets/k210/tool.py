@@ -8,7 +8,7 @@ report.json)."""
 import SCons.Action
 import SCons.Builder
 
-from nnscons.builders import actions
+from nnscons.builders.graph import actions
 from nnscons.targets.k210 import agreement, runstep
 
 

@@ -18,8 +18,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from ..errors import UserError
-from ..fileio import write_if_changed
+from ...errors import UserError
+from ...fileio import write_if_changed
 
 MATRIX_JSON = os.path.join("build", "matrix.json")
 MATRIX_CSV = os.path.join("build", "matrix.csv")
@@ -68,7 +68,7 @@ class Combination:
 def timings(combos: list) -> dict:
     """Per combination, the seconds between its first and last step of this build ('build')
     and from its run step to its report ('run'), as each session's step printer recorded
-    them (builders/network.py); recording never touches a node's signature."""
+    them (builders/graph/network.py); recording never touches a node's signature."""
     out = {}
     for c in combos:
         if c.session is None or not c.session.step_times:
@@ -174,7 +174,7 @@ def merge(out_path: str, inputs: list) -> list:
 
 
 def main(argv=None) -> int:
-    """`./nnscons merge OUT.json IN.json...` (or python -m nnscons.builders.matrix merge ...)."""
+    """`./nnscons merge OUT.json IN.json...` (or python -m nnscons.builders.reports.matrix merge ...)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["merge"]:
         args = args[1:]

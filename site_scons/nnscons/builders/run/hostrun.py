@@ -5,9 +5,9 @@ import os
 import shlex
 import subprocess
 
-from ..fileio import write_if_changed
+from ...fileio import write_if_changed
 from . import runlog
-from .. import binfiles
+from ... import binfiles
 
 
 def run_program(cmd, timeout, cwd=None, env=None, show=False):

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..fileio import write_if_changed
+from ...fileio import write_if_changed
 
 WARN_SQNR_DB = 20.0
 EXACT_DB = 100.0
@@ -47,8 +47,8 @@ def _float_values(source: dict, names: list, x) -> tuple[dict, np.ndarray]:
     input, or {input name: array} for a model with several."""
     import onnxruntime as ort
 
-    from ..frontends.onnx_file import read_onnx
-    from ..frontends.ptq import _observer_model
+    from ...frontends.onnx_file import read_onnx
+    from ...frontends.ptq import _observer_model
     shapes = source.get("input_shapes") or {}
     f = read_onnx(source["path"], None if len(shapes) > 1 else tuple(source["input_shape"]))
     opts = ort.SessionOptions()
@@ -70,7 +70,7 @@ def _onnx_tensor_names(proto) -> set:
 
 
 def measure(session) -> dict:
-    from ..reference import dequantize
+    from ...reference import dequantize
     g = session.graph
     source = g.float_source
     ref = session.reference()

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from ..fileio import write_if_changed
+from ...fileio import write_if_changed
 
 _LAYER = re.compile(r"^layer (\d+) (\S+): (OK|MISMATCH (\d+)/(\d+) elements.*)$")
 _MEASURE = re.compile(r"^measure (\d+) (.*)$")
@@ -39,9 +39,9 @@ def write_output(session, output_bin: str, output_npy: str) -> None:
     """Dequantize the program's int8 output into float32 in the model's layout: output.npy,
     or for several outputs (output_npy is then output.npz) one array per output name, cut
     from the packed buffer in the model's order."""
-    from ..frontends.layout import model_output
-    from ..reference import dequantize
-    from ..tensor_layout import from_layout
+    from ...frontends.layout import model_output
+    from ...reference import dequantize
+    from ...tensor_layout import from_layout
     g = session.graph
     data = np.fromfile(output_bin, dtype=np.int8)
     arrays, offset = {}, 0

@@ -7,7 +7,7 @@ memory limit when it is on the scale), per-layer MACs/cycle where the platform c
 and the target's own memories where its report has them (k210's KPU RAM, aie2p's core L1
 and memtile).  Each plot spans the page (the SVG scales to the page width), legends sit
 beside the axes and name only what is drawn.  The table has the console's columns
-(builders/report.py: table_rows) plus the time per layer where known.  The page embeds the
+(builders/reports/report.py: table_rows) plus the time per layer where known.  The page embeds the
 report's numbers as JSON (<script id="report-data">) so tools and tests read exactly what
 was plotted.  Output is deterministic: fixed SVG ids, no dates.
 """

@@ -19,9 +19,10 @@ import shlex
 
 import SCons.Action
 
-from ..fileio import write_if_changed
-from ..resources import data_path
+from ...fileio import write_if_changed
+from ...resources import data_path
 from . import actions
+from .deps import py_sources
 
 KERNELS = data_path("kernels")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -204,8 +205,7 @@ def declare(env, session, lib_files: dict, generated: list, kernel_sources: list
                                                                            [str(s) for s in source[1:]]),
                             actions.label),
         NNS_VERB="EXPORT", NNS_LABEL="Makefile, CMakeLists.txt, toolchain.cmake" + (f", {sdk['file']}" if sdk else ""))
-    from .nodes import py_sources
-    env.Depends(build_files, py_sources("builders/export.py"))
+    env.Depends(build_files, py_sources("builders/graph/export.py"))
     nodes.extend(build_files)
     return nodes
 

@@ -9,29 +9,18 @@ common)` returns at least {"firmware": nodes, "run": [run.log, output.npy]}.
 from __future__ import annotations
 
 import glob
-import json
 import os
 from dataclasses import dataclass, field
 
 import SCons.Action
 
-from .. import binfiles
-from ..fileio import file_digest
-from ..planning import keys
-from ..resources import data_path, zoo_dir
-from . import actions, consistency, report, workspace
-
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def py_sources(*patterns):
-    """The generator's own Python files (relative to site_scons/nnscons), as dependencies."""
-    return sorted(f for p in patterns for f in glob.glob(os.path.join(_PKG, p)))
-
-
-def value(env, obj):
-    return env.Value(json.dumps(obj, sort_keys=True, separators=(",", ":")))
-
+from ... import binfiles
+from ...fileio import file_digest
+from ...planning import keys
+from ...resources import data_path, zoo_dir
+from . import actions, workspace
+from .deps import py_sources, value  # noqa: F401  (value: the targets' nodes use it too)
+from ..reports import consistency, report
 
 @dataclass
 class CommonNodes:
@@ -119,8 +108,9 @@ def declare(env, session) -> dict:
     env = env.Clone(NNS_SESSION=session, NNS_TARGET=t, NNS_BIN_DIR=os.path.join(b, "bin"),
                     CPPPATH=[data_path("kernels", "common"), os.path.join(b, "src")])
 
-    codegen_py = py_sources("codegen.py", "cstrings.py", "builders/actions.py", "kernelgen/*.py")
-    weights_py = py_sources("targets/base.py", "tensor_layout.py", "numerics.py") + list(plan.extra.get("weights_py", []))
+    codegen_py = py_sources("codegen.py", "cstrings.py", "builders/graph/actions.py", "kernelgen/*.py")
+    # the ops' hwc_params hooks reorder weights for HWC layouts (targets/base.pack_hwc)
+    weights_py = py_sources("targets/base.py", "ops/*.py", "tensor_layout.py", "numerics.py") + list(plan.extra.get("weights_py", []))
     golden_py = py_sources("reference/*.py", "numerics.py", "tensor_layout.py") + list(plan.extra.get("golden_py", []))
 
     def codegen(path, template, spec, label):
@@ -184,7 +174,7 @@ def declare(env, session) -> dict:
                                           {k: v for k, v in float_source.items() if k != "path"},
                                           file_digest(float_source["path"])]),
                               NNS_VERB="FIDELITY", NNS_LABEL=session.model_cfg.name)
-        env.Depends(fid, py_sources("builders/fidelity.py"))
+        env.Depends(fid, py_sources("builders/reports/fidelity.py"))
         report_extra += fid
     graph_key = keys.digest([session.numeric_keys[l.name] for l in session.graph.layers],
                             [(l.name, l.inputs, l.output, l.fused) for l in session.graph.layers])
@@ -196,7 +186,7 @@ def declare(env, session) -> dict:
         cons = env.NnsConsistency(os.path.join(b, "consistency.json"),
                                   qdq + [value(env, [session.input_key, sorted(session.golden_keys.items())])],
                                   NNS_VERB="VERIFY", NNS_LABEL=session.model_cfg.name)
-        env.Depends(cons, py_sources("builders/consistency.py", "export/*.py", "reference/*.py"))
+        env.Depends(cons, py_sources("builders/reports/consistency.py", "export/*.py", "reference/*.py"))
         if sum(lp.macs for lp in session.plan.layers) <= consistency.CHEAP_MACS:
             report_extra += cons
         verify = env.AlwaysBuild(env.Alias(f"verify-{session.target_cfg.name}-{session.model_cfg.name}",
@@ -204,10 +194,10 @@ def declare(env, session) -> dict:
     rep = env.NnsReport([report_path, html_path], [value(env, report.plan_summary(session)), run[0]]
                         + report_extra,
                         NNS_VERB="REPORT", NNS_LABEL=session.model_cfg.name)
-    env.Depends(rep, py_sources("builders/report.py", "builders/runlog.py", "builders/html.py"))
+    env.Depends(rep, py_sources("builders/reports/report.py", "builders/run/runlog.py", "builders/reports/html.py"))
     check = env.NnsCheck(check_path, rep[0], NNS_VERB="CHECK", NNS_LABEL=session.model_cfg.name)
     session.report_nodes = [rep[0]]
-    session.check_node = check           # the default build orders it last (builders/console.py)
+    session.check_node = check           # the default build orders it last (builders/graph/console.py)
     verdict = env.AlwaysBuild(env.Alias(f"verdict-{session.target_cfg.name}-{session.model_cfg.name}",
                                         [check, rep[0]], SCons.Action.Action(actions.print_verdict, None)))
 
@@ -215,13 +205,13 @@ def declare(env, session) -> dict:
     extra = []
     if session.model_cfg.zoo:
         m = session.model_cfg
-        from ..resources import zoo
+        from ...resources import zoo
         zoo_node = env.NnsZooModel(os.path.join(b, zoo().model_file(m.zoo)),
                                    value(env, [m.zoo, m.seed, list(m.input_shape or [])]),
                                    NNS_VERB="MODEL", NNS_LABEL=m.zoo)
         env.Depends(zoo_node, sorted(glob.glob(os.path.join(zoo_dir(), "*.py"))))
         env.Precious(zoo_node)
-        from ..planning.zoo_cache import entry_path      # -c removes the zoo cache's entry too
+        from ...planning.zoo_cache import entry_path      # -c removes the zoo cache's entry too
         entry = entry_path(m.zoo, m.seed, m.input_shape, b)
         env.Clean(zoo_node, [entry, entry + ".sha256"])
         extra += zoo_node

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from ..fileio import write_if_changed
-from . import runlog
+from ...fileio import write_if_changed
+from ..run import runlog
 
 
 def plan_summary(session) -> dict:
@@ -52,7 +52,7 @@ def load(path: str) -> dict:
 def _arena(session) -> dict:
     """The activation arena's buffers over time (for report.html): offset, size and the
     layers between which each lives, against the target's memory limit for activations."""
-    from ..planning.buffers import plan_buffers
+    from ...planning.buffers import plan_buffers
     plan = plan_buffers(session.graph)
     opts = session.options.get("memory", {})
     limit = opts.get("l2")
@@ -71,7 +71,7 @@ def write(session, summary: dict, log_text: str, path: str, extra=()) -> dict:
     report = json.loads(json.dumps(summary))
     for more in extra:
         failure = more.get("check_failure")
-        if failure and passed:      # an extra check (builders/consistency.py) overrules a pass
+        if failure and passed:      # an extra check (builders/reports/consistency.py) overrules a pass
             passed, verdict, first_wrong = False, failure["verdict"], failure["layer"]
         for layer in report["layers"]:
             layer.update(more.get("layers", {}).get(layer["name"], {}))
@@ -142,7 +142,7 @@ def _cell(v) -> str:
 
 def table_rows(report: dict, width: int | None = 28) -> tuple:
     """The per-layer table as (header, rows of cell strings): the console's table and
-    report.html's (builders/html.py) have the same columns. width: where long names are cut
+    report.html's (builders/reports/html.py) have the same columns. width: where long names are cut
     (None: never)."""
     columns = list(report.get("columns") or [("tiles", "n_tiles")])
     if any("cycles" in layer for layer in report["layers"]):
@@ -150,7 +150,7 @@ def table_rows(report: dict, width: int | None = 28) -> tuple:
     if any(layer.get("tcdm_contention") for layer in report["layers"]):
         columns += [("TCDM cont", "tcdm_contention")]   # cycles lost to L1 bank conflicts, all cores
     if any("sqnr_db" in layer for layer in report["layers"]):
-        columns += [("SQNR dB", "sqnr_db")]     # fidelity to the float model (builders/fidelity.py)
+        columns += [("SQNR dB", "sqnr_db")]     # fidelity to the float model (builders/reports/fidelity.py)
     header = ("#", "layer", "op", "in", "out", "MACs", "params B") + tuple(h for h, _ in columns) + ("fused", "status")
     rows = []
     for i, l in enumerate(report["layers"]):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 
-from .. import manifest as manifest_mod
-from ..errors import UserError
-from ..targets import schemas
+from ... import manifest as manifest_mod
+from ...errors import UserError
+from ...targets import schemas
 from . import console, core_tool, workspace
 
 

@@ -10,9 +10,9 @@ import os
 
 import numpy as np
 
-from .. import codegen
-from ..fileio import write_if_changed
-from ..tensor_layout import to_layout
+from ... import codegen
+from ...fileio import write_if_changed
+from ...tensor_layout import to_layout
 
 
 def label(target, source, env):
@@ -64,14 +64,14 @@ def write_input(target, source, env):
 
 
 def write_zoo_model(target, source, env):
-    from ..planning import zoo_cache      # the bytes the planning generated, not generated again
+    from ...planning import zoo_cache      # the bytes the planning generated, not generated again
     m = env["NNS_SESSION"].model_cfg
     zoo_cache.write(m.zoo, m.seed, m.input_shape, str(target[0]))
     return 0
 
 
 def write_qdq(target, source, env):
-    from ..export.qdq_onnx import write_qdq as export
+    from ...export.qdq_onnx import write_qdq as export
     tmp = str(target[0]) + ".partial"
     export(env["NNS_SESSION"].graph, tmp)
     with open(tmp, "rb") as f:
@@ -83,13 +83,13 @@ def write_qdq(target, source, env):
 
 def write_report(target, source, env):
     """report.json from the plan summary and run.log, with the verdict of that run."""
-    from . import report
+    from ..reports import report
     summary = json.loads(source[0].read())
     session = env["NNS_SESSION"]
     extra = [json.loads(s.get_text_contents()) for s in source[2:]]
     rep = report.write(session, summary, source[1].get_text_contents(), str(target[0]), extra)
     if len(target) > 1:                       # report.html beside it
-        from . import html
+        from ..reports import html
         write_if_changed(str(target[1]), html.build_page(rep))
     session.report_written = True
     return 0
@@ -99,7 +99,7 @@ def run_check(target, source, env):
     """source[0]: report.json.  Prints the verdict (and the table when this build wrote
     the report).  Passed: check.txt holds the verdict.  Failed: no check.txt remains and
     the build fails."""
-    from . import report
+    from ..reports import report
     session = env["NNS_SESSION"]
     rep, problem = _readable_report(str(source[0]))
     session.verdict_printed = True
@@ -124,7 +124,7 @@ def run_check(target, source, env):
 def _readable_report(path: str):
     """(report, None), or (None, what is wrong with it): a report that does not parse, lacks
     its verdict, or whose verdict contradicts its `passed` (an edit) decides nothing."""
-    from . import report
+    from ..reports import report
     try:
         rep = report.load(path)
     except (OSError, ValueError) as e:
@@ -141,7 +141,7 @@ def _readable_report(path: str):
 def print_verdict(target, source, env):
     """Every build that includes the check prints its verdict: when CHECK did not run
     (nothing changed), from the up-to-date report (source[1])."""
-    from . import report
+    from ..reports import report
     if not env["NNS_SESSION"].verdict_printed:
         rep, problem = _readable_report(str(source[1]))
         print(rep["verdict"] if rep else f"{source[1]} {problem}")

@@ -13,8 +13,8 @@ import re
 
 import numpy as np
 
-from .. import binfiles
-from ..fileio import write_if_changed
+from ... import binfiles
+from ...fileio import write_if_changed
 from . import runlog
 
 _OUTPUT = re.compile(r"^output (\d+) ([0-9a-f]*)$")

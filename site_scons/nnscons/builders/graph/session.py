@@ -12,11 +12,11 @@ import threading
 
 import numpy as np
 
-from .. import names
-from ..errors import UserError
-from ..planning import keys
-from ..planning.model_cache import load_graph
-from ..targets import kind_module, schemas
+from ... import names
+from ...errors import UserError
+from ...planning import keys
+from ...planning.model_cache import load_graph
+from ...targets import kind_module, schemas
 
 
 def path_component(name: str) -> str:
@@ -113,8 +113,8 @@ class Session:
         A model whose file takes int8 or uint8 (TFLite's full-integer models) also takes
         its codes as they are: they set the quantized input directly, and the float input
         is their exact dequantized value."""
-        from ..frontends import layout
-        from ..reference import dequantize
+        from ...frontends import layout
+        from ...reference import dequantize
         if len(self.graph.inputs) > 1:
             return self._load_inputs(input_path)
         x, desc = self._read_input(input_path, layout.model_input_shape(self.graph))
@@ -208,7 +208,7 @@ class Session:
     # ---- the integer reference, computed once per scons process
 
     def reference(self) -> dict:
-        from .. import reference
+        from ... import reference
         with self._lock:
             if self._reference is None:
                 run = self.plan.reference or reference.run_graph
@@ -217,7 +217,7 @@ class Session:
 
     def quantized_input(self):
         """The input's codes (IR layout); {input name: codes} for a model with several."""
-        from .. import reference
+        from ... import reference
         if self._input_codes is not None:
             return self._input_codes
         return reference.quantize_input(self.graph, self.input_float)

@@ -20,8 +20,8 @@ import threading
 
 import SCons.CacheDir
 
-from ..errors import UserError
-from ..fileio import file_digest
+from ...errors import UserError
+from ...fileio import file_digest
 
 
 def _writable(path: str) -> bool:

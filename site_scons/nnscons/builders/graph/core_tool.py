@@ -6,9 +6,9 @@ NnsGolden    Value(golden key)       -> a layer's golden output .bin
 NnsInput     Value(input key)        -> the quantized input .bin
 NnsZooModel  Value(zoo args) + generator sources -> model.onnx
 NnsQdq       Value(graph key)        -> quantized.onnx
-NnsFidelity  Value(input, goldens, float model) -> fidelity.json (a float model's SQNR; builders/fidelity.py)
+NnsFidelity  Value(input, goldens, float model) -> fidelity.json (a float model's SQNR; builders/reports/fidelity.py)
 NnsConsistency quantized.onnx + Value(input, goldens) -> consistency.json (quantized.onnx
-             evaluated exactly against the reference; builders/consistency.py)
+             evaluated exactly against the reference; builders/reports/consistency.py)
 NnsReport    Value(plan summary) + run.log -> report.json (per-layer table data and the verdict)
 NnsCheck     report.json             -> check.txt (only when it passed; else prints the table and
                                         fails the build naming the first wrong layer)
@@ -20,7 +20,8 @@ import SCons.Builder
 import SCons.Scanner
 
 from nnscons import codegen
-from nnscons.builders import actions, consistency, fidelity
+from nnscons.builders.graph import actions
+from nnscons.builders.reports import consistency, fidelity
 
 
 def _scan_templates(node, env, path):

@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 
-from ..fileio import write_if_changed
+from ...fileio import write_if_changed
 
 # onnx's float64 reference evaluator takes ~3 ns per MAC (ResNet-18 at 224x224: 4.9 s on
 # a Zen 3); below this the check includes it, above it the `verify` alias does
@@ -55,8 +55,8 @@ def compare(graph, want: dict, got: dict) -> dict:
 
 
 def measure(session, qdq_path: str) -> dict:
-    from .. import reference
-    from ..export.ort_oracle import run_intermediates
+    from ... import reference
+    from ...export.ort_oracle import run_intermediates
     g = session.graph
     codes = session.quantized_input()
     if isinstance(codes, dict):

@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 
-from ..errors import UserError
+from ...errors import UserError
 from .session import path_component
 
 BUILD = "build"
