@@ -4,6 +4,7 @@ own search.
 """
 from __future__ import annotations
 
+from ..cpuinfo import cpu_info
 from .isa import REGISTERS
 
 
@@ -28,19 +29,10 @@ def core_limits(cpuinfo: str | None = None) -> tuple:
     machine it runs on): AMD family 23 (0x17) models below 0x30 (Zen 1, Zen+) keep
     MAX_ACCUMULATORS and a spare register; any other CPU, or none readable, gets
     WIDE_ACCUMULATORS and no spare."""
-    if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                cpuinfo = f.read(8192)
-        except OSError:
-            cpuinfo = ""
-    fields = {}
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
+    fields = cpu_info(cpuinfo)
     try:
-        zen1 = (fields.get("vendor_id") == "AuthenticAMD" and int(fields.get("cpu family", "")) == 23
-                and int(fields.get("model", "")) < 0x30)
+        zen1 = (fields["vendor"] == "AuthenticAMD" and int(fields["family"]) == 23
+                and int(fields["model"]) < 0x30)
     except ValueError:
         zen1 = False
     return (MAX_ACCUMULATORS, 1) if zen1 else (WIDE_ACCUMULATORS, 0)

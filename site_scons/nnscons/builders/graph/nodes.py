@@ -108,7 +108,7 @@ def declare(env, session) -> dict:
     env = env.Clone(NNS_SESSION=session, NNS_TARGET=t, NNS_BIN_DIR=os.path.join(b, "bin"),
                     CPPPATH=[data_path("kernels", "common"), os.path.join(b, "src")])
 
-    codegen_py = py_sources("codegen.py", "cstrings.py", "builders/graph/actions.py", "kernelgen/*.py")
+    codegen_py = py_sources("codegen.py", "cstrings.py", "cpuinfo.py", "builders/graph/actions.py", "kernelgen/*.py")
     # the ops' hwc_params hooks reorder weights for HWC layouts (targets/base.pack_hwc)
     weights_py = py_sources("targets/base.py", "ops/*.py", "tensor_layout.py", "numerics.py") + list(plan.extra.get("weights_py", []))
     golden_py = py_sources("reference/*.py", "numerics.py", "tensor_layout.py") + list(plan.extra.get("golden_py", []))
