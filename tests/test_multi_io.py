@@ -525,3 +525,36 @@ def test_cortex_m_qemu_runs_several_inputs_and_outputs(project, tmp_path, monkey
     (tmp_path / "check.c").write_text(CORTEX_M_APP_CHECK)
     subprocess.run(["arm-none-eabi-gcc", "-fsyntax-only", "-I", project.file(os.path.join(b, "include")), "check.c"],
                    cwd=tmp_path, check=True)
+
+
+def _feature_and_residual(path, outputs):
+    """x -> conv -> feat (a network output) -> add(feat, x) -> relu -> out."""
+    rng = np.random.default_rng(1)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["feat"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Add", ["feat", "x"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["out"], name="relu")]
+    inits = [numpy_helper.from_array(rng.normal(0, 0.3, (8, 8, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.normal(0, 0.1, (8,)).astype(np.float32), "b")]
+    vi = {t: helper.make_tensor_value_info(t, TensorProto.FLOAT, [1, 8, 6, 6]) for t in ("x", "feat", "out")}
+    graph = helper.make_graph(nodes, "fr", [vi["x"]], [vi[o] for o in outputs], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("outputs", [["out", "feat"], ["feat", "out"]])
+def test_a_conv_whose_output_is_a_network_output_keeps_its_residual_add(tmp_path, outputs):
+    """A conv's output that the network returns is never fused away into the add that reads it
+    (host and gap9 share the analysis: planning/residual.py), whichever output comes first; a
+    conv whose output only the add reads fuses."""
+    from nnscons.targets.gap9 import residual as gap9_residual
+    from nnscons.targets.host import gemm
+    g = load_model(_feature_and_residual(tmp_path / "f.onnx", outputs), name="fr")
+    assert gap9_residual.candidates(g) == {}
+    fused, fusions = gemm.fuse_residual_adds(g)
+    assert fusions == {} and fused is g
+    g = load_model(_feature_and_residual(tmp_path / "g.onnx", ["out"]), name="fr1")
+    fused, fusions = gemm.fuse_residual_adds(g)
+    assert set(fusions) == {"conv"} and "add" not in [l.name for l in fused.layers]
+    assert set(gap9_residual.candidates(g)) == {"add"}

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from ... import numerics
 from ... import ops as registry
+from ...planning import residual as shared
 from .ops import OPS            # the gap9 op table: which ops fuse as a residual add
 
 
@@ -27,43 +28,15 @@ def candidates(graph) -> dict:
     the add template's)."""
     if numerics.graph_rule(graph) == "tflite":
         return {}
-    index = {l.output: i for i, l in enumerate(graph.layers)}
-    readers = {}
-    for l in graph.layers:
-        for t in l.inputs:
-            readers.setdefault(t, []).append(l.name)
-    found = {}
-    for add in graph.layers:
-        if not getattr(OPS.get(add.op), "residual", False) or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
-            continue
-        options = []
-        for k, t in enumerate(add.inputs):
-            other = add.inputs[1 - k]
-            i = index.get(t)
-            if i is None or t in graph.outputs or readers.get(t) != [add.name]:
-                continue
-            p = graph.layers[i]
-            if not registry.is_conv(p):
-                continue
-            if other not in graph.inputs and index.get(other, len(graph.layers)) >= i:
-                continue
-            options.append((i, k, p))
-        if options:
-            found[add.name] = sorted(options, key=lambda o: -o[0])
-    return found
+    return shared.candidates(graph, OPS, registry.is_conv)
 
 
 def fuse(graph, eligible) -> tuple:
     """(the graph the target runs, {conv name: the original conv layer}); eligible(conv) says
     whether that conv runs on a template with the fused epilogue (the cluster's conv2d.c.j2,
     not NE16's)."""
-    fusions, into = {}, {}
-    for add_name, options in candidates(graph).items():
-        for _, k, p in options:
-            if p.name not in fusions and eligible(p):
-                fusions[p.name] = (next(l for l in graph.layers if l.name == add_name), k)
-                into[add_name] = p.name
-                break
+    fusions = shared.first_free(candidates(graph), graph.layers, lambda add, p: eligible(p))
+    into = {add.name: p for p, (add, _) in fusions.items()}
     if not fusions:
         return graph, {}
     layers, origs = [], {}

@@ -9,6 +9,7 @@ import os
 import numpy as np
 
 from ... import codegen, kernelgen, numerics
+from ...planning import residual
 from ...builders.graph.nodes import py_sources
 from ...errors import UserError
 from .ops import OPS
@@ -261,34 +262,11 @@ def fuse_residual_adds(graph) -> tuple:
     made on the returned graph.  The add's arithmetic is unchanged (nn_res_add): the conv's
     int8 result, then the add's rule exactly."""
     from dataclasses import replace
-    index = {l.output: i for i, l in enumerate(graph.layers)}
-    readers = {}
-    for l in graph.layers:
-        for t in l.inputs:
-            readers.setdefault(t, []).append(l.name)
-    fusions, into = {}, {}
     tflite = numerics.graph_rule(graph) == "tflite"
-    for add in graph.layers:
-        if not getattr(OPS.get(add.op), "residual", False) or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
-            continue
-        if tflite and add.attrs.get("sub"):     # TFLite's SUB is not the fused epilogue's
-            continue
-        best = None
-        for k, t in enumerate(add.inputs):
-            other = add.inputs[1 - k]
-            i = index.get(t)
-            if i is None or t == graph.output or readers.get(t) != [add.name]:
-                continue
-            p = graph.layers[i]
-            if not generated(p) or p.name in fusions or p.name in into.values():
-                continue
-            if other != graph.input and index.get(other, len(graph.layers)) >= i:
-                continue
-            if best is None or i > best[0]:
-                best = (i, k, p)
-        if best is not None:
-            fusions[best[2].name] = (add, best[1])
-            into[add.name] = best[2].name
+    fusions = residual.first_free(residual.candidates(graph, OPS, generated), graph.layers,
+                                  # TFLite's SUB is not the fused epilogue's
+                                  lambda add, p: not (tflite and add.attrs.get("sub")))
+    into = {add.name: p for p, (add, _) in fusions.items()}
     if not fusions:
         return graph, {}
     layers = []
