@@ -41,6 +41,14 @@ def xp_conv_path(layer, graph, xpulp=True) -> str:
     return "im2col"
 
 
+def pointwise(layer, graph, xpulp=True) -> bool:
+    """Whether the cluster runs this conv on the pointwise path (nn_xp_conv2d_pointwise's test):
+    the direct path, a 1x1 kernel, no padding, zero point 0 as the kernel sees it."""
+    a = layer.attrs
+    return (xp_conv_path(layer, graph, xpulp) == "direct" and tuple(a.get("kernel", ())) == (1, 1)
+            and not any(a.get("pads", ())) and kernel_zp(layer, graph) == 0)
+
+
 def folds_zp(layer, graph) -> bool:
     """Whether a dense conv's input zero point folds into its bias (folded_bias): no padding
     (no tap reads the zero point), a bias section to hold it, a zero point other than 0, and

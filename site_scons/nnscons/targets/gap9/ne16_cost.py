@@ -54,6 +54,12 @@ CLUSTER_SCALE = 1.2, about the median of the first, for 3x3 kernels; 1x1 kernels
 1.2-2.6x the estimate (the pointwise convs of vww_mobilenetv1, kws_dscnn, MobileNetV2):
 POINTWISE_SCALE = 1.8; under 4 input channels (a partial word per pixel) it is
 LOW_IC_SCALE (measured 2.4 on ic_resnet8's conv1, 3 channels, and 3.1 on simplecnn's, 1).
+1x1 convs on the cluster's pointwise path (conv_paths.pointwise: a GEMM with its own loop,
+faster than the direct path tiling.py models) have their own fit: PW_MAC_CYCLES per MAC,
+PW_OUT_CYCLES per output and PW_LAYER_CYCLES per layer for 9 cores, least squares on the 34
+1x1 convs of the zoo MobileNetV2 on the GAP9 model, cluster only (2,147,434 cycles; within
+0.87-1.21x of each layer; the scaled tiler estimate was 1.25-5x too high there, which sent 25
+layers to NE16 that ran faster on the cluster).
 """
 from __future__ import annotations
 
@@ -76,6 +82,9 @@ CLUSTER_SCALE = 1.2        # GAP9 model cycles / tiling.py's estimate: measured 
 POINTWISE_SCALE = 1.8
 LOW_IC_SCALE = 2.4
 PLAIN_MACS_PER_CYCLE = 2.0
+PW_MAC_CYCLES = 0.0819     # pointwise path, 9 cores: ~1.36 MACs/cycle per core
+PW_OUT_CYCLES = 1.68       # per output, 9 cores: ~15 cycles per output on one core (requantization)
+PW_LAYER_CYCLES = 4500
 MARGIN = 1.0               # NE16 when its estimate < MARGIN x the cluster's
 
 
@@ -167,7 +176,11 @@ def ne16_cycles(layer, graph, m, t, cores) -> int:
 
 def cluster_cycles(layer, graph, til, cores, xpulp) -> int:
     """Estimated cycles of the conv on the cluster's kernels with their tiling til."""
-    from . import ops, tiling
+    from . import conv_paths, ops, tiling
+    if xpulp and conv_paths.pointwise(layer, graph, xpulp):
+        outs = int(np.prod(graph.tensor(layer.output).shape))
+        macs = outs * int(np.prod(layer.weight.shape[1:]))
+        return int((PW_MAC_CYCLES * macs + PW_OUT_CYCLES * outs) * 9 / cores + PW_LAYER_CYCLES)
     g = ops.window(layer, graph, cores, xpulp)
     if not getattr(g, "kernel", "") or til is None:
         return int(np.prod(graph.tensor(layer.output).shape) * np.prod(layer.weight.shape[1:])
