@@ -109,7 +109,7 @@ def test_ares_errors(tmp_path, edit, match):
 
 def test_ares_not_a_directory_export(tmp_path):
     os.makedirs(tmp_path / "empty")
-    with pytest.raises(ModelError, match="a folder without network_info.json \(empty\) is not an ARES export"):
+    with pytest.raises(ModelError, match=r"a folder without network_info.json \(empty\) is not an ARES export"):
         load_model(str(tmp_path / "empty"), name="net")
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "network_info.json").write_text("{not json")

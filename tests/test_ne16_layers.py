@@ -157,14 +157,19 @@ STRIDED = ([(32, 7, 2, (3, 3, 3, 3)), (48, 1, 2, (0, 0, 0, 0)), (64, 3, 2, (1, 1
 @pytest.mark.slow
 def test_stride_2_on_ne16_bit_exact_and_faster_than_the_cluster(project):
     """Stride-2 convs on NE16 in rows mode (one 1x1 job per kernel row, strided by NE16's input
-    strides, summed through streamin): every form of STRIDED bit-exact, on NE16, and faster
-    than the cluster on the same layer."""
+    strides, summed through streamin): every form of STRIDED bit-exact on NE16. The 1x1/2 form
+    (32 input channels) runs faster on the cluster's pointwise path, so the estimate keeps it
+    there: the layer's `on: ne16` key puts it on NE16 (the other three are there by the
+    estimate and faster than the cluster on the same layer)."""
     import glob
     _strided_onnx(project.file("strided.onnx"), *STRIDED)
     _add_cluster_only_target(project)
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  strided:\n    source: strided.onnx\n"
+                                            "    targets:\n      gap9:\n        layers:\n          conv1: {on: ne16}\n", 1))
     rep = {}
     for target in ("gap9", "gap9c"):
-        proc = scons(project, f"target={target}", "model=strided.onnx", "platform=gvsoc-gap9", timeout=900)
+        proc = scons(project, f"target={target}", "model=strided", "platform=gvsoc-gap9", timeout=900)
         assert proc.returncode == 0 and f"Test PASSED [{target}]" in proc.stdout, proc.stdout[-4000:]
         path, = glob.glob(project.file(f"build/{target}/*/gvsoc-gap9/report.json"))
         with open(path) as f:
@@ -173,11 +178,45 @@ def test_stride_2_on_ne16_bit_exact_and_faster_than_the_cluster(project):
     convs = [n for n, lay in ne.items() if lay["op"] == "conv2d"]
     assert len(convs) == len(STRIDED[0])
     assert [n for n in convs if ne[n]["engine"] != "ne16"] == [], {n: ne[n].get("engine_why") for n in convs}
-    _check_faster(ne, cl)
+    assert ne["conv1"]["engine_why"].startswith("on: ne16 (targets.yaml); estimate NE16 "), ne["conv1"]
+    _check_faster({n: lay for n, lay in ne.items() if n != "conv1"}, cl)
     src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
     assert "#define S 2\n" in src and "#define JOBS 1 " in src and "stack_worker(void" in src
     src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv2.c"))[0][len(project.path) + 1:])
     assert "#define JOBS 3 " in src and ".streamin = dy > 0" in src
+
+
+def _layer_on(project, target, layer, on):
+    old = "    targets:\n      host:\n        layers:\n          conv1: {l1_budget: 8KiB}\n"
+    y = project.read("targets.yaml")
+    assert old in y
+    project.write("targets.yaml", y.replace(old, old + f"      {target}:\n        layers:\n          {layer}: {{on: {on}}}\n", 1))
+
+
+@pytest.mark.parametrize("target,layer,on,expect", [
+    ("gap9", "conv1", "ne16", "conv1.on: ne16, but NE16 is off for this build"),       # emul: no NE16
+    ("pulp-open", "conv1", "ne16", "unknown key"),                                # no NE16 on pulp-open
+    ("gap9", "conv1", "gpu", "expected one of"),
+])
+def test_a_layers_on_key_is_checked(project, target, layer, on, expect):
+    """targets.yaml's per-layer `on: ne16 | cluster` (gap9): a value NE16 cannot honour is one
+    line naming the layer's key and what to do, never a traceback."""
+    _layer_on(project, target, layer, on)
+    proc = project.scons(f"target={target}", "model=simplecnn", "platform=emul", "codegen", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in out and expect in out, out[-2000:]
+    assert "targets.yaml:" in out and "conv1" in out, out[-2000:]
+
+
+@needs_model
+def test_a_layers_on_key_overrides_the_estimate(project):
+    """on: cluster keeps an NE16 conv on the cluster (simplecnn's conv2 goes to NE16 by the
+    estimate), bit-exact, and the report says why (on: ne16: the stride-2 test above)."""
+    _layer_on(project, "gap9", "conv2", "cluster")
+    proc = scons(project, "target=gap9", "model=simplecnn", "platform=gvsoc-gap9", timeout=600)
+    assert proc.returncode == 0 and "Test PASSED [gap9]" in proc.stdout, proc.stdout[-3000:]
+    rep = _report(project, "gap9", "simplecnn")
+    assert rep["conv2"]["engine"] == "cluster" and rep["conv2"]["engine_why"] == "on: cluster (targets.yaml)", rep["conv2"]
 
 
 def test_ne16_only_on_the_gap9_model(project):

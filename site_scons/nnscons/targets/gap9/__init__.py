@@ -42,7 +42,7 @@ SCHEMA = {
     "kernels": {"xpulp": "bool", "ne16": ["auto", True, False], "fuse_residual": "bool"},
     "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-gap9"], "timeout": "count",
             "layer_by_layer": ["auto", "always"]},
-    "layer": {"l1_budget": "size"},
+    "layer": {"l1_budget": "size", "on": ["ne16", "cluster"]},
 }
 
 DEFAULTS = {
@@ -177,8 +177,8 @@ def _plan_layers(graph, cnames, opts, overrides, where, threshold, source=None, 
         tier = "L3" if ops.staged_bytes(orig or layer) > threshold else "L2"
         cname = cnames[layer.name]
         spec = ops.layer_spec(layer, graph, cname, layout, tier, til, opts["kernels"]["xpulp"])
-        on_ne16, why = ne16_layer.plan_layer(layer, graph, cname, budget, til, opts["cluster"]["cores"],
-                                             opts["kernels"]["xpulp"]) if ne16 and not orig else (None, None)
+        on_ne16, why = ne16_layer.placement(layer, graph, cname, budget, til, opts, ne16 and not orig,
+                                            overrides.get(layer.name, {}).get("on"), where)
         if on_ne16:
             spec, layout = on_ne16
         macs = base.macs(layer, graph)

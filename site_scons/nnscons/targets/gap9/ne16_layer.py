@@ -284,7 +284,26 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
     }
 
 
-def plan_layer(layer, graph, cname, budget, cluster_til=None, cores=9, xpulp=True):
+def placement(layer, graph, cname, budget, cluster_til, opts, ne16: bool, on, where) -> tuple:
+    """plan_layer's answer for a layer of the plan, with the layer's `on` key (ne16 | cluster,
+    targets.yaml) over the estimate: cluster keeps it off NE16; ne16 puts it there whatever
+    the estimates say, or is a UserError naming why NE16 cannot run it."""
+    if on == "cluster" or not (ne16 or on == "ne16"):
+        return None, ({"why": "on: cluster (targets.yaml)"} if on == "cluster" and ne16 and mode(layer, graph) else None)
+    at = where(layer.name, "on")
+    if not ne16:
+        raise UserError(f"{at}: ne16, but NE16 is off for this build (kernels.ne16, or a platform other "
+                        f"than gvsoc-gap9, or a conv fused with its residual add): remove the key or use on: cluster")
+    cores, xpulp = opts["cluster"]["cores"], opts["kernels"]["xpulp"]
+    planned, why = plan_layer(layer, graph, cname, budget, cluster_til, cores, xpulp, forced=on == "ne16")
+    if on == "ne16" and planned is None:
+        raise UserError(f"{at}: ne16, but NE16 cannot run layer '{layer.name}': "
+                        f"{(why or {}).get('why', 'not a conv NE16 implements (3x3, 1x1, depthwise 3x3, stride 2 up to 7x7)')}"
+                        f"; remove the key or use on: cluster")
+    return planned, why
+
+
+def plan_layer(layer, graph, cname, budget, cluster_til=None, cores=9, xpulp=True, forced=False):
     """((spec, layout) or None, why or None): the conv on NE16 when NE16 can run it within
     budget and ne16_cost estimates it faster than the cluster on cluster_til; why says which
     (the estimates, or what NE16 cannot do) for an eligible conv, None for the others."""
@@ -296,6 +315,8 @@ def plan_layer(layer, graph, cname, budget, cluster_til=None, cores=9, xpulp=Tru
     if til is None:
         return None, {"why": f"no NE16 tiling in the L1 budget of {budget:,} B"}
     on, why = ne16_cost.choose(layer, graph, m, til, cluster_til, cores, xpulp)
+    if forced:
+        on, why = True, dict(why, why="on: ne16 (targets.yaml); " + why["why"])
     if not on:
         return None, why
     layout = param_layout(layer, graph, m)

@@ -22,6 +22,7 @@ from . import gvsoc_open
 SCHEMA = copy.deepcopy(gap9.SCHEMA)
 SCHEMA["run"]["platform"] = ["gvsoc-open", "emul", "qemu"]
 SCHEMA["kernels"] = {"xpulp": "bool", "fuse_residual": "bool"}      # no NE16 on pulp-open
+SCHEMA["layer"] = {"l1_budget": "size"}                            # nor a layer's on: ne16|cluster
 
 DEFAULTS = copy.deepcopy(gap9.DEFAULTS)
 DEFAULTS.update({
