@@ -190,6 +190,20 @@ def merged_options(defaults: dict, target_cfg) -> dict:
     return merged
 
 
+def layer_fields(layer, graph, cname: str, layout, dims) -> dict:
+    """The spec fields every layer template reads: the op and names, each input's and the
+    output's dims (dims(shape): its h/w/c in the target's order), zero point and element count,
+    the activation bounds and the .bin sections (layout: [(section, dtype, count, offset)])."""
+    def tensor(t):
+        return dict(dims(t.shape), zp=t.q.zero_point, size=int(np.prod(t.shape)))
+    return {"op": layer.op, "name": layer.name, "cname": cname,
+            "inputs": [tensor(graph.tensor(t)) for t in layer.inputs],
+            "out": tensor(graph.tensor(layer.output)),
+            "act": [layer.act_min, layer.act_max],
+            "params": {section: {"dtype": dtype, "count": count, "offset": offset}
+                       for section, dtype, count, offset in layout}}
+
+
 def layer_key_at(layer_name: str, overrides: dict, where, section: str):
     """where(*keys) of a per-layer key's setting: 'targets.yaml:N: ...' of the layer's own
     value (the model's overrides of that layer) when it has one, else of the target's

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .. import ops as registry
 from ..errors import UserError
+from .base import layer_fields
 from ..ops import bilinear, div, instnorm, island_pool, lrn, nary, reduce, softmax
 from ..planning.tiling import min_bytes, row_bands
 from ..resources import data_path
@@ -59,30 +60,12 @@ def _chw(shape):
     return {"c": shape[1], "h": 1, "w": 1}
 
 
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def layer_spec(layer, graph, cname, layout, budget, budget_at, ops, cpu: Cpu) -> dict:
     """A CPU layer's spec: shapes, zero points, activation bounds, its .bin sections
     (layout: [(section, dtype, count, offset)]), the op table's (`ops`) spec hook, a window's
     attributes and its row bands for an L1 scratch of `budget` bytes (budget_at: where that
     budget is set, for the error), and the target's `cpu` fields."""
-    ins = [graph.tensor(t) for t in layer.inputs]
-    out = graph.tensor(layer.output)
-    spec = {
-        "op": layer.op,
-        "name": layer.name,
-        "cname": cname,
-        "inputs": [dict(_chw(t.shape), zp=t.q.zero_point, size=_numel(t.shape)) for t in ins],
-        "out": dict(_chw(out.shape), zp=out.q.zero_point, size=_numel(out.shape)),
-        "act": [layer.act_min, layer.act_max],
-        "params": {section: {"dtype": dtype, "count": count, "offset": offset}
-                   for section, dtype, count, offset in layout},
-    }
+    spec = layer_fields(layer, graph, cname, layout, _chw)
     impl = ops[layer.op]
     if impl.spec:
         spec.update(impl.spec(layer, graph))

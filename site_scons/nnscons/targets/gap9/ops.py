@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ... import ops as registry
-from ..base import OpImpl, flattened_from, layout_bytes, layout_index, param_arrays, pool_check
+from ..base import OpImpl, flattened_from, layer_fields, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
 from .conv_paths import (hwc, _p_per_oc, xp_conv_path, folds_zp, kernel_zp, folded_bias,  # noqa: F401
                          xp_preflip, im2col_bytes, dw_plane_bytes, weight_row)
@@ -272,21 +272,8 @@ def _concat_tiling(layer, graph, budget, cores, xpulp):
 
 
 def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
-    ins = [graph.tensor(t) for t in layer.inputs]
-    out = graph.tensor(layer.output)
-    spec = {
-        "op": layer.op,
-        "name": layer.name,
-        "cname": cname,
-        "inputs": [dict(hwc(t.shape), zp=t.q.zero_point, size=_numel(t.shape)) for t in ins],
-        "out": dict(hwc(out.shape), zp=out.q.zero_point, size=_numel(out.shape)),
-        "act": [layer.act_min, layer.act_max],
-        "params": {section: {"dtype": dtype, "count": count, "offset": offset}
-                   for section, dtype, count, offset in layout},
-        "has_bias": layer.bias is not None,
-        "tier": tier,
-        "tile": None if til is None else til.as_dict(),
-    }
+    spec = dict(layer_fields(layer, graph, cname, layout, hwc), has_bias=layer.bias is not None, tier=tier,
+                tile=None if til is None else til.as_dict())
     impl = OPS[layer.op]
     if impl.spec:
         spec.update(impl.spec(layer, graph))
