@@ -204,6 +204,14 @@ def layer_fields(layer, graph, cname: str, layout, dims) -> dict:
                        for section, dtype, count, offset in layout}}
 
 
+def window_fields(layer) -> dict:
+    """A windowed layer's (ops.has_window) spec fields: kernel, stride, dilation, pads (top,
+    left, bottom, right), groups and count_include_pad, as lists and ints."""
+    a = layer.attrs
+    return {"kernel": list(a["kernel"]), "stride": list(a["stride"]), "dilation": list(a.get("dilation", (1, 1))),
+            "pads": list(a["pads"]), "groups": a.get("groups", 1), "count_include_pad": a.get("count_include_pad", 0)}
+
+
 def layer_key_at(layer_name: str, overrides: dict, where, section: str):
     """where(*keys) of a per-layer key's setting: 'targets.yaml:N: ...' of the layer's own
     value (the model's overrides of that layer) when it has one, else of the target's

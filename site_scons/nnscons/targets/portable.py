@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .. import ops as registry
 from ..errors import UserError
-from .base import layer_fields
+from .base import layer_fields, window_fields
 from ..ops import bilinear, div, instnorm, island_pool, lrn, nary, reduce, softmax
 from ..planning.tiling import min_bytes, row_bands
 from ..resources import data_path
@@ -69,14 +69,9 @@ def layer_spec(layer, graph, cname, layout, budget, budget_at, ops, cpu: Cpu) ->
     impl = ops[layer.op]
     if impl.spec:
         spec.update(impl.spec(layer, graph))
-    a = layer.attrs
     if registry.has_window(layer):
-        kh, kw = a["kernel"]
-        sh, sw = a["stride"]
-        dh, dw = a.get("dilation", (1, 1))
-        pt, pl, pb, pr = a["pads"]
-        spec.update(kernel=[kh, kw], stride=[sh, sw], dilation=[dh, dw], pads=[pt, pl, pb, pr],
-                    groups=a.get("groups", 1), count_include_pad=a.get("count_include_pad", 0))
+        spec.update(window_fields(layer))
+        (kh, _), (sh, _), (dh, _) = spec["kernel"], spec["stride"], spec["dilation"]
         i, o = spec["inputs"][0], spec["out"]
         tile = row_bands(i["c"], i["h"], i["w"], o["c"], o["h"], o["w"], kh, sh, dh, budget)
         if tile is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ... import ops as registry
-from ..base import OpImpl, flattened_from, layer_fields, layout_bytes, layout_index, param_arrays, pool_check
+from ..base import OpImpl, flattened_from, layer_fields, window_fields, layout_bytes, layout_index, param_arrays, pool_check
 from . import tiling
 from .conv_paths import (hwc, _p_per_oc, xp_conv_path, folds_zp, kernel_zp, folded_bias,  # noqa: F401
                          xp_preflip, im2col_bytes, dw_plane_bytes, weight_row)
@@ -279,10 +279,7 @@ def layer_spec(layer, graph, cname, layout, tier, til, xpulp=True) -> dict:
         spec.update(impl.spec(layer, graph))
     a = layer.attrs
     if registry.has_window(layer):
-        kh, kw = a["kernel"]
-        spec.update(kernel=[kh, kw], stride=list(a["stride"]), dilation=list(a.get("dilation", (1, 1))),
-                    pads=list(a["pads"]), groups=a.get("groups", 1),
-                    count_include_pad=a.get("count_include_pad", 0))
+        spec.update(window_fields(layer))
     if impl.xpulp:
         spec["xpulp"] = xpulp
     if "residual" in a:         # a fused residual add (residual.py): out is the add's tensor,
