@@ -325,3 +325,19 @@ def test_parse_size(value, expected):
 def test_parse_size_rejects(value):
     with pytest.raises(ValueError, match="expected an integer number of bytes, or a string like"):
         parse_size(value)
+
+
+def test_shipped_manifest_names_only_files_in_the_checkout():
+    """The committed targets.yaml works in any clone: every model's source is a file inside the
+    checkout (a scratch entry naming a local folder once broke every build on other machines)."""
+    import yaml
+    with open(os.path.join(REPO, "targets.yaml")) as f:
+        models = yaml.safe_load(f)["models"]
+    for name, model in models.items():
+        source = model.get("source")
+        if source is None:
+            continue
+        assert not os.path.isabs(source), f"models.{name}.source is absolute: {source}"
+        path = os.path.normpath(os.path.join(REPO, source))
+        assert path.startswith(REPO + os.sep) and os.path.isfile(path), \
+            f"models.{name}.source {source} is not a file in the checkout"
