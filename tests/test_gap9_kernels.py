@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from nnscons import numerics  # noqa: E402
+from nnscons import ops  # noqa: E402
 from nnscons.reference import run_layer  # noqa: E402
 from test_reference import conv_graph, pool_graph, rand_int8, single_layer_graph  # noqa: E402
 from test_kernels import POOL_CASES  # noqa: E402
@@ -931,7 +932,7 @@ def _layer_tiles(checks, rng, label, layer, g, x, kind):
     (kh, kw), (sh, sw) = a["kernel"], a["stride"]
     dh, dw = a.get("dilation", (1, 1))
     q_in, q_out = g.tensor(layer.inputs[0]).q.zero_point, g.tensor(layer.output).q.zero_point
-    p = numerics.requant_params(layer, g)
+    p = ops.requant_params(layer, g)
     grids = [([(0, oh)], [(0, ow)]), (_splits(rng, oh, 3), _splits(rng, ow, 3))]
     for rows_list, cols_list in grids:
         for rows in rows_list:
@@ -976,7 +977,7 @@ def test_layers_match_reference(harnesses, tmp_path, build):
     g, layer = single_layer_graph("global_avgpool", [("x", (1, 70, 5, 7), sc(), zp())],
                                   ("y", (1, 70, 1, 1), sc(), zp()))
     x = rand_int8(rng, (1, 70, 5, 7))
-    p = numerics.requant_params(layer, g)
+    p = ops.requant_params(layer, g)
     scal = [g.tensor("x").q.zero_point, g.tensor("y").q.zero_point, layer.act_min, layer.act_max]
     checks.full_and_split("global_avgpool layer", rng, GAP_HWC, lambda b, e: [35, 70, *scal, b, e],
                           [x[0].reshape(70, 35).T.copy(), p["mult"], p["shift"]],
@@ -988,7 +989,7 @@ def test_layers_match_reference(harnesses, tmp_path, build):
                                   ("y", (1, 9, 4, 5), sc(), zp()), attrs=dict(axis=1))
     xs = [rand_int8(rng, s) for s in shapes]
     want = run_layer(layer, g, xs)[0].transpose(1, 2, 0).reshape(20, 9)
-    p = numerics.requant_params(layer, g)
+    p = ops.requant_params(layer, g)
     y_zp = g.tensor("y").q.zero_point
     for i, (xi, off) in enumerate(zip(xs, (0, 3))):
         ci = xi.shape[1]

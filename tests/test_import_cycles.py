@@ -4,8 +4,10 @@ Every `import` and `from ... import` of an nnscons module counts, at the top of 
 inside a function (a lazy import still ties the two modules together); an imported name
 that is a submodule is an arrow to that submodule, any other name an arrow to the module
 (a package: its __init__).  The strongly connected components of that graph with more than
-one module are the circles.  `importlib` calls are not seen (ops._load's loop to the
-frontends and passes is issue 27.4's op-registry part).
+one module are the circles.  `importlib` calls are not seen by the parser, so the one
+dynamic import in the package is added by hand: ops/__init__.py's `_load` imports every
+module of ops/ whose name does not start with "_" (DYNAMIC below reads the same rule), and
+counts as importing each of them; a circle through the op registry fails like any other.
 
 ALLOWED lists the circles that cannot be cut in this step, each with why; a new circle
 fails, and so does an allowed one that is gone (remove it from the list).
@@ -45,9 +47,18 @@ def _owner(name: str, mods: dict) -> str:
     return name
 
 
+def dynamic_edges(mods: dict) -> dict:
+    """{module: modules it imports through importlib}: ops._load's rule (every module directly
+    in ops/ whose name does not start with an underscore)."""
+    loaded = {m for m in mods if m.startswith("nnscons.ops.") and m.count(".") == 2
+              and not m.rsplit(".", 1)[1].startswith("_")}
+    return {"nnscons.ops": loaded} if "nnscons.ops" in mods else {}
+
+
 def import_graph(mods: dict) -> dict:
-    """{module: modules it imports}, nnscons modules only."""
+    """{module: modules it imports}, nnscons modules only (static imports plus dynamic_edges)."""
     graph = {}
+    dynamic = dynamic_edges(mods)
     for name, (path, package) in mods.items():
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
@@ -67,6 +78,7 @@ def import_graph(mods: dict) -> dict:
                 for a in node.names:
                     sub = f"{src}.{a.name}"
                     edges.add(sub if sub in mods else _owner(src, mods))
+        edges |= dynamic.get(name, set())
         edges.discard(name)
         graph[name] = edges
     return graph
@@ -149,6 +161,35 @@ def test_the_finder_sees_lazy_and_relative_imports(tmp_path):
 def test_the_circles_issue_27_named_are_cut(pair):
     graph = import_graph(modules())
     assert not any(set(pair) <= c for c in circles(graph))
+
+
+def test_the_op_registry_counts_as_importing_its_op_modules():
+    """ops._load's importlib loop is an edge: the registry imports every public op module, and
+    an op module importing a frontend or a pass (which import the registry) would be a circle."""
+    import re
+    with open(os.path.join(PKG, "ops", "__init__.py"), encoding="utf-8") as f:
+        src = f.read()
+    # the rule dynamic_edges reads: skip names starting with "_", import the rest of ops/
+    assert re.search(r'if mod\.startswith\("_"\):\s*continue\s*module = importlib\.import_module', src), \
+        "ops._load's import rule changed: update dynamic_edges in this test"
+    mods = modules()
+    graph = import_graph(mods)
+    assert {"nnscons.ops.conv2d", "nnscons.ops.add"} <= graph["nnscons.ops"]
+    assert not any(m.rsplit(".", 1)[1].startswith("_") for m in dynamic_edges(mods)["nnscons.ops"])
+
+
+def test_a_circle_through_the_op_registry_is_found(tmp_path):
+    pkg = tmp_path / "nnscons"
+    (pkg / "ops").mkdir(parents=True)
+    (pkg / "frontends").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops" / "__init__.py").write_text("import importlib\n")
+    (pkg / "ops" / "_common.py").write_text("")
+    (pkg / "ops" / "toy.py").write_text("from ..frontends import helpers\n")
+    (pkg / "frontends" / "__init__.py").write_text("")
+    (pkg / "frontends" / "helpers.py").write_text("from .. import ops\n")
+    found = circles(import_graph(modules(str(pkg))))
+    assert found == [frozenset({"nnscons.ops", "nnscons.ops.toy", "nnscons.frontends.helpers"})]
 
 
 def test_every_nnscons_import_names_a_module_that_exists():

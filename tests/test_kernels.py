@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from nnscons import numerics  # noqa: E402
+from nnscons import ops  # noqa: E402
 from nnscons.reference import run_layer  # noqa: E402
 from test_reference import conv_graph, pool_graph, rand_int8, single_layer_graph  # noqa: E402
 
@@ -174,7 +175,7 @@ def c_conv(drv, layer, graph, x, rows=None, extra_halo=0):
     _, o, oh, ow = graph.tensor(layer.output).shape
     rows = rows or (0, oh)
     b0, b1, pad_top = _band(layer, graph, rows, extra_halo)
-    p = numerics.requant_params(layer, graph)
+    p = ops.requant_params(layer, graph)
     cfg = [c, b1 - b0, w, o, rows[1] - rows[0], ow, *a["kernel"], *a["stride"], *a["dilation"],
            pad_top, a["pads"][1], a["groups"], q_in.zero_point, q_out.zero_point, layer.act_min, layer.act_max]
     out = drv.run("conv2d", cfg, [x[0, :, b0:b1], layer.weight, layer.bias, p["mult"], p["shift"]],
@@ -188,7 +189,7 @@ def c_pool(drv, layer, graph, x, rows=None, extra_halo=0):
     _, _, oh, ow = graph.tensor(layer.output).shape
     rows = rows or (0, oh)
     b0, b1, pad_top = _band(layer, graph, rows, extra_halo)
-    p = numerics.requant_params(layer, graph)
+    p = ops.requant_params(layer, graph)
     cfg = [c, b1 - b0, w, rows[1] - rows[0], ow, *a["kernel"], *a["stride"], *a.get("dilation", (1, 1)),
            pad_top, a["pads"][1],
            a.get("count_include_pad", 0), q_in.zero_point, q_out.zero_point, layer.act_min, layer.act_max]
@@ -201,7 +202,7 @@ def c_layer(drv, layer, graph, inputs):
     q = [graph.tensor(t).q for t in layer.inputs]
     out_t = graph.tensor(layer.output)
     n_out = int(np.prod(out_t.shape))
-    p = numerics.requant_params(layer, graph)
+    p = ops.requant_params(layer, graph)
     clamp = [out_t.q.zero_point, layer.act_min, layer.act_max]
     if layer.op == "conv2d":
         return c_conv(drv, layer, graph, inputs[0])

@@ -14,7 +14,7 @@ from nnscons.errors import ModelError  # noqa: E402
 from nnscons.ir import QParams  # noqa: E402
 from nnscons.passes import Op, OpGraph, fold_batchnorm, fuse_activations, infer_shapes  # noqa: E402
 from nnscons.passes.lower import unique_names  # noqa: E402
-from nnscons.passes.opgraph import clamp_bounds  # noqa: E402
+from nnscons.opkit.opgraph import clamp_bounds  # noqa: E402
 from nnscons.passes.quantize import minmax_qparams, symmetric_per_channel  # noqa: E402
 
 

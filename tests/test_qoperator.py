@@ -18,7 +18,7 @@ from modelgen import ort_quantize, seeded_samples
 from nnscons import reference
 from nnscons.export.ort_oracle import run_intermediates
 from nnscons.frontends import load_model
-from nnscons.frontends.onnx_qoperator import QLINEAR
+from nnscons.opkit.onnx_qoperator import QLINEAR
 
 IN_SHAPE = (1, 3, 8, 8)
 

@@ -12,6 +12,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from nnscons import ir, numerics  # noqa: E402
+from nnscons import ops  # noqa: E402
 from nnscons.reference import dequantize, quantize_input, run_graph, run_layer  # noqa: E402
 
 
@@ -94,7 +95,7 @@ def naive_conv(layer, graph, x):
                             if 0 <= y < h and 0 <= xx < w:
                                 s += (int(x[0, (oc // og) * cg + ic, y, xx]) - zi) * int(layer.weight[oc, ic, i, j])
                 acc[oc, r, q] = s
-    p = numerics.requant_params(layer, graph)
+    p = ops.requant_params(layer, graph)
     return numerics.requantize(acc, p["mult"][:, None, None], p["shift"][:, None, None],
                                graph.tensor(layer.output).q.zero_point, layer.act_min, layer.act_max)[None]
 
@@ -250,7 +251,7 @@ def test_run_graph_returns_every_tensor_and_checks_input():
     g.layers.append(ir.Layer("P", "maxpool", ["y"], "p",
                              attrs=dict(kernel=(2, 2), stride=(2, 2), pads=(0, 0, 0, 0))))
     g.output = "p"
-    g.validate()
+    g.validate(ops.ir_ops())
     x = rand_int8(rng, (1, 2, 6, 6))
     out = run_graph(g, x)
     assert set(out) == {"x", "y", "p"}

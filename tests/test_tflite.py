@@ -16,7 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from litert_oracle import HAVE_LITERT, SKIP_REASON, make_interpreter, run_litert  # noqa: E402
 from nnscons import numerics, reference  # noqa: E402
 from nnscons.errors import ModelError  # noqa: E402
-from nnscons.frontends import layout, load_model  # noqa: E402
+from nnscons.frontends import load_model
+from nnscons.opkit import layout  # noqa: E402
 from nnscons.frontends.tflite_writer import TfliteWriter  # noqa: E402
 from nnscons.reference import tflite_math  # noqa: E402
 from tflite_cases import CASES, rand_in  # noqa: E402
@@ -277,10 +278,11 @@ def test_litert_oracle_disagrees_with_onnx_rounding(tmp_path):
     path, data, inputs = _write(tmp_path, "conv/relu6_per_tensor")
     g = load_model(path, name="m")
     layer = g.layers[0]
+    from nnscons import ops
     from nnscons.reference import conv
-    tfl = conv.conv2d(layer, g, [model_input_codes(g, inputs[0])])
+    tfl = conv.conv2d(layer, g, [model_input_codes(g, inputs[0])], ops.requant_params(layer, g))
     g.numerics = "onnx"
-    onnx = conv.conv2d(layer, g, [model_input_codes(g, inputs[0])])
+    onnx = conv.conv2d(layer, g, [model_input_codes(g, inputs[0])], ops.requant_params(layer, g))
     assert np.any(tfl != onnx)
 
 

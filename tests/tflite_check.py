@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from nnscons import reference
-from nnscons.frontends import layout, load_model
+from nnscons.frontends import load_model
+from nnscons.opkit import layout
 
 
 def model_input_codes(graph, x):

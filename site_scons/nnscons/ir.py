@@ -34,13 +34,6 @@ import numpy as np
 
 
 
-def __getattr__(name):
-    if name == "OPS":   # every IR op, from the registry (nnscons.ops)
-        from . import ops
-        return ops.ir_ops()
-    raise AttributeError(name)
-
-
 @dataclass(frozen=True)
 class QParams:
     scale: float
@@ -57,7 +50,7 @@ class Tensor:
 @dataclass
 class Layer:
     name: str                 # original node name, shown in reports and used in targets.yaml
-    op: str                   # one of OPS
+    op: str                   # an IR op of the registry (ops.ir_ops)
     inputs: list              # tensor names
     output: str               # tensor name
     attrs: dict = field(default_factory=dict)
@@ -79,7 +72,7 @@ class Graph:
     layers: list              # topologically ordered Layer list
     numerics: str = "onnx"    # requantization rule: "onnx" (QDQ) or "tflite" (nnscons.numerics)
     model_layout: Optional[dict] = None   # {"input"/"output": model shape} when the model's own
-                                          # layout is not the IR's (TFLite NHWC: frontends.layout)
+                                          # layout is not the IR's (TFLite NHWC: opkit.layout)
     model_dtype: Optional[dict] = None    # {"input"/"output": "int8" | "uint8" | "float32"}: the
                                           # file's own types (None: float in, float out, as QDQ)
     extra_inputs: list = field(default_factory=list)    # network inputs after the first, model order
@@ -107,11 +100,12 @@ class Graph:
     def consumers(self, tensor_name: str) -> list:
         return [l for l in self.layers if tensor_name in l.inputs]
 
-    def validate(self) -> None:
-        """Internal consistency check (programming errors, not user errors)."""
+    def validate(self, ir_ops) -> None:
+        """Internal consistency check (programming errors, not user errors); ir_ops: the
+        registry's IR op names (ops.ir_ops())."""
         known = set(self.inputs)
         for layer in self.layers:
-            assert layer.op in __getattr__("OPS"), layer.op
+            assert layer.op in ir_ops, layer.op
             for t in layer.inputs:
                 assert t in known, f"{layer.name}: input {t} used before defined"
             assert layer.output in self.tensors, layer.output

@@ -220,13 +220,6 @@ def tflite_requantize(acc, mult, shift, zp_out, act_min=-128, act_max=127, count
     return np.clip(out, act_min, act_max).astype(np.int8)
 
 
-def requant_params(layer, graph) -> dict:
-    """Integer parameters of `layer` as {'mult': int32[...], 'shift': int32[...]}: the op's
-    own rule (OpDef.requant in nnscons.ops; see the module doc)."""
-    from . import ops
-    return ops.requant_params(layer, graph)
-
-
 # Largest number of products one conv/linear output may sum so that the accumulator stays
 # exact in int32 (C kernels) and in float64 (NumPy reference): |x - zp| <= 255 and
 # |w| <= 128, so |sum| <= K * 32640 < 2**31 for K <= 65793 (ResNet-18 needs K <= 4608).

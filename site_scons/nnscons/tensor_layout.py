@@ -1,13 +1,12 @@
 """Activation layouts: a batch-1 NCHW tensor in a target's layout ("chw" or "hwc") and back,
 and the flattened views (a Flatten/Reshape of a 4-D tensor) whose bytes follow their 4-D
-source's layout on an HWC target.  Ground floor: builders (goldens, outputs), targets and
-kernelgen (weight columns of a Linear) read it; it needs only the op registry.
+source's layout on an HWC target.  Ground floor: builders (goldens, outputs), targets, the
+op modules and kernelgen (weight columns of a Linear) read it; it imports no nnscons module
+(which ops are views comes in as op_def: the registry's get).
 (A move's gather index in a layout is ops.move.layout_index.)"""
 from __future__ import annotations
 
 import numpy as np
-
-from . import ops
 
 
 def to_layout(array, layout: str, flattened_from=None):
@@ -32,13 +31,13 @@ def from_layout(flat, shape, layout: str, flattened_from=None):
     return np.asarray(flat).reshape(shape)
 
 
-def flattened_from(layer, graph):
+def flattened_from(layer, graph, op_def):
     """The 4-D (1,C,H,W) shape a Linear's input was flattened from (H*W > 1), else None:
     on a target whose activations are HWC its weight columns must follow that order."""
     t = layer.inputs[0]
     while True:
         p = graph.producer(t)
-        if p is None or not ops.get(p.op).alias:
+        if p is None or not op_def(p.op).alias:
             return None
         src = graph.tensor(p.inputs[0]).shape
         if len(src) == 4:
@@ -46,12 +45,12 @@ def flattened_from(layer, graph):
         t = p.inputs[0]
 
 
-def flattened_layouts(graph) -> dict:
+def flattened_layouts(graph, op_def) -> dict:
     """{reshape output: the 4-D shape it flattens}: on an HWC target those tensors hold
     their 4-D input's HWC bytes, and their goldens must too (TargetPlan.tensor_layouts)."""
     out = {}
     for layer in graph.layers:
-        if ops.get(layer.op).alias:
+        if op_def(layer.op).alias:
             src = graph.tensor(layer.inputs[0]).shape
             if layer.inputs[0] in out:
                 out[layer.output] = out[layer.inputs[0]]

@@ -30,7 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..frontends.onnx_file import cap_ir_version, read_onnx
 from ..frontends.onnx_graph import OnnxWalker
-from ..frontends.onnx_qoperator import to_qdq
+from ..opkit.onnx_qoperator import to_qdq
 
 _QRANGE = {TensorProto.INT8: (-128, 127), TensorProto.UINT8: (0, 255)}
 

@@ -61,7 +61,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
     if calibration and fmt != "float":
         raise ModelError(f"{source}: calibration applies to float models only; this one is "
                          f"already quantized")
-    from .onnx_qoperator import to_qdq
+    from ..opkit.onnx_qoperator import to_qdq
     g = OnnxWalker(f, shapes_proto=to_qdq(f.proto)).walk()
     prepare(g)
     notes = []

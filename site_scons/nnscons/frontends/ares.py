@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import ModelError
 from ..ir import Graph, QParams
 from ..passes import prepare, to_ir
-from ..passes.opgraph import Op, OpGraph
+from ..opkit.opgraph import Op, OpGraph
 from ..passes.quantize import f32
 from .onnx_file import resolve_input_shape
 

@@ -9,7 +9,6 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import ModelError
-from .onnx_attrs import attributes  # noqa: F401  (re-exported: ops modules read it here)
 
 
 @dataclass

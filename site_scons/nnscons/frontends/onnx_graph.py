@@ -9,16 +9,17 @@ The network output tensor takes the name of the ONNX graph output.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from ..errors import ModelError
 from ..ir import QParams
-from ..passes.opgraph import Op, OpGraph, rename_tensor
+from ..opkit.onnx_qoperator import QuantConst, along_axis
+from ..opkit.opgraph import Op, OpGraph, rename_tensor
 from . import onnx_ops
-from .onnx_file import OnnxFile, attributes, constant_value, node_label, tensor_array
+from ..opkit.onnx_attrs import attributes
+from .onnx_file import OnnxFile, constant_value, node_label, tensor_array
 
 PASS_THROUGH = ("Identity", "Dropout")
 
@@ -27,34 +28,6 @@ def as_2d_shape(shape) -> tuple:
     """1-D networks: a rank-3 (1, C, L) tensor is (1, C, 1, L) inside nnscons."""
     shape = tuple(shape)
     return shape[:2] + (1,) + shape[2:] if len(shape) == 3 else shape
-
-
-def along_axis(a: np.ndarray, ndim: int, axis: int) -> np.ndarray:
-    """Per-tensor (size 1) or per-axis quantization parameters, broadcastable to ndim."""
-    if a.size == 1:
-        return a.reshape(())
-    shape = [1] * ndim
-    shape[axis] = a.size
-    return a.reshape(shape)
-
-
-@dataclass
-class QuantConst:
-    """An integer initializer seen through a DequantizeLinear (int8 domain for 8-bit)."""
-    q: np.ndarray             # int64 values
-    scale: np.ndarray         # float64, one value or one per index along `axis`
-    zero_point: np.ndarray    # int64, like scale
-    axis: int
-    dtype: str                # "int8" (uint8 converted) or "int32"
-    file_dtype: str = "int8"  # the initializer's own type (messages show its zero points)
-
-    def file_zero_point(self) -> np.ndarray:
-        """The zero point as the file stores it (uint8 ones back in 0..255)."""
-        return self.zero_point + (128 if self.file_dtype == "uint8" else 0)
-
-    def real(self) -> np.ndarray:
-        return ((self.q - along_axis(self.zero_point, self.q.ndim, self.axis))
-                * along_axis(self.scale, self.q.ndim, self.axis))
 
 
 class OnnxWalker:
@@ -74,6 +47,11 @@ class OnnxWalker:
         self.unrounded: set = set()    # (op name, tensor): OpGraph.unrounded
 
     # -- helpers used by the op converters ------------------------------------------------
+    def convert(self, name: str, node, inputs, out):
+        """`node`'s IR op(s) by its registry converter (QOperator converters call it for
+        the float node they describe)."""
+        return onnx_ops.convert(self, name, node, inputs, out)
+
     def fail(self, name: str, node, message: str) -> ModelError:
         return ModelError(f"{self.f.path}: node {name!r} ({node.op_type}): {message}")
 

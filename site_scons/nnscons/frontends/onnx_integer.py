@@ -18,7 +18,7 @@ import numpy as np
 from onnx import helper, numpy_helper
 
 from ..errors import ModelError
-from .onnx_attrs import attributes
+from ..opkit.onnx_attrs import attributes
 
 INTEGER_OPS = {"ConvInteger": "Conv", "MatMulInteger": "MatMul"}
 

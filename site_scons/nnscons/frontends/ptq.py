@@ -12,7 +12,7 @@ import onnx
 
 from .. import ops
 from ..errors import ModelError
-from ..passes.opgraph import OpGraph
+from ..opkit.opgraph import OpGraph
 from ..passes.quantize import inherit_qparams, inherit_qparams_backward, minmax_qparams
 from .onnx_file import OnnxFile, cap_ir_version
 

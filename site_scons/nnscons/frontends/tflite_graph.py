@@ -2,7 +2,7 @@
 
 Every TFLite builtin has a converter in its op's module (nnscons.ops: OpDef.tflite or the
 module's TFLITE_CONVERTERS); this walker gives them the file's tensors in the IR's layout
-(frontends.layout: NHWC -> (1, C, H, W)), the quantization parameters exactly as stored
+(opkit.layout: NHWC -> (1, C, H, W)), the quantization parameters exactly as stored
 (uint8 tensors become int8 with zero point - 128, bit-exact), and handles the ops that
 only mark the graph's ends: QUANTIZE of the float input, DEQUANTIZE of the output.
 """
@@ -13,8 +13,8 @@ import numpy as np
 from .. import ops
 from ..errors import ModelError
 from ..ir import QParams
-from ..passes.opgraph import Op, OpGraph
-from . import layout
+from ..opkit.opgraph import Op, OpGraph
+from ..opkit import layout
 from .tflite_file import TflOp, TfliteFile, TflTensor
 
 ACT_TYPES = ("int8", "uint8")

@@ -14,7 +14,7 @@ def weight_matrix(layer, graph) -> np.ndarray:
     """(N, taps, IC) int8: conv OIHW -> O,(kh kw),I; linear columns in HWC order when the
     layer reads a flattened 4-D tensor (activations are HWC on the host): the op's
     hwc_params hook, one tap of all the columns without a window."""
-    w = ops.get(layer.op).hwc_params(layer, graph).get("weight", np.asarray(layer.weight))
+    w = ops.get(layer.op).hwc_params(layer, graph, ops.get).get("weight", np.asarray(layer.weight))
     if ops.has_window(layer):                   # OHWI
         return w.reshape(w.shape[0], -1, w.shape[-1])
     return w.reshape(w.shape[0], 1, -1)

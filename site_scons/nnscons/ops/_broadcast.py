@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frontends import onnx_ops as X
-from ..passes.opgraph import Op
+from ..opkit import onnx_operands as X
+from ..opkit.opgraph import Op
 from .move import OPSET
 
 

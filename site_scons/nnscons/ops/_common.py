@@ -2,6 +2,8 @@
 window attributes, and the QDQ-export helpers."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .. import numerics
@@ -61,3 +63,11 @@ def zp(graph, name) -> int:
 
 def first_input_shape(g, op, ins):
     return ins[0]
+
+
+def with_requant(ref_fn: Callable, requant_fn: Callable) -> Callable:
+    """An op's reference hook over a shared reference kernel that takes the op's requant
+    parameters (reference/ sits below the registry and cannot ask it for them)."""
+    def reference(layer, graph, inputs):
+        return ref_fn(layer, graph, inputs, requant_fn(layer, graph))
+    return reference

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numerics
-from ..frontends import onnx_ops as X
-from ..frontends import onnx_qoperator
-from ..passes.opgraph import Op
+from ..opkit import onnx_operands as X
+from ..opkit import onnx_qoperator
+from ..opkit.opgraph import Op
 from ..reference import eltwise as ref
 from ..reference.tflite_fixed import TFLITE_LEFT_SHIFT
-from . import OpDef
-from ._common import n_out
+from ..opkit.opdef import OpDef
+from ._common import n_out, with_requant
 
 
 def convert(w, name, node, ins, out):
@@ -96,7 +96,7 @@ def export(w, layer, ins, core_out):
 
 OPS = [OpDef("add", onnx={"Add": convert, "Sub": convert}, attrs=("sub",),
              tflite={"ADD": tfl_add, "SUB": tfl_add},
-             shape=same_shape, reference=ref.add,
+             shape=same_shape, reference=with_requant(ref.add, requant),
              requant=requant, counts=counts,
              macs=n_out, export=export, fusable=True,
              doc="sub (0/1, optional)  (two inputs, each requantized to the output scale; sub: a - b)")]

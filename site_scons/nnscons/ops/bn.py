@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frontends import onnx_ops as X
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
-from . import OpDef, get
+from ..opkit import onnx_operands as X
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 
 
 def convert(w, name, node, ins, out):
@@ -33,11 +33,11 @@ def _as_table(g, bn):
     g.ops[g.ops.index(bn)] = op
 
 
-def fold(g, bn):
+def fold(g, bn, op_def):
     src = g.producer(bn.inputs[0])
     # a quantized model that rounds the conv's output before the BN (onnxruntime's QDQ
     # quantizer without pre-processing) computes the BN on those codes: a table, not a fold
-    if (src is None or not get(src.kind).weighted or len(g.consumers(bn.inputs[0])) != 1
+    if (src is None or not op_def(src.kind).weighted or len(g.consumers(bn.inputs[0])) != 1
             or bn.inputs[0] in g.outputs or bn.inputs[0] in g.qparams):
         _as_table(g, bn)
         return

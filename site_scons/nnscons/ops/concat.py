@@ -1,14 +1,14 @@
 """concat: channel concatenation, each input requantized to the output's params."""
 from __future__ import annotations
 
-from ..frontends import onnx_ops as X
-from ..frontends import onnx_qoperator
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
-from ..passes.shapes import check_axis
+from ..opkit import onnx_operands as X
+from ..opkit import onnx_qoperator
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
+from ..opkit.shapes import check_axis
 from ..reference import eltwise as ref
-from . import OpDef
-from ._common import per_input_counts, per_input_requant
+from ..opkit.opdef import OpDef
+from ._common import per_input_counts, per_input_requant, with_requant
 
 
 def convert(w, name, node, ins, out):
@@ -73,7 +73,7 @@ def export(w, layer, ins, core_out):
 
 OPS = [OpDef("concat", onnx={"Concat": convert}, tflite={"CONCATENATION": tfl_concat},
              attrs=("axis",), shape=shape,
-             reference=ref.concat, requant=per_input_requant, counts=per_input_counts,
+             reference=with_requant(ref.concat, per_input_requant), requant=per_input_requant, counts=per_input_counts,
              export=export, doc="axis=1  (channel concat; each input requantized)")]
 
 # onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)

@@ -4,14 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numerics
-from ..frontends import onnx_ops as X
-from ..frontends import onnx_qoperator
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
-from ..passes.shapes import need_rank, spatial
+from ..opkit import onnx_operands as X
+from ..opkit import onnx_qoperator
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
+from ..opkit.shapes import need_rank, spatial
 from ..reference import conv as ref
-from . import OpDef
-from ._common import n_out, pair
+from ..opkit.opdef import OpDef
+from ._common import n_out, pair, with_requant
 
 
 def convert(w, name, node, ins, out):
@@ -28,7 +28,7 @@ def convert(w, name, node, ins, out):
 
 
 def _tfl_conv(w, op, weight_q, scale, groups, kernel):
-    from ..frontends import tflite_ops as T
+    from ..opkit import tflite_ops as T
     x = w.act(op, 0)
     o = op.options
     attrs = T.window(w, op, T.in_hw(w, op), kernel,
@@ -45,7 +45,7 @@ def _tfl_conv(w, op, weight_q, scale, groups, kernel):
 def tfl_conv(w, op):
     """CONV_2D: weights (O, KH, KW, I) -> (O, I, KH, KW); I < the input's channels is a
     grouped convolution."""
-    from ..frontends import tflite_ops as T
+    from ..opkit import tflite_ops as T
     wt = w.input_tensor(op, 1, "weights")
     if len(wt.shape) != 4:
         raise w.fail(op, f"weights have shape {list(wt.shape)}; (O, KH, KW, I) expected")
@@ -61,7 +61,7 @@ def tfl_depthwise(w, op):
     """DEPTHWISE_CONV_2D: weights (1, KH, KW, C*M) -> (C*M, 1, KH, KW), groups C; output
     channel c*M + m reads input channel c, as ONNX's grouping does.  Per-channel scales
     along axis 3 (or 0, as old converters wrote them)."""
-    from ..frontends import tflite_ops as T
+    from ..opkit import tflite_ops as T
     wt = w.input_tensor(op, 1, "weights")
     if len(wt.shape) != 4 or wt.shape[0] != 1:
         raise w.fail(op, f"weights have shape {list(wt.shape)}; (1, KH, KW, C*M) expected")
@@ -108,7 +108,7 @@ def export(w, layer, ins, core_out):
            dilations=list(a["dilation"]), group=a["groups"])
 
 
-def hwc_params(layer, graph) -> dict:
+def hwc_params(layer, graph, op_def) -> dict:
     """Weights OIHW -> OHWI: each output channel's taps in the order of HWC activations."""
     return {"weight": np.ascontiguousarray(layer.weight.transpose(0, 2, 3, 1))}
 
@@ -117,7 +117,7 @@ OPS = [OpDef(
     "conv2d", onnx={"Conv": convert},
     tflite={"CONV_2D": tfl_conv, "DEPTHWISE_CONV_2D": tfl_depthwise},
     attrs=("kernel", "stride", "dilation", "pads", "groups", "requant"),
-    shape=shape, reference=ref.conv2d, requant=weighted_requant, counts=weighted_counts,
+    shape=shape, reference=with_requant(ref.conv2d, weighted_requant), requant=weighted_requant, counts=weighted_counts,
     macs=lambda layer, graph: n_out(layer, graph) * int(np.prod(layer.weight.shape[1:])),
     export=export, weighted=True, fusable=True, window=True,
     dense=lambda layer: layer.attrs.get("groups", 1) == 1, hwc_params=hwc_params,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frontends import onnx_ops as X
-from ..frontends import onnx_qoperator
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
+from ..opkit import onnx_operands as X
+from ..opkit import onnx_qoperator
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
 
 
 def convert(w, name, node, ins, out):
@@ -51,7 +51,7 @@ def tfl_transpose_conv(w, op):
     """TRANSPOSE_CONV (inputs: output_shape, weights (O, KH, KW, I), input[, bias]): TFLite
     pads as a forward conv from the output to the input would, the odd pixel at the end;
     the same spread + flipped-kernel conv, with TFLite's per-channel requantization."""
-    from ..frontends import tflite_ops as T
+    from ..opkit import tflite_ops as T
     out_shape = [int(v) for v in np.asarray(w.const(op, 0, "output_shape")).reshape(-1)]
     wt = w.input_tensor(op, 1, "weights")
     x_shape = w.input_tensor(op, 2).shape

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frontends import onnx_ops as X
-from ..passes.opgraph import Op
-from . import OpDef
+from ..opkit import onnx_operands as X
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 from ._broadcast import broadcast_mode, expand
 from ._common import dequantized, n_out, scale_f64
 

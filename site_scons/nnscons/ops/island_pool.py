@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numerics
-from . import OpDef
+from ..opkit.opdef import OpDef
 from ._common import n_in, zp
 from .lut import _export_step, _steps, island_values
 

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frontends import onnx_ops as X
-from ..frontends import onnx_qoperator
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
-from ..passes.shapes import need_rank
+from ..opkit import onnx_operands as X
+from ..opkit import onnx_qoperator
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
+from ..opkit.shapes import need_rank
 from ..reference import conv as ref
 from ..tensor_layout import flattened_from
-from . import OpDef
+from ..opkit.opdef import OpDef
+from ._common import with_requant
 from .conv2d import weighted_counts, weighted_requant
 
 
@@ -69,7 +70,7 @@ def tfl_fully_connected(w, op):
     order (a relayout to (1, I) first when it is not already), batch 1; keep_num_dims
     keeps the input's leading dims (a relayout after)."""
     import numpy as np
-    from ..frontends import tflite_ops as T
+    from ..opkit import tflite_ops as T
     if int(op.options.get("weights_format", 0)) != 0:
         raise w.fail(op, "weights_format SHUFFLED4x16INT8 is not supported (DEFAULT only)")
     wt = w.input_tensor(op, 1, "weights")
@@ -107,7 +108,7 @@ def _rows_as_conv(w, op, x, x_shape, out_t, q, scale):
     """FULLY_CONNECTED over the last axis of a (1, L, C) or (1, H, W, C) tensor with
     keep_num_dims: a 1x1 convolution in the IR's layout."""
     import numpy as np
-    from ..frontends import tflite_ops as T
+    from ..opkit import tflite_ops as T
     n_out, n_in = q.shape
     if (len(x_shape) not in (3, 4) or x_shape[-1] != n_in
             or tuple(out_t.shape) != tuple(x_shape[:-1]) + (n_out,)):
@@ -137,10 +138,10 @@ def export(w, layer, ins, core_out):
     w.node("Gemm", ins + w.weights(layer), [core_out], layer.name, exact_name=True, transB=1)
 
 
-def hwc_params(layer, graph) -> dict:
+def hwc_params(layer, graph, op_def) -> dict:
     """Weight columns in HWC order when the layer reads a flattened 4-D tensor (on an HWC
     target that tensor holds its source's HWC bytes); else the weights as they are."""
-    src = flattened_from(layer, graph)
+    src = flattened_from(layer, graph, op_def)
     if src is None:
         return {}
     _, c, h, w = src
@@ -152,7 +153,8 @@ OPS = [OpDef(
     "linear", onnx={"Gemm": gemm, "MatMul": matmul},
     tflite={"FULLY_CONNECTED": tfl_fully_connected},
     attrs=("requant",),
-    shape=shape, reference=ref.linear, requant=weighted_requant, counts=weighted_counts,
+    shape=shape, reference=with_requant(ref.linear, weighted_requant), requant=weighted_requant,
+    counts=weighted_counts,
     macs=lambda layer, graph: int(layer.weight.size),
     export=export, weighted=True, fusable=True, dense=lambda layer: True, hwc_params=hwc_params,
     doc="requant (optional: f64, TFLite FULLY_CONNECTED's double-precision rule)")]

@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 
-from ..frontends import onnx_ops as X
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
-from . import OpDef
+from ..opkit import onnx_operands as X
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 from ._common import dequantized, n_out, scale_f64
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from ..frontends import onnx_ops as X
-from ..frontends import onnx_qoperator
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
-from . import OpDef
+from ..opkit import onnx_operands as X
+from ..opkit import onnx_qoperator
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 from ._common import first_input_shape, n_out
 
 # ONNX op type -> number of constant operands after the activation input
@@ -178,7 +178,7 @@ def _tfl_lut(w, op, fn, table_, fn_attrs=(), fn_consts=()):
 
 def _channel_shape(w, op, n: int, k: int = 0) -> tuple:
     """The shape of a per-channel constant operand against the IR tensor of input k."""
-    from ..frontends.layout import ir_shape
+    from ..opkit.layout import ir_shape
     if n == 1:
         return (1,)
     return (n, 1, 1) if len(ir_shape(w.input_tensor(op, k).shape)) == 4 else (n,)

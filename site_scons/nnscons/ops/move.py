@@ -17,11 +17,11 @@ import functools
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from ..frontends.onnx_file import attributes
+from ..opkit.onnx_attrs import attributes
 from ..tensor_layout import flattened_layouts, to_layout
-from ..frontends import onnx_ops as X
-from ..passes.opgraph import Op
-from . import OpDef
+from ..opkit import onnx_operands as X
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 from ._common import zp
 
 OPSET = 17
@@ -464,10 +464,11 @@ def export(w, layer, ins, core_out):
     w.node("Gather", [flat, table], [core_out], layer.name, exact_name=True, axis=1)
 
 
-def layout_index(layer, graph, layout: str, tensor_layouts=None) -> np.ndarray:
+def layout_index(layer, graph, layout: str, tensor_layouts: dict) -> np.ndarray:
     """A gather index (ops.move: output element -> input NCHW element, -1 = fill) in a
-    target's activation layout: output slot -> input slot."""
-    tl = flattened_layouts(graph) if tensor_layouts is None else tensor_layouts
+    target's activation layout: output slot -> input slot (tensor_layouts: the target's
+    flattened views, tensor_layout.flattened_layouts)."""
+    tl = tensor_layouts
     src = graph.tensor(layer.inputs[0]).shape
     n = int(np.prod(src))
     slots = to_layout(np.arange(n).reshape(src), layout, tl.get(layer.inputs[0]))
@@ -477,9 +478,9 @@ def layout_index(layer, graph, layout: str, tensor_layouts=None) -> np.ndarray:
     return np.where(idx < 0, -1, pos[np.maximum(idx, 0)]).astype(np.int32)
 
 
-def hwc_params(layer, graph) -> dict:
+def hwc_params(layer, graph, op_def) -> dict:
     """The gather index in HWC slots."""
-    return {"index": layout_index(layer, graph, "hwc")}
+    return {"index": layout_index(layer, graph, "hwc", flattened_layouts(graph, op_def))}
 
 
 OPS = [OpDef("move", onnx={t: convert for t in MOVES if t not in ("Split", "Pad")} | {"Split": split},

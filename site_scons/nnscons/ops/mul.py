@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numerics
-from ..frontends import onnx_ops as X
-from ..frontends import onnx_qoperator
-from ..passes.opgraph import Op
-from . import OpDef
+from ..opkit import onnx_operands as X
+from ..opkit import onnx_qoperator
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 from ._broadcast import broadcast_mode, expand
 from ._common import n_out, pair, zp
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numerics
-from ..frontends import onnx_ops as X
-from ..passes.opgraph import Op
-from . import OpDef
+from ..opkit import onnx_operands as X
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 from ._common import n_out, pair, per_input_counts, zp
 
 FNS = {"Sum": "sum", "Max": "max", "Min": "min"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frontends.onnx_file import attributes
-from ..frontends import onnx_ops as X
-from ..passes.opgraph import Op
-from . import OpDef
+from ..opkit.onnx_attrs import attributes
+from ..opkit import onnx_operands as X
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 
 
 def convert(w, name, node, ins, out):
@@ -44,7 +44,7 @@ def _spatial_pads(g, op, rank):
     return (begin.get(2, 0), begin.get(3, 0), end.get(2, 0), end.get(3, 0))
 
 
-def fold(g, pad):
+def fold(g, pad, op_def):
     users = g.consumers(pad.output)
     dst = users[0] if len(users) == 1 and pad.output not in g.outputs else None
     ok = dst is not None and (dst.kind == "conv2d" or (

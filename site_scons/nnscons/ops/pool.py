@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frontends import onnx_ops as X
-from ..frontends import onnx_qoperator
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
-from ..passes.shapes import need_rank, spatial
+from ..opkit import onnx_operands as X
+from ..opkit import onnx_qoperator
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
+from ..opkit.shapes import need_rank, spatial
 from ..reference import pool as ref
-from . import OpDef
-from ._common import n_in, n_out, pair, single_counts, single_requant
+from ..opkit.opdef import OpDef
+from ._common import n_in, n_out, pair, single_counts, single_requant, with_requant
 
 
 def _pool_attrs(w, name, node):
@@ -48,7 +48,7 @@ def global_avgpool(w, name, node, ins, out):
 def tfl_pool(w, op):
     """AVERAGE_POOL_2D / MAX_POOL_2D: TFLite averages only the window's pixels inside the
     image and keeps the input's quantization (its kernels require equal parameters)."""
-    from ..frontends import tflite_ops as T
+    from ..opkit import tflite_ops as T
     o = op.options
     kind = "avgpool" if op.code == "AVERAGE_POOL_2D" else "maxpool"
     attrs = T.window(w, op, T.in_hw(w, op), (int(o["filter_height"]), int(o["filter_width"])),
@@ -139,17 +139,17 @@ def export_global(w, layer, ins, core_out):
 
 OPS = [
     OpDef("maxpool", onnx={"MaxPool": maxpool}, tflite={"MAX_POOL_2D": tfl_pool}, attrs=("kernel", "stride", "pads", "dilation", "ceil_mode"),
-          shape=shape, reference=ref.maxpool, requant=pool_requant, counts=single_counts,
+          shape=shape, reference=with_requant(ref.maxpool, pool_requant), requant=pool_requant, counts=single_counts,
           macs=window_macs, export=export_pool("MaxPool"), range_preserving=True, window=True,
           calib_inherit=True, selects=True, doc="kernel stride pads (top,left,bottom,right) dilation ceil_mode"),
     OpDef("avgpool", onnx={"AveragePool": avgpool}, tflite={"AVERAGE_POOL_2D": tfl_pool},
           attrs=("kernel", "stride", "pads", "dilation", "ceil_mode", "count_include_pad"),
-          shape=shape, reference=ref.avgpool, requant=pool_requant, counts=single_counts,
+          shape=shape, reference=with_requant(ref.avgpool, pool_requant), requant=pool_requant, counts=single_counts,
           macs=window_macs, export=export_pool("AveragePool"), check=check, window=True,
           range_preserving=True, doc="kernel stride pads dilation ceil_mode count_include_pad (0/1)"),
     OpDef("global_avgpool", onnx={"GlobalAveragePool": global_avgpool}, attrs=("keepdims", "mean"),
           shape=global_shape,
-          reference=ref.global_avgpool, requant=pool_requant, counts=single_counts,
+          reference=with_requant(ref.global_avgpool, pool_requant), requant=pool_requant, counts=single_counts,
           macs=n_in, export=export_global, range_preserving=True,
           doc="keepdims mean (TFLite's MEAN: its own requantization)"),
 ]

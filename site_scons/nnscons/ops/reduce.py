@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numerics
-from ..frontends import onnx_ops as X
-from ..frontends import onnx_qoperator
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
-from . import OpDef
+from ..opkit import onnx_operands as X
+from ..opkit import onnx_qoperator
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 from ._common import n_in, single_counts, single_requant, zp
 
 FNS = {"ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}

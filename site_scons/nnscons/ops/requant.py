@@ -2,12 +2,12 @@
 that fuses into its producer or is lowered to a requant."""
 from __future__ import annotations
 
-from ..frontends import onnx_ops as X
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
+from ..opkit import onnx_operands as X
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
 from ..reference import eltwise as ref
-from . import DONE, OpDef
-from ._common import first_input_shape, single_counts, single_requant
+from ..opkit.opdef import DONE, OpDef
+from ._common import first_input_shape, single_counts, single_requant, with_requant
 
 
 def relu(w, name, node, ins, out):
@@ -27,7 +27,7 @@ def clip(w, name, node, ins, out):
 
 
 def lower_clamp(g, op, layer):
-    from ..passes.opgraph import clamp_bounds
+    from ..opkit.opgraph import clamp_bounds
     layer.act_min, layer.act_max = clamp_bounds(op.attrs["lo"], op.attrs["hi"],
                                                 g.qparams[op.output])
 
@@ -42,7 +42,7 @@ def export(w, layer, ins, core_out):
 
 
 OPS = [
-    OpDef("requant", shape=first_input_shape, reference=ref.requant, requant=single_requant,
+    OpDef("requant", shape=first_input_shape, reference=with_requant(ref.requant, single_requant), requant=single_requant,
           counts=single_counts, export=export, range_preserving=True, selects=True,
           doc="-  (elementwise rescale + clamp: standalone Relu/Clip, or a change of "
               "quantization)"),

@@ -5,12 +5,12 @@ import math
 
 import numpy as np
 
-from ..frontends import onnx_ops as X
-from ..frontends.onnx_file import attributes
-from ..passes.opgraph import Op
-from ..passes.shapes import check_axis
+from ..opkit import onnx_operands as X
+from ..opkit.onnx_attrs import attributes
+from ..opkit.opgraph import Op
+from ..opkit.shapes import check_axis
 from ..reference import eltwise as ref
-from . import OpDef
+from ..opkit.opdef import OpDef
 
 
 def flatten(w, name, node, ins, out):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..passes.opgraph import Op
-from . import OpDef
+from ..opkit.opgraph import Op
+from ..opkit.opdef import OpDef
 from ._common import n_out
 
 

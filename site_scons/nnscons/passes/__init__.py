@@ -3,7 +3,7 @@ quantization helpers and lowering (see opgraph.py for the graph they work on).""
 from .bn_fold import fold_batchnorm
 from .fuse import fuse_activations
 from .lower import to_ir
-from .opgraph import Op, OpGraph
+from ..opkit.opgraph import Op, OpGraph
 from .shapes import infer_shapes
 
 

@@ -8,7 +8,7 @@ and is lowered to a 'requant' layer.
 from __future__ import annotations
 
 from .. import ops
-from .opgraph import OpGraph
+from ..opkit.opgraph import OpGraph
 
 
 def _tighter(a, b, pick):

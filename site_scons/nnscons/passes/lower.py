@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import ops
 from ..errors import ModelError
 from ..ir import Graph, Layer, Tensor
-from .opgraph import Op, OpGraph, clamp_bounds
+from ..opkit.opgraph import Op, OpGraph, clamp_bounds
 from .quantize import bias_int32, symmetric_per_channel
 from .weight_slots import split_wide_weights
 
@@ -66,5 +66,5 @@ def to_ir(g: OpGraph, name: str) -> Graph:
     graph = Graph(name=name, input=g.input, output=g.output, tensors=tensors, layers=layers,
                   extra_inputs=list(g.extra_inputs), extra_outputs=list(g.extra_outputs))
     graph.numerics = g.numerics
-    graph.validate()
+    graph.validate(ops.ir_ops())
     return graph

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import ops
 from ..ir import QParams
-from .opgraph import OpGraph
+from ..opkit.opgraph import OpGraph
 
 MIN_RANGE = 1e-6   # a constant-zero tensor still needs a usable (finite) scale
 
@@ -83,7 +83,7 @@ def requantize_aliases(g: OpGraph) -> None:
     input (a QDQ model's Q after a Flatten/Reshape, a float island's calibrated tail) would
     reinterpret the codes at the wrong scale: it keeps its input's parameters and a requant
     to the output's follows it, where ONNX rounds."""
-    from .opgraph import Op
+    from ..opkit.opgraph import Op
     out_ops = []
     for op in g.ops:
         q_in = g.qparams.get(op.inputs[0]) if op.inputs else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .opgraph import Op, OpGraph
+from ..opkit.opgraph import Op, OpGraph
 
 
 def slots(d: np.ndarray) -> list:

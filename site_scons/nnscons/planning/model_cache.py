@@ -12,7 +12,7 @@ import glob
 import os
 import pickle
 
-from .. import numerics
+from .. import ops
 from ..errors import ModelError
 from ..fileio import file_digest, write_if_changed
 from ..resources import zoo
@@ -32,7 +32,7 @@ def _source_digest(path: str) -> str:
 
 
 def cache_key(model_cfg, root: str) -> str:
-    frontend = code_digest([os.path.join(_PKG, d, "**", "*.py") for d in ("frontends", "passes", "ops")]
+    frontend = code_digest([os.path.join(_PKG, d, "**", "*.py") for d in ("frontends", "passes", "ops", "opkit")]
                             + [os.path.join(_PKG, "ir.py"), os.path.join(_PKG, "numerics.py")])
     if model_cfg.zoo:
         source = ["zoo", model_cfg.zoo, model_cfg.seed, zoo_code_digest()]
@@ -94,7 +94,7 @@ def _check_requantization(graph, source) -> None:
     """Scales that no integer multiplier can express are the model's fault: say which layer."""
     for layer in graph.layers:
         try:
-            numerics.requant_params(layer, graph)
+            ops.requant_params(layer, graph)
         except ValueError as e:
             raise ModelError(f"{source}: layer '{layer.name}' ({layer.op}): {e}; check the "
                              f"quantization scales of its input and output tensors") from None

@@ -1,4 +1,5 @@
-"""conv2d and linear: integer accumulation, then the numerics.requantize rule.
+"""conv2d and linear: integer accumulation, then the numerics.requantize rule (p: the op's
+requant parameters, handed in by its registry entry: ops._common.with_requant).
 
 The products are summed with a float64 matmul (BLAS speed).  This is exact: every
 product is an integer with |(x - zp) * w| <= 32640 and K <= numerics.MAX_ACC_TERMS,
@@ -25,15 +26,14 @@ def _check_terms(layer, k):
                          f"accumulator limit {numerics.MAX_ACC_TERMS}")
 
 
-def _finish(layer, graph, acc):
-    """Requantize acc (O, N) int64 to int8 with per-output-channel parameters."""
-    p = numerics.requant_params(layer, graph)
+def _finish(layer, graph, acc, p):
+    """Requantize acc (O, N) int64 to int8 with per-output-channel parameters p."""
     zp_out = graph.tensor(layer.output).q.zero_point
     return numerics.requantize(acc, p["mult"][:, None], p["shift"][:, None], zp_out,
                                layer.act_min, layer.act_max)
 
 
-def conv2d(layer, graph, inputs):
+def conv2d(layer, graph, inputs, p):
     (x,) = inputs
     in_t, out_t = graph.tensor(layer.inputs[0]), graph.tensor(layer.output)
     _, c, _, _ = in_t.shape
@@ -50,14 +50,14 @@ def conv2d(layer, graph, inputs):
     cols = view.reshape(g, k, oh * ow)                      # im2col, one block per group
     wmat = layer.weight.reshape(g, o // g, k).astype(np.float64)
     acc = np.matmul(wmat, cols).reshape(o, oh * ow).astype(np.int64) + _bias(layer, o)[:, None]
-    return _finish(layer, graph, acc).reshape(1, o, oh, ow)
+    return _finish(layer, graph, acc, p).reshape(1, o, oh, ow)
 
 
-def linear(layer, graph, inputs):
+def linear(layer, graph, inputs, p):
     (x,) = inputs
     in_t = graph.tensor(layer.inputs[0])
     o, k = layer.weight.shape
     _check_terms(layer, k)
     centered = x.reshape(k).astype(np.float64) - in_t.q.zero_point
     acc = (layer.weight.astype(np.float64) @ centered).astype(np.int64) + _bias(layer, o)
-    return _finish(layer, graph, acc[:, None]).reshape(1, o)
+    return _finish(layer, graph, acc[:, None], p).reshape(1, o)

@@ -11,11 +11,10 @@ def _zp(graph, name):
     return graph.tensor(name).q.zero_point
 
 
-def add(layer, graph, inputs):
+def add(layer, graph, inputs, p):
     a, b = inputs
     if a.shape != b.shape:
         raise ValueError(f"{layer.name}: add needs equal shapes, got {a.shape} and {b.shape}")
-    p = numerics.requant_params(layer, graph)
     za, zb = (_zp(graph, t) for t in layer.inputs)
     if p["shift"][0] < 0:
         return _tflite_add(layer, graph, a, b, za, zb, p)
@@ -38,11 +37,10 @@ def _tflite_add(layer, graph, a, b, za, zb, p):
     return np.clip(out, layer.act_min, layer.act_max).astype(np.int8)
 
 
-def concat(layer, graph, inputs):
+def concat(layer, graph, inputs, p):
     axis = layer.attrs.get("axis", 1)
     if axis != 1:
         raise ValueError(f"{layer.name}: concat supports axis 1 only, got {axis}")
-    p = numerics.requant_params(layer, graph)
     zp_out = _zp(graph, layer.output)
     parts = [numerics.requantize(x.astype(np.int64) - _zp(graph, t), p["mult"][i], p["shift"][i],
                                  zp_out, layer.act_min, layer.act_max)
@@ -50,9 +48,8 @@ def concat(layer, graph, inputs):
     return np.concatenate(parts, axis=1)
 
 
-def requant(layer, graph, inputs):
+def requant(layer, graph, inputs, p):
     (x,) = inputs
-    p = numerics.requant_params(layer, graph)
     return numerics.requantize(x.astype(np.int64) - _zp(graph, layer.inputs[0]), p["mult"][0],
                                p["shift"][0], _zp(graph, layer.output), layer.act_min,
                                layer.act_max)

@@ -1,4 +1,5 @@
-"""maxpool, avgpool and global_avgpool, requantized as documented in nnscons.numerics.
+"""maxpool, avgpool and global_avgpool, requantized as documented in nnscons.numerics (p: the
+op's requant parameters, handed in by its registry entry: ops._common.with_requant).
 
 A window that holds only padding cannot come from valid ONNX pads; the kernels and this
 reference both give it an accumulator of 0 (output = clamp(zp_out)) instead of failing.
@@ -26,17 +27,16 @@ def _requant(layer, graph, acc, mult, shift, count=None):
     return numerics.requantize(acc, mult, shift, zp_out, layer.act_min, layer.act_max, count)
 
 
-def maxpool(layer, graph, inputs):
+def maxpool(layer, graph, inputs, p):
     (x,) = inputs
     zp_in = graph.tensor(layer.inputs[0]).q.zero_point
     view = window_view(x[0].astype(np.int16), fill=_EMPTY, **_geometry(layer, graph))
     m = view.max(axis=(1, 2)).astype(np.int64)
     m[m == _EMPTY] = zp_in
-    p = numerics.requant_params(layer, graph)
     return _requant(layer, graph, m - zp_in, p["mult"][0], p["shift"][0])[None]
 
 
-def avgpool(layer, graph, inputs):
+def avgpool(layer, graph, inputs, p):
     (x,) = inputs
     zp_in = graph.tensor(layer.inputs[0]).q.zero_point
     geo = _geometry(layer, graph)
@@ -51,15 +51,13 @@ def avgpool(layer, graph, inputs):
     else:
         inside = np.ones((1,) + centered.shape[1:], dtype=np.int64)
         count = window_view(inside, fill=0, **geo).sum(axis=(1, 2))[0]
-    p = numerics.requant_params(layer, graph)
     return _requant(layer, graph, acc, p["mult"][0], p["shift"][0], count)[None]
 
 
-def global_avgpool(layer, graph, inputs):
+def global_avgpool(layer, graph, inputs, p):
     (x,) = inputs
     zp_in = graph.tensor(layer.inputs[0]).q.zero_point
     acc = (x[0].astype(np.int64) - zp_in).sum(axis=(1, 2))
-    p = numerics.requant_params(layer, graph)
     count = x.shape[2] * x.shape[3]
     out = _requant(layer, graph, acc, p["mult"][0], p["shift"][0], count)
     return out.reshape(graph.tensor(layer.output).shape)

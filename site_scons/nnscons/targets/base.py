@@ -15,12 +15,11 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .. import binfiles, numerics, ops
+from .. import binfiles, ops
 from ..errors import UserError
 # layout conversion lives in the ground floor (tensor_layout); the targets read it from here too
-from ..tensor_layout import (flattened_from, flattened_layouts, from_layout,  # noqa: F401
-                             to_layout)
-from ..ops.move import layout_index  # noqa: F401  (a move's gather index in a layout)
+from .. import tensor_layout
+from ..tensor_layout import from_layout, to_layout  # noqa: F401
 
 
 _C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
@@ -249,7 +248,7 @@ def param_arrays(layer, graph) -> dict:
         arrays["weight"] = layer.weight
     if layer.bias is not None:
         arrays["bias"] = layer.bias
-    arrays.update(numerics.requant_params(layer, graph))
+    arrays.update(ops.requant_params(layer, graph))
     return arrays
 
 
@@ -303,6 +302,16 @@ def unsupported(layer, target: str, ops: dict) -> UserError:
                      f"is not supported by target kind '{target}'; supported ops: {', '.join(sorted(ops))}")
 
 
+def flattened_from(layer, graph):
+    """The 4-D shape a Linear's input was flattened from (tensor_layout.flattened_from)."""
+    return tensor_layout.flattened_from(layer, graph, ops.get)
+
+
+def flattened_layouts(graph) -> dict:
+    """{reshape output: the 4-D shape it flattens} (tensor_layout.flattened_layouts)."""
+    return tensor_layout.flattened_layouts(graph, ops.get)
+
+
 def pack_hwc(layer, graph, layout) -> bytes:
     """The weights .bin of a target whose activations are HWC (gap9, host): the sections
     the op's hwc_params hook reorders for HWC activations (conv weights OHWI, Linear columns
@@ -311,7 +320,7 @@ def pack_hwc(layer, graph, layout) -> bytes:
     arrays = dict(param_arrays(layer, graph))
     hook = ops.get(layer.op).hwc_params
     if hook:
-        arrays.update(hook(layer, graph))
+        arrays.update(hook(layer, graph, ops.get))
     count = next((c for name, _, c, _ in layout if name == "weight"), None)
     if count is not None and count != arrays["weight"].size:     # rows padded to count / out_c bytes
         rows = arrays["weight"].reshape(arrays["weight"].shape[0], -1)

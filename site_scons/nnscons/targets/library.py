@@ -94,7 +94,7 @@ def _io(graph, tensor_name: str, layout: str, model_shape=None) -> dict:
     """model_shape: the model's own shape when its layout is not the IR's (a TFLite model's
     NHWC (1, H, W, C) or NLC (1, L, C), an ONNX 1-D model's NCL (1, C, L)): run_float's
     arrays are in that layout."""
-    from ..frontends.layout import model_layout_name
+    from ..opkit.layout import model_layout_name
     t = graph.tensor(tensor_name)
     shape = [int(d) for d in t.shape]
     layout_name = "NCHW" if len(shape) == 4 else "NC"

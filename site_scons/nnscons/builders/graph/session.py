@@ -113,7 +113,7 @@ class Session:
         A model whose file takes int8 or uint8 (TFLite's full-integer models) also takes
         its codes as they are: they set the quantized input directly, and the float input
         is their exact dequantized value."""
-        from ...frontends import layout
+        from ...opkit import layout
         from ...reference import dequantize
         if len(self.graph.inputs) > 1:
             return self._load_inputs(input_path)

@@ -39,7 +39,7 @@ def write_output(session, output_bin: str, output_npy: str) -> None:
     """Dequantize the program's int8 output into float32 in the model's layout: output.npy,
     or for several outputs (output_npy is then output.npz) one array per output name, cut
     from the packed buffer in the model's order."""
-    from ...frontends.layout import model_output
+    from ...opkit.layout import model_output
     from ...reference import dequantize
     from ...tensor_layout import from_layout
     g = session.graph

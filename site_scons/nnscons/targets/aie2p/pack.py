@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ModelError
-from ... import numerics
+from ... import ops as registry
 from . import mapping
 
 
@@ -68,7 +68,7 @@ def pack(layer, graph, act_dtype: str, g: dict) -> bytes:
     if folded.min() < -2**31 or folded.max() >= 2**31:
         raise ModelError(f"layer '{layer.name}': bias with the folded input zero point does "
                          f"not fit int32")
-    p = numerics.requant_params(layer, graph)
+    p = registry.requant_params(layer, graph)
     mult = np.zeros(op, np.int64)
     shift = np.ones(op, np.int64)
     mult[:o], shift[:o] = p["mult"], p["shift"]

@@ -31,7 +31,7 @@ CH_IN_BLOCK_MVE = 124        # CMSIS-NN's arm_nn_defines: the MVE depthwise kern
 
 
 def _tflite_integer_rule(layer, graph) -> bool:
-    shift = numerics.requant_params(layer, graph).get("shift")
+    shift = ops.requant_params(layer, graph).get("shift")
     return (shift is not None and np.all(shift < 0)
             and np.all(shift > numerics.TFLITE_F64_FLAG))
 
@@ -51,7 +51,7 @@ def _pool_codes(layer, graph):
     (mult 0: the window's raw average over its pixels inside the image, ties away from
     zero), which CMSIS-NN's pooling computes; MEAN's requantized average is not.  The pool's
     (mult, shift) when CMSIS-NN's pooling can take it, else None."""
-    rq = numerics.requant_params(layer, graph)
+    rq = ops.requant_params(layer, graph)
     m, sh = int(rq["mult"][0]), int(rq["shift"][0])
     if tuple(layer.attrs.get("dilation", (1, 1))) != (1, 1) or layer.attrs.get("ceil_mode"):
         return None
@@ -154,7 +154,7 @@ def _pack_fc(layer, graph, arrays) -> None:
     # base.pack_hwc), and the MVE kernel's per-row sums: bias + input offset * the row's
     # weights, as arm_vector_sum_s8 computes them (TFLite Micro does at Prepare; here at
     # build time)
-    w = ops.get(layer.op).hwc_params(layer, graph).get("weight", layer.weight)
+    w = ops.get(layer.op).hwc_params(layer, graph, ops.get).get("weight", layer.weight)
     arrays["weight"] = np.ascontiguousarray(w)
     zp_in = graph.tensor(layer.inputs[0]).q.zero_point
     bias = np.zeros(w.shape[0], np.int64) if layer.bias is None else layer.bias.astype(np.int64)

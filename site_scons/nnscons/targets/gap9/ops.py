@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ... import ops as registry
-from ..base import OpImpl, flattened_from, layer_fields, window_fields, layout_bytes, layout_index, param_arrays, pool_check
+from ..base import OpImpl, flattened_from, layer_fields, window_fields, layout_bytes, param_arrays, pool_check
 from . import tiling
 from .conv_paths import (hwc, _p_per_oc, xp_conv_path, folds_zp, kernel_zp, folded_bias,  # noqa: F401
                          xp_preflip, im2col_bytes, dw_plane_bytes, weight_row)

@@ -57,7 +57,7 @@ def spec(conv, add, k, graph) -> dict:
     """What the fused epilogue needs: the add's operands in its own order (a = inputs[0]),
     which of them is the conv's result, their zero points, its multipliers and shift, its
     output zero point and clamp, and the residual tensor's channels (its row stride in L2)."""
-    rq = numerics.requant_params(add, graph)
+    rq = registry.requant_params(add, graph)
     other = graph.tensor(add.inputs[1 - k])
     return {"add": add.name, "conv_is_a": k == 0,
             "conv_zp": int(graph.tensor(conv.output).q.zero_point), "other_zp": int(other.q.zero_point),

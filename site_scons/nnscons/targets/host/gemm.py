@@ -9,6 +9,7 @@ import os
 import numpy as np
 
 from ... import codegen, kernelgen, numerics
+from ... import ops as registry
 from ...planning import residual
 from ...builders.graph.nodes import py_sources
 from ...errors import UserError
@@ -193,7 +194,7 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         wm = kernelgen.weight_matrix(layer, graph)
         n = wm.shape[0]
         fb = kernelgen.folded_bias(wm, layer.bias, graph.tensor(layer.inputs[0]).q.zero_point)
-        rq = numerics.requant_params(layer, graph)
+        rq = registry.requant_params(layer, graph)
         arrays = {"weight": kernelgen.pack_weights(kernelgen.segments(wm, g), seg, nr),
                   "bias": np.zeros(npad, np.int64), "mult": np.zeros(npad, np.int64),
                   "shift": np.ones(npad, np.int64)}
@@ -221,7 +222,7 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
     # the vector epilogue in double: proven exact for every input (kernelgen.f64_safe), else
     # checked for near-ties per vector (nn_avx2_requant8_f64c_i32); TFLite's rule: its own
     # integer epilogue (nn_avx2_tfl8), or its double rule lane by lane (FULLY_CONNECTED)
-    rq = numerics.requant_params(layer, graph)
+    rq = registry.requant_params(layer, graph)
     if numerics.graph_rule(graph) == "tflite":
         epilogue = "tfl64" if np.any(np.asarray(rq["shift"]) <= numerics.TFLITE_F64_FLAG) else "tfl"
     else:
@@ -284,7 +285,7 @@ def fuse_residual_adds(graph) -> tuple:
 
 def residual_spec(conv, add, graph) -> dict:
     """The fused add's constants for the conv's generated epilogue (kernelgen: nn_res_init)."""
-    rq = numerics.requant_params(add, graph)
+    rq = registry.requant_params(add, graph)
     k = add.inputs.index(conv.output)
     zp = {t: graph.tensor(t).q.zero_point for t in add.inputs}
     spec = {"name": add.name, "conv_zp": int(graph.tensor(conv.output).q.zero_point),

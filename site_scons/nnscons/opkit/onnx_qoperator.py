@@ -23,7 +23,36 @@ import numpy as np
 from onnx import helper
 
 from ..ir import QParams
-from .onnx_file import attributes
+from .onnx_attrs import attributes
+from . import onnx_operands
+
+
+def along_axis(a: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+    """Per-tensor (size 1) or per-axis quantization parameters, broadcastable to ndim."""
+    if a.size == 1:
+        return a.reshape(())
+    shape = [1] * ndim
+    shape[axis] = a.size
+    return a.reshape(shape)
+
+
+@dataclass
+class QuantConst:
+    """An integer initializer seen through a DequantizeLinear (int8 domain for 8-bit)."""
+    q: np.ndarray             # int64 values
+    scale: np.ndarray         # float64, one value or one per index along `axis`
+    zero_point: np.ndarray    # int64, like scale
+    axis: int
+    dtype: str                # "int8" (uint8 converted) or "int32"
+    file_dtype: str = "int8"  # the initializer's own type (messages show its zero points)
+
+    def file_zero_point(self) -> np.ndarray:
+        """The zero point as the file stores it (uint8 ones back in 0..255)."""
+        return self.zero_point + (128 if self.file_dtype == "uint8" else 0)
+
+    def real(self) -> np.ndarray:
+        return ((self.q - along_axis(self.zero_point, self.q.ndim, self.axis))
+                * along_axis(self.scale, self.q.ndim, self.axis))
 
 
 @dataclass(frozen=True)
@@ -79,7 +108,6 @@ class _Quantized:
 
     def constant(self, k, s, z, axis):
         """A quantized initializer input as a quantized constant (under its own name)."""
-        from .onnx_graph import QuantConst
         src = self.raw[k]
         raw = self.w.consts.get(src)
         if raw is None or raw.dtype not in (np.int8, np.uint8):
@@ -91,7 +119,6 @@ class _Quantized:
         return src, scale
 
     def bias(self, k, scale):
-        from .onnx_graph import QuantConst
         src = self.raw[k] if k < len(self.raw) else ""
         if not src:
             return ""
@@ -108,7 +135,6 @@ def qlinear(spec: QSpec) -> Callable:
     """The converter of a QOperator node described by `spec`."""
 
     def convert(w, name, node, ins, out):
-        from . import onnx_ops
         a = attributes(node)
         if a.get("channels_last", 0):
             raise w.fail(name, node, "channels_last=1 is not supported (NCHW tensors only)")
@@ -121,7 +147,7 @@ def qlinear(spec: QSpec) -> Callable:
             if n.raw[t] and w.is_const(ins[t]):
                 float_in[t], scales[t] = n.constant(t, s, z, 1)
             else:
-                float_in[t] = onnx_ops.activation(w, name, node, ins[t])
+                float_in[t] = onnx_operands.activation(w, name, node, ins[t])
                 scales[t] = n.activation(ins[t], s, z)
         for t, s, z, axis in spec.weight_inputs(a):
             float_in[t], scales[t] = n.constant(t, s, z, axis)
@@ -130,7 +156,7 @@ def qlinear(spec: QSpec) -> Callable:
             float_in[k] = n.bias(k, np.asarray(scales[sa], np.float64) * np.asarray(scales[sw], np.float64))
         inputs = [float_in.get(k, "") for k in spec.float_inputs(n.raw)]
         fnode = helper.make_node(spec.float_type, inputs, [out], name=node.name, **spec.float_attrs(a))
-        got = onnx_ops.convert(w, name, fnode, inputs, out)
+        got = w.convert(name, fnode, inputs, out)
         scale, zp, _ = n.params(*spec.out_q)
         w.qparams[out] = w.activation_q(name, node, scale, zp)
         w.q_names[out] = out
