@@ -16,7 +16,7 @@ Three evaluations of a QDQ model, from the most exact to the one users usually r
   CPU.  Only the documenting test and the benchmarks use it, never as a verdict.
 
 A model in onnxruntime's QOperator form (QLinearConv, QGemm, ...) is first spelled as the QDQ
-graph it stands for (frontends/onnx_qoperator.to_qdq); the evaluations above then apply.
+graph it stands for (opkit/onnx_qoperator.to_qdq); the evaluations above then apply.
 
 run_intermediates keys every QuantizeLinear output by the IR tensor name the frontend
 gives that tensor (same walk as nnscons.frontends), in the int8 domain (uint8 - 128), so it

@@ -101,5 +101,5 @@ OPS = [OpDef("add", onnx={"Add": convert, "Sub": convert}, attrs=("sub",),
              macs=n_out, export=export, fusable=True,
              doc="sub (0/1, optional)  (two inputs, each requantized to the output scale; sub: a - b)")]
 
-# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+# onnxruntime's QOperator form of the same op (opkit/onnx_qoperator.py)
 CONVERTERS = onnx_qoperator.converters("QLinearAdd")

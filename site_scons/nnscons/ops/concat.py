@@ -76,5 +76,5 @@ OPS = [OpDef("concat", onnx={"Concat": convert}, tflite={"CONCATENATION": tfl_co
              reference=with_requant(ref.concat, per_input_requant), requant=per_input_requant, counts=per_input_counts,
              export=export, doc="axis=1  (channel concat; each input requantized)")]
 
-# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+# onnxruntime's QOperator form of the same op (opkit/onnx_qoperator.py)
 CONVERTERS = onnx_qoperator.converters("QLinearConcat")

@@ -124,5 +124,5 @@ OPS = [OpDef(
     doc="kernel stride dilation pads (top,left,bottom,right) groups "
         "requant (optional: f64, TFLite FULLY_CONNECTED's double-precision rule)")]
 
-# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+# onnxruntime's QOperator form of the same op (opkit/onnx_qoperator.py)
 CONVERTERS = onnx_qoperator.converters("QLinearConv")

@@ -159,5 +159,5 @@ OPS = [OpDef(
     export=export, weighted=True, fusable=True, dense=lambda layer: True, hwc_params=hwc_params,
     doc="requant (optional: f64, TFLite FULLY_CONNECTED's double-precision rule)")]
 
-# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+# onnxruntime's QOperator form of the same op (opkit/onnx_qoperator.py)
 CONVERTERS = onnx_qoperator.converters("QLinearMatMul", "QGemm")

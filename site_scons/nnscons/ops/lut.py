@@ -394,5 +394,5 @@ OPS = [OpDef("lut", onnx={t: convert for t in UNARY},
              doc="fn fn_attrs fn_consts tables  (unary op as int8 table(s): weight (T, 256), "
                  "T = 1 or C)")]
 
-# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+# onnxruntime's QOperator form of the same op (opkit/onnx_qoperator.py)
 CONVERTERS = onnx_qoperator.converters("QLinearSigmoid", "QLinearLeakyRelu")

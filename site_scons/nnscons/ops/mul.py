@@ -67,5 +67,5 @@ OPS = [OpDef("mul", onnx={"Mul": convert, "Div": convert}, attrs=("mode",),
              counts=lambda layer, graph: {"mult": 1, "shift": 1}, macs=n_out, export=export,
              fusable=True, doc="mode (same | channel | scalar: how the second input broadcasts)")]
 
-# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+# onnxruntime's QOperator form of the same op (opkit/onnx_qoperator.py)
 CONVERTERS = onnx_qoperator.converters("QLinearMul")

@@ -154,5 +154,5 @@ OPS = [
           doc="keepdims mean (TFLite's MEAN: its own requantization)"),
 ]
 
-# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+# onnxruntime's QOperator form of the same op (opkit/onnx_qoperator.py)
 CONVERTERS = onnx_qoperator.converters("QLinearAveragePool", "QLinearGlobalAveragePool")

@@ -174,5 +174,5 @@ OPS = [OpDef("softmax", onnx={"Softmax": convert}, tflite={"SOFTMAX": tfl_softma
              doc="axis=1  (last axis of (1, F), a map's channels, or with flatten=1 all of a map's "
                  "values; bias: the exp table int32[256])")]
 
-# onnxruntime's QOperator form of the same op (frontends/onnx_qoperator.py)
+# onnxruntime's QOperator form of the same op (opkit/onnx_qoperator.py)
 CONVERTERS = onnx_qoperator.converters("QLinearSoftmax")
