@@ -15,7 +15,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "site_scons"))
 
-from nnscons import ir  # noqa: E402
+from nnscons import ir, ops  # noqa: E402
 from nnscons.reference import run_graph  # noqa: E402
 
 
@@ -79,7 +79,7 @@ def resnet18_graph(seed=0) -> ir.Graph:
                weight_scale=b.rng.uniform(1e-4, 2e-3, 1000),
                bias=b.rng.integers(-5000, 5000, 1000).astype(np.int32))
     g = b.graph(x)
-    g.validate()
+    g.validate(ops.ir_ops())
     return g
 
 
