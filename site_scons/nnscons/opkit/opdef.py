@@ -25,7 +25,8 @@ class OpDef:
     export: Optional[Callable] = None      # (writer, layer, float inputs, core_out) -> None | str | DONE
     lower: Optional[Callable] = None       # (g, op, layer) -> None: lowering beyond attrs
     lowers_to: Optional[str] = None        # pre-IR kind lowered to this IR op
-    fold: Optional[Callable] = None        # (g, op, op_def) -> None: a pre-IR rewrite (BN folding); op_def: the registry's get
+    fold: Optional[Callable] = None        # (g, op, op_def) -> None: a pre-IR rewrite (BN folding);
+                                           # op_def: the registry's get
     check: Optional[Callable] = None       # (layer, graph) -> reason str: no target implements it
     weighted: bool = False                 # int8 weight + int32 bias, quantized when lowering
     fusable: bool = False                  # a following clamp fuses into it (act_min/act_max)

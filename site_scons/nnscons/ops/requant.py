@@ -42,7 +42,8 @@ def export(w, layer, ins, core_out):
 
 
 OPS = [
-    OpDef("requant", shape=first_input_shape, reference=with_requant(ref.requant, single_requant), requant=single_requant,
+    OpDef("requant", shape=first_input_shape, reference=with_requant(ref.requant, single_requant),
+          requant=single_requant,
           counts=single_counts, export=export, range_preserving=True, selects=True,
           doc="-  (elementwise rescale + clamp: standalone Relu/Clip, or a change of "
               "quantization)"),
