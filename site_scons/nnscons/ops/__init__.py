@@ -13,6 +13,10 @@ compares op names; per target, an op is one entry in that target's op table
 is a field or hook here (``window``, ``dense``, ``hwc_params``), so that a planner asks the
 op's entry instead of its name; tests/test_op_names.py greps for a comparison of an op's
 name outside ops/ and the op tables.
+
+An op module imports from opkit/ (the floor below the registry, the frontends and the passes),
+ops/_common.py, reference/, numerics and ir, never from frontends/ or passes/ (they import this
+registry, which imports every op module: tests/test_import_cycles.py counts that edge).
 """
 from __future__ import annotations
 
