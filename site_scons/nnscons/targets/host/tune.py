@@ -22,7 +22,8 @@ from ...builders.run.hostrun import run_program
 from ...fileio import write_if_changed
 from . import gemm, measure
 
-N_CANDIDATES = 8
+N_CANDIDATES = 8       # kept for callers: the int16 variants' count before the per-variant search
+N_PER_VARIANT = 6      # blockings timed per variant (its cost model's best two or three)
 
 _PEAK = r"""
 #define _POSIX_C_SOURCE 200809L
@@ -161,16 +162,34 @@ int main(void)
 
 
 def candidates(lp) -> list:
+    """The blockings to time for a layer: its current one, then per variant this CPU runs
+    (of those the layer can hold, measure.ORDER) the best of that variant's own cost model
+    within its registers (the vnni ones' 32 registers and zmm widths: kernelgen.vnni_candidates),
+    each with that variant forced (`isa`)."""
     g = lp.spec["gemm"]["geom"]
     m, n, k2 = g["oh"] * g["ow"], g["oc"], kernelgen.padded(g)["k2"]
-    ranked = sorted(kernelgen.candidates(limits=kernelgen.core_limits()), key=lambda c: (kernelgen.cost(m, n, k2, *c), c))
+    q = kernelgen.padded(g)["ntaps"] * kernelgen.u8_quads(g)
+    info = measure.cpu_info()
     out = [dict(lp.spec["gemm"]["blocking"])]
-    for mr, nr in ranked:
-        for ku in (2, 4):
-            for order in ("panel", "block"):
-                cand = {"mr": mr, "nr": nr, "k_unroll": ku, "order": order}
-                if cand not in out and len(out) < N_CANDIDATES:
-                    out.append(cand)
+    cands = lp.spec["gemm"]["variants"] if lp.spec["gemm"]["isa"] != "auto" else \
+        [v for v in measure.ORDER if v == "portable" or lp.spec["gemm"]["variants"] != ["portable"]]
+    for v in cands:
+        if measure.cannot_run(v, info) or (v in kernelgen.U8_ISAS and not kernelgen.u8_supported(g)):
+            continue
+        if v in kernelgen.VNNI_ISAS:
+            lanes = kernelgen.VNNI_SEARCH[v][1]
+            ranked = sorted(kernelgen.vnni_candidates(v), key=lambda c: (
+                kernelgen.vnni_blocking(m, n, q, "panel", v) != {"mr": c[0], "nr": c[1], "k_unroll": 2, "order": "panel"},
+                -(-m // c[0]) * -(-n // c[1]) * max((c[0] * c[1] // lanes + c[0]) / 2.0, kernelgen.VNNI_LATENCY), c))
+        elif v == "avx2u8":
+            ranked = [(kernelgen.U8_BLOCKING["mr"], kernelgen.U8_BLOCKING["nr"])]
+        else:
+            ranked = sorted(kernelgen.candidates(limits=kernelgen.core_limits()),
+                            key=lambda c: (kernelgen.cost(m, n, k2, *c), c))
+        # its model's best at both unrolls and orders, the next ones at k_unroll 2
+        mine = [{"mr": mr, "nr": nr, "k_unroll": ku, "order": order, "isa": v}
+                for i, (mr, nr) in enumerate(ranked) for order in ("panel", "block") for ku in ((2, 4) if i == 0 else (2,))]
+        out += mine[:N_PER_VARIANT]
     return out
 
 
@@ -189,6 +208,8 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
     layer = next((l for l in graph.layers if l.name == lp.layer.name), lp.layer)
     g = gemm.plan_layer(layer, graph, opts, dict(blk), {}, lambda *k: "tune")
     spec = copy.deepcopy(lp.spec)
+    spec["gemm"]["isa"] = g["spec"]["isa"]
+    spec["gemm"]["variants"] = g["spec"]["variants"]
     spec["gemm"]["blocking"] = dict(blk)
     spec["gemm"]["threads"] = lp.spec["gemm"]["threads"]
     spec["gemm"]["u8"] = g["spec"]["u8"]     # the u8 variants' blockings follow the candidate's
@@ -247,16 +268,19 @@ def run_tune(target, source, env):
             results = []
             for blk in candidates(lp):
                 ms = time_candidate(session, lp, blk, work, reps, opts)
-                results.append((ms, blk["mr"], blk["nr"], blk["k_unroll"], blk["order"]))
-            ms, mr, nr, ku, order = min(results)
+                results.append((ms, blk["mr"], blk["nr"], blk["k_unroll"], blk["order"], blk.get("isa", "")))
+            ms, mr, nr, ku, order, isa = min(results)
             gmacs = lp.macs / (ms * 1e6)
             layers[lp.layer.name] = {"mr": mr, "nr": nr, "k_unroll": ku, "order": order,
                                      "median_ms": round(ms, 4), "gmac_per_s": round(gmacs, 2),
                                      "fraction_of_peak": round(gmacs / pk, 3) if pk > 0 else None,
                                      "candidates": [{"mr": r[1], "nr": r[2], "k_unroll": r[3], "order": r[4],
+                                                     **({"isa": r[5]} if r[5] else {}),
                                                      "median_ms": round(r[0], 4)} for r in sorted(results)]}
-            print(f"  {lp.layer.name:<24} {mr:>2}x{nr:<2} u{ku} {order:<5}  {ms:8.3f} ms  {gmacs:6.1f} GMAC/s  "
-                  f"{gmacs / pk if pk else 0:5.0%} of peak")
+            if isa:       # the variant the winner ran (the layer's dispatch order otherwise)
+                layers[lp.layer.name]["isa"] = isa
+            print(f"  {lp.layer.name:<24} {isa or 'auto':<13} {mr:>2}x{nr:<2} u{ku} {order:<5}  {ms:8.3f} ms  "
+                  f"{gmacs:6.1f} GMAC/s  {gmacs / pk if pk else 0:5.0%} of peak")
     doc = {"model": session.model_cfg.name, "target": session.target_cfg.name,
            "peak_gmac_per_s": round(pk, 2), "repetitions": reps, "layers": layers}
     write_if_changed(str(target[0]), json.dumps(doc, indent=1, sort_keys=True) + "\n")
