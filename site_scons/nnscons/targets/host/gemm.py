@@ -265,10 +265,9 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
                        "threads_requested": requested}}
     if "avx512vnni" in vns:
         report["gemm"]["vnni"] = {"mr": vns["avx512vnni"]["mr"], "nr": vns["avx512vnni"]["nr"]}
-    # every variant's blocking and vector width (bench.json's per-layer variant fields)
-    report["gemm"]["variant_blocking"] = {
-        v: {"mr": b["mr"], "nr": b["nr"], "vector_bits": 512 if v == "avx512vnni512" else 0 if v == "portable" else 256}
-        for v, b in [(v, (u8 if v == "avx2u8" else vns.get(v, blk))) for v in variants]}
+    # every compiled variant's own blocking (the vnni ones and avx2u8 have theirs)
+    report["gemm"]["variant_blocking"] = {v: {"mr": b["mr"], "nr": b["nr"]} for v, b in
+                                          [(v, (u8 if v == "avx2u8" else vns.get(v, blk))) for v in variants]}
     if u8:
         report["gemm"]["u8"] = {"mr": u8["mr"], "nr": u8["nr"], "correction_quads": int(pu["xo"].size),
                                 "quads": int(kernelgen.panels(g["oc"], u8["nr"]) * p["ntaps"] * kernelgen.u8_quads(g))}

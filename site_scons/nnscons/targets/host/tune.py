@@ -94,6 +94,64 @@ static NN_VNNI double peak_vnni(long n)
     __asm__ volatile("" : : "v"(c0));
     return (double)n * 16 * 32 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
 }
+static NN_VNNI double peak_vnni512(long n)
+{
+    /* as peak_vnni on zmm (64 MACs per op), 16 chains (avx512vnni512) */
+    __m512i w = _mm512_set1_epi8(1);
+    __m512i c0 = _mm512_set1_epi32(1), c1 = _mm512_set1_epi32(2), c2 = _mm512_set1_epi32(3);
+    __m512i c3 = _mm512_set1_epi32(4), c4 = _mm512_set1_epi32(5), c5 = _mm512_set1_epi32(6);
+    __m512i c6 = _mm512_set1_epi32(7), c7 = _mm512_set1_epi32(8), c8 = _mm512_set1_epi32(9);
+    __m512i c9 = _mm512_set1_epi32(10), c10 = _mm512_set1_epi32(11), c11 = _mm512_set1_epi32(12);
+    __m512i c12 = _mm512_set1_epi32(13), c13 = _mm512_set1_epi32(14), c14 = _mm512_set1_epi32(15);
+    __m512i c15 = _mm512_set1_epi32(16);
+    struct timespec t0, t1;
+    long i;
+    OPAQUE_V;
+    OPAQUE_W;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < n; ++i) {
+#define ZSTEP(c) c = _mm512_dpbusd_epi32(c, c, w)
+        ZSTEP(c0); ZSTEP(c1); ZSTEP(c2); ZSTEP(c3); ZSTEP(c4); ZSTEP(c5); ZSTEP(c6); ZSTEP(c7);
+        ZSTEP(c8); ZSTEP(c9); ZSTEP(c10); ZSTEP(c11); ZSTEP(c12); ZSTEP(c13); ZSTEP(c14); ZSTEP(c15);
+        OPAQUE_V;
+        OPAQUE_W;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    c0 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)),
+                          _mm512_add_epi32(_mm512_add_epi32(c4, c5), _mm512_add_epi32(c6, c7)));
+    c8 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c8, c9), _mm512_add_epi32(c10, c11)),
+                          _mm512_add_epi32(_mm512_add_epi32(c12, c13), _mm512_add_epi32(c14, c15)));
+    c0 = _mm512_add_epi32(c0, c8);
+    __asm__ volatile("" : : "v"(c0));
+    return (double)n * 16 * 64 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
+}
+#endif
+#if NN_HAVE_X86 && NN_HAVE_AVXVNNI
+static NN_AVXVNNI double peak_avxvnni(long n)
+{
+    /* the VEX vpdpbusd (avxvnni): 12 chains within its 16 registers */
+    __m256i w = _mm256_set1_epi8(1);
+    __m256i c0 = _mm256_set1_epi32(1), c1 = _mm256_set1_epi32(2), c2 = _mm256_set1_epi32(3);
+    __m256i c3 = _mm256_set1_epi32(4), c4 = _mm256_set1_epi32(5), c5 = _mm256_set1_epi32(6);
+    __m256i c6 = _mm256_set1_epi32(7), c7 = _mm256_set1_epi32(8), c8 = _mm256_set1_epi32(9);
+    __m256i c9 = _mm256_set1_epi32(10), c10 = _mm256_set1_epi32(11), c11 = _mm256_set1_epi32(12);
+    struct timespec t0, t1;
+    long i;
+    OPAQUE;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < n; ++i) {
+#define ASTEP(c) c = _mm256_dpbusd_avx_epi32(c, c, w)
+        ASTEP(c0); ASTEP(c1); ASTEP(c2); ASTEP(c3); ASTEP(c4); ASTEP(c5);
+        ASTEP(c6); ASTEP(c7); ASTEP(c8); ASTEP(c9); ASTEP(c10); ASTEP(c11);
+        OPAQUE;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    c0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)),
+                          _mm256_add_epi32(_mm256_add_epi32(c4, c5), _mm256_add_epi32(c6, c7)));
+    c0 = _mm256_add_epi32(c0, _mm256_add_epi32(_mm256_add_epi32(c8, c9), _mm256_add_epi32(c10, c11)));
+    __asm__ volatile("" : : "x"(c0));
+    return (double)n * 12 * 32 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
+}
 #endif
 #if NN_HAVE_X86
 static NN_AVX2 double peak_avx2u8(long n)
@@ -145,8 +203,15 @@ int main(void)
     int any = 0;
     if (nn_cpu_has_avx512vnni()) {
         printf("peak avx512vnni %.3f\n", best_of(peak_vnni));
+        printf("peak avx512vnni512 %.3f\n", best_of(peak_vnni512));
         any = 1;
     }
+#if NN_HAVE_AVXVNNI
+    if (nn_cpu_has_avxvnni()) {
+        printf("peak avxvnni %.3f\n", best_of(peak_avxvnni));
+        any = 1;
+    }
+#endif
     if (nn_cpu_has_avx2()) {
         printf("peak avx2 %.3f\n", best_of(peak_avx2));
         printf("peak avx2u8 %.3f\n", best_of(peak_avx2u8));
@@ -231,7 +296,7 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
 
 def peaks(session, work, opts) -> dict:
     """{variant: GMAC/s}: one core's multiply-add peak of each generated variant this CPU
-    runs (avx512vnni's vpdpbusd, avx2's vpmaddwd, avx2u8's vpmaddubsw and its widening), the
+    runs (avx512vnni's vpdpbusd on ymm and on zmm, avxvnni's, avx2's vpmaddwd, avx2u8's vpmaddubsw and its widening), the
     CPUID-preferred first; {"none": 0} without any.  The best of three probe runs each."""
     src = os.path.join(work, "peak.c")
     with open(src, "w") as f:
