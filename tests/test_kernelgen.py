@@ -313,9 +313,10 @@ def _cpu_has(flag: str) -> bool:
 
 # ResNet-8 on host and host-asan: 33.3 s of CPU on an AVX2 machine (CI runs both)
 @pytest.mark.slow
-@pytest.mark.parametrize("isa, flag", [("avx2u8", "avx2"), ("avx512vnni", "avx512_vnni")])
+@pytest.mark.parametrize("isa, flag", [("avx2u8", "avx2"), ("avx512vnni", "avx512_vnni"),
+                                       ("avx512vnni512", "avx512_vnni"), ("avxvnni", "avx_vnni")])
 def test_forced_u8_variant_is_bit_exact_on_a_model(project, isa, flag):
-    """isa: avx2u8 / avx512vnni on ResNet-8 (a 3-channel first conv, 3x3 and 1x1 convs
+    """isa: avx2u8 / avx512vnni / avx512vnni512 / avxvnni on ResNet-8 (a 3-channel first conv, 3x3 and 1x1 convs
     with fused residual adds, a linear layer): every generated layer runs only that
     variant (avx2u8 with correction groups) and matches the integer reference, also under
     the sanitizers."""

@@ -263,8 +263,9 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
                        "origin": origin, "epilogue": epilogue,
                        "isa": isa, "variants": variants, "threads": threads,
                        "threads_requested": requested}}
-    if "avx512vnni" in vns:
-        report["gemm"]["vnni"] = {"mr": vns["avx512vnni"]["mr"], "nr": vns["avx512vnni"]["nr"]}
+    if vns:    # the first vnni variant's blocking (avx512vnni's when it is compiled in)
+        vb = next(iter(vns.values()))
+        report["gemm"]["vnni"] = {"mr": vb["mr"], "nr": vb["nr"]}
     # every compiled variant's own blocking (the vnni ones and avx2u8 have theirs)
     report["gemm"]["variant_blocking"] = {v: {"mr": b["mr"], "nr": b["nr"]} for v, b in
                                           [(v, (u8 if v == "avx2u8" else vns.get(v, blk))) for v in variants]}
