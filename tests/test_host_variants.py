@@ -110,3 +110,34 @@ def test_measured_choice_on_a_model_follows_the_cache(project):
     open(files[0], "w").write(json.dumps(doc)[:100])
     proc = project.scons("target=host-measured", "model=simplecnn")
     assert proc.stdout.count("VARIANTS ") == 3 and "Test PASSED [host-measured] simplecnn" in proc.stdout
+
+
+@pytest.mark.slow   # tune of simplecnn (about 60 timing programs) and one build: about 60 s
+def test_tune_searches_every_variant_and_its_winner_builds(project):
+    """`tune` times each variant this CPU runs with that variant's own blockings (the vnni
+    ones' wider, 32-register ones where it has AVX-512) and writes the winner's `isa`; a
+    variant this CPU cannot run is not among the candidates; the tuning file then builds
+    bit-exact with each layer's chosen variant first."""
+    proc = project.scons("target=host", "model=simplecnn", "tune")
+    assert "TUNE [host] simplecnn: 3 layers" in proc.stdout, proc.stdout[-2000:]
+    doc = json.loads(project.read("build/host/simplecnn/tuning.json"))
+    info = measure.cpu_info()
+    runs = [v for v in measure.ORDER if v != "portable" and not measure.cannot_run(v, info)]
+    for name, entry in doc["layers"].items():
+        tried = {c.get("isa") for c in entry["candidates"]} - {None}
+        # the fc layer's single pixel: every variant the layer holds (the u8 ones need K quads)
+        assert set(runs) <= tried | {"avx2u8"}, (name, tried)
+        assert not tried - set(runs), (name, tried)
+        assert entry["isa"] in runs
+        if "avx512vnni512" in runs and name == "conv2":
+            assert any(c.get("isa") == "avx512vnni512" and c["nr"] % 16 == 0 for c in entry["candidates"])
+    project.write("tuning.json", json.dumps(doc))
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("    kind: host\n    description: generated",
+                                               "    kind: host\n    kernel: {tuning: tuning.json}\n"
+                                               "    description: generated", 1))
+    proc = project.scons("target=host", "model=simplecnn")
+    assert "Test PASSED [host] simplecnn" in proc.stdout
+    gemm = {l["name"]: l.get("gemm") for l in json.loads(project.read("build/host/simplecnn/report.json"))["layers"]}
+    for name, entry in doc["layers"].items():
+        assert gemm[name]["variants"] == [entry["isa"]]

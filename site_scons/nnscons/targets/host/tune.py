@@ -236,8 +236,9 @@ def candidates(lp) -> list:
     q = kernelgen.padded(g)["ntaps"] * kernelgen.u8_quads(g)
     info = measure.cpu_info()
     out = [dict(lp.spec["gemm"]["blocking"])]
+    # portable C only where it is the layer's only variant (elsewhere 5-20x slower)
     cands = lp.spec["gemm"]["variants"] if lp.spec["gemm"]["isa"] != "auto" else \
-        [v for v in measure.ORDER if v == "portable" or lp.spec["gemm"]["variants"] != ["portable"]]
+        ["portable"] if lp.spec["gemm"]["variants"] == ["portable"] else [v for v in measure.ORDER if v != "portable"]
     for v in cands:
         if measure.cannot_run(v, info) or (v in kernelgen.U8_ISAS and not kernelgen.u8_supported(g)):
             continue
