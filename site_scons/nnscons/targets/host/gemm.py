@@ -131,8 +131,9 @@ def resolve(layer, graph, opts, own: dict, tuning: dict, limits: tuple = LIMITS)
 # avx2u8 (exact vpmaddubsw, kernelgen.pack_u8) is not among them: on an AVX2-only host (AMD
 # Zen 1) it measured no faster than avx2 in a ResNet-18 inference (README, "Target host");
 # `isa: avx2u8` forces it.
-# avx512vnni512 (zmm) neither: on a Zen 4 (256-bit units) it measured slower than avx512vnni;
-# `kernel: {choose: measure}` compiles it in where it measures fastest (Zen 5).  avxvnni runs
+# avx512vnni512 (zmm) neither: on a Zen 4 (256-bit units) it measured level with avx512vnni
+# (ResNet-18's convs within 1-2% either way) for a second weights copy; `kernel: {choose:
+# measure}` or a tuning file's isa compiles it in where it measures fastest (Zen 5).  avxvnni runs
 # where AVX-512 VNNI does not (Intel since Alder Lake).
 AUTO = ("avx512vnni", "avxvnni", "avx2", "portable")
 
@@ -144,7 +145,10 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
     # layer key > tuning file > target key
     isa = own.get("isa", tuning.get(layer.name, {}).get("isa", opts["kernel"]["isa"]))
     check_blocking(blk, at, isa)
-    keyed = {k: blk[k] for k in ("mr", "nr") if k in own or k in tuning.get(layer.name, {})}
+    # a layer's own mr/nr (key or tuning) apply to the vnni variants too; k_unroll as well
+    # when one is forced (tune's candidates)
+    keyed = {k: blk[k] for k in ("mr", "nr") + (("k_unroll",) if isa in kernelgen.VNNI_ISAS else ())
+             if k in own or k in tuning.get(layer.name, {})}
     if isa in kernelgen.VNNI_ISAS:   # mr/nr are the forced vnni variant's; the int16 copy's its model's
         dflt = kernelgen.default_blocking(g["oh"] * g["ow"], g["oc"], p["k2"], limits)
         blk = dict(blk, mr=dflt["mr"], nr=dflt["nr"])
@@ -183,7 +187,7 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
             continue
         vns[iv] = kernelgen.vnni_blocking(g["oh"] * g["ow"], g["oc"], p["ntaps"] * kernelgen.u8_quads(g),
                                           blk["order"], iv)
-        vns[iv].update(keyed)        # a layer's own mr/nr (key or tuning) apply to it too
+        vns[iv].update(keyed)
     nr = blk["nr"]
     npad = kernelgen.panels(g["oc"], nr) * nr
     k2 = p["k2"]
@@ -213,6 +217,7 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         off += -(-count * np.dtype(dtype).itemsize // 4) * 4
         layout += [(a, dtype, count, off - -(-count * np.dtype(dtype).itemsize // 4) * 4)
                    for a, of in alias.items() if of == section]
+
     def pack(layer, graph, layout, nr=nr, seg=p["seg"], g=g):
         wm = kernelgen.weight_matrix(layer, graph)
         n = wm.shape[0]
