@@ -539,6 +539,24 @@ static inline NN_AVX2 long long nn_avx2_requant_res8(__m256i acc, const nn_epi_t
                                           _mm256_set1_epi32(ad->e.zp)));
 }
 
+/* 2 (4) vectors of 8 int32 lanes already in [-128, 127], channels in order -> 16 (32) int8
+ * in one store: a microkernel's full 8-channel vectors of a pixel, stored together (one
+ * pack and permute per 16 or 32 channels instead of per 8: small-K layers are bound by it) */
+static inline NN_AVX2 void nn_avx2_store16(int8_t *dst, __m256i r0, __m256i r1)
+{
+    __m256i p = _mm256_packs_epi32(r0, r1);         /* r0 0-3, r1 0-3 | r0 4-7, r1 4-7 */
+    p = _mm256_packs_epi16(p, p);
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+    _mm_storeu_si128((__m128i *)(void *)dst, _mm256_castsi256_si128(p));
+}
+
+static inline NN_AVX2 void nn_avx2_store32(int8_t *dst, __m256i r0, __m256i r1, __m256i r2, __m256i r3)
+{
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(r0, r1), _mm256_packs_epi32(r2, r3));
+    _mm256_storeu_si256((__m256i *)(void *)dst,
+                        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
 static inline NN_AVX2 void nn_avx2_store8(int8_t *dst, long long v, int n)
 {
     if (n == 8)

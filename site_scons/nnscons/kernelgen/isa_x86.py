@@ -49,12 +49,27 @@ _REQUANT8 = {"f64": "nn_avx2_requant8_f64", "f64c": "nn_avx2_requant8_f64c",
 _TFL_CODES8 = {"tfl": "nn_avx2_mbqm8_pc", "tfl64": "nn_avx2_requant8_lanes"}
 
 
+# the same epilogues to int32 lanes (stored 16 or 32 channels at a time: nn_avx2_store16/32)
+_REQUANT8_I32 = {"f64": "nn_avx2_requant8_f64_i32({a}, e, {v})", "f64c": "nn_avx2_requant8_f64c_i32({a}, e, {v})",
+                 "tfl": "nn_avx2_mbqm8_pc(nn_avx2_biased8({a}, e, {v}), e, {v})",
+                 "tfl64": "nn_avx2_requant8_i32({a}, e, {v})"}
+
+
 def _avx2_epilogue(mk: Micro, acc) -> list:
     """Requantize (and add the fused residual), store: acc(m, v) is the int32 vector
-    expression of pixel m, channels v*8..v*8+7."""
+    expression of pixel m, channels v*8..v*8+7.  Without a residual, a pixel's full vectors
+    (all but the last, whose valid count `last` is known at run time only) are stored four
+    or two at a time."""
     out = [] if mk.res else ["    (void)res;"]
     for m in range(mk.mr):
-        for v in range(mk.nv):
+        v0 = 0
+        if not mk.res:
+            while mk.nv - 1 - v0 >= 2:
+                n = 4 if mk.nv - 1 - v0 >= 4 else 2
+                rs = ", ".join(_REQUANT8_I32[mk.epilogue].format(a=acc(m, v), v=v) for v in range(v0, v0 + n))
+                out.append(f"    nn_avx2_store{n * 8}(out + {m * mk.ostride + v0 * 8}, {rs});")
+                v0 += n
+        for v in range(v0, mk.nv):
             cnt = "last" if v == mk.nv - 1 else "8"
             off = m * mk.ostride + v * 8
             if mk.res and mk.epilogue in _TFL_CODES8:
