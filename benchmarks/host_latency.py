@@ -1,6 +1,9 @@
 """nnscons on the host target against onnxruntime, same quantized.onnx, same input, one run.
 
-    .venv/bin/python benchmarks/host_latency.py [model] [iterations] [rounds]
+    .venv/bin/python benchmarks/host_latency.py [model] [iterations] [rounds] [targets]
+
+targets: comma-separated, default host,host-measured,host-2t (host-measured: 1 thread, each
+layer's kernel variant chosen by timing every variant on this CPU, `kernel: {choose: measure}`).
 
 Builds `model` (default resnet18) for target=host (1 thread) and host-2t (2 threads)
 with the firmware's benchmark mode (`bench iterations=N`: N inferences after a warm-up,
@@ -80,26 +83,32 @@ def benchmark_input(model):
     return onnx_path, x, x_path
 
 
+# the targets compared, with their threads (onnxruntime gets as many intra-op threads)
+TARGETS = {"host": 1, "host-measured": 1, "host-2t": 2}
+
+
 def main():
     model = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
     iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     onnx_path, x, x_path = benchmark_input(model)
     rows = []
-    for threads, target in ((1, "host"), (2, "host-2t")):
+    wanted = sys.argv[4].split(",") if len(sys.argv) > 4 else list(TARGETS)
+    for target in wanted:
+        threads = TARGETS.get(target, 1)
         nnscons_bench(target, model, iterations, x_path)      # build, check, bench.json
         sess = ort_session(onnx_path, threads)
         pairs = []
         for _ in range(rounds):
             nn = firmware_median(target, model, iterations)
             pairs.append((nn, ort_median(onnx_path, x, threads, iterations, sess)))
-        rows.append((threads, statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs),
+        rows.append((target, threads, statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs),
                      statistics.median(p[0] / p[1] for p in pairs)))
     print(f"{model}, {rounds} paired rounds of {iterations} iterations after a warm-up (same quantized.onnx "
           f"and input); medians over the rounds:")
-    print(f"{'threads':>7}  {'nnscons ms':>10}  {'onnxruntime ms':>14}  {'nnscons/ort':>11}")
-    for threads, nn, ort_ms, ratio in rows:
-        print(f"{threads:>7}  {nn:>10.2f}  {ort_ms:>14.2f}  {ratio:>11.2f}")
+    print(f"{'target':<14} {'threads':>7}  {'nnscons ms':>10}  {'onnxruntime ms':>14}  {'nnscons/ort':>11}")
+    for target, threads, nn, ort_ms, ratio in rows:
+        print(f"{target:<14} {threads:>7}  {nn:>10.2f}  {ort_ms:>14.2f}  {ratio:>11.2f}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,9 @@ def test_cpu_key_and_what_a_cpu_runs():
     assert measure.cpu_key(z3).startswith("AuthenticAMD-f25-m1-")
     assert measure.cannot_run("avx512vnni", z3) == "this CPU (AMD EPYC 7763 64-Core Processor) lacks avx512_vnni, avx512vl"
     assert measure.cannot_run("avx512vnni", z4) is None and measure.cannot_run("avx2u8", z3) is None
+    # AVX-VNNI (VEX): its own cpuid bit, which AVX-512 VNNI does not imply (Zen 4 has only the latter)
+    assert measure.cannot_run("avx512vnni512", z4) is None
+    assert measure.cannot_run("avxvnni", z4) == f"this CPU ({z4['model_name']}) lacks avx_vnni"
     assert measure.running(["avx512vnni", "avx2", "portable"], z3) == "avx2"
     assert measure.running(["avx512vnni", "avx2", "portable"], z4) == "avx512vnni"
     assert measure.running(["avx2", "portable"], measure.cpu_info("flags : sse2\n")) == "portable"
@@ -85,7 +88,7 @@ def test_measured_choice_on_a_model_follows_the_cache(project):
     assert sorted(by_layer) == ["conv1", "conv2", "fc"]
     for name, (_, e) in by_layer.items():
         assert proc.stdout.count(f"VARIANTS {name}: ") == 1
-        for v in ("avx512vnni", "avx2u8", "avx2", "portable"):   # timed, or skipped with the reason
+        for v in measure.ORDER:   # timed, or skipped with the reason (avxvnni on a Zen 4)
             assert (v in e["median_ms"]) != (v in e["skipped"]), (name, v)
             if v in e["skipped"]:
                 assert e["skipped"][v] == measure.cannot_run(v, info)
@@ -107,3 +110,40 @@ def test_measured_choice_on_a_model_follows_the_cache(project):
     open(files[0], "w").write(json.dumps(doc)[:100])
     proc = project.scons("target=host-measured", "model=simplecnn")
     assert proc.stdout.count("VARIANTS ") == 3 and "Test PASSED [host-measured] simplecnn" in proc.stdout
+
+
+@pytest.mark.slow   # tune of simplecnn (about 60 timing programs) and one build: about 60 s
+def test_tune_searches_every_variant_and_its_winner_builds(project):
+    """`tune` times each variant this CPU runs with that variant's own blockings (the vnni
+    ones' wider, 32-register ones where it has AVX-512) and writes the winner's `isa`; a
+    variant this CPU cannot run is not among the candidates; the tuning file then builds
+    bit-exact with each layer's chosen variant first."""
+    proc = project.scons("target=host", "model=simplecnn", "tune")
+    assert "TUNE [host] simplecnn: 3 layers" in proc.stdout, proc.stdout[-2000:]
+    doc = json.loads(project.read("build/host/simplecnn/tuning.json"))
+    info = measure.cpu_info()
+    runs = [v for v in measure.ORDER if v != "portable" and not measure.cannot_run(v, info)]
+    for name, entry in doc["layers"].items():
+        tried = {c.get("isa") for c in entry["candidates"]} - {None}
+        # the fc layer's single pixel: every variant the layer holds (the u8 ones need K quads)
+        assert set(runs) <= tried | {"avx2u8"}, (name, tried)
+        assert not tried - set(runs), (name, tried)
+        # the layer's current blocking under its dispatch may win: no isa, it stays `auto`
+        assert entry.get("isa", "auto") in runs + ["auto"]
+        if "avx512vnni512" in runs and name == "conv2":
+            assert any(c.get("isa") == "avx512vnni512" and c["nr"] % 16 == 0 for c in entry["candidates"])
+    project.write("tuning.json", json.dumps(doc))
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("    kind: host\n    description: generated",
+                                               "    kind: host\n    kernel: {tuning: tuning.json}\n"
+                                               "    description: generated", 1))
+    proc = project.scons("target=host", "model=simplecnn")
+    assert "Test PASSED [host] simplecnn" in proc.stdout
+    gemm = {l["name"]: l.get("gemm") for l in json.loads(project.read("build/host/simplecnn/report.json"))["layers"]}
+    for name, entry in doc["layers"].items():
+        assert gemm[name]["origin"] == "tuned"
+        if "isa" in entry:      # forced: the variant runs the tuned blocking (avx2u8: its fixed one)
+            assert gemm[name]["variants"] == [entry["isa"]]
+            if entry["isa"] != "avx2u8":
+                vb = gemm[name]["variant_blocking"][entry["isa"]]
+                assert (vb["mr"], vb["nr"]) == (entry["mr"], entry["nr"]), (name, vb, entry)

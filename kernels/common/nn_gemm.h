@@ -232,6 +232,14 @@ static inline void nn_flip_s8(uint8_t *d, const int8_t *s, long n)
 #define NN_ALWAYS_INLINE __attribute__((always_inline))
 /* vpdpbusd on 256-bit vectors (AVX-512 VNNI + VL, which also gives 32 vector registers) */
 #define NN_VNNI __attribute__((target("avx2,avx512f,avx512vl,avx512vnni")))
+/* AVX-VNNI: the VEX vpdpbusd on ymm, 16 registers, no AVX-512 (the compiler must not use EVEX);
+ * gcc 11 and clang 12 have its intrinsics (_mm256_dpbusd_avx_epi32) */
+#if (defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11)
+#define NN_HAVE_AVXVNNI 1
+#define NN_AVXVNNI __attribute__((target("avx2,avxvnni")))
+#else
+#define NN_HAVE_AVXVNNI 0
+#endif
 
 /* rne(p / 2**s) on four signed 64-bit lanes (|p| < 2**62), clamped to [lo, hi]:
  * u = p + 2**63 is non-negative, so logical shifts floor; adding 2**(s-1) - 1 plus the
@@ -531,6 +539,24 @@ static inline NN_AVX2 long long nn_avx2_requant_res8(__m256i acc, const nn_epi_t
                                           _mm256_set1_epi32(ad->e.zp)));
 }
 
+/* 2 (4) vectors of 8 int32 lanes already in [-128, 127], channels in order -> 16 (32) int8
+ * in one store: a microkernel's full 8-channel vectors of a pixel, stored together (one
+ * pack and permute per 16 or 32 channels instead of per 8: small-K layers are bound by it) */
+static inline NN_AVX2 void nn_avx2_store16(int8_t *dst, __m256i r0, __m256i r1)
+{
+    __m256i p = _mm256_packs_epi32(r0, r1);         /* r0 0-3, r1 0-3 | r0 4-7, r1 4-7 */
+    p = _mm256_packs_epi16(p, p);
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+    _mm_storeu_si128((__m128i *)(void *)dst, _mm256_castsi256_si128(p));
+}
+
+static inline NN_AVX2 void nn_avx2_store32(int8_t *dst, __m256i r0, __m256i r1, __m256i r2, __m256i r3)
+{
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(r0, r1), _mm256_packs_epi32(r2, r3));
+    _mm256_storeu_si256((__m256i *)(void *)dst,
+                        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
 static inline NN_AVX2 void nn_avx2_store8(int8_t *dst, long long v, int n)
 {
     if (n == 8)
@@ -551,6 +577,23 @@ static inline int nn_cpu_has_avx512vnni(void)
 {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") ? 1 : 0;
+}
+
+/* AVX-VNNI (CPUID.(7,1):EAX bit 4) with AVX2 and the OS saving the ymm state (XCR0 bits 1, 2) */
+static inline int nn_cpu_has_avxvnni(void)
+{
+    unsigned a, b, c, d, lo, hi;
+    if (!nn_cpu_has_avx2())
+        return 0;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0u), "c"(0u));
+    if (a < 7)
+        return 0;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7u), "c"(1u));
+    if (!(a & (1u << 4)))
+        return 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0u));
+    (void)hi; (void)b; (void)c; (void)d;
+    return (lo & 6u) == 6u;
 }
 static inline NN_AVX2 void nn_avx2_widen(int16_t *d, const int8_t *s, long n)
 {
@@ -577,6 +620,8 @@ static inline NN_AVX2 void nn_avx2_fill(int16_t *d, int16_t v, long n)
 #define NN_HAVE_X86 0
 static inline int nn_cpu_has_avx2(void) { return 0; }
 static inline int nn_cpu_has_avx512vnni(void) { return 0; }
+static inline int nn_cpu_has_avxvnni(void) { return 0; }
+#define NN_HAVE_AVXVNNI 0
 #endif
 
 #if defined(__aarch64__)

@@ -92,21 +92,37 @@ VNNI_MAX_ACCUMULATORS = 20
 VNNI_LATENCY = 5          # cycles before an accumulator's next vpdpbusd can issue
 
 
-def vnni_blocking(m: int, n: int, q: int, order: str) -> dict:
-    """The cheapest avx512vnni blocking for an M x N GEMM of q quads per output, by a
-    rough cycle count per quad: the vector ops (a vpdpbusd per accumulator and a
-    broadcast per pixel, two per cycle), the loads (nv weight vectors + mr broadcasts, two
-    per cycle) or the accumulators' latency, whichever is largest, over the padded M x N
-    calls, plus a per-call epilogue."""
+# the 512-bit variant (avx512vnni512): zmm accumulators of 16 channels, the same budget of
+# 20 accumulators in 32 registers (mr x nr/16 + nr/16 weight vectors + a broadcast)
+VNNI512_NR = (16, 32, 48, 64)
+# AVX-VNNI (avxvnni): ymm, 16 registers: at most 12 accumulators, nv weights and a broadcast
+AVXVNNI_MAX_ACCUMULATORS = 12
+# per vnni variant: (panel widths, channels per vector, accumulators, registers)
+VNNI_SEARCH = {"avx512vnni": (VNNI_NR, 8, VNNI_MAX_ACCUMULATORS, 32),
+               "avx512vnni512": (VNNI512_NR, 16, VNNI_MAX_ACCUMULATORS, 32),
+               "avxvnni": (VNNI_NR, 8, AVXVNNI_MAX_ACCUMULATORS, 16)}
+
+
+def vnni_candidates(isa: str = "avx512vnni") -> list:
+    """(mr, nr) pairs of a vnni variant within its registers (VNNI_SEARCH)."""
+    nrs, lanes, max_acc, regs = VNNI_SEARCH[isa]
+    return [(mr, nr) for nr in nrs for mr in range(1, 13)
+            if mr * (nr // lanes) <= max_acc and mr * (nr // lanes) + nr // lanes + 2 <= regs]
+
+
+def vnni_blocking(m: int, n: int, q: int, order: str, isa: str = "avx512vnni") -> dict:
+    """The cheapest blocking of a vnni variant (avx512vnni, avx512vnni512, avxvnni) for an
+    M x N GEMM of q quads per output, by a rough cycle count per quad: the vector ops (a
+    vpdpbusd per accumulator and a broadcast per pixel, two per cycle), the loads (nv
+    weight vectors + mr broadcasts, two per cycle) or the accumulators' latency, whichever
+    is largest, over the padded M x N calls, plus a per-call epilogue."""
+    lanes = VNNI_SEARCH[isa][1]
     best = None
-    for nr in VNNI_NR:
-        nv = nr // 8
-        for mr in range(1, 13):
-            if mr * nv > VNNI_MAX_ACCUMULATORS or mr * nv + nv + 2 > 32:
-                continue
-            calls = -(-m // mr) * -(-n // nr)
-            c = calls * (q * max((mr * nv + mr) / 2.0, (mr + nv) / 2.0, VNNI_LATENCY) + 12 * mr * nv + 20)
-            key = (c, -mr * nr, mr, nr)
-            if best is None or key < best[0]:
-                best = (key, mr, nr)
+    for mr, nr in vnni_candidates(isa):
+        nv = nr // lanes
+        calls = -(-m // mr) * -(-n // nr)
+        c = calls * (q * max((mr * nv + mr) / 2.0, (mr + nv) / 2.0, VNNI_LATENCY) + 12 * mr * nr // 8 + 20)
+        key = (c, -mr * nr, mr, nr)
+        if best is None or key < best[0]:
+            best = (key, mr, nr)
     return {"mr": best[1], "nr": best[2], "k_unroll": 2, "order": order}

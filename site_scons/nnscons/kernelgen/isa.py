@@ -7,10 +7,10 @@ reads the same prepacked weights (see kernelgen.pack_weights: per panel of NR ch
 [K/2][NR][2] int8) and the same zero-point-padded int16 activations, so a layer holds
 several variants and picks one at run time.
 
-To add an ISA (e.g. AVX-VNNI, the VEX form of Avx512Vnni for CPUs without AVX-512),
-subclass `Isa`: `guard` (preprocessor condition under which
+To add an ISA, subclass `Isa`: `guard` (preprocessor condition under which
 the code compiles), `attr` (per-function target attribute), `runtime` (C expression: the
-CPU can run it), `lanes` (output channels per vector: NR is a multiple of it), and
+CPU can run it), `lanes` (output channels per accumulator register: the register
+budget counts nr / lanes of them per pixel), and
 `microkernel()`.  Register it in ISAS only once a machine or emulator can run its tests.
 
 The plug-ins: Portable here, the x86-64 ones in isa_x86, the Arm ones in isa_arm; their
@@ -19,7 +19,7 @@ interface (Micro, Isa) in microkernel.
 from __future__ import annotations
 
 from .isa_arm import Dotprod, I8mm, Neon
-from .isa_x86 import Avx2, Avx2U8, Avx512Vnni
+from .isa_x86 import Avx2, Avx2U8, Avx512Vnni, Avx512Vnni512, AvxVnni
 from .microkernel import Isa, Micro, k_loops  # noqa: F401  (Micro: the callers' microkernel description)
 
 
@@ -56,6 +56,8 @@ class Portable(Isa):
         return "\n".join(out) + "\n"
 
 
-ISAS = {"portable": Portable(), "avx2": Avx2(), "avx2u8": Avx2U8(), "avx512vnni": Avx512Vnni(), "neon": Neon(), "dotprod": Dotprod(), "i8mm": I8mm()}
+ISAS = {"portable": Portable(), "avx2": Avx2(), "avx2u8": Avx2U8(), "avx512vnni": Avx512Vnni(),
+        "avx512vnni512": Avx512Vnni512(), "avxvnni": AvxVnni(), "neon": Neon(), "dotprod": Dotprod(), "i8mm": I8mm()}
 # Register-file budget of the blocking search: accumulators + weight vectors + 1 broadcast.
-REGISTERS = {"portable": 16, "avx2": 16, "avx2u8": 16, "avx512vnni": 32, "neon": 32, "dotprod": 32, "i8mm": 32}
+REGISTERS = {"portable": 16, "avx2": 16, "avx2u8": 16, "avx512vnni": 32, "avx512vnni512": 32, "avxvnni": 16,
+             "neon": 32, "dotprod": 32, "i8mm": 32}

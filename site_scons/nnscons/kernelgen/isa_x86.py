@@ -1,5 +1,6 @@
 """The x86-64 plug-ins: AVX2 (int16 pairs, vpmaddwd), its exact vpmaddubsw variant on the u8
-buffer (avx2u8) and AVX-512 VNNI (vpdpbusd on 256-bit vectors)."""
+buffer (avx2u8), AVX-512 VNNI (vpdpbusd on 256-bit vectors: avx512vnni, on 512-bit ones:
+avx512vnni512) and AVX-VNNI (the VEX vpdpbusd on 256-bit vectors, 16 registers: avxvnni)."""
 from __future__ import annotations
 
 from .microkernel import Isa, Micro, k_loops
@@ -48,12 +49,27 @@ _REQUANT8 = {"f64": "nn_avx2_requant8_f64", "f64c": "nn_avx2_requant8_f64c",
 _TFL_CODES8 = {"tfl": "nn_avx2_mbqm8_pc", "tfl64": "nn_avx2_requant8_lanes"}
 
 
+# the same epilogues to int32 lanes (stored 16 or 32 channels at a time: nn_avx2_store16/32)
+_REQUANT8_I32 = {"f64": "nn_avx2_requant8_f64_i32({a}, e, {v})", "f64c": "nn_avx2_requant8_f64c_i32({a}, e, {v})",
+                 "tfl": "nn_avx2_mbqm8_pc(nn_avx2_biased8({a}, e, {v}), e, {v})",
+                 "tfl64": "nn_avx2_requant8_i32({a}, e, {v})"}
+
+
 def _avx2_epilogue(mk: Micro, acc) -> list:
     """Requantize (and add the fused residual), store: acc(m, v) is the int32 vector
-    expression of pixel m, channels v*8..v*8+7."""
+    expression of pixel m, channels v*8..v*8+7.  Without a residual, a pixel's full vectors
+    (all but the last, whose valid count `last` is known at run time only) are stored four
+    or two at a time."""
     out = [] if mk.res else ["    (void)res;"]
     for m in range(mk.mr):
-        for v in range(mk.nv):
+        v0 = 0
+        if not mk.res:
+            while mk.nv - 1 - v0 >= 2:
+                n = 4 if mk.nv - 1 - v0 >= 4 else 2
+                rs = ", ".join(_REQUANT8_I32[mk.epilogue].format(a=acc(m, v), v=v) for v in range(v0, v0 + n))
+                out.append(f"    nn_avx2_store{n * 8}(out + {m * mk.ostride + v0 * 8}, {rs});")
+                v0 += n
+        for v in range(v0, mk.nv):
             cnt = "last" if v == mk.nv - 1 else "8"
             off = m * mk.ostride + v * 8
             if mk.res and mk.epilogue in _TFL_CODES8:
@@ -170,5 +186,71 @@ class Avx512Vnni(Isa):
             return s + _pin(accs, "v") + ["}"]    # "v": any of the 32 registers
         out += _u8_loops(mk, body, tapoff)
         out += _avx2_epilogue(mk, lambda m, v: f"c{m}_{v}")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
+class AvxVnni(Avx512Vnni):
+    """x86-64 AVX-VNNI: the VEX-encoded `vpdpbusd` on 256-bit vectors (Intel since Alder
+    Lake, AMD since Zen 5), for CPUs with it and without AVX-512: the same buffer, weights,
+    bias and exactness as avx512vnni, but only 16 registers (kernelgen.vnni_blocking's
+    search for it counts them) and a function target without AVX-512, so the compiler
+    cannot pick the EVEX form or a register above ymm15."""
+    name = "avxvnni"
+    guard = "NN_HAVE_X86 && NN_HAVE_AVXVNNI"
+    attr = "NN_AVXVNNI "
+    runtime = "nn_cpu_has_avxvnni()"
+
+    def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
+        return (super().microkernel(mk, fname, tapoff)
+                .replace("_mm256_dpbusd_epi32(", "_mm256_dpbusd_avx_epi32(").replace('"+v"(', '"+x"('))
+
+
+class Avx512Vnni512(Avx512Vnni):
+    """x86-64 AVX-512 VNNI on 512-bit vectors: one vpdpbusd = 64 MACs, 16 output channels
+    per zmm accumulator (its blockings' nr are multiples of 16; a panel with an odd count
+    of 8-channel groups, an edge or a forced nr, keeps its last one in a ymm).  The weights are avx512vnni's [K/4][NR][4] (16
+    channels x 4 = one 64-byte load), its buffer and bias too.  The epilogue splits each
+    zmm into its two 256-bit halves and runs the AVX2 one on each (the channels' order is
+    the weights'), so the requantization is the other variants' exactly.  On Zen 4 a zmm
+    op occupies both 256-bit halves of a pipe (no more MACs per cycle than ymm); on Zen 5
+    and Intel's AVX-512 cores it is twice ymm's."""
+    name = "avx512vnni512"
+    runtime = "nn_cpu_has_avx512vnni()"
+    lanes = 16
+
+    def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
+        nz, tail = mk.nv // 2, mk.nv % 2      # zmm accumulators per pixel, + a ymm one
+        out = _u8_head(self, mk, fname)
+        out.append("    (void)xo; (void)nx;   /* no correction quads: vpdpbusd never saturates */")
+        accs = []
+        for m in range(mk.mr):
+            if nz:
+                out.append("    __m512i " + ", ".join(f"c{m}_{z} = _mm512_setzero_si512()" for z in range(nz)) + ";")
+            if tail:
+                out.append(f"    __m256i t{m} = _mm256_setzero_si256();")
+            accs += [f"c{m}_{z}" for z in range(nz)] + ([f"t{m}"] if tail else [])
+
+        def body(k):
+            s = ["{"]
+            s += [f"    const __m512i w{z} = _mm512_loadu_si512((const void *)(w + {z * 64}));" for z in range(nz)]
+            if tail:
+                s.append(f"    const __m256i wt = _mm256_loadu_si256((const __m256i *)(const void *)(w + {nz * 64}));")
+            for m in range(mk.mr):
+                s.append(f"    const int32_t q{m} = nn_load_quad(p{m} + 4 * ({k}));")
+                for z in range(nz):
+                    s.append(f"    c{m}_{z} = _mm512_dpbusd_epi32(c{m}_{z}, _mm512_set1_epi32(q{m}), w{z});")
+                if tail:
+                    s.append(f"    t{m} = _mm256_dpbusd_epi32(t{m}, _mm256_set1_epi32(q{m}), wt);")
+            s.append(f"    w += {mk.nr * 4};")
+            return s + _pin(accs, "v") + ["}"]
+        out += _u8_loops(mk, body, tapoff)
+
+        def acc(m, v):
+            if v // 2 >= nz:
+                return f"t{m}"
+            half = "_mm512_castsi512_si256({})" if v % 2 == 0 else "_mm512_extracti64x4_epi64({}, 1)"
+            return half.format(f"c{m}_{v // 2}")
+        out += _avx2_epilogue(mk, acc)
         out.append("}")
         return "\n".join(out) + "\n"

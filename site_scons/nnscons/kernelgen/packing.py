@@ -66,8 +66,12 @@ U8_PAIR_MAX = 128
 # The variants that read the u8 buffer (x + 128): their weights .bin sections, and their
 # weights pointer (ctx_t) and epilogue arrays in the layer source.
 U8_VARIANTS = {"avx2u8": {"weight": "weight_u8", "bias": "bias_u8", "ptr": "wu", "epi": "epiu"},
-       "avx512vnni": {"weight": "weight_vnni", "bias": "bias_vnni", "ptr": "wv", "epi": "epiv"}}
+       "avx512vnni": {"weight": "weight_vnni", "bias": "bias_vnni", "ptr": "wv", "epi": "epiv"},
+       "avx512vnni512": {"weight": "weight_vnni512", "bias": "bias_vnni512", "ptr": "wz", "epi": "epiz"},
+       "avxvnni": {"weight": "weight_avxvnni", "bias": "bias_avxvnni", "ptr": "wa", "epi": "epia"}}
 U8_ISAS = tuple(U8_VARIANTS)
+# those with vpdpbusd (no split, no correction quads): one packing per panel width
+VNNI_ISAS = ("avx512vnni", "avx512vnni512", "avxvnni")
 
 
 def u8_split(pairs: np.ndarray) -> tuple:

@@ -11,7 +11,7 @@ from .packing import U8_ISAS
 def _fits(isa_name: str, mr: int, nr: int) -> bool:
     """A test case's blocking fits the ISA's register file (accumulators, weight vectors,
     a broadcast); the portable C has no such limit."""
-    nv = nr // 8
+    nv = -(-nr // ISAS[isa_name].lanes)
     return isa_name == "portable" or mr * nv + nv + 1 <= REGISTERS[isa_name]
 
 
@@ -103,8 +103,10 @@ static int runtime_ok(int j)
 {
     if (strcmp(isa_names[j], "avx2") == 0 || strcmp(isa_names[j], "avx2u8") == 0)
         return nn_cpu_has_avx2();
-    if (strcmp(isa_names[j], "avx512vnni") == 0)
+    if (strcmp(isa_names[j], "avx512vnni") == 0 || strcmp(isa_names[j], "avx512vnni512") == 0)
         return nn_cpu_has_avx512vnni();
+    if (strcmp(isa_names[j], "avxvnni") == 0)
+        return nn_cpu_has_avxvnni();
     if (strcmp(isa_names[j], "neon") == 0)
         return nn_cpu_has_neon();
     if (strcmp(isa_names[j], "dotprod") == 0)
@@ -149,8 +151,12 @@ int main(int argc, char **argv)
     }
     for (ci = 0; ci < NCASES && !table[ci].fn[j]; ++ci)
         ;
-    if (!runtime_ok(j) || ci == NCASES) {
-        printf("SKIP %s: not supported by this CPU or compiler\n", want);
+    if (ci == NCASES) {
+        printf("SKIP %s: this compiler cannot build it\n", want);
+        return 77;
+    }
+    if (!runtime_ok(j)) {   /* compiled (this driver holds it), not runnable */
+        printf("SKIP %s: built, but this CPU cannot run it (CPUID)\n", want);
         return 77;
     }
     for (ci = 0; ci < NCASES; ++ci) {

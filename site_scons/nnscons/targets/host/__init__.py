@@ -24,18 +24,18 @@ from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import DEPTHWISE_CONV, OPS, depthwise, layer_spec
 
 ADDRESSABLE = 1 << 47
-ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2, "avx2u8": 2, "avx512vnni": 2}
+ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2, "avx2u8": 2, "avx512vnni": 2, "avx512vnni512": 2, "avxvnni": 2}
 TEMPLATES = data_path("templates", "host")
 
 SCHEMA = {
     "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
     "memory": {"l1": "size", "l2": "size"},
     "tiling": {"l1_budget": "size"},
-    "kernel": {"isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni"], "threads": "count", "mr": "count", "nr": "count",
+    "kernel": {"isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni", "avx512vnni512", "avxvnni"], "threads": "count", "mr": "count", "nr": "count",
                "k_unroll": "count", "order": ["panel", "block"], "tuning": "path",
                "min_macs_per_thread": "count", "choose": ["cpuid", "measure"]},
     "run": {"platform": ["native"], "timeout": "count", "iterations": "count"},
-    "layer": {"l1_budget": "size", "isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni"], "threads": "count", "mr": "count",
+    "layer": {"l1_budget": "size", "isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni", "avx512vnni512", "avxvnni"], "threads": "count", "mr": "count",
               "nr": "count", "k_unroll": "count", "order": ["panel", "block"], "min_macs_per_thread": "count"},
 }
 

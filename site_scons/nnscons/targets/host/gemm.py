@@ -20,7 +20,7 @@ codegen.add_filter("kernelgen", kernelgen.layer_source)
 
 KEYS = ("mr", "nr", "k_unroll", "order")
 ORDERS = ("panel", "block")
-X86_ISAS = ("portable", "avx2", "avx2u8", "avx512vnni")   # a tuning file's `isa`
+X86_ISAS = ("portable", "avx2", "avx2u8", "avx512vnni", "avx512vnni512", "avxvnni")   # a tuning file's `isa`
 
 
 def generated(layer) -> bool:
@@ -88,14 +88,20 @@ def load_tuning(path, at, model: str) -> dict:
         raise UserError(f"{at}: tuning file '{path}' is not a tuning file: {e}") from None
 
 
-def check_blocking(blk: dict, at) -> None:
+def check_blocking(blk: dict, at, isa: str = "avx2") -> None:
+    """The blocking fits the registers of the variant it is for (a forced vnni variant's
+    own: 32 for the AVX-512 ones, zmm counting 16 channels)."""
+    from ...kernelgen.isa import ISAS, REGISTERS
     mr, nr, ku = blk["mr"], blk["nr"], blk["k_unroll"]
-    nv = nr // 8
+    lanes = ISAS[isa].lanes if isa in kernelgen.VNNI_ISAS else 8
+    regs = REGISTERS[isa] if isa in kernelgen.VNNI_ISAS else 16
+    nv = -(-nr // lanes)
     if nr < 8 or nr % 8 or nr > 64:
         raise UserError(f"{at('nr')}: nr = {nr}: must be a multiple of 8 between 8 and 64")
-    if not 1 <= mr <= 16 or mr * nv + nv + 1 > 16:
+    if not 1 <= mr <= 16 or mr * nv + nv + 1 > regs:
         raise UserError(f"{at('mr')}: mr = {mr} with nr = {nr} needs {mr * nv + nv + 1} vector registers "
-                        f"(mr*nr/8 accumulators + nr/8 weights + 1); at most 16")
+                        f"(mr*nr/{lanes} accumulators + nr/{lanes} weights + 1); at most {regs}"
+                        + ("" if isa in kernelgen.VNNI_ISAS else " (32 with isa avx512vnni or avx512vnni512)"))
     if not 1 <= ku <= 16:
         raise UserError(f"{at('k_unroll')}: k_unroll = {ku}: must be between 1 and 16")
 
@@ -126,16 +132,27 @@ def resolve(layer, graph, opts, own: dict, tuning: dict, limits: tuple = LIMITS)
 # avx2u8 (exact vpmaddubsw, kernelgen.pack_u8) is not among them: on an AVX2-only host (AMD
 # Zen 1) it measured no faster than avx2 in a ResNet-18 inference (README, "Target host");
 # `isa: avx2u8` forces it.
-AUTO = ("avx512vnni", "avx2", "portable")
+# avx512vnni512 (zmm) neither: on a Zen 4 (256-bit units) it measured level with avx512vnni
+# (ResNet-18's convs within 1-2% either way) for a second weights copy; `kernel: {choose:
+# measure}` or a tuning file's isa compiles it in where it measures fastest (Zen 5).  avxvnni runs
+# where AVX-512 VNNI does not (Intel since Alder Lake).
+AUTO = ("avx512vnni", "avxvnni", "avx2", "portable")
 
 
 def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limits: tuple = LIMITS) -> dict:
     g = kernelgen.geometry(layer, graph)
     p = kernelgen.padded(g)
     blk, origin = resolve(layer, graph, opts, own, tuning, limits)
-    check_blocking(blk, at)
     # layer key > tuning file > target key
     isa = own.get("isa", tuning.get(layer.name, {}).get("isa", opts["kernel"]["isa"]))
+    check_blocking(blk, at, isa)
+    # a layer's own mr/nr (key or tuning) apply to the vnni variants too; k_unroll as well
+    # when one is forced (tune's candidates)
+    keyed = {k: blk[k] for k in ("mr", "nr") + (("k_unroll",) if isa in kernelgen.VNNI_ISAS else ())
+             if k in own or k in tuning.get(layer.name, {})}
+    if isa in kernelgen.VNNI_ISAS:   # mr/nr are the forced vnni variant's; the int16 copy's its model's
+        dflt = kernelgen.default_blocking(g["oh"] * g["ow"], g["oc"], p["k2"], limits)
+        blk = dict(blk, mr=dflt["mr"], nr=dflt["nr"])
     threads = int(own.get("threads", opts["kernel"]["threads"]))
     if not 1 <= threads <= 64:
         raise UserError(f"{at('threads')}: threads = {threads}: must be between 1 and 64")
@@ -165,12 +182,13 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
     u8 = dict(kernelgen.U8_BLOCKING, order=blk["order"]) if "avx2u8" in variants else None
     if u8:
         pu = kernelgen.pack_u8(wm, g, u8["nr"])
-    vn = None
-    if "avx512vnni" in variants:
-        vn = kernelgen.vnni_blocking(g["oh"] * g["ow"], g["oc"], p["ntaps"] * kernelgen.u8_quads(g), blk["order"])
-        for k in ("mr", "nr"):        # a layer's own mr/nr (key or tuning) apply to it too
-            if k in own or k in tuning.get(layer.name, {}):
-                vn[k] = blk[k]
+    vns = {}       # the vnni variants' blockings
+    for iv in kernelgen.VNNI_ISAS:
+        if iv not in variants:
+            continue
+        vns[iv] = kernelgen.vnni_blocking(g["oh"] * g["ow"], g["oc"], p["ntaps"] * kernelgen.u8_quads(g),
+                                          blk["order"], iv)
+        vns[iv].update(keyed)
     nr = blk["nr"]
     npad = kernelgen.panels(g["oc"], nr) * nr
     k2 = p["k2"]
@@ -181,14 +199,25 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         sections += [("weight_u8", "int8", pu["weight"].size),
                      ("bias_u8", "int32", kernelgen.panels(g["oc"], u8["nr"]) * u8["nr"]),
                      ("xo", "int32", max(1, pu["xo"].size)), ("xidx", "int32", pu["xidx"].size)]
-    if vn:   # the avx512vnni variant's weights ([K/4][NR][4], no split) and bias
+    # the vnni variants' weights ([K/4][NR][4], no split) and bias: one copy per panel width,
+    # which the variants of that width share (a section of the same offset)
+    alias = {}
+    for iv, vb in vns.items():
+        names = kernelgen.U8_VARIANTS[iv]
+        same = next((o for o, ob in vns.items() if ob["nr"] == vb["nr"]), iv)
+        if same != iv:
+            alias[names["weight"]] = kernelgen.U8_VARIANTS[same]["weight"]
+            alias[names["bias"]] = kernelgen.U8_VARIANTS[same]["bias"]
+            continue
         # no correction quads: the size without packing (packing waits for the WEIGHTS node)
-        vnni_bytes = kernelgen.panels(g["oc"], vn["nr"]) * vn["nr"] * p["ntaps"] * kernelgen.u8_quads(g) * 4
-        sections += [("weight_vnni", "int8", vnni_bytes),
-                     ("bias_vnni", "int32", kernelgen.panels(g["oc"], vn["nr"]) * vn["nr"])]
+        vnni_bytes = kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"] * p["ntaps"] * kernelgen.u8_quads(g) * 4
+        sections += [(names["weight"], "int8", vnni_bytes),
+                     (names["bias"], "int32", kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"])]
     for section, dtype, count in sections:
         layout.append((section, dtype, count, off))
         off += -(-count * np.dtype(dtype).itemsize // 4) * 4
+        layout += [(a, dtype, count, off - -(-count * np.dtype(dtype).itemsize // 4) * 4)
+                   for a, of in alias.items() if of == section]
 
     def pack(layer, graph, layout, nr=nr, seg=p["seg"], g=g):
         wm = kernelgen.weight_matrix(layer, graph)
@@ -208,10 +237,15 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
             arrays["bias_u8"][:n] = kernelgen.bias_u8(wm, fb)
             arrays["xo"] = pu["xo"] if pu["xo"].size else np.zeros(1, np.int64)
             arrays["xidx"] = pu["xidx"]
-        if vn:
-            arrays["weight_vnni"] = kernelgen.pack_u8(wm, g, vn["nr"], split=False)["weight"]
-            arrays["bias_vnni"] = np.zeros(kernelgen.panels(n, vn["nr"]) * vn["nr"], np.int64)
-            arrays["bias_vnni"][:n] = kernelgen.bias_u8(wm, fb)
+        for iv, vb in vns.items():
+            names = kernelgen.U8_VARIANTS[iv]
+            if names["weight"] in alias:
+                continue
+            arrays[names["weight"]] = kernelgen.pack_u8(wm, g, vb["nr"], split=False)["weight"]
+            arrays[names["bias"]] = np.zeros(kernelgen.panels(n, vb["nr"]) * vb["nr"], np.int64)
+            arrays[names["bias"]][:n] = kernelgen.bias_u8(wm, fb)
+        for a, of in alias.items():
+            arrays[a] = arrays[of]
         blob = bytearray(off)
         for section, dtype, count, o in layout:
             raw = np.ascontiguousarray(arrays[section]).astype(np.dtype(dtype).newbyteorder("<")).reshape(-1)
@@ -228,21 +262,25 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
     else:
         epilogue = "f64" if kernelgen.f64_safe(wm, fb, rq["mult"]) else "f64c"
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
-            "epilogue": epilogue, "u8": {k: v for k, v in (("avx2u8", u8), ("avx512vnni", vn)) if v}}
+            "epilogue": epilogue, "u8": dict(([("avx2u8", u8)] if u8 else []) + list(vns.items()))}
     report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
                        "origin": origin, "epilogue": epilogue,
                        "isa": isa, "variants": variants, "threads": threads,
                        "threads_requested": requested}}
-    if vn:
-        report["gemm"]["vnni"] = {"mr": vn["mr"], "nr": vn["nr"]}
+    if vns:    # the first vnni variant's blocking (avx512vnni's when it is compiled in)
+        vb = next(iter(vns.values()))
+        report["gemm"]["vnni"] = {"mr": vb["mr"], "nr": vb["nr"]}
+    # every compiled variant's own blocking (the vnni ones and avx2u8 have theirs)
+    report["gemm"]["variant_blocking"] = {v: {"mr": b["mr"], "nr": b["nr"]} for v, b in
+                                          [(v, (u8 if v == "avx2u8" else vns.get(v, blk))) for v in variants]}
     if u8:
         report["gemm"]["u8"] = {"mr": u8["mr"], "nr": u8["nr"], "correction_quads": int(pu["xo"].size),
                                 "quads": int(kernelgen.panels(g["oc"], u8["nr"]) * p["ntaps"] * kernelgen.u8_quads(g))}
     return {"spec": spec, "layout": layout, "pack": pack,
             "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"], "u8": u8,
-                         "vnni_nr": vn["nr"] if vn else None},   # its packing depends on nr only
+                         "vnni_nr": {iv: vb["nr"] for iv, vb in vns.items()}},   # its packing depends on nr only
             "report": report}
 
 

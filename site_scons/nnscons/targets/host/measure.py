@@ -1,7 +1,7 @@
 """Per-layer kernel variant chosen by measurement on the running CPU (`kernel.choose: measure`).
 
 For each generated layer under `isa: auto`, every variant the layer can hold (avx512vnni,
-avx2u8, avx2, portable) is timed on this CPU as a standalone program: the layer's own
+avx512vnni512, avxvnni, avx2u8, avx2, portable) is timed on this CPU as a standalone program: the layer's own
 source forced to that variant, its weights packed for it, one thread, process CPU time
 (other work on the machine slows wall time, not the CPU time a run takes), the variants
 alternated in rounds and the median of each taken.  The fastest goes first in the layer's
@@ -35,11 +35,12 @@ VERSION = 1
 CHOICES = ("cpuid", "measure")
 # the variants that may be measured for a layer, in CPUID order (gemm.AUTO, avx2u8 after
 # avx512vnni: it needs only AVX2)
-ORDER = ("avx512vnni", "avx2u8", "avx2", "portable")
+ORDER = ("avx512vnni", "avx512vnni512", "avxvnni", "avx2u8", "avx2", "portable")
 # /proc/cpuinfo flags each variant's run-time check needs (kernels/common/nn_gemm.h)
-NEEDS = {"portable": (), "avx2": ("avx2",), "avx2u8": ("avx2",), "avx512vnni": ("avx512_vnni", "avx512vl")}
+NEEDS = {"portable": (), "avx2": ("avx2",), "avx2u8": ("avx2",), "avx512vnni": ("avx512_vnni", "avx512vl"),
+         "avx512vnni512": ("avx512_vnni", "avx512vl"), "avxvnni": ("avx_vnni",)}
 # the vector width each variant's microkernels run (bits; 0: scalar C)
-WIDTH = {"portable": 0, "avx2": 256, "avx2u8": 256, "avx512vnni": 256}
+WIDTH = {"portable": 0, "avx2": 256, "avx2u8": 256, "avx512vnni": 256, "avx512vnni512": 512, "avxvnni": 256}
 ROUNDS = 5          # alternated rounds per variant
 REPS = 7            # timed samples per round (median)
 INNER_MACS = 20_000_000   # a sample is at least this many MACs of calls (small layers: several)

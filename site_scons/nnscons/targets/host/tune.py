@@ -22,7 +22,8 @@ from ...builders.run.hostrun import run_program
 from ...fileio import write_if_changed
 from . import gemm, measure
 
-N_CANDIDATES = 8
+N_CANDIDATES = 8       # kept for callers: the int16 variants' count before the per-variant search
+N_PER_VARIANT = 6      # blockings timed per variant (its cost model's best two or three)
 
 _PEAK = r"""
 #define _POSIX_C_SOURCE 200809L
@@ -93,6 +94,64 @@ static NN_VNNI double peak_vnni(long n)
     __asm__ volatile("" : : "v"(c0));
     return (double)n * 16 * 32 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
 }
+static NN_VNNI double peak_vnni512(long n)
+{
+    /* as peak_vnni on zmm (64 MACs per op), 16 chains (avx512vnni512) */
+    __m512i w = _mm512_set1_epi8(1);
+    __m512i c0 = _mm512_set1_epi32(1), c1 = _mm512_set1_epi32(2), c2 = _mm512_set1_epi32(3);
+    __m512i c3 = _mm512_set1_epi32(4), c4 = _mm512_set1_epi32(5), c5 = _mm512_set1_epi32(6);
+    __m512i c6 = _mm512_set1_epi32(7), c7 = _mm512_set1_epi32(8), c8 = _mm512_set1_epi32(9);
+    __m512i c9 = _mm512_set1_epi32(10), c10 = _mm512_set1_epi32(11), c11 = _mm512_set1_epi32(12);
+    __m512i c12 = _mm512_set1_epi32(13), c13 = _mm512_set1_epi32(14), c14 = _mm512_set1_epi32(15);
+    __m512i c15 = _mm512_set1_epi32(16);
+    struct timespec t0, t1;
+    long i;
+    OPAQUE_V;
+    OPAQUE_W;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < n; ++i) {
+#define ZSTEP(c) c = _mm512_dpbusd_epi32(c, c, w)
+        ZSTEP(c0); ZSTEP(c1); ZSTEP(c2); ZSTEP(c3); ZSTEP(c4); ZSTEP(c5); ZSTEP(c6); ZSTEP(c7);
+        ZSTEP(c8); ZSTEP(c9); ZSTEP(c10); ZSTEP(c11); ZSTEP(c12); ZSTEP(c13); ZSTEP(c14); ZSTEP(c15);
+        OPAQUE_V;
+        OPAQUE_W;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    c0 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)),
+                          _mm512_add_epi32(_mm512_add_epi32(c4, c5), _mm512_add_epi32(c6, c7)));
+    c8 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c8, c9), _mm512_add_epi32(c10, c11)),
+                          _mm512_add_epi32(_mm512_add_epi32(c12, c13), _mm512_add_epi32(c14, c15)));
+    c0 = _mm512_add_epi32(c0, c8);
+    __asm__ volatile("" : : "v"(c0));
+    return (double)n * 16 * 64 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
+}
+#endif
+#if NN_HAVE_X86 && NN_HAVE_AVXVNNI
+static NN_AVXVNNI double peak_avxvnni(long n)
+{
+    /* the VEX vpdpbusd (avxvnni): 12 chains within its 16 registers */
+    __m256i w = _mm256_set1_epi8(1);
+    __m256i c0 = _mm256_set1_epi32(1), c1 = _mm256_set1_epi32(2), c2 = _mm256_set1_epi32(3);
+    __m256i c3 = _mm256_set1_epi32(4), c4 = _mm256_set1_epi32(5), c5 = _mm256_set1_epi32(6);
+    __m256i c6 = _mm256_set1_epi32(7), c7 = _mm256_set1_epi32(8), c8 = _mm256_set1_epi32(9);
+    __m256i c9 = _mm256_set1_epi32(10), c10 = _mm256_set1_epi32(11), c11 = _mm256_set1_epi32(12);
+    struct timespec t0, t1;
+    long i;
+    OPAQUE;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < n; ++i) {
+#define ASTEP(c) c = _mm256_dpbusd_avx_epi32(c, c, w)
+        ASTEP(c0); ASTEP(c1); ASTEP(c2); ASTEP(c3); ASTEP(c4); ASTEP(c5);
+        ASTEP(c6); ASTEP(c7); ASTEP(c8); ASTEP(c9); ASTEP(c10); ASTEP(c11);
+        OPAQUE;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    c0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)),
+                          _mm256_add_epi32(_mm256_add_epi32(c4, c5), _mm256_add_epi32(c6, c7)));
+    c0 = _mm256_add_epi32(c0, _mm256_add_epi32(_mm256_add_epi32(c8, c9), _mm256_add_epi32(c10, c11)));
+    __asm__ volatile("" : : "x"(c0));
+    return (double)n * 12 * 32 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
+}
 #endif
 #if NN_HAVE_X86
 static NN_AVX2 double peak_avx2u8(long n)
@@ -144,8 +203,15 @@ int main(void)
     int any = 0;
     if (nn_cpu_has_avx512vnni()) {
         printf("peak avx512vnni %.3f\n", best_of(peak_vnni));
+        printf("peak avx512vnni512 %.3f\n", best_of(peak_vnni512));
         any = 1;
     }
+#if NN_HAVE_AVXVNNI
+    if (nn_cpu_has_avxvnni()) {
+        printf("peak avxvnni %.3f\n", best_of(peak_avxvnni));
+        any = 1;
+    }
+#endif
     if (nn_cpu_has_avx2()) {
         printf("peak avx2 %.3f\n", best_of(peak_avx2));
         printf("peak avx2u8 %.3f\n", best_of(peak_avx2u8));
@@ -161,16 +227,35 @@ int main(void)
 
 
 def candidates(lp) -> list:
+    """The blockings to time for a layer: its current one, then per variant this CPU runs
+    (of those the layer can hold, measure.ORDER) the best of that variant's own cost model
+    within its registers (the vnni ones' 32 registers and zmm widths: kernelgen.vnni_candidates),
+    each with that variant forced (`isa`)."""
     g = lp.spec["gemm"]["geom"]
     m, n, k2 = g["oh"] * g["ow"], g["oc"], kernelgen.padded(g)["k2"]
-    ranked = sorted(kernelgen.candidates(limits=kernelgen.core_limits()), key=lambda c: (kernelgen.cost(m, n, k2, *c), c))
+    q = kernelgen.padded(g)["ntaps"] * kernelgen.u8_quads(g)
+    info = measure.cpu_info()
     out = [dict(lp.spec["gemm"]["blocking"])]
-    for mr, nr in ranked:
-        for ku in (2, 4):
-            for order in ("panel", "block"):
-                cand = {"mr": mr, "nr": nr, "k_unroll": ku, "order": order}
-                if cand not in out and len(out) < N_CANDIDATES:
-                    out.append(cand)
+    # portable C only where it is the layer's only variant (elsewhere 5-20x slower)
+    cands = lp.spec["gemm"]["variants"] if lp.spec["gemm"]["isa"] != "auto" else \
+        ["portable"] if lp.spec["gemm"]["variants"] == ["portable"] else [v for v in measure.ORDER if v != "portable"]
+    for v in cands:
+        if measure.cannot_run(v, info) or (v in kernelgen.U8_ISAS and not kernelgen.u8_supported(g)):
+            continue
+        if v in kernelgen.VNNI_ISAS:
+            lanes = kernelgen.VNNI_SEARCH[v][1]
+            ranked = sorted(kernelgen.vnni_candidates(v), key=lambda c: (
+                kernelgen.vnni_blocking(m, n, q, "panel", v) != {"mr": c[0], "nr": c[1], "k_unroll": 2, "order": "panel"},
+                -(-m // c[0]) * -(-n // c[1]) * max((c[0] * c[1] // lanes + c[0]) / 2.0, kernelgen.VNNI_LATENCY), c))
+        elif v == "avx2u8":
+            ranked = [(kernelgen.U8_BLOCKING["mr"], kernelgen.U8_BLOCKING["nr"])]
+        else:
+            ranked = sorted(kernelgen.candidates(limits=kernelgen.core_limits()),
+                            key=lambda c: (kernelgen.cost(m, n, k2, *c), c))
+        # its model's best at both unrolls and orders, the next ones at k_unroll 2
+        mine = [{"mr": mr, "nr": nr, "k_unroll": ku, "order": order, "isa": v}
+                for i, (mr, nr) in enumerate(ranked) for order in ("panel", "block") for ku in ((2, 4) if i == 0 else (2,))]
+        out += mine[:N_PER_VARIANT]
     return out
 
 
@@ -189,6 +274,8 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
     layer = next((l for l in graph.layers if l.name == lp.layer.name), lp.layer)
     g = gemm.plan_layer(layer, graph, opts, dict(blk), {}, lambda *k: "tune")
     spec = copy.deepcopy(lp.spec)
+    spec["gemm"]["isa"] = g["spec"]["isa"]
+    spec["gemm"]["variants"] = g["spec"]["variants"]
     spec["gemm"]["blocking"] = dict(blk)
     spec["gemm"]["threads"] = lp.spec["gemm"]["threads"]
     spec["gemm"]["u8"] = g["spec"]["u8"]     # the u8 variants' blockings follow the candidate's
@@ -210,7 +297,7 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
 
 def peaks(session, work, opts) -> dict:
     """{variant: GMAC/s}: one core's multiply-add peak of each generated variant this CPU
-    runs (avx512vnni's vpdpbusd, avx2's vpmaddwd, avx2u8's vpmaddubsw and its widening), the
+    runs (avx512vnni's vpdpbusd on ymm and on zmm, avxvnni's, avx2's vpmaddwd, avx2u8's vpmaddubsw and its widening), the
     CPUID-preferred first; {"none": 0} without any.  The best of three probe runs each."""
     src = os.path.join(work, "peak.c")
     with open(src, "w") as f:
@@ -247,16 +334,19 @@ def run_tune(target, source, env):
             results = []
             for blk in candidates(lp):
                 ms = time_candidate(session, lp, blk, work, reps, opts)
-                results.append((ms, blk["mr"], blk["nr"], blk["k_unroll"], blk["order"]))
-            ms, mr, nr, ku, order = min(results)
+                results.append((ms, blk["mr"], blk["nr"], blk["k_unroll"], blk["order"], blk.get("isa", "")))
+            ms, mr, nr, ku, order, isa = min(results)
             gmacs = lp.macs / (ms * 1e6)
             layers[lp.layer.name] = {"mr": mr, "nr": nr, "k_unroll": ku, "order": order,
                                      "median_ms": round(ms, 4), "gmac_per_s": round(gmacs, 2),
                                      "fraction_of_peak": round(gmacs / pk, 3) if pk > 0 else None,
                                      "candidates": [{"mr": r[1], "nr": r[2], "k_unroll": r[3], "order": r[4],
+                                                     **({"isa": r[5]} if r[5] else {}),
                                                      "median_ms": round(r[0], 4)} for r in sorted(results)]}
-            print(f"  {lp.layer.name:<24} {mr:>2}x{nr:<2} u{ku} {order:<5}  {ms:8.3f} ms  {gmacs:6.1f} GMAC/s  "
-                  f"{gmacs / pk if pk else 0:5.0%} of peak")
+            if isa:       # the variant the winner ran (the layer's dispatch order otherwise)
+                layers[lp.layer.name]["isa"] = isa
+            print(f"  {lp.layer.name:<24} {isa or 'auto':<13} {mr:>2}x{nr:<2} u{ku} {order:<5}  {ms:8.3f} ms  "
+                  f"{gmacs:6.1f} GMAC/s  {gmacs / pk if pk else 0:5.0%} of peak")
     doc = {"model": session.model_cfg.name, "target": session.target_cfg.name,
            "peak_gmac_per_s": round(pk, 2), "repetitions": reps, "layers": layers}
     write_if_changed(str(target[0]), json.dumps(doc, indent=1, sort_keys=True) + "\n")
