@@ -105,8 +105,15 @@ static void block(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int3
             int32_t acc[4] = {0, 0, 0, 0};
             if (rows)
                 nn_xp_dot_4x1(flip, acc, a->x, wo, wsize, n, rows, x_row, w_row);
-            for (j = 0; j < 4; ++j)
-                oa[o + j] = nn_xp_requant(bias ? bias[o + j] : 0, acc[j], mult[o + j], shift[o + j], ozp, lo, hi);
+            for (j = 0; j < 4; ++j) {       /* border pixels run alone: the same quick rule */
+                const int32_t bj = bias ? bias[o + j] : 0, s = shift[o + j];
+                if (quick && nn_xp_requant_quick(bj, s)) {
+                    const int32_t k = s - 32, h = ((int32_t)1 << (k - 1)) - 1;
+                    oa[o + j] = nn_xp_requant_k(bj + acc[j], mult[o + j], k, h, ozp, lo, hi);
+                } else {
+                    oa[o + j] = nn_xp_requant(bj, acc[j], mult[o + j], s, ozp, lo, hi);
+                }
+            }
         }
     }
     for (; o < c_end; ++o) {                            /* leftover channels: fewer than 4 */
