@@ -105,8 +105,15 @@ static void block(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int3
             int32_t acc[4] = {0, 0, 0, 0};
             if (rows)
                 nn_xp_dot_4x1(flip, acc, a->x, wo, wsize, n, rows, x_row, w_row);
-            for (j = 0; j < 4; ++j)
-                oa[o + j] = nn_xp_requant(bias ? bias[o + j] : 0, acc[j], mult[o + j], shift[o + j], ozp, lo, hi);
+            for (j = 0; j < 4; ++j) {       /* border pixels run alone: the same quick rule */
+                const int32_t bj = bias ? bias[o + j] : 0, s = shift[o + j];
+                if (quick && nn_xp_requant_quick(bj, s)) {
+                    const int32_t k = s - 32, h = ((int32_t)1 << (k - 1)) - 1;
+                    oa[o + j] = nn_xp_requant_k(bj + acc[j], mult[o + j], k, h, ozp, lo, hi);
+                } else {
+                    oa[o + j] = nn_xp_requant(bj, acc[j], mult[o + j], s, ozp, lo, hi);
+                }
+            }
         }
     }
     for (; o < c_end; ++o) {                            /* leftover channels: fewer than 4 */
@@ -431,7 +438,7 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
         int16_t w16[2 * NN_XP_CHUNK];
     } wsum;
     const int short_k = kw <= NN_XP_CHUNK16_BYTES, chunk = short_k ? 2 * NN_XP_CHUNK : NN_XP_CHUNK;
-    int c0, p, o, j;
+    int c0, p, o, j, fast_rq;
 
     for (c0 = c_begin; c0 < c_end; c0 += chunk) {
         const int c1 = c0 + chunk < c_end ? c0 + chunk : c_end;
@@ -454,6 +461,12 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
                     wsum.w32[o + q - c0] = s[q];
             }
             o += q - 1;
+        }
+        /* the short requantization (pw_rq: mulh, add, shift, clamp) for the whole chunk when no
+         * channel can meet a tie or overflow: |sum (x - zp) w| <= 255 * 128 * KW */
+        for (o = c0, fast_rq = quick; o < c1 && fast_rq; ++o) {
+            nn_xp_rq_short_t q;
+            fast_rq = nn_xp_rq_short_ok(&q, bias ? bias[o] : 0, mult[o], shift[o], ozp, (uint32_t)kw * 255u * 128u);
         }
         for (p = pix_begin; p < pix_end; p += 2) {
             const int pair = p + 1 < pix_end;
@@ -485,7 +498,13 @@ static void im2col_conv(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const in
                     const uint32_t corr = zu * (uint32_t)(short_k ? wsum.w16[o + j - c0] : wsum.w32[o + j - c0]);
                     const int32_t a0 = (int32_t)((uint32_t)acc[2 * j] - corr);
                     const int32_t a1 = (int32_t)((uint32_t)acc[2 * j + 1] - corr);
-                    if (quick && nn_xp_requant_quick(b, s)) {
+                    if (fast_rq) {
+                        const int32_t k = s - 32;
+                        const int32_t rcz = (int32_t)(((uint32_t)1 << (k - 1)) + ((uint32_t)ozp << k));
+                        oa[o + j] = pw_rq((int32_t)((uint32_t)b + (uint32_t)a0), m, rcz, k, lo, hi);
+                        if (pair)
+                            oa[out_c + o + j] = pw_rq((int32_t)((uint32_t)b + (uint32_t)a1), m, rcz, k, lo, hi);
+                    } else if (quick && nn_xp_requant_quick(b, s)) {
                         const int32_t k = s - 32, h = ((int32_t)1 << (k - 1)) - 1;
                         oa[o + j] = nn_xp_requant_k(b + a0, m, k, h, ozp, lo, hi);
                         if (pair)
