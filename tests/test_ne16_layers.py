@@ -332,7 +332,7 @@ def test_rows_mode_jobs_weights_and_tiles():
         oh = (h + 2 * p - k) // 2 + 1
 
         class G:
-            t = {"x": T((1, c, h, w)), "y": T((1, oc, oh, ow))}
+            t = {"x": T((1, c, h, h)), "y": T((1, oc, oh, oh))}
 
             def tensor(self, n):
                 return self.t[n]
