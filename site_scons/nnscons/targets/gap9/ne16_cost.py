@@ -1,8 +1,18 @@
 """NE16 or the cluster for one conv: estimated cycles of both, the cheaper runs it.
 
 NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's input DMA +
-  under PIPE_MIN_TILES tiles: per tile TILE_CYCLES + weight wait + prep + engine +
-                 requantization (summed: what the small layers measured)
+  under PIPE_MIN_TILES tiles (one input-channel group): _few_cycles, the template's loop
+                 played tile by tile -- NE16 runs tile k while the cores requantize tile
+                 k - 1, a new channel tile drains it -- with the requantization per tile
+                 FEW_FORK_CYCLES + chans x (FEW_CH_CYCLES + FEW_PX_CYCLES x the pixels of
+                 the busiest core) (the per-channel loads and NE16 feed count where a core
+                 has few pixels: MobileNetV2's 6x6 and 3x3 layers), FEW_TILE_CYCLES per tile,
+                 FEW_LAYER_CYCLES per layer. Least squares (log error) on the 55 such convs
+                 of kws_dscnn, ic_resnet8, vww_mobilenetv1 and MobileNetV2 forced on NE16 on
+                 the GAP9 model: 0.92-1.06x of each (the summed form it replaces, with no
+                 overlap and 41 cycles per output: 0.69-1.59x, 1.28x on kws_dscnn's 64->64
+                 25x5 pointwise convs, which kept them on the cluster though NE16 ran them
+                 in 49.0k cycles against 54.3k);
   more tiles:    sum over tiles of PIPE_TILE_CYCLES + weight wait
                    + max(engine of tile k, requantization of tile k - 1 + prep of tile k)
                  + the last tile's requantization (NE16 computes tile k while the cores
@@ -32,11 +42,11 @@ NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's in
   2.07 M, 1.72 M, 1.75 M and 1.55 M (it predates the faster requantization and the
   pipelined template). The requantization measured 31-44 cycles per output on one core
   (REQUANT_CYCLES 41 kept; the PROF counters of the rows-mode layers, see README).
-Calibration set: 51 convs measured on both engines (benchmarks/gap9_cycles.py, gap9 and
-gap9-cluster: simplecnn, ic_resnet8, kws_dscnn, vww_mobilenetv1, MobileNetV2, ResNet-18's
-512x7x7): the NE16 estimate is within 0.94-1.22x of the measured cycles, and every choice
-matches the measured faster engine (MobileNetV2's 48->8 12x12 projections stay on the cluster:
-25.6k cycles on NE16, 20.6k on the cluster).
+Choices on those 55 convs (each measured on both engines, benchmarks/gap9_cycles.py, gap9 with
+every eligible conv forced on NE16 and gap9-cluster): 6,055 cycles lost against always picking
+the measured faster engine (vww_mobilenetv1's block12.pw and MobileNetV2's block5_0.project,
+where the cluster's estimate is 0.89-0.93x), 24,554 with the summed form; MobileNetV2's 48->8
+12x12 projections stay on the cluster (23.5k cycles on NE16, 10.2k on the cluster).
 Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels (or one of
   kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
   (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
@@ -85,7 +95,14 @@ PLAIN_MACS_PER_CYCLE = 2.0
 PW_MAC_CYCLES = 0.0819     # pointwise path, 9 cores: ~1.36 MACs/cycle per core
 PW_OUT_CYCLES = 1.68       # per output, 9 cores: ~15 cycles per output on one core (requantization)
 PW_LAYER_CYCLES = 4500
-MARGIN = 1.0               # NE16 when its estimate < MARGIN x the cluster's
+FEW_TILE_CYCLES = 500      # under PIPE_MIN_TILES (_few_cycles): per tile (forks, DMA programming)
+FEW_LAYER_CYCLES = 1000
+FEW_FORK_CYCLES = 3500     # per requantization (the fork, the output's DMA)
+FEW_CH_CYCLES = 45         # per channel of a requantization (its bias/mult/shift, the NE16 feed)
+FEW_PX_CYCLES = 26         # per output on the busiest core (two pixels a step)
+MARGIN = 0.95              # NE16 when its estimate < MARGIN x the cluster's: the cluster's own
+                           # estimates are 0.87-1.21x, so a close call (vww_mobilenetv1's block3.pw:
+                           # 0.96, NE16 measured 80.0k, cluster 74.1k) stays on the cluster
 
 
 def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
@@ -136,6 +153,32 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
     return int(total + req_prev)
 
 
+def _few_cycles(i, o, kh, row, m, t, cores) -> int:
+    """Under PIPE_MIN_TILES tiles: the template's stride-1 loop, tile by tile (see the docstring)."""
+    def req(pix, chans):
+        return FEW_FORK_CYCLES + chans * (FEW_CH_CYCLES + FEW_PX_CYCLES * -(-pix // cores))
+    now = FEW_LAYER_CYCLES + min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
+    ne_end, pending = 0.0, None
+    for co in range(t["n_c"]):
+        chans = min(t["tc"], o["c"] - co * t["tc"])
+        if pending:             # a new channel tile: the last one's requantized, its weights in
+            now, pending = max(now, ne_end) + req(*pending), None
+        now += chans * row / DMA_BYTES_PER_CYCLE
+        for h in range(t["n_h"]):
+            rows = min(t["th"], o["h"] - h * t["th"])
+            in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
+            if co and t["in_bufs"] == 2 and h == 0:
+                now += in_bytes / DMA_BYTES_PER_CYCLE
+            if t["in_bufs"] == 1:       # the input after NE16 read the last
+                now = max(now, ne_end) + in_bytes / DMA_BYTES_PER_CYCLE
+            now = max(now + PREP_CYCLES * in_bytes / cores + FEW_TILE_CYCLES, ne_end)
+            ne_end = now + _engine(m, rows, o["w"], chans, i["c"], t["kg"], 1)
+            if pending:
+                now += req(*pending)
+            pending = (rows * o["w"], chans)
+    return int(max(now, ne_end) + req(*pending))
+
+
 def ne16_cycles(layer, graph, m, t, cores) -> int:
     """Estimated cycles of the conv on NE16 with tiling t (ne16_layer.plan_tiling)."""
     from .ne16_geometry import geometry as _geometry, jobs, weight_row
@@ -144,6 +187,8 @@ def ne16_cycles(layer, graph, m, t, cores) -> int:
     n_jobs, k_job = jobs(m, kh, kw, i["c"])
     if m == "rows":
         return _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores)
+    if t["n_tiles"] < PIPE_MIN_TILES and t["n_g"] == 1:
+        return _few_cycles(i, o, kh, row, m, t, cores)
     if t["n_tiles"] < PIPE_MIN_TILES:
         tile_cycles, pipelined = TILE_CYCLES, False
     else:
