@@ -2,7 +2,7 @@
  *
  * Layout: activations CHW (batch 1), conv weight (out_c, in_c/groups, k_h, k_w),
  * linear weight (out, in).  Per-output-channel mult/shift come from
- * nnscons.numerics.requant_params(); the rounding rule is in nn_requant.h.
+ * nnscons.ops.requant_params(); the rounding rule is in nn_requant.h.
  * No allocation: every kernel works in the caller's buffers plus a small stack frame.
  */
 #ifndef NN_KERNELS_H
