@@ -21,9 +21,9 @@ import numpy as np
 from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from ... import ops
-from ...ops import softmax
-from .. import base, library, portable
-from . import layerplan as lplan, mapping, pack
+from .. import base, library
+from . import fallback, layerplan as lplan, mapping, pack
+from .fallback import host_layer, host_scratch  # noqa: F401  (the plan of a host layer)
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes, layer_kind  # noqa: F401  (the kind's node hook)
 from .tool import check_tools  # noqa: F401  (the kind's hook: its tools are the Tool's)
@@ -71,38 +71,26 @@ def resolve_platform(opts, target_name, explicit) -> str:
     return chosen
 
 
-def _runs(layer, graph):
-    return None
-
-
-# the op table of the host fallback: the ops host_layers.py (and templates/aie2p/host_layer.c.j2)
-# run on the host CPU -> (layer, graph) -> why this layer cannot, or None
-FALLBACK_OPS = {op: _runs for op in ("maxpool", "avgpool", "global_avgpool", "add", "requant", "concat",
-                                     "conv2d", "linear", "lut", "mul", "move", "island_avgpool")}
-FALLBACK_OPS["softmax"] = softmax.channel_first_check
-
-
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:
     layers = []
-    fallback = opts["mapping"]["fallback"] == "host"
+    on_host = opts["mapping"]["fallback"] == "host"
     model = library.c_model_name(graph.name)
     emul = opts["run"]["platform"] == "emul"
-    if not fallback:
+    if not on_host:
         mapping.check(graph)
     for layer in graph.layers:
         cname = cnames[layer.name]
-        if fallback and mapping.why_not(layer, graph):
-            fallback_check = FALLBACK_OPS.get(layer.op)
-            if fallback_check is None:
+        if on_host and mapping.why_not(layer, graph):
+            impl = fallback.OPS.get(layer.op)
+            if impl is None:
                 raise UserError(f"layer '{layer.name}' ({'+'.join(layer.source_ops) or layer.op}): op "
                                 f"'{layer.op}' has no AIE kernel and no host fallback kernel "
-                                f"(host_layers.py); the fallback runs: {', '.join(FALLBACK_OPS)}")
-            if why := fallback_check(layer, graph):
+                                f"(host_layers.py); the fallback runs: {', '.join(fallback.OPS)}")
+            if impl.check and (why := impl.check(layer, graph)):
                 raise UserError(f"layer '{layer.name}': {why} (target kind 'aie2p')")
             lp = host_layer(layer, graph, cname, mapping.why_not(layer, graph))
             if emul:        # the library's C for it
-                lp.files.append((f"src/layers/{cname}_host.c", "host_layer.c.j2",
-                                 dict(lp.spec, symbol=f"nns_{model}_{cname}", **host_scratch(lp.spec))))
+                lp.files += fallback.host_files(lp, model)
             layers.append(lp)
             continue
         if ops.get(layer.op).alias:      # a Flatten/Reshape: a view of its input on the host
@@ -215,20 +203,6 @@ def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def host_scratch(spec: dict) -> dict:
-    """A host layer's transposes in the arena's scratch region (host_layer.c.j2): each HWC
-    input's CHW copy, then the CHW output when the output is HWC."""
-    at, off = {}, 0
-    for k, t in enumerate(spec["inputs"]):
-        if t["hwc"]:
-            at[f"x{k}"] = off
-            off += _align(t["size"], 16)
-    if spec["out"]["hwc"]:
-        at["y"] = off
-        off += _align(spec["out"]["size"], 16)
-    return {"scratch_at": dict(at, bytes=off)}
-
-
 SCRATCH_ALIGN = 64      # the arena's scratch region starts 64-byte aligned after the activations
 ARENA_ALIGN = 16        # init aligns the caller's arena up to this (nns.h's ARENA_ALIGN)
 
@@ -288,34 +262,6 @@ def fit_layer(layer, graph, cname, g, req, own, act_dtype, opts, at, cls) -> dic
             except UserError:
                 continue
     raise first_error
-
-
-def host_layer(layer, graph, cname: str, why: str) -> base.LayerPlan:
-    """fallback: host -- the layer runs on the host CPU with kernels/common (host_layers.py)."""
-    layout = base.param_layout(layer, graph)
-
-    def tensor(name):
-        t = graph.tensor(name)
-        sh = t.shape
-        c, h, w = (sh[1], sh[2], sh[3]) if len(sh) == 4 else (sh[1], 1, 1)
-        return {"c": c, "h": h, "w": w, "zp": t.q.zero_point, "size": int(np.prod(sh)),
-                "hwc": len(sh) == 4 and h * w > 1 and c > 1}
-    a = layer.attrs
-    spec = {"op": layer.op, "name": layer.name, "cname": cname, "why_not_npu": why,
-            "inputs": [tensor(t) for t in layer.inputs], "out": tensor(layer.output),
-            "act": [layer.act_min, layer.act_max],
-            "params": {s: {"dtype": d, "count": n, "offset": o} for s, d, n, o in layout}}
-    if layer.op in portable.SPEC:            # op-specific spec entries (mul mode, move fill)
-        spec.update(portable.SPEC[layer.op](layer, graph))
-    if ops.has_window(layer):
-        spec.update(kernel=list(a["kernel"]), stride=list(a["stride"]),
-                    dilation=list(a.get("dilation", (1, 1))), pads=list(a["pads"]),
-                    groups=a.get("groups", 1), count_include_pad=a.get("count_include_pad", 0))
-    nbytes = base.layout_bytes(layout)
-    return base.LayerPlan(layer=layer, cname=cname, template="", kernels=(), spec=spec,
-                          param_layout=layout, macs=base.macs(layer, graph), param_bytes=nbytes,
-                          files=[(f"src/layers/{cname}_host.json", "host.json.j2", spec)],
-                          report={"aie": {"runs_on": "host", "why_not_npu": why}, "runs_on": "host"})
 
 
 def network_spec(graph, layers, buffers) -> dict:
