@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import SCons.Action
 
-from ... import binfiles
+from ... import binfiles, codegen as render
 from ...fileio import file_digest
 from ...planning import keys
 from ...resources import data_path, zoo_dir
@@ -117,6 +117,9 @@ def declare(env, session) -> dict:
         node = env.NnsCodegen(os.path.join(b, path), [value(env, spec), os.path.join(tdir, template)],
                               NNS_VERB="CODEGEN", NNS_LABEL=label)
         env.Depends(node, codegen_py)
+        # templates the template includes by a name from its spec (the scanner sees literal names)
+        includes = spec.get("includes", ()) if isinstance(spec, dict) else ()
+        env.Depends(node, [render.template_file(tdir, name) for name in includes])
         env.Precious(node)
         return node
 

@@ -76,6 +76,7 @@ def host_scratch(spec: dict) -> dict:
 def host_files(lp, model: str) -> list:
     """platform=emul: the layer's C, <L>_host.c: the CHW layer of templates/cpu (its symbol
     <symbol>_cpu), included by aie2p's wrapper transposing around it (host_layer.c.j2)."""
+    cpu = "cpu/" + os.path.basename(OPS[lp.spec["op"]].template)
     return [(f"src/layers/{lp.cname}_host.c", "host_layer.c.j2",
-             dict(lp.spec, symbol=f"nns_{model}_{lp.cname}", cpu_template="cpu/" + os.path.basename(OPS[lp.spec["op"]].template),
-                  **host_scratch(lp.spec)))]
+             dict(lp.spec, symbol=f"nns_{model}_{lp.cname}", cpu_template=cpu,
+                  includes=[cpu, "cpu/_layer.j2"], **host_scratch(lp.spec)))]
