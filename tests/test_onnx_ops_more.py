@@ -4,6 +4,7 @@ transA, Reduce* over any axes, Sum/Max/Min of N activations."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 from pathlib import Path
 
@@ -399,6 +400,20 @@ def test_cpu_net_builds_bit_exact_on_arm64(project):
     """arm64 shares the host's templates (-Wall -Wextra -Werror, NEON max pools leave dilated
     windows to the portable kernel)."""
     _passes(project, cpu_net(project.file("m/cpunet.onnx")), "arm64")
+
+
+@pytest.mark.parametrize("net", ["cpunet", "reducenet", "narynet"])
+def test_aie2p_host_fallback_library_runs_reduce_and_nary(project, net):
+    """aie2p's emulated library (platform=emul) runs the layers its NPU does not map --
+    reduce, nary, dilated pools, concat -- through the shared CPU templates in CHW
+    (templates/cpu inside templates/aie2p/host_layer.c.j2), bit for bit."""
+    path = NETS[net](project.file(f"m/{net}.onnx"))
+    proc = project.scons("target=aie2p-hybrid", f"model={path}", "platform=emul", "-j2")
+    assert f"Test PASSED [aie2p-hybrid] {net}" in proc.stdout, proc.stdout[-3000:]
+    report, = glob.glob(project.file(f"build/aie2p-hybrid/*{net}*/report.json"))
+    with open(report) as f:
+        on = {(l["op"], l["runs_on"]) for l in json.load(f)["layers"]}
+    assert ("reduce", "host") in on and (net == "reducenet" or ("nary", "host") in on), on
 
 
 def chunked_reduce_net(path, seed=0):
