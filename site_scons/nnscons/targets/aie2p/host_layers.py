@@ -7,7 +7,8 @@ Python. Activations between layers are HWC bytes in DDR; the C kernels are CHW, 
 way out; elementwise ops (add, requant, concat per channel slice in CHW) need the CHW
 order only for concat. A layer's spec (src/layers/<L>_host.json) holds the shapes, zero
 points and window attributes; its weights .bin the host target's sections (weight, bias,
-mult, shift at the layout's offsets).
+mult, shift at the layout's offsets). The emulated library (platform=emul) runs the same
+CHW kernels from C instead: templates/cpu's layer inside templates/aie2p/host_layer.c.j2.
 """
 from __future__ import annotations
 
@@ -154,8 +155,10 @@ def _island_avgpool(lib, spec, p, chw, out):
                                   I32(act[0]), I32(act[1]), _ptr(out))
 
 
-# the host-layer bindings, the fallback's op table: op -> (lib, spec, params, CHW inputs,
-# output) -> None, the call of its kernel in nn_host.so
+# the host-layer bindings, the fallback's ops: op -> (lib, spec, params, CHW inputs, output)
+# -> None, the call of its kernel in nn_host.so. fallback.OPS (the planner's op table: the
+# templates/cpu file the emulated library compiles, a check) is built over these keys, so an
+# op is offered exactly when it has a binding here.
 BINDINGS = {"maxpool": _pool, "avgpool": _pool, "global_avgpool": _global_avgpool, "add": _add,
             "requant": _requant, "concat": _requant, "conv2d": _conv2d, "linear": _linear, "lut": _lut,
             "mul": _mul, "move": _move, "softmax": _softmax, "reduce": _reduce, "nary": _nary,
