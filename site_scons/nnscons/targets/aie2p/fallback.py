@@ -7,7 +7,7 @@ K210's CPU layers use it) that the emulated library (platform=emul) compiles for
 The activations are HWC in DDR, so the library's layer source (<L>_host.c) is the CHW layer
 of templates/cpu and aie2p's wrapper transposing around it (templates/aie2p/host_layer.c.j2). reduce and nary are offered:
 tests/test_ops_fallback.py runs them through HostKernels bit-exact (reducenet, narynet,
-cpunet) and tests/test_aie2p_emul.py builds them on the emulated library.
+cpunet), and tests/test_onnx_ops_more.py builds those nets on the emulated library.
 """
 from __future__ import annotations
 
