@@ -80,6 +80,14 @@ static inline int32_t nn_xp_clamp(int32_t q, int32_t lo, int32_t hi)
     __asm__(".insn r 0x33, 4, 2, %0, %0, %1" : "+r"(q) : "r"(hi));
     return q;
 }
+
+/* p.clipi rd, rs1, 8 (funct7 0x0a, funct3 1, the bit count in rs2's field): clamp to int8 */
+static inline int32_t nn_xp_clip8(int32_t q)
+{
+    int32_t r;
+    __asm__(".insn r 0x33, 1, 0x0a, %0, %1, x8" : "=r"(r) : "r"(q));
+    return r;
+}
 #else
 static inline int32_t nn_xp_mac(int32_t acc, int32_t a, int32_t b)
 {
@@ -89,6 +97,11 @@ static inline int32_t nn_xp_mac(int32_t acc, int32_t a, int32_t b)
 static inline int32_t nn_xp_clamp(int32_t q, int32_t lo, int32_t hi)
 {
     return q < lo ? lo : (q > hi ? hi : q);
+}
+
+static inline int32_t nn_xp_clip8(int32_t q)
+{
+    return q < -128 ? -128 : (q > 127 ? 127 : q);
 }
 #endif
 
@@ -105,6 +118,19 @@ void nn_xp_add_short_s8(int n, const int8_t *a, const int8_t *b, int32_t m0, int
                         int32_t s, int32_t act_min, int32_t act_max, int8_t *out)
 {
     int i;
+    if (act_min == -128 && act_max == 127) {     /* no activation: one p.clipi an element */
+        for (i = 0; i + 4 <= n; i += 4) {
+            const int32_t x0 = a[i], y0 = b[i], x1 = a[i + 1], y1 = b[i + 1];
+            const int32_t x2 = a[i + 2], y2 = b[i + 2], x3 = a[i + 3], y3 = b[i + 3];
+            out[i] = (int8_t)nn_xp_clip8(NN_ADD_SHORT(x0, y0));
+            out[i + 1] = (int8_t)nn_xp_clip8(NN_ADD_SHORT(x1, y1));
+            out[i + 2] = (int8_t)nn_xp_clip8(NN_ADD_SHORT(x2, y2));
+            out[i + 3] = (int8_t)nn_xp_clip8(NN_ADD_SHORT(x3, y3));
+        }
+        for (; i < n; ++i)
+            out[i] = (int8_t)nn_xp_clip8(NN_ADD_SHORT(a[i], b[i]));
+        return;
+    }
     for (i = 0; i + 4 <= n; i += 4) {
         const int32_t x0 = a[i], y0 = b[i], x1 = a[i + 1], y1 = b[i + 1];
         const int32_t x2 = a[i + 2], y2 = b[i + 2], x3 = a[i + 3], y3 = b[i + 3];
