@@ -14,6 +14,8 @@ only if every a m0' + b m1' + c fits int32.  None: no such rule, the kernel keep
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ... import numerics
@@ -33,6 +35,7 @@ def reference(m0, m1, s, za, zb, zo, lo, hi):
     return np.clip(numerics.rshift_round(acc, int(s)) + zo, lo, hi)
 
 
+@lru_cache(maxsize=256)         # a layer's spec may be asked for more than once in a build
 def short_rule(m0, m1, s, za, zb, zo, lo, hi):
     """(m0', m1', c, s') such that clamp((a m0' + b m1' + c) >> s', lo, hi) is the add's output
     for every int8 pair, every intermediate in int32; None if none is found."""
@@ -49,10 +52,21 @@ def short_rule(m0, m1, s, za, zb, zo, lo, hi):
             for d1 in (0, -1, 1):
                 n0 = _scaled(m0, s, s2) + d0
                 n1 = _scaled(m1, s, s2) + d1
+                if not _may_fit(n0, n1, s2, za, zb, zo):
+                    continue
                 c = _constant(a * n0 + b * n1, want, s2, lo, hi)
                 if c is not None:
                     return n0, n1, c, s2
     return None
+
+
+def _may_fit(n0, n1, s2, za, zb, zo):
+    """A quick screen (it only skips, _constant decides): with the c the rule needs, about
+    zo 2^s2 - za n0 - zb n1, do the sums stay within int32 give or take 2^(s2+1)?"""
+    c = (zo << s2) - za * n0 - zb * n1
+    lo = c + min(-128 * n0, 127 * n0) + min(-128 * n1, 127 * n1)
+    hi = c + max(-128 * n0, 127 * n0) + max(-128 * n1, 127 * n1)
+    return lo > -_I32 - (2 << s2) and hi < _I32 + (2 << s2)
 
 
 def _scaled(m, s, s2):
