@@ -29,6 +29,7 @@ import pytest  # noqa: E402
 
 from nnscons import numerics  # noqa: E402
 from nnscons import ops  # noqa: E402
+from nnscons.targets.gap9.add_short import short_rule  # noqa: E402
 from nnscons.reference import run_layer  # noqa: E402
 from test_reference import conv_graph, pool_graph, rand_int8, single_layer_graph  # noqa: E402
 from test_kernels import POOL_CASES  # noqa: E402
@@ -46,7 +47,7 @@ CORES = 8
 (CONV_CHW, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
  GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST, LINEAR, XP_LINEAR,
  XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS, XP_CONV_CORES, XP_CONV_SPLIT, XP_DWCONV, XP_GAP,
- LUT, XP_LUT, XP_AVGPOOL, XP_REQUANT) = range(1, 28)
+ LUT, XP_LUT, XP_AVGPOOL, XP_REQUANT, XP_ADD_SHORT) = range(1, 29)
 
 
 # ---------------------------------------------------------------- the harness
@@ -648,6 +649,32 @@ def test_xpulp_add_equals_common_kernel(harnesses, tmp_path, build):
         np.testing.assert_array_equal(outs[2 * i + 1], outs[2 * i], err_msg=f"add case {i}: {cfg}")
         distinct.update(outs[2 * i].tolist())
     assert len(distinct) > 100
+
+
+@pytest.mark.parametrize("build", XP_BUILDS)
+def test_xpulp_add_short_rule_equals_common_kernel(harnesses, tmp_path, build):
+    """nn_xp_add_short_s8 with the rule add_short.py finds against nn_add_s8 on all 65536
+    int8 pairs (one call each, so every length remainder of the 4-wide loop is reached too)."""
+    exe = _exe(harnesses, build)
+    rng = np.random.default_rng(2027)
+    v = np.arange(-128, 128, dtype=np.int8)
+    x, y = np.repeat(v, 256), np.tile(v, 256)
+    b, cases = Batch(), []
+    while len(cases) < 12:
+        mult = rng.integers(1 << 28, 1 << 31, 2).astype(np.int32)
+        shift = np.array([int(rng.integers(29, 34))], np.int32)
+        za, zb, zo = (int(z) for z in rng.integers(-128, 128, 3))
+        lo, hi = (-128, 127) if len(cases) % 2 else (zo, 127)
+        r = short_rule(int(mult[0]), int(mult[1]), int(shift[0]), za, zb, zo, lo, hi)
+        if r is None:
+            continue
+        n = x.size - len(cases) % 4
+        cases.append((za, zb, zo, r))
+        b.add(ADD, [n, za, zb, zo, lo, hi], [x[:n], y[:n], mult, shift], n, fill=3)
+        b.add(XP_ADD_SHORT, [n, *r, lo, hi], [x[:n], y[:n]], n, fill=-3)
+    outs = b.run(exe, tmp_path)
+    for i, case in enumerate(cases):
+        np.testing.assert_array_equal(outs[2 * i + 1], outs[2 * i], err_msg=f"add short case {i}: {case}")
 
 
 @pytest.mark.parametrize("build", XP_BUILDS)

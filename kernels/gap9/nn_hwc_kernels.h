@@ -81,6 +81,10 @@ void nn_xp_avgpool_s8(const nn_hwc_pool_cfg_t *cfg, const int8_t *in, const int3
 void nn_xp_add_s8(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t b_zp,
                   const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,
                   int32_t act_max, int8_t *out);
+/* out = clamp((a m0 + b m1 + c) >> s): an add's rule where targets/gap9/add_short.py proved
+ * it exact for every int8 pair (all of it in int32). */
+void nn_xp_add_short_s8(int n, const int8_t *a, const int8_t *b, int32_t m0, int32_t m1, int32_t c,
+                        int32_t s, int32_t act_min, int32_t act_max, int8_t *out);
 
 /* nn_xp_pool.c: nn_hwc_global_avgpool_s8's contract and results, on channel words where
  * nn_xp_global_avgpool_fast(c, c_begin, c_end) says so (c, c_begin and c_end multiples of 4;

@@ -23,7 +23,8 @@
 enum { CONV_CHW = 1, CONV_HWC, MAXPOOL_CHW, AVGPOOL_CHW, MAXPOOL_HWC, AVGPOOL_HWC,
        GAP_CHW, GAP_HWC, REQUANT_CHW, REQUANT_HWC, XP_CONV_HWC, XP_CONV_FAST,
        LINEAR, XP_LINEAR, XP_CONV_IM2COL, XP_MAXPOOL, ADD, XP_ADD, XP_CONV_CHANS,
-       XP_CONV_CORES, XP_CONV_SPLIT, XP_DWCONV, XP_GAP, LUT, XP_LUT, XP_AVGPOOL, XP_REQUANT };
+       XP_CONV_CORES, XP_CONV_SPLIT, XP_DWCONV, XP_GAP, LUT, XP_LUT, XP_AVGPOOL, XP_REQUANT,
+       XP_ADD_SHORT };
 
 static void die(const char *what)
 {
@@ -150,6 +151,9 @@ static void run(int32_t op, const int32_t *k, void *const *a, int8_t *out)
     case ADD:
     case XP_ADD:
         (op == ADD ? nn_add_s8 : nn_xp_add_s8)(k[0], a[0], k[1], a[1], k[2], a[2], a[3], k[3], k[4], k[5], out);
+        break;
+    case XP_ADD_SHORT:  /* k: n, m0', m1', c, s', act_min, act_max (add_short.py's rule) */
+        nn_xp_add_short_s8(k[0], a[0], a[1], k[1], k[2], k[3], k[4], k[5], k[6], out);
         break;
     case MAXPOOL_CHW:
     case AVGPOOL_CHW: {

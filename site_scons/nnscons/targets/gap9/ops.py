@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from ... import ops as registry
 from ..base import OpImpl, flattened_from, layer_fields, window_fields, layout_bytes, param_arrays, pool_check
-from . import tiling
+from . import add_short, tiling
 from .conv_paths import (hwc, _p_per_oc, xp_conv_path, folds_zp, kernel_zp, folded_bias,  # noqa: F401
                          xp_preflip, im2col_bytes, dw_plane_bytes, weight_row)
 from ...ops import bilinear, div, instnorm, island_pool, lrn, softmax
@@ -319,6 +319,13 @@ def _island_spec(layer, graph, spec, til, xpulp):
         spec["sections"] = [{"name": "bias", "offset": 0, "src": spec["params"]["bias"]["offset"], "per_oc": 1024}]
 
 
+def _add_spec(layer, graph, spec, til, xpulp):
+    """The 32-bit rule proved exact for this add's parameters (add_short.py), or None."""
+    z = [int(graph.tensor(n).q.zero_point) for n in (*layer.inputs, layer.output)]
+    spec["add_short"] = xpulp and len(z) == 3 and add_short.layer_rule(
+        registry.requant_params(layer, graph), *z, int(layer.act_min), int(layer.act_max))
+
+
 def _concat_spec(layer, graph, spec, til, xpulp):
     offs = np.cumsum([0] + [hwc(graph.tensor(t).shape)["c"] for t in layer.inputs])
     spec["channel_offsets"] = [int(x) for x in offs[:-1]]
@@ -397,7 +404,7 @@ OPS = {
     "global_avgpool": Gap9Impl("global_avgpool.c.j2", _POOL, tiling=_global_pool_tiling, xpulp=True,
                                fused_name="globalavgpool+quant", fused_always=True),
     "add": Gap9Impl("add.c.j2", (C + "nn_eltwise.c", G + "nn_xp_add.c"), residual=True, tiling=_add_tiling,
-                    xpulp=True),
+                    xpulp=True, more_spec=_add_spec),
     "concat": Gap9Impl("concat.c.j2", (C + "nn_hwc_eltwise.c", G + "nn_xp_lut.c"), tiling=_concat_tiling,
                        xpulp=True, more_spec=_concat_spec),
     "requant": Gap9Impl("requant.c.j2", (C + "nn_hwc_eltwise.c", G + "nn_xp_lut.c"), tiling=_requant_tiling,
