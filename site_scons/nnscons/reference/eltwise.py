@@ -18,11 +18,16 @@ def add(layer, graph, inputs, p):
     za, zb = (_zp(graph, t) for t in layer.inputs)
     if p["shift"][0] < 0:
         return _tflite_add(layer, graph, a, b, za, zb, p)
-    # Both operands are scaled to the common shift before one rounding.
-    acc = ((a.astype(np.int64) - za) * np.int64(p["mult"][0])
-           + (b.astype(np.int64) - zb) * np.int64(p["mult"][1]))
-    out = numerics.rshift_round(acc, int(p["shift"][0])) + _zp(graph, layer.output)
-    return np.clip(out, layer.act_min, layer.act_max).astype(np.int8)
+    return add_rule(a, b, za, zb, _zp(graph, layer.output), p["mult"][0], p["mult"][1],
+                    p["shift"][0], layer.act_min, layer.act_max).astype(np.int8)
+
+
+def add_rule(a, b, za, zb, zo, m0, m1, s, lo, hi):
+    """The two-multiplier add's integer rule (int64 result): both operands scaled to the
+    common shift before one rounding.  targets/gap9/add_short proves its 32-bit form against
+    this very function."""
+    acc = (np.asarray(a, dtype=np.int64) - za) * np.int64(m0) + (np.asarray(b, dtype=np.int64) - zb) * np.int64(m1)
+    return np.clip(numerics.rshift_round(acc, int(s)) + zo, lo, hi)
 
 
 def _tflite_add(layer, graph, a, b, za, zb, p):

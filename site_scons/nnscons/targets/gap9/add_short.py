@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ... import numerics
+from ...reference import eltwise
 
 _I32 = 1 << 31
 
@@ -31,8 +31,7 @@ def _pairs():
 def reference(m0, m1, s, za, zb, zo, lo, hi):
     """The add's output for every (a, b) pair (a major), by the reference's own rule."""
     a, b = _pairs()
-    acc = (a - za) * np.int64(m0) + (b - zb) * np.int64(m1)
-    return np.clip(numerics.rshift_round(acc, int(s)) + zo, lo, hi)
+    return eltwise.add_rule(a, b, za, zb, zo, m0, m1, s, lo, hi)
 
 
 @lru_cache(maxsize=256)         # a layer's spec may be asked for more than once in a build
