@@ -47,9 +47,6 @@ TREES = {
             "the same lane loop per ISA (AVX-512 VNNI, AVX2, NEON) under #if: one is compiled",
     }),
     "python": ("site_scons/**/*.py", 8, {
-        ("site_scons/nnscons/reference/tflite_kernels.py", "site_scons/nnscons/reference/tflite_kernels.py"):
-            "TFLite's CONV_2D and DEPTHWISE_CONV_2D reference loops, kept as two readable copies "
-            "of TFLite's two kernels (the oracle mirrors the code it checks)",
         ("site_scons/nnscons/kernelgen/isa_x86.py", "site_scons/nnscons/kernelgen/isa_x86.py"):
             "the accumulator loops of the AVX2 and AVX-512 micro-kernels",
         ("site_scons/nnscons/targets/arm64/tool.py", "site_scons/nnscons/targets/cortex_m/tool.py"):

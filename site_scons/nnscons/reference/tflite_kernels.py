@@ -133,33 +133,43 @@ def fc_requantize_float(acc, bias, in_scale, w_scales, out_scale, out_zp, act_mi
     return _out(scaled + out_zp, act_min, act_max)
 
 
-def _conv_acc(x, w, in_zp, strides, padding, dilation, groups_ok=True):
-    """int32 accumulators of a grouped NHWC conv with OHWI weights (padding pixels add 0)."""
-    x = _i64(x)
-    w = _i64(w)
-    n, h, wd, cin = x.shape
-    co, fh, fw, cf = w.shape
+def _taps(x, fh, fw, in_zp, strides, padding, dilation):
+    """(output height, width, then per kernel tap (ky, kx, patch)): the NHWC input under each
+    tap of every output pixel, less in_zp, with 0 where the tap falls in the padding."""
+    n, h, wd, _ = x.shape
     sh, sw = _pair(strides)
     dh, dw = _pair(dilation)
     oh, ph = compute_padding(h, fh, sh, dh, padding)
     ow, pw = compute_padding(wd, fw, sw, dw, padding)
-    groups = cin // cf
-    fpg = co // groups
-    acc = np.zeros((n, oh, ow, co), dtype=np.int64)
     oy = np.arange(oh) * sh - ph
     ox = np.arange(ow) * sw - pw
-    for ky in range(fh):
-        iy = oy + ky * dh
-        vy = (iy >= 0) & (iy < h)
-        for kx in range(fw):
-            ix = ox + kx * dw
-            vx = (ix >= 0) & (ix < wd)
-            patch = x[:, np.clip(iy, 0, h - 1)][:, :, np.clip(ix, 0, wd - 1)] - in_zp
-            patch = patch * (vy[None, :, None, None] & vx[None, None, :, None])
-            for g in range(groups):
-                pg = patch[..., g * cf:(g + 1) * cf]
-                wg = w[g * fpg:(g + 1) * fpg, ky, kx, :]
-                acc[..., g * fpg:(g + 1) * fpg] += np.einsum("nhwc,oc->nhwo", pg, wg)
+
+    def each():
+        for ky in range(fh):
+            iy = oy + ky * dh
+            vy = (iy >= 0) & (iy < h)
+            for kx in range(fw):
+                ix = ox + kx * dw
+                vx = (ix >= 0) & (ix < wd)
+                patch = x[:, np.clip(iy, 0, h - 1)][:, :, np.clip(ix, 0, wd - 1)] - in_zp
+                yield ky, kx, patch * (vy[None, :, None, None] & vx[None, None, :, None])
+    return oh, ow, each()
+
+
+def _conv_acc(x, w, in_zp, strides, padding, dilation):
+    """int32 accumulators of a grouped NHWC conv with OHWI weights (padding pixels add 0)."""
+    x = _i64(x)
+    w = _i64(w)
+    co, fh, fw, cf = w.shape
+    groups = x.shape[3] // cf
+    fpg = co // groups
+    oh, ow, taps = _taps(x, fh, fw, in_zp, strides, padding, dilation)
+    acc = np.zeros((x.shape[0], oh, ow, co), dtype=np.int64)
+    for ky, kx, patch in taps:
+        for g in range(groups):
+            pg = patch[..., g * cf:(g + 1) * cf]
+            wg = w[g * fpg:(g + 1) * fpg, ky, kx, :]
+            acc[..., g * fpg:(g + 1) * fpg] += np.einsum("nhwc,oc->nhwo", pg, wg)
     return acc
 
 
@@ -177,25 +187,12 @@ def depthwise_conv2d(x, w, bias, in_zp, out_zp, M, shift, strides=1, padding="SA
     output channel oc = ic*mult + m."""
     x = _i64(x)
     w = _i64(w)
-    n, h, wd, cin = x.shape
     _, fh, fw, co = w.shape
-    mult = co // cin
-    sh, sw = _pair(strides)
-    dh, dw = _pair(dilation)
-    oh, ph = compute_padding(h, fh, sh, dh, padding)
-    ow, pw = compute_padding(wd, fw, sw, dw, padding)
-    acc = np.zeros((n, oh, ow, co), dtype=np.int64)
-    oy = np.arange(oh) * sh - ph
-    ox = np.arange(ow) * sw - pw
-    for ky in range(fh):
-        iy = oy + ky * dh
-        vy = (iy >= 0) & (iy < h)
-        for kx in range(fw):
-            ix = ox + kx * dw
-            vx = (ix >= 0) & (ix < wd)
-            patch = x[:, np.clip(iy, 0, h - 1)][:, :, np.clip(ix, 0, wd - 1)] - in_zp
-            patch = patch * (vy[None, :, None, None] & vx[None, None, :, None])
-            acc += np.repeat(patch, mult, axis=-1) * w[0, ky, kx, :]
+    mult = co // x.shape[3]
+    oh, ow, taps = _taps(x, fh, fw, in_zp, strides, padding, dilation)
+    acc = np.zeros((x.shape[0], oh, ow, co), dtype=np.int64)
+    for ky, kx, patch in taps:
+        acc += np.repeat(patch, mult, axis=-1) * w[0, ky, kx, :]
     return requantize_acc(_wrap32(acc), bias, M, shift, out_zp, act_min, act_max)
 
 
