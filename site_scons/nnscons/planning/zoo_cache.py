@@ -8,6 +8,8 @@ SHA-256 of their bytes beside them (<entry>.sha256); every build folder's model 
 copy.  Both files are published atomically (write_if_changed); an entry whose bytes do
 not match its digest (damaged, edited) is generated again, never copied.  Only under
 build/: a foreign SConstruct's build folder keeps its entries in <folder>/cache/.
+The call that generates a model also hands its proto to the caller (materialize), so that
+the planning does not parse back the file it has just written.
 """
 from __future__ import annotations
 
