@@ -4,12 +4,14 @@ A copy of the project's sources in a temporary folder, no build/ in it: each run
 `scons -Q model=M codegen` from nothing (the zoo model generated and written, imported,
 calibrated, planned, every layer's source rendered; no compiler runs).
 
-    .venv/bin/python benchmarks/build_speed.py [model] [runs]
+    .venv/bin/python benchmarks/build_speed.py [model] [runs] [--against CHECKOUT]
 
 Prints the median wall time of `runs` plain runs, then one run's phases under cProfile
 (cumulative seconds of the functions that do each phase; the profiler adds its own
 overhead, so they sum to more than a plain run) and one run's imports (python -X importtime:
-the heaviest top-level packages).
+the heaviest top-level packages).  --against CHECKOUT: another checkout (e.g. a `git
+worktree` of main) copied the same way; each round runs both, one after the other, and the
+ratio of each round is printed (a shared machine's load moves both alike).
 """
 import os
 import pstats
@@ -27,14 +29,15 @@ COPY = ("site_scons", "models", "templates", "kernels", "targets.yaml", "SConstr
 
 # phase: (file suffix, function name) whose cumulative time is the phase's
 PHASES = (
-    ("zoo model generated + written", "nnscons/planning/zoo_cache.py", "write"),
+    ("zoo model generated + written", "nnscons/planning/zoo_cache.py", "materialize"),
+    ("zoo model generated + written (before materialize)", "nnscons/planning/zoo_cache.py", "write"),
     ("zoo model generated + written (before build/.zoo)", "models/zoo/__init__.py", "write"),
     ("model import (read, walk, passes)", "nnscons/frontends/__init__.py", "load_model"),
     ("  of which calibration (onnxruntime)", "nnscons/frontends/ptq.py", "calibrate"),
     ("  of which onnx shape inference", "nnscons/frontends/onnx_graph.py", "_static_shapes"),
     ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
     ("session: import + target plan + keys", "nnscons/builders/graph/session.py", "__init__"),
-    ("manifest (every target kind's schema)", "nnscons/builders/graph/network.py", "load_manifest"),
+    ("manifest (targets.yaml, the kinds' schemas)", "nnscons/builders/graph/network.py", "load_manifest"),
     ("declare nodes", "nnscons/builders/graph/network.py", "declare"),
     ("codegen: render sources", "nnscons/builders/graph/actions.py", "render_source"),
 )
@@ -79,15 +82,36 @@ def _imports(text):
     return total, heavy
 
 
+def _copy(root, dest):
+    for name in COPY:
+        src = os.path.join(root, name)
+        (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(dest, name))
+
+
 def main():
-    model = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    args = sys.argv[1:]
+    against = None
+    if "--against" in args:
+        i = args.index("--against")
+        against = os.path.abspath(args[i + 1])
+        del args[i:i + 2]
+    model = args[0] if args else "resnet18"
+    runs = int(args[1]) if len(args) > 1 else 3
     cmd = [SCONS, "-Q", f"model={model}", "codegen"]
-    with tempfile.TemporaryDirectory() as cold:
-        for name in COPY:
-            src = os.path.join(ROOT, name)
-            (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(cold, name))
-        times = [_cold(cold, cmd) for _ in range(runs)]
+    with tempfile.TemporaryDirectory() as cold, tempfile.TemporaryDirectory() as other:
+        _copy(ROOT, cold)
+        if against:
+            _copy(against, other)
+            pairs = [(_cold(other, cmd), _cold(cold, cmd)) for _ in range(runs)]
+            base = [b for b, _ in pairs]
+            times = [t for _, t in pairs]
+            print(f"cold planning + codegen {model}, paired rounds (this checkout / {against}):")
+            for b, t in pairs:
+                print(f"  {t:.3f} s / {b:.3f} s = {t / b:.2f}")
+            print(f"  medians {statistics.median(times):.3f} s / {statistics.median(base):.3f} s; "
+                  f"median ratio {statistics.median(t / b for b, t in pairs):.2f}")
+        else:
+            times = [_cold(cold, cmd) for _ in range(runs)]
         prof = os.path.join(cold, "..", os.path.basename(cold) + ".prof")
         _cold(cold, [sys.executable, "-m", "cProfile", "-o", prof] + cmd)
         phases, total = _phases(prof)

@@ -45,10 +45,10 @@ def _finite_initializers(proto, source) -> None:
                              f"weights are finite")
 
 
-def _load_onnx(source, name, input_shape, fmt, calibration) -> Graph:
+def _load_onnx(source, name, input_shape, fmt, calibration, generated=None) -> Graph:
     from .ptq import calibrate, calibration_feeds
 
-    f = read_onnx(source, input_shape)
+    f = read_onnx(source, input_shape, generated)
     quantized = is_qdq(f.proto)
     if fmt in ("auto", "onnx"):
         fmt = "qdq" if quantized else "float"
@@ -158,8 +158,10 @@ def _calibration_text(calibration) -> str:
 
 
 def load_model(source: str, *, name: str, input_shape: tuple | None = None,
-               fmt: str = "auto", calibration: dict | None = None) -> Graph:
-    """Import a model into the quantized IR; every user error raises ModelError."""
+               fmt: str = "auto", calibration: dict | None = None, generated=None) -> Graph:
+    """Import a model into the quantized IR; every user error raises ModelError.
+    generated: the onnx.ModelProto the .onnx file `source` holds, as the zoo generated it
+    in this process (read_onnx)."""
     source = os.fspath(source)
     if fmt not in FORMATS:
         raise ModelError(f"{source}: unknown model format {fmt!r}; use one of {FORMATS}")
@@ -189,7 +191,7 @@ def load_model(source: str, *, name: str, input_shape: tuple | None = None,
         raise ModelError(f"{source}: cannot tell the model format; expected a .onnx file, a "
                          f".tflite file or an ARES export directory (declare the model in "
                          f"targets.yaml with 'format: onnx', 'format: tflite' or 'format: ares')")
-    return _load_onnx(source, name, input_shape, fmt, calibration)
+    return _load_onnx(source, name, input_shape, fmt, calibration, generated)
 
 
 __all__ = ["load_model", "FORMATS"]

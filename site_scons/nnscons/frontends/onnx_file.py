@@ -124,12 +124,16 @@ def _upgrade(proto: onnx.ModelProto, opset: int):
     return new, UPGRADE_OPSET
 
 
-def read_onnx(path: str, input_shape=None) -> OnnxFile:
-    proto = _load(path)
+def read_onnx(path: str, input_shape=None, generated: onnx.ModelProto | None = None) -> OnnxFile:
+    """generated: the model path holds, as the zoo generated it in this process (not parsed
+    again, and not checked: tests/test_zoo.py checks the generators' models; checking
+    resnet18 costs about 0.1 s)."""
+    proto = _load(path) if generated is None else generated
     graph = proto.graph
     _check_defined(path, graph)
     try:   # from the file: the checker reads it in C++ (a proto would be serialized again first)
-        onnx.checker.check_model(path)
+        if generated is None:
+            onnx.checker.check_model(path)
     except Exception as e:
         raise ModelError(f"{path}: invalid ONNX model: {e}") from None
     inits = {i.name for i in graph.initializer}

@@ -58,14 +58,14 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
 
     from .. import frontends  # onnx/onnxruntime load only on a cache miss
     from . import zoo_cache
-    source, fmt = model_cfg.source, model_cfg.fmt or "auto"
+    source, fmt, generated = model_cfg.source, model_cfg.fmt or "auto", None
     if model_cfg.zoo:
         source = os.path.join(model_dir, zoo().model_file(model_cfg.zoo))
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
-        zoo_cache.write(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)
+        generated = zoo_cache.materialize(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)[1]
     graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
-                                 fmt=fmt, calibration=model_cfg.calibration)
+                                 fmt=fmt, calibration=model_cfg.calibration, generated=generated)
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)
     if model_cfg.float_source:
         graph.float_source = _given_float_source(graph, model_cfg)

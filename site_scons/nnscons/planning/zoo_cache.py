@@ -8,6 +8,8 @@ SHA-256 of their bytes beside them (<entry>.sha256); every build folder's model 
 copy.  Both files are published atomically (write_if_changed); an entry whose bytes do
 not match its digest (damaged, edited) is generated again, never copied.  Only under
 build/: a foreign SConstruct's build folder keeps its entries in <folder>/cache/.
+The call that generates a model also hands its proto to the caller (materialize), so that
+the planning does not parse back the file it has just written.
 """
 from __future__ import annotations
 
@@ -80,6 +82,13 @@ def _copy(src: str, path: str) -> None:
 def write(name: str, seed, input_shape, path: str) -> bool:
     """Write zoo model `name` to path unless path holds its bytes already; generated only
     when no intact cache entry has them.  Returns True if path was (re)written."""
+    return materialize(name, seed, input_shape, path)[0]
+
+
+def materialize(name: str, seed, input_shape, path: str):
+    """write(), and (path (re)written, the onnx.ModelProto whose bytes path holds when this
+    call generated it, else None): the planning imports that model without parsing the
+    47 MB it just wrote (resnet18) back."""
     import hashlib
     entry = entry_path(name, seed, input_shape, os.path.dirname(path))
     have = _intact(entry)
@@ -89,10 +98,11 @@ def write(name: str, seed, input_shape, path: str) -> bool:
         have = hashlib.sha256(data).hexdigest()
         write_if_changed(entry, data)
         write_if_changed(entry + ".sha256", have + "\n")
+        proto = None if isinstance(model, bytes) else model
         if os.path.isfile(path) and file_digest(path) == have:
-            return False
-        return write_if_changed(path, data)
+            return False, proto
+        return write_if_changed(path, data), proto
     if os.path.isfile(path) and file_digest(path) == have:
-        return False
+        return False, None
     _copy(entry, path)
-    return True
+    return True, None

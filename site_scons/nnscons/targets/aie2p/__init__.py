@@ -28,20 +28,10 @@ from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run s
 from .nodes import declare_nodes, layer_kind  # noqa: F401  (the kind's node hook)
 from .tool import check_tools  # noqa: F401  (the kind's hook: its tools are the Tool's)
 from .tools import find_tools
+from .schema import SCHEMA, TILING_KEYS  # noqa: F401  (the kind's manifest keys)
 
 TEMPLATES = data_path("templates", "aie2p")
-TILING_KEYS = ("tiles_per_call", "channels_per_call", "cores", "columns")
 
-SCHEMA = {
-    "toolchain": {"kernel_compiler": ["peano", "chess"], "python": "str", "cxx": "str",
-                  "cxxflags": "list[str]", "cc": "str", "cflags": "list[str]"},
-    "kernel": {"variant": ["scalar", "vector"]},
-    "memory": {"l1": "size", "memtile": "size"},
-    "tiling": {k: "count" for k in TILING_KEYS},
-    "run": {"platform": ["auto", "npu", "emul"], "timeout": "count"},
-    "mapping": {"fallback": ["none", "host"]},
-    "layer": dict({k: "count" for k in TILING_KEYS}, variant=["scalar", "vector"]),
-}
 
 DEFAULTS = {
     "toolchain": {"kernel_compiler": "peano", "python": "python3", "cxx": "g++",

@@ -17,26 +17,13 @@ from ..host import TEMPLATES, plan as _host_plan  # noqa: F401
 from . import tool  # noqa: F401  (the kind's SCons Tool)
 from .tool import check_tools  # noqa: F401  (the kind's hook: its tools are the Tool's)
 from .nodes import declare_nodes  # noqa: F401
+from .schema import CPUS, ISAS, PLATFORMS, SCHEMA  # noqa: F401  (the kind's manifest keys)
 
-ISAS = ["auto", "portable", "neon", "dotprod", "i8mm"]
 # generated conv/linear kernels under isa: auto, best first (each behind its runtime check)
 AUTO = ("i8mm", "dotprod", "neon", "portable")
 # nn_simd.c's element-wise kernels: 0 auto, 1 portable; the NEON ones count as auto
 ISA_CODES = {"auto": 0, "portable": 1, "neon": 0, "dotprod": 0, "i8mm": 0}
-PLATFORMS = ["qemu", "native", "ssh"]
-CPUS = ["cortex-a53", "cortex-a72", "cortex-a76", "neoverse-n1", "neoverse-v1", "a64fx", "max"]
 
-SCHEMA = {
-    "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
-    "memory": {"l1": "size", "l2": "size"},
-    "tiling": {"l1_budget": "size"},
-    "kernel": {"isa": ISAS, "threads": "count", "mr": "count", "nr": "count",
-               "k_unroll": "count", "order": ["panel", "block"], "tuning": "path"},
-    "run": {"platform": PLATFORMS, "timeout": "count", "cpu": CPUS, "qemu": "str", "host": "str",
-            "dir": "str", "ssh": "str", "scp": "str"},
-    "layer": {"l1_budget": "size", "isa": ISAS, "threads": "count", "mr": "count",
-              "nr": "count", "k_unroll": "count", "order": ["panel", "block"]},
-}
 
 DEFAULTS = {
     "toolchain": {"cc": "aarch64-linux-gnu-gcc",

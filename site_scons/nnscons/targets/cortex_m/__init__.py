@@ -29,21 +29,11 @@ from .cores import CPUS, KiB, STACK, WEIGHTS_SHARE, core  # noqa: F401  (the kin
 from . import rules
 from . import tool  # noqa: F401  (the kind's SCons Tool)
 from .nodes import declare_nodes  # noqa: F401
+from .schema import PLATFORMS, SCHEMA  # noqa: F401  (the kind's manifest keys)
 from .tool import check_tools  # noqa: F401  (the kind's interface)
 
-PLATFORMS = ["qemu", "board"]
 SINGLE_THREAD = data_path("kernels", "cortex_m", "nn_threads_single.c")
 
-SCHEMA = {
-    "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]", "cpu": sorted(CPUS)},
-    "memory": {"l1": "size", "l2": "size"},
-    "tiling": {"l1_budget": "size"},
-    "run": {"platform": PLATFORMS, "timeout": "count", "qemu": "str"},
-    "cmsis_nn": {"numerics": rules.CHOICES},
-    "board": {"linker_script": "str", "build": ["make", "cmake"], "flasher": ["openocd", "pyocd"],
-              "openocd": "str", "openocd_config": "list[str]", "pyocd": "str", "pyocd_target": "str"},
-    "layer": {"l1_budget": "size", "numerics": rules.CHOICES},
-}
 
 DEFAULTS = {
     "toolchain": {"cc": "arm-none-eabi-gcc", "cflags": ["-std=gnu11", "-O2", "-Wall"],
@@ -64,8 +54,6 @@ def options(target_cfg) -> dict:
     if not opts["memory"]["l2"]:
         opts["memory"]["l2"] = CPUS[opts["toolchain"]["cpu"]]["data"][1] // 2
     return opts
-
-
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where) -> base.TargetPlan:

@@ -17,8 +17,8 @@ import copy
 import numpy as np
 
 from ... import numerics
+from .schema import NUMERICS as CHOICES  # noqa: F401  (the manifest's cmsis_nn.numerics)
 
-CHOICES = ["cmsis", "onnx-exact"]
 DEFAULT = "cmsis"
 RULE = ("TFLite's integer requantization (CMSIS-NN's): SRDHM (ties toward +inf) then a "
         "rounding right shift (ties away from zero); ADD with left shift 20 and three "

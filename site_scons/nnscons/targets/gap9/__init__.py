@@ -27,23 +27,12 @@ from .platforms import check_tools  # noqa: F401  (the kind's hook: what to inst
 from .chip import Chip
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
+from .schema import SCHEMA  # noqa: F401  (the kind's manifest keys)
 
 TEMPLATES = data_path("templates", "gap9")
 # the modules the WEIGHTS nodes' bytes depend on
 WEIGHTS_PY = ("ops.py", "conv_paths.py", "ne16_layer.py", "ne16_geometry.py", "ne16_weights.py")
 
-SCHEMA = {
-    "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
-    "memory": {"l1": "size", "l1_reserved": "size", "l2": "size", "l2_reserved": "size",
-               "l3_device": ["ram", "flash"], "l3_size": "size", "l3_threshold": "size"},
-    "cluster": {"cores": "count|auto", "stack_size": "size", "slave_stack_size": "size"},
-    "dma": {"max_inflight": "count", "max_transfer": "size"},
-    "tiling": {"l1_budget": "size"},
-    "kernels": {"xpulp": "bool", "ne16": ["auto", True, False], "fuse_residual": "bool"},
-    "run": {"platform": ["auto", "gvsoc", "emul", "qemu", "gvsoc-gap9"], "timeout": "count",
-            "layer_by_layer": ["auto", "always"]},
-    "layer": {"l1_budget": "size", "on": ["ne16", "cluster"]},
-}
 
 DEFAULTS = {
     # emul compiles with the machine's C compiler; gvsoc and qemu bring their own

@@ -30,21 +30,13 @@ from .board import goldens_mode
 from .platforms import check_tools  # noqa: F401  (the kind's hook)
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
+from .schema import SCHEMA  # noqa: F401  (the kind's manifest keys)
 
 TEMPLATES = data_path("templates", "k210")
 CPU_SCRATCH = 16 * 1024     # per-layer row-band scratch budget of the CPU convs/pools (in the arena)
 SCRATCH_ALIGN = 64          # the arena's scratch region starts 64-byte aligned after the activations
 ARENA_ALIGN = 16            # init aligns the caller's arena up to this (nns.h's ARENA_ALIGN)
 
-SCHEMA = {
-    "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]", "cross_cc": "str",
-                  "sdk": "str", "kflash": "str"},
-    "memory": {"ai_ram": "size", "sram": "size"},
-    "kpu": {"clock": "int"},
-    "run": {"platform": ["emul", "qemu", "board"], "timeout": "int", "port": "str", "baud": "int",
-            "goldens": ["embedded", "none", "auto"]},
-    "layer": {"on": ["kpu", "cpu"]},
-}
 
 DEFAULTS = {
     "toolchain": {"cc": "gcc", "cflags": ["-std=gnu99", "-O2", "-Wall", "-Wextra", "-Werror"], "ldflags": [],

@@ -18,11 +18,8 @@ from ..gap9 import tool  # noqa: F401  (gap9's SCons Tool: builders and the run 
 from ..gap9.chip import Chip
 from ..gap9.nodes import declare_nodes  # noqa: F401  (the kind's node hook: gap9's)
 from . import gvsoc_open
+from .schema import SCHEMA  # noqa: F401  (the kind's manifest keys)
 
-SCHEMA = copy.deepcopy(gap9.SCHEMA)
-SCHEMA["run"]["platform"] = ["gvsoc-open", "emul", "qemu"]
-SCHEMA["kernels"] = {"xpulp": "bool", "fuse_residual": "bool"}      # no NE16 on pulp-open
-SCHEMA["layer"] = {"l1_budget": "size"}                            # nor a layer's on: ne16|cluster
 
 DEFAULTS = copy.deepcopy(gap9.DEFAULTS)
 DEFAULTS.update({
