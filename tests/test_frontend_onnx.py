@@ -504,6 +504,12 @@ def test_the_kernels_a_layer_needs_are_derived_from_what_its_code_calls():
     got = with_kernel_dependencies(impl.kernels, calls)
     assert data_path("kernels", "common", "nn_eltwise.c") in got
     assert set(impl.kernels) <= set(got)
+    # an op table imported under another working directory names its kernels absolute
+    # (SCons' SConscript chdir): the file is still found once, in data_path's form
+    absolute = tuple(os.path.abspath(k) for k in impl.kernels)
+    got = with_kernel_dependencies(absolute, calls)
+    assert data_path("kernels", "common", "nn_eltwise.c") in got
+    assert len({os.path.abspath(k) for k in got}) == len(got)
 
 
 def test_a_float_model_of_one_relu_links_and_passes(project, tmp_path):

@@ -86,9 +86,16 @@ def with_kernel_dependencies(kernels, calls=(), folders=()) -> list:
     (`calls`: template_calls) call, so no op table has to list what its kernels call in
     turn (a requant layer's nn_requant_s8 in nn_eltwise.c). A function defined in several
     files (target variants) is not chosen."""
-    from ..resources import data_path
-    chosen = set(kernels)
-    folders = ({os.path.dirname(k) for k in chosen} | set(folders)
+    from ..resources import DATA_ROOT, data_path
+
+    def usual(path):    # data_path's form: one file is never named two ways
+        path = os.path.abspath(path)
+        rel = os.path.relpath(path, DATA_ROOT)
+        return path if rel.startswith("..") else data_path(rel)
+    # (an op table imported under another working directory, as SConscript's chdir does,
+    # names its kernels absolute where data_path now gives them relative)
+    chosen = {usual(k): k for k in kernels}
+    folders = ({os.path.dirname(k) for k in chosen} | {usual(f) for f in folders}
                | {data_path("kernels", "common")})
     index, symbols = {}, {}
     for folder in sorted(folders):
@@ -96,14 +103,14 @@ def with_kernel_dependencies(kernels, calls=(), folders=()) -> list:
             symbols[path] = _c_symbols(path)
             for name in symbols[path][0]:
                 index.setdefault(name, []).append(path)
-    todo = [set(calls)] + [symbols[p][1] for p in sorted(chosen)]   # what each one calls
+    todo = [set(calls)] + [symbols[p][1] for p in sorted(chosen) if p in symbols]
     while todo:
         for name in sorted(todo.pop()):
             where = index.get(name, [])
             if len(where) == 1 and where[0] not in chosen:
-                chosen.add(where[0])
+                chosen[where[0]] = where[0]
                 todo.append(symbols[where[0]][1])
-    return sorted(chosen)
+    return sorted(chosen.values())
 
 
 @dataclass(frozen=True)
