@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ne16_geometry import in_rows
+from .ne16_geometry import dense_cols, in_rows
 
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
@@ -137,7 +137,12 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
         prep = PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
         if n_jobs == 1 and kh > 1:      # stacked rows: the cores copy kh rows per output row
             prep = PREP_FORK_CYCLES + STACK_CYCLES * rows * o["pw"] * kh * i["c"] / cores
-        engine = _engine("1x1", rows, o["w"], chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
+        erows, ecols = rows, o["w"]
+        if t.get("dense"):              # the read pixels only, as 3 rows (ne16_geometry.dense)
+            in_bytes = rows * o["w"] * i["c"]
+            prep = PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
+            erows, ecols = 3, dense_cols(rows * o["w"])
+        engine = _engine("1x1", erows, ecols, chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
         serial = TILE_CYCLES
         if inner and co:        # the row tile's input is in L1 and prepared
             prep, in_bytes = 0.0, 0
