@@ -51,7 +51,11 @@ Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels 
   kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
   (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
   measured so: 64->128 56->28 3x3/2 1,340,157 cycles against 1,257,529 estimated; the sum
-  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers; each prep costs
+  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers; the requantization
+  ROWS_RQ_CYCLES per output and ROWS_CH_CYCLES per channel and core (the template's short-rule
+  hardware loop; REQUANT_CYCLES' 41 made the 1x1/2 estimates 2.0-2.4x the measured cycles,
+  now 0.99-1.21x; the 3x3/2 ones, NE16-bound, 0.91-1.06x); the 1x1/S downsamples' dense tiles
+  (ne16_geometry.dense) as NE16's 3 rows, their DMA and prep on the read pixels only; each prep costs
   PREP_FORK_CYCLES beside its bytes. With the channel tiles inner (c_inner) the input is
   prepared once per row tile, and the weights come all at once or (w_stream) the next
   channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 3,944,692
@@ -80,6 +84,9 @@ from .ne16_geometry import dense_cols, in_rows
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
 REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
+ROWS_RQ_CYCLES = 12.5      # rows mode: per output on one core, the short rule's hardware loop (measured
+                           # 12.2 with bank conflicts on 64->128 1x1/2, core 0's counters)
+ROWS_CH_CYCLES = 150       # rows mode: per channel and core (its constants, the short rule's check)
 DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
 PIPE_TILE_CYCLES = 8000    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
@@ -154,7 +161,7 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
             prep = 0.0
         w_next = chans * row / DMA_BYTES_PER_CYCLE if stream else 0.0     # the next tile's, beside NE16
         total += serial + max(engine, req_prev + prep, w_next)
-        req_prev = REQUANT_CYCLES * rows * o["w"] * chans / cores
+        req_prev = (ROWS_RQ_CYCLES * rows * o["w"] * chans + ROWS_CH_CYCLES * max(chans, cores)) / cores
     return int(total + req_prev)
 
 
