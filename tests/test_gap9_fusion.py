@@ -118,6 +118,8 @@ def test_ic_resnet8_with_fused_adds_is_bit_exact_on_emul(project):
     # the fused layer's C reads the residual tile and runs the add's kernel on the output tile
     src = project.read("build/gap9/ic_resnet8/src/layers/stack1_shortcut.c")
     assert "load_residual(io, &qres" in src and "pi_cl_team_fork(NN_NUM_CORES, add_worker, &w);" in src
+    # ic_resnet8's adds all have add_short.py's 32-bit rule: the fused epilogue runs it too
+    assert "nn_xp_add_short_s8(" in src and "nn_xp_add_s8(" not in src
     # kernels.fuse_residual false (the default): the adds are layers again, as bit-exact
     project.write("targets.yaml", y)
     proc = _scons(project, "target=gap9", "model=ic_resnet8", "platform=emul")

@@ -51,7 +51,13 @@ Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels 
   kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
   (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
   measured so: 64->128 56->28 3x3/2 1,340,157 cycles against 1,257,529 estimated; the sum
-  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers; each prep costs
+  would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers; the requantization
+  ROWS_RQ_CYCLES per output and ROWS_CH_CYCLES per channel and core (the template's short-rule
+  hardware loop; REQUANT_CYCLES' 41 made the 1x1/2 estimates 2.0-2.4x the measured cycles,
+  now 0.99-1.21x; the 3x3/2 ones, NE16-bound, 0.91-1.06x); the 1x1/S downsamples' dense tiles
+  (ne16_geometry.dense) as NE16's 3 rows, their DMA and prep on the read pixels only, each
+  requantization's fork ROWS_RQ_FORK_CYCLES (64->128 1x1/2 measured 230k, 238k, 242k and 249k
+  cycles in 12, 14, 14 and 16 tiles: without the term the estimate picked the 16); each prep costs
   PREP_FORK_CYCLES beside its bytes. With the channel tiles inner (c_inner) the input is
   prepared once per row tile, and the weights come all at once or (w_stream) the next
   channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 3,944,692
@@ -75,17 +81,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ne16_geometry import in_rows
+from .ne16_geometry import dense_cols, in_rows
 
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
 REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
+ROWS_RQ_CYCLES = 12.5      # rows mode: per output on one core, the short rule's hardware loop (measured
+                           # 12.2 with bank conflicts on 64->128 1x1/2, core 0's counters)
+ROWS_CH_CYCLES = 150       # rows mode: per channel and core (its constants, the short rule's check)
+ROWS_RQ_FORK_CYCLES = 3000  # rows mode: per requantization (the fork, the output's DMA; 64->128 1x1/2
+                            # measured ~4.7k more per tile over 12-16 tiles)
 DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
 PIPE_TILE_CYCLES = 8000    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
 PIPE_MIN_TILES = 8         # under this the serial sum fitted on small layers (simplecnn, ic_resnet8)
 PREP_FORK_CYCLES = 4000    # rows mode: per input tile's prep beside the bytes (fork, pads, rows;
                            # measured 9.2k, 11k, 6.7k per tile on 64->128 and 128->256 3x3/2, 64->128 1x1/2)
+DENSE_PREP_FORK_CYCLES = 1000  # the same for a dense tile's flip (ne16_geometry.dense: its words split evenly;
+                           # measured 1.15k per tile with the bytes on 64->128 1x1/2's 2x28 tiles)
 STACK_CYCLES = 4.0         # per stacked byte on one core (ne16_geometry.stacked: byte copies)
 LAYER_CYCLES = 5000        # rows mode: measured beyond the per-tile figures on one-tile layers
 CLUSTER_SCALE = 1.2        # GAP9 model cycles / tiling.py's estimate: measured 1.1-1.5
@@ -137,7 +150,12 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
         prep = PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
         if n_jobs == 1 and kh > 1:      # stacked rows: the cores copy kh rows per output row
             prep = PREP_FORK_CYCLES + STACK_CYCLES * rows * o["pw"] * kh * i["c"] / cores
-        engine = _engine("1x1", rows, o["w"], chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
+        erows, ecols = rows, o["w"]
+        if t.get("dense"):              # the read pixels only, as 3 rows (ne16_geometry.dense)
+            in_bytes = rows * o["w"] * i["c"]
+            prep = DENSE_PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
+            erows, ecols = 3, dense_cols(rows * o["w"])
+        engine = _engine("1x1", erows, ecols, chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
         serial = TILE_CYCLES
         if inner and co:        # the row tile's input is in L1 and prepared
             prep, in_bytes = 0.0, 0
@@ -149,7 +167,8 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
             prep = 0.0
         w_next = chans * row / DMA_BYTES_PER_CYCLE if stream else 0.0     # the next tile's, beside NE16
         total += serial + max(engine, req_prev + prep, w_next)
-        req_prev = REQUANT_CYCLES * rows * o["w"] * chans / cores
+        req_prev = ROWS_RQ_FORK_CYCLES + (ROWS_RQ_CYCLES * rows * o["w"] * chans
+                                          + ROWS_CH_CYCLES * max(chans, cores)) / cores
     return int(total + req_prev)
 
 

@@ -51,3 +51,23 @@ def jobs(m, kh, kw, ic) -> tuple:
 def stack_bytes(o, th, kh, ic) -> int:
     """L1 bytes of a tile's stacked rows (stacked()): th rows x pw pixels x kh * ic."""
     return th * o["pw"] * kh * ic
+
+
+def dense(m, kh, kw, stride, pads, ic) -> bool:
+    """"rows" mode 1x1 at stride > 1 without pads (ResNet's downsamples), ic a multiple of 4: the
+    DMA brings only the pixels the conv reads (every s-th of every s-th row) into a dense tile,
+    the cores flip only those, and NE16 runs one 1x1 job on the tile's pixels laid out as 3 rows
+    of dense_cols (a 1x1 conv does not care where a pixel sits): its 3x3-pixel subtiles all
+    filled (a 7x7 tile: 6 subtiles, not 9; 2 rows of 28: 7, not 10)."""
+    return m == "rows" and kh == 1 and kw == 1 and stride > 1 and not any(pads) and ic % 4 == 0
+
+
+def dense_cols(n_pix) -> int:
+    """Columns of a dense tile's 3 rows (dense())."""
+    return -(-n_pix // 3)
+
+
+def dense_slots(n_pix) -> int:
+    """Pixels of L1 a dense tile's input and accumulators take: its 3 x dense_cols and 3 more
+    (NE16's last 3x3 subtile may reach past the row's end)."""
+    return 3 * dense_cols(n_pix) + 3

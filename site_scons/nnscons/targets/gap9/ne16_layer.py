@@ -34,7 +34,7 @@ from ... import ops as nnsops
 from ...errors import UserError
 from .. import base
 from . import ne16_weights, tiling
-from .ne16_geometry import geometry as _geometry, in_rows, jobs, stack_bytes, stacked, weight_row
+from .ne16_geometry import dense, dense_slots, geometry as _geometry, in_rows, jobs, stack_bytes, stacked, weight_row
 
 ENGINES = ("ne16", "cluster")
 TP_OUT = 32
@@ -98,7 +98,8 @@ def _rows_per_tile(oh) -> list:
     return fills + [r for r in rows if r not in fills]
 
 
-def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner=False, w_stream=False) -> dict:
+def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner=False, w_stream=False,
+                dense_tile=False) -> dict:
     """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
     input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
     and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1);
@@ -107,6 +108,8 @@ def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner
     d = {"l1_in": tiling._align4(in_rows(o, th, kh) * o["pw"] * i["c"])
          + (tiling._align4(stack_bytes(o, th, kh, i["c"])) if stack else 0), "l1_acc": 4 * th * o["w"] * tc,
          "l1_out": tiling._align4(th * o["w"] * tc)}
+    if dense_tile:          # ne16_geometry.dense: the read pixels only, 3 rows of dense_cols and a margin
+        d.update(l1_in=dense_slots(th * o["w"]) * i["c"], l1_acc=4 * dense_slots(th * o["w"]) * tc)
     if c_inner:
         n_c = -(-o["c"] // tc)
         d.update(l1_w=(2 if w_stream else n_c) * tiling._align4(tc * row), l1_par=n_c * 3 * 4 * tc,
@@ -160,6 +163,7 @@ def plan_tiling(layer, graph, m, budget):
     rows = _rows_per_tile(o["h"])
     full = [r for r in rows if r % 3 == 0 or r == o["h"]]
     pt = int(layer.attrs["pads"][0])
+    dn = dense(m, kh, kw, o["s"], tuple(layer.attrs["pads"]), i["c"])
     params = o["c"] * (row + 12)
     lower = i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"]
 
@@ -168,9 +172,9 @@ def plan_tiling(layer, graph, m, budget):
         c_inner = "w_ctile" in d
         t = dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c,
                  n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
-                 kg=kg or i["c"], n_g=1, c_inner=c_inner, w_stream=d.get("w_stream", False),
-                 l2_l1_bytes=_in_bytes(i, o, kh, pt, th, 1 if c_inner else n_c) + params
-                 + o["h"] * o["w"] * o["c"], lower_bound=lower)
+                 kg=kg or i["c"], n_g=1, c_inner=c_inner, w_stream=d.get("w_stream", False), dense=dn,
+                 l2_l1_bytes=(o["h"] * o["w"] * i["c"] if dn else _in_bytes(i, o, kh, pt, th, 1))
+                 * (1 if c_inner else n_c) + params + o["h"] * o["w"] * o["c"], lower_bound=lower)
         if kg:
             w_grp = ne16_weights.packed_size(m, kg, 1)
             t.update(n_g=-(-i["c"] // kg), w_grp=w_grp, w_last=row - (-(-i["c"] // kg) - 1) * w_grp,
@@ -189,7 +193,7 @@ def plan_tiling(layer, graph, m, budget):
                 for th in range(min(o["h"], 24), 0, -1):
                     for in_bufs in (2, 1):
                         d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, stack=stacked(m, i["c"]), c_inner=c_inner,
-                                        w_stream=w_stream)
+                                        w_stream=w_stream, dense_tile=dn)
                         if d["l1_bytes"] <= budget:
                             t = tile(d, th, tc, in_bufs)
                             est = ne16_cost.ne16_cycles(layer, graph, m, t, 9)
@@ -271,6 +275,7 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
     n_jobs, k_job = jobs(m, kh, kw, i["c"])
     return {
         "jobs": n_jobs, "k_job": k_job, "w_job": weight_row(layer, m) // n_jobs, "stack": stacked(m, i["c"]),
+        "dense": dense(m, kh, kw, o["s"], (pt, pl) + tuple(layer.attrs["pads"][2:]), i["c"]),
         "l1_pad": tiling._align4(in_rows(o, til["th"], kh) * o["pw"] * i["c"]),   # stack: the DMA's padded tile
         "in_cols": min(i["w"], o["pw"] - pl),      # input columns inside the padded tile
         "op": "conv2d", "engine": "ne16", "name": layer.name, "cname": cname, "mode": m,

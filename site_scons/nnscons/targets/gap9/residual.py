@@ -5,7 +5,8 @@ The fused layer keeps the conv's name, weights and requantization, reads [the co
 the add's other operand], writes the add's output tensor (checked against the add's golden;
 the conv's own output is never materialised) and lists the add in `fused`.  Its tiles load
 the residual box beside the output tile, and after the conv's fork the cores run the add's
-own kernel (nn_xp_add_s8 / nn_add_s8, the add's constants) on the L1 tile in place: the
+own kernel (nn_xp_add_short_s8 where add_short.py proves its 32-bit rule exact for the add, as
+the add layer does, else nn_xp_add_s8 / nn_add_s8, the add's constants) on the L1 tile in place: the
 conv's int8 result, then the add's rule exactly, so goldens and numerics do not change.
 The add layer disappears (no second pass over three tensors through L2<->L1 DMA).
 """
@@ -16,6 +17,7 @@ from dataclasses import replace
 from ... import numerics
 from ... import ops as registry
 from ...planning import residual as shared
+from . import add_short
 from .ops import OPS            # the gap9 op table: which ops fuse as a residual add
 
 
@@ -59,7 +61,10 @@ def spec(conv, add, k, graph) -> dict:
     output zero point and clamp, and the residual tensor's channels (its row stride in L2)."""
     rq = registry.requant_params(add, graph)
     other = graph.tensor(add.inputs[1 - k])
+    zps = [int(graph.tensor(n).q.zero_point) for n in (*add.inputs, add.output)]
     return {"add": add.name, "conv_is_a": k == 0,
+            # the 32-bit rule add_short.py proves exact for the add (the add layer's own, ops._add_spec)
+            "short": len(zps) == 3 and add_short.layer_rule(rq, *zps, int(add.act_min), int(add.act_max)) or None,
             "conv_zp": int(graph.tensor(conv.output).q.zero_point), "other_zp": int(other.q.zero_point),
             "mult": [int(m) for m in rq["mult"]], "shift": [int(s) for s in rq["shift"]],
             "out_zp": int(graph.tensor(add.output).q.zero_point),
