@@ -9,7 +9,8 @@
 #include "nn_hwc.h"
 #include "nn_gemm.h"
 
-/* isa: 0 auto, 1 portable, 2 avx2 (forced) */
+/* isa: 0 auto, 1 portable, 2 avx2 (forced), 3 avx512vnni (forced: the depthwise kernel's
+ * VNNI path where the CPU runs it, the others' avx2) */
 void nn_add_s8_fast(int isa, int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t b_zp,
                     const int32_t *mult, const int32_t *shift, int32_t out_zp, int32_t act_min,
                     int32_t act_max, int8_t *out);
@@ -33,6 +34,16 @@ void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in,
 #define NN_DW_MAX_TAPS 64
 void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
-                         int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi);
+                         int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi,
+                         uint8_t *vbuf, long vbytes);
+
+/* The depthwise conv of a whole layer on AVX-512 VNNI (nn_dw_vnni.c): 16 (pixel, channel)
+ * positions of an output row per vector, any channel count, taps in groups of four along
+ * a kernel row per vpdpbusd, the requantization fused (exact).  Returns 0 without writing
+ * out when it does not apply (no AVX-512 VNNI/BW, buf smaller than nn_dwconv_vnni_bytes,
+ * a shift outside [11, 62]: TFLite's rules); then the caller runs another kernel. */
+long nn_dwconv_vnni_bytes(const nn_hwc_conv_cfg_t *cfg);
+int nn_dwconv_vnni(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight, const int32_t *bias,
+                   const int32_t *mult, const int32_t *shift, int8_t *out, uint8_t *buf, long bytes);
 
 #endif /* NN_SIMD_H */
