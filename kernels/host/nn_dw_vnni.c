@@ -48,7 +48,8 @@ static int gcd(int a, int b)
 typedef struct {
     int nq, nr, pw, L;          /* quads per kernel row, ring rows, padded row columns, table lanes */
     long r, qs;                 /* output row (flat), quad row stride (dwords) */
-    long p_at, q_at, w_at, b_at, m_at, bytes;
+    long q_at, bytes;           /* the scratch: the padded row at 0, the quad rows' ring at q_at */
+    long w_at, b_at, m_at, tbytes;   /* the tables (nn_dwconv_vnni_pack) */
 } dw_geo_t;
 
 static void geometry(const nn_hwc_conv_cfg_t *cfg, dw_geo_t *g)
@@ -60,12 +61,12 @@ static void geometry(const nn_hwc_conv_cfg_t *cfg, dw_geo_t *g)
     g->L = c / gcd(c, 16) * 16;
     g->r = (long)cfg->out_w * c;
     g->qs = (g->r + 15) / 16 * 16 + 16;
-    g->p_at = 0;
     g->q_at = al64((long)g->pw * c + 64);
-    g->w_at = g->q_at + al64((long)g->nr * g->nq * g->qs * 4);
-    g->b_at = g->w_at + al64((long)cfg->k_h * g->nq * g->L * 4);
-    g->m_at = g->b_at + al64((long)g->L * 4);
-    g->bytes = g->m_at + (long)g->L * 8 + 64;     /* + 64: the caller's buffer may be unaligned */
+    g->bytes = g->q_at + (long)g->nr * g->nq * g->qs * 4 + 64;   /* + 64: buf may be unaligned */
+    g->w_at = 64;               /* after the header: int32 1 when the tables are valid */
+    g->b_at = g->w_at + (long)cfg->k_h * g->nq * g->L * 4;
+    g->m_at = g->b_at + (long)g->L * 4;
+    g->tbytes = g->m_at + (long)g->L * 8;
 }
 
 long nn_dwconv_vnni_bytes(const nn_hwc_conv_cfg_t *cfg)
@@ -73,6 +74,52 @@ long nn_dwconv_vnni_bytes(const nn_hwc_conv_cfg_t *cfg)
     dw_geo_t g;
     geometry(cfg, &g);
     return g.bytes;
+}
+
+long nn_dwconv_vnni_table_bytes(const nn_hwc_conv_cfg_t *cfg)
+{
+    dw_geo_t g;
+    geometry(cfg, &g);
+    return g.tbytes;
+}
+
+int nn_dwconv_vnni_pack(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int32_t *bias,
+                        const int32_t *mult, const int32_t *shift, uint8_t *tables)
+{
+    const int c = cfg->in_c;
+    dw_geo_t g;
+    int ch, j, ky, k;
+    geometry(cfg, &g);
+    memset(tables, 0, 64);
+    for (ch = 0; ch < c; ++ch)          /* the fma's range (above); TFLite's rules elsewhere */
+        if (shift[ch] < 11 || shift[ch] > 62)
+            return 0;
+    tables[0] = 1;
+    for (j = 0; j < g.L; ++j) {         /* lane j of the tables: channel j % c */
+        int64_t sum = 0;
+        int32_t b;
+        double m;
+        ch = j % c;
+        for (ky = 0; ky < cfg->k_h; ++ky)
+            for (k = 0; k < g.nq; ++k) {
+                uint32_t word = 0;
+                int t;
+                for (t = 0; t < 4; ++t) {
+                    const int kx = 4 * k + t;
+                    const int8_t w = kx < cfg->k_w ? weight[(long)(ky * cfg->k_w + kx) * c + ch] : 0;
+                    sum += w;
+                    word |= (uint32_t)(uint8_t)w << (8 * t);
+                }
+                memcpy(tables + g.w_at + ((long)(ky * g.nq + k) * g.L + j) * 4, &word, 4);
+            }
+        /* wraps like the accumulator: the true acc + bias fits (the planner's check) */
+        b = (int32_t)(uint32_t)((uint64_t)(int64_t)(bias ? bias[ch] : 0)
+                                - (uint64_t)((int64_t)(128 + cfg->in_zp) * sum));
+        m = (double)mult[ch] / (double)((uint64_t)1 << shift[ch]);
+        memcpy(tables + g.b_at + (long)j * 4, &b, 4);
+        memcpy(tables + g.m_at + (long)j * 8, &m, 8);
+    }
+    return 1;
 }
 
 #if NN_HAVE_X86
@@ -152,13 +199,13 @@ static NN_AVX2 void quad_rows(const nn_hwc_conv_cfg_t *cfg, const dw_geo_t *g, c
 }
 
 static NN_DWVNNI void rows_vnni(const nn_hwc_conv_cfg_t *cfg, const dw_geo_t *g, const int8_t *in, int8_t *out,
-                              uint8_t *base)
+                                const uint8_t *tables, uint8_t *base)
 {
-    uint8_t *const p = base + g->p_at;
+    uint8_t *const p = base;
     uint32_t *const q = (uint32_t *)(void *)(base + g->q_at);
-    const int32_t *const wv = (const int32_t *)(const void *)(base + g->w_at);
-    const int32_t *const bv = (const int32_t *)(const void *)(base + g->b_at);
-    const double *const mf = (const double *)(const void *)(base + g->m_at);
+    const int32_t *const wv = (const int32_t *)(const void *)(tables + g->w_at);
+    const int32_t *const bv = (const int32_t *)(const void *)(tables + g->b_at);
+    const double *const mf = (const double *)(const void *)(tables + g->m_at);
     const __m512d magic = _mm512_set1_pd(0x1.8p52);
     const __m512d lo = _mm512_set1_pd(0x1.8p52 + (cfg->act_min - cfg->out_zp));
     const __m512d hi = _mm512_set1_pd(0x1.8p52 + (cfg->act_max - cfg->out_zp));
@@ -204,50 +251,21 @@ static NN_DWVNNI void rows_vnni(const nn_hwc_conv_cfg_t *cfg, const dw_geo_t *g,
 }
 #endif
 
-int nn_dwconv_vnni(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight, const int32_t *bias,
-                   const int32_t *mult, const int32_t *shift, int8_t *out, uint8_t *buf, long bytes)
+int nn_dwconv_vnni(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int8_t *out, const uint8_t *tables,
+                   uint8_t *buf, long bytes)
 {
 #if NN_HAVE_X86
-    const int c = cfg->in_c;
     dw_geo_t g;
-    uint8_t *base = (uint8_t *)(((uintptr_t)buf + 63) / 64 * 64);
-    int ch, j, ky, k;
-    if (!nn_cpu_has_avx512vnni() || !__builtin_cpu_supports("avx512bw") || cfg->k_h * ((cfg->k_w + 3) / 4) > 4 * NN_DW_MAX_TAPS)
+    if (!tables || tables[0] != 1 || !nn_cpu_has_avx512vnni() || !__builtin_cpu_supports("avx512bw")
+        || cfg->k_h * ((cfg->k_w + 3) / 4) > 4 * NN_DW_MAX_TAPS)
         return 0;
     geometry(cfg, &g);
-    if (g.bytes > bytes || g.L > 4096)
+    if (g.bytes > bytes)
         return 0;
-    for (ch = 0; ch < c; ++ch)          /* the fma's range (above); TFLite's rules elsewhere */
-        if (shift[ch] < 11 || shift[ch] > 62)
-            return 0;
-    {
-        int32_t *wv = (int32_t *)(void *)(base + g.w_at), *bv = (int32_t *)(void *)(base + g.b_at);
-        double *mf = (double *)(void *)(base + g.m_at);
-        for (j = 0; j < g.L; ++j) {     /* lane j of the tables: channel j % c */
-            int64_t sum = 0;
-            ch = j % c;
-            for (ky = 0; ky < cfg->k_h; ++ky)
-                for (k = 0; k < g.nq; ++k) {
-                    uint32_t word = 0;
-                    int t;
-                    for (t = 0; t < 4; ++t) {
-                        const int kx = 4 * k + t;
-                        const int8_t w = kx < cfg->k_w ? weight[(long)(ky * cfg->k_w + kx) * c + ch] : 0;
-                        sum += w;
-                        word |= (uint32_t)(uint8_t)w << (8 * t);
-                    }
-                    wv[(long)(ky * g.nq + k) * g.L + j] = (int32_t)word;
-                }
-            /* wraps like the accumulator: the true acc + bias fits (the planner's check) */
-            bv[j] = (int32_t)(uint32_t)((uint64_t)(int64_t)(bias ? bias[ch] : 0)
-                                        - (uint64_t)((int64_t)(128 + cfg->in_zp) * sum));
-            mf[j] = (double)mult[ch] / (double)((uint64_t)1 << shift[ch]);
-        }
-    }
-    rows_vnni(cfg, &g, in, out, base);
+    rows_vnni(cfg, &g, in, out, tables, (uint8_t *)(((uintptr_t)buf + 63) / 64 * 64));
     return 1;
 #else
-    (void)cfg; (void)in; (void)weight; (void)bias; (void)mult; (void)shift; (void)out; (void)buf; (void)bytes;
+    (void)cfg; (void)in; (void)out; (void)tables; (void)buf; (void)bytes;
     return 0;
 #endif
 }

@@ -365,9 +365,9 @@ void nn_maxpool_hwc_fast(int isa, const nn_hwc_pool_cfg_t *cfg, const int8_t *in
 void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                          int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi,
-                         uint8_t *vbuf, long vbytes)
+                         const uint8_t *vtables, uint8_t *vbuf, long vbytes)
 {
-    if ((isa == 0 || isa == 3) && vbuf && nn_dwconv_vnni(cfg, in, weight, bias, mult, shift, out, vbuf, vbytes))
+    if ((isa == 0 || isa == 3) && nn_dwconv_vnni(cfg, in, out, vtables, vbuf, vbytes))
         return;
 #if NN_HAVE_X86
     const int c = cfg->in_c, taps = cfg->k_h * cfg->k_w;

@@ -35,15 +35,21 @@ void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in,
 void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                          int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi,
-                         uint8_t *vbuf, long vbytes);
+                         const uint8_t *vtables, uint8_t *vbuf, long vbytes);
 
 /* The depthwise conv of a whole layer on AVX-512 VNNI (nn_dw_vnni.c): 16 (pixel, channel)
  * positions of an output row per vector, any channel count, taps in groups of four along
- * a kernel row per vpdpbusd, the requantization fused (exact).  Returns 0 without writing
- * out when it does not apply (no AVX-512 VNNI/BW, buf smaller than nn_dwconv_vnni_bytes,
- * a shift outside [11, 62]: TFLite's rules); then the caller runs another kernel. */
+ * a kernel row per vpdpbusd, the requantization fused (exact).  tables: the weights, bias
+ * and multipliers tiled to lcm(in_c, 16) lanes, nn_dwconv_vnni_table_bytes of them, from
+ * nn_dwconv_vnni_pack or the build (targets/host/gemm.py: pack_depthwise, the same bytes).
+ * Returns 0 without writing out when it does not apply (no tables, no AVX-512 VNNI/BW, buf
+ * smaller than nn_dwconv_vnni_bytes); then the caller runs another kernel.  The pack
+ * returns 0 when a shift is outside [11, 62] (the fma's range; TFLite's rules). */
 long nn_dwconv_vnni_bytes(const nn_hwc_conv_cfg_t *cfg);
-int nn_dwconv_vnni(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight, const int32_t *bias,
-                   const int32_t *mult, const int32_t *shift, int8_t *out, uint8_t *buf, long bytes);
+long nn_dwconv_vnni_table_bytes(const nn_hwc_conv_cfg_t *cfg);
+int nn_dwconv_vnni_pack(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int32_t *bias,
+                        const int32_t *mult, const int32_t *shift, uint8_t *tables);
+int nn_dwconv_vnni(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int8_t *out, const uint8_t *tables,
+                   uint8_t *buf, long bytes);
 
 #endif /* NN_SIMD_H */

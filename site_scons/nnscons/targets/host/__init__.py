@@ -9,7 +9,6 @@ so tile settings are real and tested here.
 """
 from __future__ import annotations
 
-import math
 import os
 
 from ...resources import data_path
@@ -130,6 +129,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
         else:
             g = None
             layout = base.param_layout(layer, graph)
+            if dw and kind == "host":       # the VNNI kernel's tables (kernels/host/nn_dw_vnni.c)
+                layout = gemm.dw_vnni_layout(layer, graph, layout)
             spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
         report = {"l1_budget": budget}
@@ -186,25 +187,12 @@ def scratch(spec: dict, impl) -> tuple:
         band_in = (spec["tile"]["tile_oh"] - 1) * sh + (kh - 1) * dh + 1
         buf = _align(band_in * wp * i["c"] * 2)
         wq = buf + _align(((i["c"] // 16) * ((kh * kw + 1) // 2) * 32 + 1) * 2)
-        vq = dw_vnni_bytes(i["c"], o["w"], (kh, kw), (sh, sw), (dh, dw))
+        vq = gemm.dw_vnni_geometry(i["c"], o["w"], (kh, kw), (sh, sw), (dh, dw))["bytes"]
         return {"buf": 0, "wq": buf, "vq": wq, "vq_bytes": vq}, wq + _align(vq)
     if "tile" in spec and getattr(impl, "bands", False):
         t = spec["tile"]
         return {"l1_in": 0, "l1_out": _align(t["l1_in"])}, _align(t["l1_in"]) + _align(t["l1_out"])
     return {}, 0
-
-
-def dw_vnni_bytes(c: int, out_w: int, kernel, stride, dilation) -> int:
-    """The VNNI depthwise kernel's scratch (kernels/host/nn_dw_vnni.c, geometry(): the same
-    formula; the kernel checks it is given enough): a padded u8 input row, a ring of quad
-    rows, the weights, bias and multipliers tiled to lcm(c, 16) lanes."""
-    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
-    nq, nr = (kw + 3) // 4, (kh - 1) * dh + 1
-    pw = (out_w - 1) * sw + (4 * nq - 1) * dw + 1
-    lanes = c // math.gcd(c, 16) * 16
-    qs = (out_w * c + 15) // 16 * 16 + 16
-    return (_align(pw * c + 64) + _align(nr * nq * qs * 4) + _align(kh * nq * lanes * 4)
-            + _align(lanes * 4) + lanes * 8 + 64)
 
 
 def arena_plan(activations: int, layers) -> dict:
