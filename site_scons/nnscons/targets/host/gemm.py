@@ -47,7 +47,9 @@ def pack_depthwise(layer, graph, layout) -> bytes:
     arrays = dict(param_arrays(layer, graph))
     arrays["weight"] = np.ascontiguousarray(layer.weight.reshape(c, kh * kw).T)
     if any(section == "vnni" for section, *_ in layout):
-        arrays["vnni"] = dw_vnni_tables(layer, graph, arrays)
+        arrays["vnni"] = dw_vnni_tables(layer.weight, None if layer.bias is None else arrays["bias"],
+                                        arrays["mult"], arrays["shift"],
+                                        graph.tensor(layer.inputs[0]).q.zero_point, _dw_geometry(layer, graph))
     blob = bytearray(layout_bytes(layout))
     for section, dtype, count, offset in layout:
         raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1)
@@ -87,28 +89,26 @@ def dw_vnni_layout(layer, graph, layout) -> list:
     return layout + [("vnni", "uint8", _dw_geometry(layer, graph)["table_bytes"], -(-end // 64) * 64)]
 
 
-def dw_vnni_tables(layer, graph, arrays) -> np.ndarray:
-    """The tables nn_dwconv_vnni reads (nn_dwconv_vnni_pack's bytes): per lane j (channel
-    j % c) the k_w taps of each kernel row in groups of four as dwords (0 past k_w), the bias
-    less (128 + zp_in) * sum(w) (the kernel's u8 activations are x + 128), wrapping as its
-    int32 accumulator does, and mult / 2**shift; the header's first byte 1 when every shift
-    is in [11, 62] (the fma epilogue's range), else 0 (the kernel declines)."""
-    geo = _dw_geometry(layer, graph)
-    c, _, kh, kw = layer.weight.shape
+def dw_vnni_tables(weight, bias, mult, shift, zp_in: int, geo: dict) -> np.ndarray:
+    """The tables nn_dwconv_vnni reads (nn_dwconv_vnni_pack's bytes; weight [c, 1, kh, kw],
+    per-channel bias/mult/shift, geo from dw_vnni_geometry): per lane j (channel j % c) the
+    k_w taps of each kernel row in groups of four as dwords (0 past k_w), the bias less
+    (128 + zp_in) * sum(w) (the kernel's u8 activations are x + 128), wrapping as its int32
+    accumulator does, and mult / 2**shift; the header's first byte 1 when every shift is in
+    [11, 62] (the fma epilogue's range), else 0 (the kernel declines)."""
+    c, _, kh, kw = weight.shape
     nq, lanes = geo["nq"], geo["lanes"]
     out = np.zeros(geo["table_bytes"], np.uint8)
-    shift = np.asarray(arrays["shift"], np.int64).reshape(-1)
-    shift = np.broadcast_to(shift, (c,)) if shift.size == 1 else shift
+    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (c,))
     if shift.min() < 11 or shift.max() > 62:
         return out
-    mult = np.broadcast_to(np.asarray(arrays["mult"], np.int64).reshape(-1), (c,))
+    mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (c,))
     ch = np.arange(lanes) % c
     w = np.zeros((c, kh, 4 * nq), np.int8)
-    w[:, :, :kw] = layer.weight.reshape(c, kh, kw)
+    w[:, :, :kw] = weight.reshape(c, kh, kw)
     words = w[ch].reshape(lanes, kh, nq, 4).transpose(1, 2, 0, 3)      # [kh][nq][lanes][4]
-    bias = np.zeros(c, np.int64) if layer.bias is None else np.asarray(arrays["bias"], np.int64)
-    zp = int(graph.tensor(layer.inputs[0]).q.zero_point)
-    folded = (bias - (128 + zp) * layer.weight.reshape(c, -1).astype(np.int64).sum(1))[ch]
+    bias = np.zeros(c, np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
+    folded = (bias - (128 + int(zp_in)) * weight.reshape(c, -1).astype(np.int64).sum(1))[ch]
     out[0] = 1
     out[geo["w_at"]:geo["b_at"]] = np.ascontiguousarray(words).view(np.uint8).reshape(-1)
     out[geo["b_at"]:geo["m_at"]] = ((folded + 2 ** 31) % 2 ** 32 - 2 ** 31).astype("<i4").view(np.uint8)
