@@ -139,7 +139,13 @@ static inline void nn_epi_init(nn_epi_t *e, const int32_t *bias, const int32_t *
         e->sh[p][j] = s;
         e->hm1[p][j] = ((int64_t)1 << (s - 1)) - 1;
         e->off[p][j] = (int64_t)((uint64_t)1 << (63 - s));
-        e->mf[n] = (double)mult[n] / (double)((uint64_t)1 << s);
+        {   /* mult * 2**-s: the power of two built from its exponent bits (exact, s <= 62);
+             * a division per channel was most of a small layer's set-up */
+            const uint64_t bits = (uint64_t)(1023 - s) << 52;
+            double p2;
+            memcpy(&p2, &bits, sizeof p2);
+            e->mf[n] = (double)mult[n] * p2;
+        }
     }
     e->fma = !e->tfl && nr > 0;
     for (n = 0; n < nr; ++n)
@@ -519,7 +525,7 @@ static inline NN_AVX2 long long nn_avx2_res_add8_f64(__m256i q, const int8_t *r,
  * nn_avx2_res_add8_f64(nn_avx2_requant8_f64[c]_i32(acc, e, v), r, n, a) without the
  * round trip through int32 lanes.  checked: the layer is not proven exact in double
  * (nn_avx2_requant8_f64c_i32's near-tie test; such a vector takes that path). */
-static inline NN_AVX2 long long nn_avx2_requant_res8(__m256i acc, const nn_epi_t *e, int v, int checked,
+static inline NN_AVX2 NN_ALWAYS_INLINE long long nn_avx2_requant_res8(__m256i acc, const nn_epi_t *e, int v, int checked,
                                                      const int8_t *r, int n, const nn_res_t *ad)
 {
     __m256d ra, rb, a, b, l, h;

@@ -138,6 +138,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             spec["isa"] = isa_codes.get(overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"]), 1)
             if dw and not gemm.depthwise_vector_safe(layer):
                 spec["isa"] = isa_codes["portable"]
+            if dw and kind == "host":   # its dispatch order (nn_dwconv_band_fast): bench and the report say
+                report["depthwise"] = {"variants": gemm.dw_variants(layer, graph, spec["isa"])}
         if g is not None:
             report.update(g["report"])
         spec["scratch_at"], spec["scratch"] = scratch(spec, impl)

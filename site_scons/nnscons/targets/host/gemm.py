@@ -116,6 +116,15 @@ def dw_vnni_tables(weight, bias, mult, shift, zp_in: int, geo: dict) -> np.ndarr
     return out
 
 
+def dw_variants(layer, graph, isa_code: int) -> list:
+    """The depthwise kernels nn_dwconv_band_fast may run, in its order (the first this CPU
+    runs is the one): the VNNI kernel under isa auto or avx512vnni when every shift is in its
+    range (dw_vnni_tables), AVX2 unless portable is forced, the portable kernel."""
+    shift = np.asarray(registry.requant_params(layer, graph)["shift"], np.int64)
+    vnni = isa_code in (0, 3) and shift.min() >= 11 and shift.max() <= 62
+    return (["avx512vnni"] if vnni else []) + (["avx2"] if isa_code != 1 else []) + ["portable"]
+
+
 def depthwise_vector_safe(layer) -> bool:
     """The vector depthwise epilogue adds bias in int32: |acc + bias| < 2**31."""
     bias = 0 if layer.bias is None else int(np.abs(np.asarray(layer.bias, np.int64)).max(initial=0))
