@@ -4,10 +4,12 @@ and the AVX2 one give the portable kernel's codes over a sweep of channel counts
 336: partial vectors, several pixels per vector), kernels, strides, dilations, padding,
 zero points (-128, 127, random), clamps, negative multipliers and rounding ties; the
 build's tables equal the C packer's bytes; a shift outside the fma's range makes the VNNI
-kernel decline (the AVX2 one runs)."""
+kernel decline (the AVX2 one runs); under `kernel.choose: measure` the depthwise kernels are
+timed and cached as the generated layers' variants are."""
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import subprocess
@@ -15,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, adhoc
 from nnscons.targets.host import gemm
 
 I32, P, L = ctypes.c_int32, ctypes.c_void_p, ctypes.c_long
@@ -157,3 +159,23 @@ def test_vnni_depthwise_declines_outside_the_fma_range(lib):
     ref = np.full(ih * iw * c + 64, 0x55, np.uint8).view(np.int8)
     lib.nn_dwconv_hwc_fast(1, ctypes.byref(cfg), _p(x), _p(wt), _p(bias), _p(mult), _p(shift), _p(ref), 0, ih * iw)
     assert np.array_equal(_run(lib, 3, cfg, x, wt, bias, mult, shift, tables), ref)
+
+
+def test_measured_choice_times_the_depthwise_kernels(project):
+    """host-measured: each depthwise layer's kernels (VNNI where its shifts allow, AVX2,
+    portable) timed once and cached (a second build measures nothing), the layer built with
+    the fastest first, bit-exact; the report and bench say which ran."""
+    from test_kernelgen import _depthwise_model
+    path = _depthwise_model(project.file("m/dwm.onnx"), 12)
+    proc = project.scons("target=host-measured", f"model={path}")
+    assert "Test PASSED [host-measured] dwm" in proc.stdout, proc.stdout[-3000:]
+    for name in ("dw5", "dw3dil"):
+        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(f"VARIANTS {name}: "))
+        assert "avx2 " in line and "portable " in line and ("avx512vnni " in line or "avx512vnni not timed" in line)
+    b = adhoc(project, "host-measured", "dwm")
+    layers = {l["name"]: l for l in json.loads(project.read(f"{b}/report.json"))["layers"]}
+    dw = layers["dw5"]["depthwise"]
+    assert dw["choice"]["by"] == "measure" and dw["variants"][0] in dw["choice"]["median_ms"]
+    assert dw["choice"]["cache"].startswith("variants/")
+    again = project.scons("target=host-measured", f"model={path}")
+    assert "VARIANTS" not in again.stdout and "Test PASSED [host-measured] dwm" in again.stdout

@@ -143,6 +143,13 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
         if g is not None:
             report.update(g["report"])
         spec["scratch_at"], spec["scratch"] = scratch(spec, impl)
+        if (dw and kind == "host" and choose == "measure" and spec["isa"] == isa_codes["auto"]
+                and len(report["depthwise"]["variants"]) > 1 and "build" in opts):
+            # the depthwise kernels timed on this CPU as the generated layers' variants are
+            spec["isa"], choice = measure.chosen_depthwise(
+                layer.name, spec, report["depthwise"]["variants"], gemm.pack_depthwise(layer, graph, layout), opts)
+            report["depthwise"] = {"variants": gemm.dw_variants(layer, graph, spec["isa"]), "choice": choice}
+            plan_inputs.add(os.path.join(opts["build"]["dir"], choice["cache"]))
         layers.append(base.LayerPlan(layer=layer, cname=cnames[layer.name], template=impl.template,
                                      kernels=impl.kernels, spec=spec, param_layout=layout,
                                      macs=base.macs(layer, graph),

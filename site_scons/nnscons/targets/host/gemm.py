@@ -119,7 +119,8 @@ def dw_vnni_tables(weight, bias, mult, shift, zp_in: int, geo: dict) -> np.ndarr
 def dw_variants(layer, graph, isa_code: int) -> list:
     """The depthwise kernels nn_dwconv_band_fast may run, in its order (the first this CPU
     runs is the one): the VNNI kernel under isa auto or avx512vnni when every shift is in its
-    range (dw_vnni_tables), AVX2 unless portable is forced, the portable kernel."""
+    range (dw_vnni_tables), AVX2 unless portable is forced, the portable kernel.  isa codes:
+    0 auto, 1 portable, 2 avx2, 3 avx512vnni, 4 auto without VNNI (kernels/host/nn_simd.h)."""
     shift = np.asarray(registry.requant_params(layer, graph)["shift"], np.int64)
     vnni = isa_code in (0, 3) and shift.min() >= 11 and shift.max() <= 62
     return (["avx512vnni"] if vnni else []) + (["avx2"] if isa_code != 1 else []) + ["portable"]
