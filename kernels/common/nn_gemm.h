@@ -36,6 +36,10 @@ typedef struct {
      * double-precision rule (per lane, nn_requantize) */
     int32_t tfl;
     int32_t tleft[NN_GEMM_NR_MAX], tright[NN_GEMM_NR_MAX], tmask[NN_GEMM_NR_MAX];
+    /* every shift in [11, 62], no TFLite rule: the AVX-512 fma epilogue is exact
+     * (nn_vnni_requant8); fmaoff = the bits of 1.5 * 2**52 minus zp */
+    int32_t fma;
+    int64_t fmaoff;
 } nn_epi_t;
 
 /* TFLite's ADD/SUB of two int8 operands: its parameters (the general fields, which the
@@ -135,8 +139,18 @@ static inline void nn_epi_init(nn_epi_t *e, const int32_t *bias, const int32_t *
         e->sh[p][j] = s;
         e->hm1[p][j] = ((int64_t)1 << (s - 1)) - 1;
         e->off[p][j] = (int64_t)((uint64_t)1 << (63 - s));
-        e->mf[n] = (double)mult[n] / (double)((uint64_t)1 << s);
+        {   /* mult * 2**-s: the power of two built from its exponent bits (exact, s <= 62);
+             * a division per channel was most of a small layer's set-up */
+            const uint64_t bits = (uint64_t)(1023 - s) << 52;
+            double p2;
+            memcpy(&p2, &bits, sizeof p2);
+            e->mf[n] = (double)mult[n] * p2;
+        }
     }
+    e->fma = !e->tfl && nr > 0;
+    for (n = 0; n < nr; ++n)
+        e->fma &= shift[n] >= 11 && shift[n] <= 62;
+    e->fmaoff = (int64_t)0x4338000000000000LL - zp;
     e->lo = (int64_t)lo - zp;
     e->hi = (int64_t)hi - zp;
     e->dlo = (double)lo - zp;
@@ -511,7 +525,7 @@ static inline NN_AVX2 long long nn_avx2_res_add8_f64(__m256i q, const int8_t *r,
  * nn_avx2_res_add8_f64(nn_avx2_requant8_f64[c]_i32(acc, e, v), r, n, a) without the
  * round trip through int32 lanes.  checked: the layer is not proven exact in double
  * (nn_avx2_requant8_f64c_i32's near-tie test; such a vector takes that path). */
-static inline NN_AVX2 long long nn_avx2_requant_res8(__m256i acc, const nn_epi_t *e, int v, int checked,
+static inline NN_AVX2 NN_ALWAYS_INLINE long long nn_avx2_requant_res8(__m256i acc, const nn_epi_t *e, int v, int checked,
                                                      const int8_t *r, int n, const nn_res_t *ad)
 {
     __m256d ra, rb, a, b, l, h;
@@ -537,6 +551,41 @@ static inline NN_AVX2 long long nn_avx2_requant_res8(__m256i acc, const nn_epi_t
     }
     return nn_avx2_pack8(_mm256_add_epi32(_mm256_set_m128i(_mm256_cvtpd_epi32(h), _mm256_cvtpd_epi32(l)),
                                           _mm256_set1_epi32(ad->e.zp)));
+}
+
+/* The requantization on AVX-512 (the vnni variants' epilogue where e->fma), exact for any
+ * v = acc + bias in int32: v * (mult / 2**shift) + 1.5 * 2**52 in one fma with embedded
+ * round-to-nearest-even (independent of MXCSR) is the true value rounded once to a double
+ * whose ulp is 1 while |v * mult / 2**shift| < 2**51 (shift >= 11, |mult| < 2**31): that is
+ * rne(v * mult / 2**shift) + 1.5 * 2**52, 1.5 * 2**52 being even.  Its bits minus those of
+ * 1.5 * 2**52 are the rounded value as int64; minus zp more, vpmovsqb saturates it to int8
+ * (the clamp to [-128, 127]; act_min/act_max by nn_vnni_clamp16).  Five instructions per 8
+ * channels against the f64c path's nineteen: small-K layers are bound by this. */
+static inline NN_VNNI __m128i nn_vnni_requant8(__m256i acc, const nn_epi_t *e, int v)
+{
+    const __m512d x = _mm512_cvtepi32_pd(_mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8])));
+    const __m512d r = _mm512_fmadd_round_pd(x, _mm512_loadu_pd(&e->mf[v * 8]), _mm512_set1_pd(0x1.8p52),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_cvtsepi64_epi8(_mm512_sub_epi64(_mm512_castpd_si512(r), _mm512_set1_epi64(e->fmaoff)));
+}
+
+/* Two nn_vnni_requant8 results (8 codes each) -> 16 codes clamped to [act_min, act_max]. */
+static inline NN_VNNI __m128i nn_vnni_clamp16(__m128i a, __m128i b, const nn_epi_t *e)
+{
+    return _mm_min_epi8(_mm_max_epi8(_mm_unpacklo_epi64(a, b), _mm_set1_epi8((char)e->act_min)),
+                        _mm_set1_epi8((char)e->act_max));
+}
+
+static inline NN_VNNI void nn_vnni_store16(int8_t *dst, __m128i a, __m128i b, const nn_epi_t *e)
+{
+    _mm_storeu_si128((__m128i *)(void *)dst, nn_vnni_clamp16(a, b, e));
+}
+
+/* n (<= 8) codes of one nn_vnni_requant8 result, clamped. */
+static inline NN_VNNI void nn_vnni_store8(int8_t *dst, __m128i a, int n, const nn_epi_t *e)
+{
+    const long long v = _mm_cvtsi128_si64(nn_vnni_clamp16(a, a, e));
+    memcpy(dst, &v, n == 8 ? 8 : (size_t)n);
 }
 
 /* 2 (4) vectors of 8 int32 lanes already in [-128, 127], channels in order -> 16 (32) int8

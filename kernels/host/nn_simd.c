@@ -7,7 +7,7 @@
 
 static int use_avx2(int isa)
 {
-    return isa == 2 || (isa == 0 && nn_cpu_has_avx2());
+    return isa == 2 || isa == 3 || ((isa == 0 || isa == 4) && nn_cpu_has_avx2());
 }
 
 #if NN_HAVE_X86
@@ -362,10 +362,13 @@ void nn_maxpool_hwc_fast(int isa, const nn_hwc_pool_cfg_t *cfg, const int8_t *in
 }
 
 /* Depthwise conv of a whole layer in row bands of band_rows output rows (see nn_simd.h). */
-void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+const char *nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
-                         int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi)
+                         int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi,
+                         const uint8_t *vtables, uint8_t *vbuf, long vbytes)
 {
+    if ((isa == 0 || isa == 3) && nn_dwconv_vnni(cfg, in, out, vtables, vbuf, vbytes))
+        return "avx512vnni";
 #if NN_HAVE_X86
     const int c = cfg->in_c, taps = cfg->k_h * cfg->k_w;
     if (use_avx2(isa) && c >= 16 && taps <= NN_DW_MAX_TAPS) {
@@ -406,9 +409,10 @@ void nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in
         }
         if (c16 < c)
             dw_portable(cfg, in, weight, bias, mult, shift, out, 0, cfg->out_h * cfg->out_w, c16, c);
-        return;
+        return "avx2";
     }
 #endif
     (void)band_rows; (void)buf; (void)wp; (void)wq; (void)epi;
     nn_dwconv_hwc_fast(isa, cfg, in, weight, bias, mult, shift, out, 0, cfg->out_h * cfg->out_w);
+    return use_avx2(isa) && cfg->in_c >= 8 ? "avx2" : "portable";
 }

@@ -334,7 +334,11 @@ def layer_source(spec: dict) -> str:
     elif res:
         L.append(f"    nn_res_init(&res, {conv_zp}, {res['mult_conv']}, {res['zp_other']}, {res['mult_other']}, "
                  f"{res['shift']}, {res['zp']}, {res['act'][0]}, {res['act'][1]});")
-    L.append(f"    for (int pn = 0; pn < {npan}; ++pn) {{")
+    # the int16 variants' panels: not when a u8-buffer variant (its own panels) runs, whose
+    # set-up a small layer would otherwise pay twice
+    own = [str(variants.index(iv)) for iv in u8 if iv in variants]
+    guard = " && ".join(f"c.v != {i}" for i in own) if own else "1"
+    L.append(f"    for (int pn = 0; pn < {npan} && ({guard}); ++pn) {{")
     L.append(f"        nn_epi_init(&epi[pn], c.bias + pn * {nr}, c.mult + pn * {nr}, c.shift + pn * {nr}, {nr}, "
              f"{conv_zp}, {spec['act'][0]}, {spec['act'][1]});")
     if res:

@@ -84,6 +84,28 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
     return out
 
 
+def _vnni_epilogue(mk: Micro, acc) -> list:
+    """The AVX-512 variants' epilogue: where the panel's shifts allow it (e->fma, set by
+    nn_epi_init) the exact fma requantization (nn_vnni_requant8: five instructions per 8
+    channels; a pixel's vectors stored 16 channels at a time), else the AVX2 one.  Decided
+    once per call; the fused residual add keeps the AVX2 epilogue."""
+    if mk.res or mk.epilogue not in ("f64", "f64c"):
+        return _avx2_epilogue(mk, acc)
+    out = ["    if (e->fma) {", "        (void)res;"]
+    for m in range(mk.mr):
+        qs = [f"nn_vnni_requant8({acc(m, v)}, e, {v})" for v in range(mk.nv)]
+        v = 0
+        while mk.nv - 1 - v >= 2:        # full pairs before the last vector (its count is `last`)
+            out.append(f"        nn_vnni_store16(out + {m * mk.ostride + v * 8}, {qs[v]}, {qs[v + 1]}, e);")
+            v += 2
+        for v in range(v, mk.nv):
+            cnt = "last" if v == mk.nv - 1 else "8"
+            out.append(f"        nn_vnni_store8(out + {m * mk.ostride + v * 8}, {qs[v]}, {cnt}, e);")
+    out.append("        return;")
+    out.append("    }")
+    return out + _avx2_epilogue(mk, acc)
+
+
 def _u8_head(isa, mk: Micro, fname: str) -> list:
     """The signature and pixel pointers of a microkernel on the u8 buffer (avx2u8,
     avx512vnni): xo/nx list a panel's correction quads (avx2u8's only)."""
@@ -168,6 +190,7 @@ class Avx512Vnni(Isa):
     guard = "NN_HAVE_X86"
     attr = "NN_VNNI "
     runtime = "nn_cpu_has_avx512vnni()"
+    epilogue = staticmethod(_vnni_epilogue)
 
     def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
         out = _u8_head(self, mk, fname)
@@ -185,7 +208,7 @@ class Avx512Vnni(Isa):
             s.append(f"    w += {mk.nr * 4};")
             return s + _pin(accs, "v") + ["}"]    # "v": any of the 32 registers
         out += _u8_loops(mk, body, tapoff)
-        out += _avx2_epilogue(mk, lambda m, v: f"c{m}_{v}")
+        out += self.epilogue(mk, lambda m, v: f"c{m}_{v}")
         out.append("}")
         return "\n".join(out) + "\n"
 
@@ -200,6 +223,7 @@ class AvxVnni(Avx512Vnni):
     guard = "NN_HAVE_X86 && NN_HAVE_AVXVNNI"
     attr = "NN_AVXVNNI "
     runtime = "nn_cpu_has_avxvnni()"
+    epilogue = staticmethod(_avx2_epilogue)     # no AVX-512: the AVX2 epilogue
 
     def microkernel(self, mk: Micro, fname: str, tapoff: str) -> str:
         return (super().microkernel(mk, fname, tapoff)
@@ -251,6 +275,6 @@ class Avx512Vnni512(Avx512Vnni):
                 return f"t{m}"
             half = "_mm512_castsi512_si256({})" if v % 2 == 0 else "_mm512_extracti64x4_epi64({}, 1)"
             return half.format(f"c{m}_{v // 2}")
-        out += _avx2_epilogue(mk, acc)
+        out += _vnni_epilogue(mk, acc)
         out.append("}")
         return "\n".join(out) + "\n"

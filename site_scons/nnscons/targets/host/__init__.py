@@ -24,7 +24,7 @@ from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import DEPTHWISE_CONV, OPS, depthwise, layer_spec
 
 ADDRESSABLE = 1 << 47
-ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2, "avx2u8": 2, "avx512vnni": 2, "avx512vnni512": 2, "avxvnni": 2}
+ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2, "avx2u8": 2, "avx512vnni": 3, "avx512vnni512": 3, "avxvnni": 2}
 TEMPLATES = data_path("templates", "host")
 
 SCHEMA = {
@@ -129,6 +129,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
         else:
             g = None
             layout = base.param_layout(layer, graph)
+            if dw and kind == "host":       # the VNNI kernel's tables (kernels/host/nn_dw_vnni.c)
+                layout = gemm.dw_vnni_layout(layer, graph, layout)
             spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
         report = {"l1_budget": budget}
@@ -136,9 +138,18 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             spec["isa"] = isa_codes.get(overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"]), 1)
             if dw and not gemm.depthwise_vector_safe(layer):
                 spec["isa"] = isa_codes["portable"]
+            if dw and kind == "host":   # its dispatch order (nn_dwconv_band_fast): bench and the report say
+                report["depthwise"] = {"variants": gemm.dw_variants(layer, graph, spec["isa"])}
         if g is not None:
             report.update(g["report"])
         spec["scratch_at"], spec["scratch"] = scratch(spec, impl)
+        if (dw and kind == "host" and choose == "measure" and spec["isa"] == isa_codes["auto"]
+                and len(report["depthwise"]["variants"]) > 1 and "build" in opts):
+            # the depthwise kernels timed on this CPU as the generated layers' variants are
+            spec["isa"], choice = measure.chosen_depthwise(
+                layer.name, spec, report["depthwise"]["variants"], gemm.pack_depthwise(layer, graph, layout), opts)
+            report["depthwise"] = {"variants": gemm.dw_variants(layer, graph, spec["isa"]), "choice": choice}
+            plan_inputs.add(os.path.join(opts["build"]["dir"], choice["cache"]))
         layers.append(base.LayerPlan(layer=layer, cname=cnames[layer.name], template=impl.template,
                                      kernels=impl.kernels, spec=spec, param_layout=layout,
                                      macs=base.macs(layer, graph),
@@ -184,7 +195,9 @@ def scratch(spec: dict, impl) -> tuple:
         wp = max(i["w"] + spec["pads"][1], (o["w"] - 1) * sw + (kw - 1) * dw + 1)
         band_in = (spec["tile"]["tile_oh"] - 1) * sh + (kh - 1) * dh + 1
         buf = _align(band_in * wp * i["c"] * 2)
-        return {"buf": 0, "wq": buf}, buf + _align(((i["c"] // 16) * ((kh * kw + 1) // 2) * 32 + 1) * 2)
+        wq = buf + _align(((i["c"] // 16) * ((kh * kw + 1) // 2) * 32 + 1) * 2)
+        vq = gemm.dw_vnni_geometry(i["c"], o["w"], (kh, kw), (sh, sw), (dh, dw))["bytes"]
+        return {"buf": 0, "wq": buf, "vq": wq, "vq_bytes": vq}, wq + _align(vq)
     if "tile" in spec and getattr(impl, "bands", False):
         t = spec["tile"]
         return {"l1_in": 0, "l1_out": _align(t["l1_in"])}, _align(t["l1_in"]) + _align(t["l1_out"])

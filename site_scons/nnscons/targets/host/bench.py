@@ -47,6 +47,9 @@ def run_bench(target, source, env):
     info = measure.cpu_info()
     ran = {lp.cname: measure.running(lp.spec["gemm"]["variants"], info)
            for lp in session.plan.layers if "gemm" in lp.spec}
+    # the depthwise kernels' (nn_dw_vnni.c runs zmm: 16 (pixel, channel) lanes)
+    dw = {lp.cname: measure.running(lp.report["depthwise"]["variants"], info)
+          for lp in session.plan.layers if "depthwise" in lp.report}
     threads = max([lp.spec.get("gemm", {}).get("threads", 1) for lp in session.plan.layers] or [1])
     doc = {"model": session.model_cfg.name, "target": session.target_cfg.name, "iterations": n,
            "threads": threads, "median_ms": total,
@@ -61,6 +64,9 @@ def run_bench(target, source, env):
         if v:   # a generated layer: the variant it ran, its vector width, against that variant's peak
             r["variant"] = v
             r["vector_bits"] = measure.WIDTH[v]
+        elif dw.get(c):
+            r["variant"] = dw[c]
+            r["vector_bits"] = {"avx512vnni": 512, "avx2": 256}.get(dw[c], 0)
         r["fraction_of_peak"] = (round(r["gmac_per_s"] / pks[v], 3)
                                  if v in pks and pks[v] > 0 and r["gmac_per_s"] else None)
     write_if_changed(str(target[0]), json.dumps(doc, indent=1) + "\n")

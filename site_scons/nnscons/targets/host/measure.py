@@ -277,3 +277,153 @@ def chosen(layer, orig, graph, g: dict, spec: dict, build, own: dict, tuning: di
     g["report"]["gemm"]["choice"] = {"by": "measure", "median_ms": entry["median_ms"], "skipped": entry["skipped"],
                                      "cache": os.path.relpath(path, opts["build"]["dir"])}
     return g, spec
+
+
+# the depthwise kernels (kernels/host/nn_simd.c, nn_dw_vnni.c): each forced by its isa code
+# in the timing program; the measured order as the code the layer is built with
+DW_FORCE = {"avx512vnni": 3, "avx2": 4, "portable": 1}
+DW_CODE = {"avx512vnni": 0, "avx2": 4, "portable": 1}     # 0: VNNI, AVX2, portable; 4: AVX2, portable
+
+_MAIN_DW = r"""
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "nn_simd.h"
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+static int cmp(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static int8_t in[%(in_size)d], out[%(out_size)d];
+static uint8_t params[%(params)d + 64] __attribute__((aligned(64)));
+static uint8_t scratch[%(scratch)d + 64] __attribute__((aligned(64)));
+static nn_epi_t epi[%(epis)d];
+static const nn_hwc_conv_cfg_t cfg = {
+    .in_c = %(c)d, .in_h = %(ih)d, .in_w = %(iw)d, .out_c = %(c)d, .out_h = %(oh)d, .out_w = %(ow)d,
+    .k_h = %(kh)d, .k_w = %(kw)d, .stride_h = %(sh)d, .stride_w = %(sw)d, .dil_h = %(dh)d, .dil_w = %(dw)d,
+    .pad_top = %(pt)d, .pad_left = %(pl)d, .groups = %(c)d,
+    .in_zp = %(in_zp)d, .out_zp = %(out_zp)d, .act_min = %(lo)d, .act_max = %(hi)d,
+};
+static const char *layer(int isa)
+{
+    return nn_dwconv_band_fast(isa, &cfg, in, (const int8_t *)(params + %(w)d), %(bias)s,
+                               (const int32_t *)(const void *)(params + %(mult)d),
+                               (const int32_t *)(const void *)(params + %(shift)d), out, %(band)d,
+                               (int16_t *)(void *)(scratch + %(buf)d), %(wp)d, (int16_t *)(void *)(scratch + %(wq)d),
+                               epi, params + %(vnni)d, scratch + %(vq)d, %(vq_bytes)d);
+}
+int main(int argc, char **argv)
+{
+    double t[%(reps)d];
+    FILE *f = fopen(argv[1], "rb");
+    unsigned r = 1;
+    int i, isa;
+    const char *ran;
+    if (argc < 3 || !f || fread(params, 1, %(params)d, f) != %(params)d)
+        return 2;
+    fclose(f);
+    isa = atoi(argv[2]);
+    for (i = 0; i < %(in_size)d; ++i) {
+        r = r * 1664525u + 1013904223u;
+        in[i] = (int8_t)(r >> 24);
+    }
+    ran = layer(isa);
+    for (i = 0; i < %(reps)d; ++i) {
+        const double t0 = cpu_ms();
+        for (int j = 0; j < %(inner)d; ++j)
+            layer(isa);
+        t[i] = (cpu_ms() - t0) / %(inner)d;
+    }
+    qsort(t, %(reps)d, sizeof t[0], cmp);
+    printf("variant %%s median_ms %%.5f\n", ran, t[%(reps)d / 2]);
+    return 0;
+}
+"""
+
+
+def _dw_digest() -> str:
+    """The depthwise kernels' sources: changed kernels measure again."""
+    from ...resources import data_path
+    h = hashlib.sha1()
+    for path in (data_path("kernels", "host", "nn_simd.c"), data_path("kernels", "host", "nn_dw_vnni.c"),
+                 data_path("kernels", "common", "nn_gemm.h")):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def _dw_program(spec: dict, blob: bytes, work: str, cc: str) -> list:
+    """The depthwise layer's standalone timing program (nn_dwconv_band_fast on the layer's
+    geometry, weights and scratch layout, the kernel forced by argv[2]); its command line."""
+    from ...resources import data_path
+    i, o, par, at = spec["inputs"][0], spec["out"], spec["params"], spec["scratch_at"]
+    (kh, kw), (sh, sw), (dh, dw) = spec["kernel"], spec["stride"], spec["dilation"]
+    macs = o["h"] * o["w"] * o["c"] * kh * kw
+    src = _MAIN_DW % {
+        "in_size": i["h"] * i["w"] * i["c"], "out_size": o["h"] * o["w"] * o["c"], "params": len(blob),
+        "scratch": spec["scratch"], "epis": i["c"] // 64 + 1, "c": i["c"], "ih": i["h"], "iw": i["w"],
+        "oh": o["h"], "ow": o["w"], "kh": kh, "kw": kw, "sh": sh, "sw": sw, "dh": dh, "dw": dw,
+        "pt": spec["pads"][0], "pl": spec["pads"][1], "in_zp": i["zp"], "out_zp": o["zp"],
+        "lo": spec["act"][0], "hi": spec["act"][1], "w": par["weight"]["offset"],
+        "bias": f"(const int32_t *)(const void *)(params + {par['bias']['offset']})" if "bias" in par else "NULL",
+        "mult": par["mult"]["offset"], "shift": par["shift"]["offset"], "band": spec["tile"]["tile_oh"],
+        "buf": at["buf"], "wq": at["wq"], "vq": at["vq"], "vq_bytes": at["vq_bytes"], "vnni": par["vnni"]["offset"],
+        "wp": max(i["w"] + spec["pads"][1], (o["w"] - 1) * sw + (kw - 1) * dw + 1),
+        "reps": REPS, "inner": max(1, INNER_MACS // max(1, macs))}
+    base = os.path.join(work, "dw")
+    with open(base + ".bin", "wb") as f:
+        f.write(blob)
+    with open(base + ".c", "w", encoding="utf-8") as f:
+        f.write(src)
+    host, common = data_path("kernels", "host"), data_path("kernels", "common")
+    cmd = [cc, "-std=c99", "-O2", "-I", common, "-I", host, base + ".c", os.path.join(host, "nn_simd.c"),
+           os.path.join(host, "nn_dw_vnni.c"), os.path.join(common, "nn_eltwise.c"),
+           os.path.join(common, "nn_hwc_pool.c"), "-o", base, "-lm"]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode:
+        raise UserError(f"measuring depthwise kernels: {' '.join(cmd)} failed:\n{proc.stdout[-3000:]}")
+    return [base, base + ".bin"]
+
+
+def chosen_depthwise(name: str, spec: dict, variants: list, blob: bytes, opts: dict) -> tuple:
+    """(isa code, choice report) of a depthwise layer under `kernel.choose: measure` and isa
+    auto: its kernels (variants, the dispatch order nn_dwconv_band_fast has for isa auto)
+    timed as the generated layers' are (one program, each kernel forced in alternated rounds,
+    process CPU time, medians), cached in the same file per layer shape class; the fastest
+    first (DW_CODE)."""
+    info = cpu_info()
+    path = cache_path(opts["build"]["dir"], info)
+    entries = load(path, info)
+    what = {"depthwise": _dw_digest(), "variants": variants, "params": {k: v["count"] for k, v in spec["params"].items()},
+            **{k: spec[k] for k in ("inputs", "out", "kernel", "stride", "dilation", "pads", "act", "tile")}}
+    key = "dw-" + hashlib.sha1(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    entry = entries.get(key)
+    if choose(entry, variants, info) is None:
+        skipped = {v: r for v in variants if (r := cannot_run(v, info))}
+        runnable = [v for v in variants if v not in skipped]
+        times = {v: [] for v in runnable}
+        with tempfile.TemporaryDirectory(prefix="nnscons-variants-") as work:
+            cmd = _dw_program(spec, blob, work, opts["toolchain"]["cc"])
+            for _ in range(ROUNDS):
+                for v in runnable:
+                    status, text = run_program(cmd + [str(DW_FORCE[v])], opts["run"]["timeout"])
+                    f = text.split()
+                    if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] != v:
+                        raise UserError(f"measuring layer '{name}' depthwise kernel {v}: status {status}: {text[-2000:]}")
+                    times[v].append(float(f[3]))
+        med = {v: round(statistics.median(t), 5) for v, t in times.items()}
+        entry = {"layer": name, "median_ms": med, "best": min(med, key=lambda v: (med[v], ORDER.index(v))),
+                 "skipped": skipped, "threads": 1, "clock": "process CPU time"}
+        entries[key] = entry
+        save(path, info, entries)
+        print(f"VARIANTS {name}: " + ", ".join(f"{v} {ms:.4f} ms" for v, ms in entry["median_ms"].items())
+              + f" -> {entry['best']}" + "".join(f"; {v} not timed: {r}" for v, r in entry["skipped"].items()))
+    return DW_CODE[entry["best"]], {"by": "measure", "median_ms": entry["median_ms"], "skipped": entry["skipped"],
+                                    "cache": os.path.relpath(path, opts["build"]["dir"])}

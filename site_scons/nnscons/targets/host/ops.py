@@ -20,7 +20,7 @@ from ..portable import SPEC
 K = portable.KERNELS
 T = (K + "nn_threads.c",)
 H = data_path("kernels", "host") + "/"
-SIMD = (H + "nn_simd.c", K + "nn_eltwise.c", K + "nn_hwc_pool.c")   # nn_simd.c falls back on both
+SIMD = (H + "nn_simd.c", H + "nn_dw_vnni.c", K + "nn_eltwise.c", K + "nn_hwc_pool.c")   # nn_simd.c falls back on both
 TEMPLATES = data_path("templates", "host")
 # the host's CPU layers in the shared templates: HWC, the portable and vectorized kernels
 CPU = portable.Cpu("hwc", "target kind 'host'", ("nn_hwc.h", "nn_simd.h"))

@@ -59,72 +59,42 @@ static NN_AVX2 double peak_avx2(long n)
     __asm__ volatile("" : : "x"(c0));
     return (double)n * 12 * 16 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
 }
-static NN_VNNI double peak_vnni(long n)
-{
-    /* as peak_avx2 with vpdpbusd (32 MACs per 256-bit op), 16 chains: its latency times
-     * two issues per cycle on current cores */
-    __m256i w = _mm256_set1_epi8(1);
-    __m256i c0 = _mm256_set1_epi32(1), c1 = _mm256_set1_epi32(2), c2 = _mm256_set1_epi32(3);
-    __m256i c3 = _mm256_set1_epi32(4), c4 = _mm256_set1_epi32(5), c5 = _mm256_set1_epi32(6);
-    __m256i c6 = _mm256_set1_epi32(7), c7 = _mm256_set1_epi32(8), c8 = _mm256_set1_epi32(9);
-    __m256i c9 = _mm256_set1_epi32(10), c10 = _mm256_set1_epi32(11), c11 = _mm256_set1_epi32(12);
-    __m256i c12 = _mm256_set1_epi32(13), c13 = _mm256_set1_epi32(14), c14 = _mm256_set1_epi32(15);
-    __m256i c15 = _mm256_set1_epi32(16);
-    struct timespec t0, t1;
-    long i;
+/* vpdpbusd's peak on one vector type: 16 independent chains (its latency times two issues
+ * per cycle on current cores), distinct opaque starting values as in peak_avx2; one body
+ * for ymm (avx512vnni, 32 MACs per op) and zmm (avx512vnni512, 64) */
 #define OPAQUE_V __asm__ volatile("" : "+v"(w), "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), \
                                   "+v"(c6), "+v"(c7), "+v"(c8), "+v"(c9), "+v"(c10), "+v"(c11), "+v"(c12))
 #define OPAQUE_W __asm__ volatile("" : "+v"(c13), "+v"(c14), "+v"(c15))
-    OPAQUE_V;
-    OPAQUE_W;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (i = 0; i < n; ++i) {
-#define VSTEP(c) c = _mm256_dpbusd_epi32(c, c, w)
-        VSTEP(c0); VSTEP(c1); VSTEP(c2); VSTEP(c3); VSTEP(c4); VSTEP(c5); VSTEP(c6); VSTEP(c7);
-        VSTEP(c8); VSTEP(c9); VSTEP(c10); VSTEP(c11); VSTEP(c12); VSTEP(c13); VSTEP(c14); VSTEP(c15);
-        OPAQUE_V;
-        OPAQUE_W;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    c0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)),
-                          _mm256_add_epi32(_mm256_add_epi32(c4, c5), _mm256_add_epi32(c6, c7)));
-    c8 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c8, c9), _mm256_add_epi32(c10, c11)),
-                          _mm256_add_epi32(_mm256_add_epi32(c12, c13), _mm256_add_epi32(c14, c15)));
-    c0 = _mm256_add_epi32(c0, c8);
-    __asm__ volatile("" : : "v"(c0));
-    return (double)n * 16 * 32 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
+#define PEAK_DPBUSD(name, T, set8, set32, dpbusd, add, macs)                                           \
+static NN_VNNI double name(long n)                                                                      \
+{                                                                                                       \
+    T w = set8(1);                                                                                      \
+    T c0 = set32(1), c1 = set32(2), c2 = set32(3), c3 = set32(4), c4 = set32(5), c5 = set32(6);         \
+    T c6 = set32(7), c7 = set32(8), c8 = set32(9), c9 = set32(10), c10 = set32(11), c11 = set32(12);    \
+    T c12 = set32(13), c13 = set32(14), c14 = set32(15), c15 = set32(16);                               \
+    struct timespec t0, t1;                                                                             \
+    long i;                                                                                             \
+    OPAQUE_V;                                                                                           \
+    OPAQUE_W;                                                                                           \
+    clock_gettime(CLOCK_MONOTONIC, &t0);                                                                \
+    for (i = 0; i < n; ++i) {                                                                           \
+        c0 = dpbusd(c0, c0, w); c1 = dpbusd(c1, c1, w); c2 = dpbusd(c2, c2, w); c3 = dpbusd(c3, c3, w); \
+        c4 = dpbusd(c4, c4, w); c5 = dpbusd(c5, c5, w); c6 = dpbusd(c6, c6, w); c7 = dpbusd(c7, c7, w); \
+        c8 = dpbusd(c8, c8, w); c9 = dpbusd(c9, c9, w); c10 = dpbusd(c10, c10, w);                      \
+        c11 = dpbusd(c11, c11, w); c12 = dpbusd(c12, c12, w); c13 = dpbusd(c13, c13, w);                \
+        c14 = dpbusd(c14, c14, w); c15 = dpbusd(c15, c15, w);                                           \
+        OPAQUE_V;                                                                                       \
+        OPAQUE_W;                                                                                       \
+    }                                                                                                   \
+    clock_gettime(CLOCK_MONOTONIC, &t1);                                                                \
+    c0 = add(add(add(c0, c1), add(c2, c3)), add(add(c4, c5), add(c6, c7)));                             \
+    c8 = add(add(add(c8, c9), add(c10, c11)), add(add(c12, c13), add(c14, c15)));                       \
+    c0 = add(c0, c8);                                                                                   \
+    __asm__ volatile("" : : "v"(c0));                                                                   \
+    return (double)n * 16 * (macs) / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));      \
 }
-static NN_VNNI double peak_vnni512(long n)
-{
-    /* as peak_vnni on zmm (64 MACs per op), 16 chains (avx512vnni512) */
-    __m512i w = _mm512_set1_epi8(1);
-    __m512i c0 = _mm512_set1_epi32(1), c1 = _mm512_set1_epi32(2), c2 = _mm512_set1_epi32(3);
-    __m512i c3 = _mm512_set1_epi32(4), c4 = _mm512_set1_epi32(5), c5 = _mm512_set1_epi32(6);
-    __m512i c6 = _mm512_set1_epi32(7), c7 = _mm512_set1_epi32(8), c8 = _mm512_set1_epi32(9);
-    __m512i c9 = _mm512_set1_epi32(10), c10 = _mm512_set1_epi32(11), c11 = _mm512_set1_epi32(12);
-    __m512i c12 = _mm512_set1_epi32(13), c13 = _mm512_set1_epi32(14), c14 = _mm512_set1_epi32(15);
-    __m512i c15 = _mm512_set1_epi32(16);
-    struct timespec t0, t1;
-    long i;
-    OPAQUE_V;
-    OPAQUE_W;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (i = 0; i < n; ++i) {
-#define ZSTEP(c) c = _mm512_dpbusd_epi32(c, c, w)
-        ZSTEP(c0); ZSTEP(c1); ZSTEP(c2); ZSTEP(c3); ZSTEP(c4); ZSTEP(c5); ZSTEP(c6); ZSTEP(c7);
-        ZSTEP(c8); ZSTEP(c9); ZSTEP(c10); ZSTEP(c11); ZSTEP(c12); ZSTEP(c13); ZSTEP(c14); ZSTEP(c15);
-        OPAQUE_V;
-        OPAQUE_W;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    c0 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)),
-                          _mm512_add_epi32(_mm512_add_epi32(c4, c5), _mm512_add_epi32(c6, c7)));
-    c8 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c8, c9), _mm512_add_epi32(c10, c11)),
-                          _mm512_add_epi32(_mm512_add_epi32(c12, c13), _mm512_add_epi32(c14, c15)));
-    c0 = _mm512_add_epi32(c0, c8);
-    __asm__ volatile("" : : "v"(c0));
-    return (double)n * 16 * 64 / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
-}
+PEAK_DPBUSD(peak_vnni, __m256i, _mm256_set1_epi8, _mm256_set1_epi32, _mm256_dpbusd_epi32, _mm256_add_epi32, 32)
+PEAK_DPBUSD(peak_vnni512, __m512i, _mm512_set1_epi8, _mm512_set1_epi32, _mm512_dpbusd_epi32, _mm512_add_epi32, 64)
 #endif
 #if NN_HAVE_X86 && NN_HAVE_AVXVNNI
 static NN_AVXVNNI double peak_avxvnni(long n)
