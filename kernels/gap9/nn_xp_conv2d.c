@@ -204,17 +204,8 @@ static inline int8_t pw_rq_exact(int32_t a, int32_t m, int32_t half_m1, int32_t 
 
 static inline int8_t pw_rq(int32_t a, int32_t m, int32_t rcz, int32_t k, int32_t lo, int32_t hi)
 {
-    int32_t r = ((int32_t)(((int64_t)a * m) >> 32) + rcz) >> k;
-#if defined(NN_XPULP_INSN)
-    if (lo == -128 && hi == 127)        /* p.clip r, 8: [-128, 127] in one instruction */
-        __asm__(".insn r 0x33, 1, 0x0a, %0, %0, x8" : "+r"(r));
-    else
-        __asm__(".insn r 0x33, 6, 0x02, %0, %0, %1\n\t.insn r 0x33, 4, 0x02, %0, %0, %2"
-                : "+r"(r) : "r"(lo), "r"(hi));      /* p.max, p.min */
-    return (int8_t)r;
-#else
-    return (int8_t)(r < lo ? lo : (r > hi ? hi : r));
-#endif
+    const int32_t r = ((int32_t)(((int64_t)a * m) >> 32) + rcz) >> k;
+    return (int8_t)(lo == -128 && hi == 127 ? nn_xp_clip8(r) : nn_xp_clamp(r, lo, hi));
 }
 
 /* Output pixels [p, p_end) of a tile out_w pixels wide (input pixel (y, x) at in0 + y row +
