@@ -64,44 +64,19 @@ void nn_xp_add_s8(int n, const int8_t *a, int32_t a_zp, const int8_t *b, int32_t
     }
 }
 
-/* Scalar Xpulp ops for the short rule (encodings: GVSoC's isa_pulpv2.py): p.mac rd += rs1 rs2
- * (funct7 0x21, funct3 0), p.min / p.max (funct7 2, funct3 4 / 6). The GAP SDK's gcc emits
- * them from plain C by itself; the products wrap mod 2^32 like the unsigned C below. */
+/* p.mac rd += rs1 rs2 (funct7 0x21, funct3 0; GVSoC's isa_pulpv2.py) for the short rule; the
+ * clamps are nn_xpulp.h's. The GAP SDK's gcc emits it from plain C by itself; the products wrap
+ * mod 2^32 like the unsigned C below. */
 #if defined(NN_XPULP_INSN)
 static inline int32_t nn_xp_mac(int32_t acc, int32_t a, int32_t b)
 {
     __asm__(".insn r 0x33, 0, 0x21, %0, %1, %2" : "+r"(acc) : "r"(a), "r"(b));
     return acc;
 }
-
-static inline int32_t nn_xp_clamp(int32_t q, int32_t lo, int32_t hi)
-{
-    __asm__(".insn r 0x33, 6, 2, %0, %0, %1" : "+r"(q) : "r"(lo));
-    __asm__(".insn r 0x33, 4, 2, %0, %0, %1" : "+r"(q) : "r"(hi));
-    return q;
-}
-
-/* p.clipi rd, rs1, 8 (funct7 0x0a, funct3 1, the bit count in rs2's field): clamp to int8 */
-static inline int32_t nn_xp_clip8(int32_t q)
-{
-    int32_t r;
-    __asm__(".insn r 0x33, 1, 0x0a, %0, %1, x8" : "=r"(r) : "r"(q));
-    return r;
-}
 #else
 static inline int32_t nn_xp_mac(int32_t acc, int32_t a, int32_t b)
 {
     return (int32_t)((uint32_t)acc + (uint32_t)a * (uint32_t)b);
-}
-
-static inline int32_t nn_xp_clamp(int32_t q, int32_t lo, int32_t hi)
-{
-    return q < lo ? lo : (q > hi ? hi : q);
-}
-
-static inline int32_t nn_xp_clip8(int32_t q)
-{
-    return q < -128 ? -128 : (q > 127 ? 127 : q);
 }
 #endif
 

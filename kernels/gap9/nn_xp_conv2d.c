@@ -204,17 +204,8 @@ static inline int8_t pw_rq_exact(int32_t a, int32_t m, int32_t half_m1, int32_t 
 
 static inline int8_t pw_rq(int32_t a, int32_t m, int32_t rcz, int32_t k, int32_t lo, int32_t hi)
 {
-    int32_t r = ((int32_t)(((int64_t)a * m) >> 32) + rcz) >> k;
-#if defined(NN_XPULP_INSN)
-    if (lo == -128 && hi == 127)        /* p.clip r, 8: [-128, 127] in one instruction */
-        __asm__(".insn r 0x33, 1, 0x0a, %0, %0, x8" : "+r"(r));
-    else
-        __asm__(".insn r 0x33, 6, 0x02, %0, %0, %1\n\t.insn r 0x33, 4, 0x02, %0, %0, %2"
-                : "+r"(r) : "r"(lo), "r"(hi));      /* p.max, p.min */
-    return (int8_t)r;
-#else
-    return (int8_t)(r < lo ? lo : (r > hi ? hi : r));
-#endif
+    const int32_t r = ((int32_t)(((int64_t)a * m) >> 32) + rcz) >> k;
+    return (int8_t)(lo == -128 && hi == 127 ? nn_xp_clip8(r) : nn_xp_clamp(r, lo, hi));
 }
 
 /* Output pixels [p, p_end) of a tile out_w pixels wide (input pixel (y, x) at in0 + y row +
@@ -682,6 +673,53 @@ static __attribute__((noinline)) void pw_split(int n_pix, int out_c, int words, 
     *ce = *cb + per_c < out_c ? *cb + per_c : out_c;
 }
 
+/* nn_xp_conv2d_split's answers for the last tile shapes each core met: a layer's tiles have at
+ * most 8 shapes (full or last in rows, columns, channels), and the search (some forty
+ * divisions, and 800 bytes of code the cluster's instruction cache then lacks) would otherwise
+ * rerun for every tile, about 1.5k cycles of a 4 x 4 x 8 tile's 20k. Per core: no locks. An
+ * entry counts only with its check word, so memory a bare-metal start left uncleared is no
+ * answer. Out of line with the caller's variables: the direct path's frames under it stay as
+ * they were (the cores' stacks are 1 KiB). */
+#define SPLIT_MEMO 8
+#define SPLIT_MEMO_CORES 16
+#define SPLIT_MEMO_CHECK 0x5a17c0deu
+typedef struct {
+    uint32_t key0, key1, check;     /* n_pix << 16 | out_c, words << 8 | n_cores, their check */
+    uint16_t r[6];
+} split_memo_t;
+static split_memo_t split_memo[SPLIT_MEMO_CORES][SPLIT_MEMO];
+static uint8_t split_next[SPLIT_MEMO_CORES];
+
+static __attribute__((noinline)) void split_cached(int n_pix, int out_c, int words, int core, int n_cores, int *pb,
+                                                   int *pe, int *cb, int *ce, int *tb, int *te)
+{
+    const uint32_t k0 = (uint32_t)n_pix << 16 | (uint32_t)out_c, k1 = (uint32_t)words << 8 | (uint32_t)n_cores;
+    int *const r[6] = {pb, pe, cb, ce, tb, te};
+    split_memo_t *m;
+    int i;
+    if (core >= SPLIT_MEMO_CORES || n_pix >= 1 << 16 || out_c >= 1 << 16 || words >= 1 << 24 || n_cores >= 1 << 8) {
+        nn_xp_conv2d_split(n_pix, out_c, words, core, n_cores, pb, pe, cb, ce, tb, te);
+        return;
+    }
+    for (i = 0; i < SPLIT_MEMO; ++i) {
+        m = &split_memo[core][i];
+        if (m->key0 == k0 && m->key1 == k1 && m->check == (k0 ^ k1 ^ SPLIT_MEMO_CHECK)) {
+            for (i = 0; i < 6; ++i)
+                *r[i] = m->r[i];
+            return;
+        }
+    }
+    nn_xp_conv2d_split(n_pix, out_c, words, core, n_cores, pb, pe, cb, ce, tb, te);
+    i = split_next[core] < SPLIT_MEMO ? split_next[core] : 0;
+    split_next[core] = (uint8_t)((i + 1) % SPLIT_MEMO);
+    m = &split_memo[core][i];
+    for (i = 0; i < 6; ++i)
+        m->r[i] = (uint16_t)*r[i];      /* each <= out_c or n_pix, both < 2^16 */
+    m->key0 = k0;
+    m->key1 = k1;
+    m->check = k0 ^ k1 ^ SPLIT_MEMO_CHECK;
+}
+
 void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                           const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                           int core, int n_cores, int8_t *scratch, int flipped)
@@ -700,8 +738,8 @@ void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const 
         }
     } else if (nn_xp_conv2d_fast(cfg)) {
         const int flip = cfg->in_zp == -128 ? (flipped ? 2 : 1) : 0;
-        nn_xp_conv2d_split(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb, &pe,
-                           &cb, &ce, &tb, &te);
+        split_cached(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb, &pe, &cb, &ce,
+                     &tb, &te);
         if (pb < pe && cb < ce)
             direct(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce, flip);
         if (tb < te)

@@ -124,6 +124,35 @@ static inline int32_t nn_xp_sdotusp(int32_t acc, uint32_t a, uint32_t b)
 }
 #endif
 
+/* Clamps of a requantized value: to [lo, hi] by p.max then p.min (funct7 2, funct3 6 / 4), to
+ * int8 by p.clip rd, rs1, 8 (funct7 0x0a, funct3 1, the bit count in rs2's field): one
+ * instruction for the common no-activation case. The GAP SDK's gcc (NN_XPULP_BUILTIN) emits them
+ * from the plain C by itself. Encodings: GVSoC's isa_pulpv2.py. */
+#if defined(NN_XPULP_INSN)
+static inline int32_t nn_xp_clamp(int32_t q, int32_t lo, int32_t hi)
+{
+    __asm__(".insn r 0x33, 6, 2, %0, %0, %1" : "+r"(q) : "r"(lo));
+    __asm__(".insn r 0x33, 4, 2, %0, %0, %1" : "+r"(q) : "r"(hi));
+    return q;
+}
+
+static inline int32_t nn_xp_clip8(int32_t q)
+{
+    __asm__(".insn r 0x33, 1, 0x0a, %0, %0, x8" : "+r"(q));
+    return q;
+}
+#else
+static inline int32_t nn_xp_clamp(int32_t q, int32_t lo, int32_t hi)
+{
+    return q < lo ? lo : (q > hi ? hi : q);
+}
+
+static inline int32_t nn_xp_clip8(int32_t q)
+{
+    return q < -128 ? -128 : (q > 127 ? 127 : q);
+}
+#endif
+
 /* Lane-wise signed maximum of 4 int8 lanes: pv.max.b (funct7 0x18, funct3 1, opcode 0x57). */
 #if defined(NN_XPULP_BUILTIN)
 static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
