@@ -247,6 +247,8 @@ def _build(env, manifest, root) -> None:
         key = noop.key(ARGUMENTS)
         noop.forget(key)                  # only a build that ends well records again
         atexit.register(_record_noop, key, defaults, results, is_matrix)
+    if GetOption("num_jobs") > 1:
+        import_packages_before_threads()
     if is_matrix and not GetOption("clean") and not GetOption("no_exec"):
         # one combination's failure must not stop the others: ./nnscons and the nnscons
         # command pass -k for matrix builds (SCons does not let an SConstruct set it)
@@ -255,6 +257,26 @@ def _build(env, manifest, root) -> None:
                              "(./nnscons adds it)\n")
         atexit.register(_matrix_summary, results)
 
+
+
+def import_packages_before_threads() -> None:
+    """With -j the build steps run on SCons' worker threads and import what they need on
+    first use. Two threads importing one package for the first time can deadlock on
+    Python's module locks: a package's __init__ importing its submodules (frontends,
+    passes, kernelgen, reference) while the other thread, already holding a submodule's
+    lock, waits for that package. Python breaks the deadlock by handing one of them a
+    half-initialized module (`cannot import name 'OnnxWalker' from partially initialized
+    module`). Initializing every package here, on the main thread, before any step runs
+    leaves the threads only module imports, which cannot form that circle (no module
+    imports another circularly: tests/test_import_cycles.py). The target kinds' packages
+    are imported by the planning already. ~15 ms where the planner's imports are done."""
+    import importlib
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "targets" and not d.startswith((".", "_")))
+        if "__init__.py" in files:
+            rel = os.path.relpath(folder, os.path.dirname(root))
+            importlib.import_module(rel.replace(os.sep, "."))
 
 def _known_targets(requested, aliases: set, root: str) -> None:
     """Every command-line target is an alias or a path that exists (or one under build/, the

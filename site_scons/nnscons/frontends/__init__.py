@@ -19,7 +19,6 @@ from ..ir import Graph
 from ..passes import prepare, to_ir
 from ..passes.quantize import inherit_qparams, inherit_qparams_backward, minmax_qparams, requantize_aliases
 from .onnx_file import is_qdq, read_onnx
-from .onnx_graph import OnnxWalker
 
 FORMATS = ("auto", "onnx", "qdq", "float", "tflite", "ares")
 
@@ -62,6 +61,10 @@ def _load_onnx(source, name, input_shape, fmt, calibration, generated=None) -> G
         raise ModelError(f"{source}: calibration applies to float models only; this one is "
                          f"already quantized")
     from ..opkit.onnx_qoperator import to_qdq
+    # imported here, not at the top: onnx_graph imports this package's onnx_ops, and a
+    # package whose __init__ imports a submodule that another thread (SCons -j: an action's
+    # lazy import, export/ort_oracle) imports directly can be left half-initialized
+    from .onnx_graph import OnnxWalker
     g = OnnxWalker(f, shapes_proto=to_qdq(f.proto)).walk()
     prepare(g)
     notes = []
