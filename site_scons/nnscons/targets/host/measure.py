@@ -45,7 +45,8 @@ ROUNDS = 5          # alternated rounds per variant
 REPS = 7            # timed samples per round (median)
 INNER_MACS = 20_000_000   # a sample is at least this many MACs of calls (small layers: several)
 
-_MAIN = r"""
+# the timing programs' opening: one process's CPU time, the median's comparison
+_TIMING = r"""
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,9 @@ static int cmp(const void *a, const void *b)
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+"""
+
+_MAIN = _TIMING + r"""
 static int8_t in[%(in_size)d], out[%(out_size)d], res[%(out_size)d];
 static uint8_t params[%(params)d + 1];
 static uint8_t scratch[%(scratch)d + 64] __attribute__((aligned(64)));
@@ -284,23 +288,8 @@ def chosen(layer, orig, graph, g: dict, spec: dict, build, own: dict, tuning: di
 DW_FORCE = {"avx512vnni": 3, "avx2": 4, "portable": 1}
 DW_CODE = {"avx512vnni": 0, "avx2": 4, "portable": 1}     # 0: VNNI, AVX2, portable; 4: AVX2, portable
 
-_MAIN_DW = r"""
-#define _POSIX_C_SOURCE 200809L
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
+_MAIN_DW = _TIMING + r"""
 #include "nn_simd.h"
-static double cpu_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-static int cmp(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 static int8_t in[%(in_size)d], out[%(out_size)d];
 static uint8_t params[%(params)d + 64] __attribute__((aligned(64)));
 static uint8_t scratch[%(scratch)d + 64] __attribute__((aligned(64)));
