@@ -4,15 +4,20 @@ NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's in
   under PIPE_MIN_TILES tiles (one input-channel group): _few_cycles, the template's loop
                  played tile by tile -- NE16 runs tile k while the cores requantize tile
                  k - 1, a new channel tile drains it -- with the requantization per tile
-                 FEW_FORK_CYCLES + chans x (FEW_CH_CYCLES + FEW_PX_CYCLES x the pixels of
-                 the busiest core) (the per-channel loads and NE16 feed count where a core
-                 has few pixels: MobileNetV2's 6x6 and 3x3 layers), FEW_TILE_CYCLES per tile,
-                 FEW_LAYER_CYCLES per layer. Least squares (log error) on the 55 such convs
-                 of kws_dscnn, ic_resnet8, vww_mobilenetv1 and MobileNetV2 forced on NE16 on
-                 the GAP9 model: 0.92-1.06x of each (the summed form it replaces, with no
-                 overlap and 41 cycles per output: 0.69-1.59x, 1.28x on kws_dscnn's 64->64
-                 25x5 pointwise convs, which kept them on the cluster though NE16 ran them
-                 in 49.0k cycles against 54.3k);
+                 FEW_FORK_CYCLES + the busiest core's units x (FEW_CH_CYCLES + FEW_PX_CYCLES
+                 x the unit's pixels) (_rq_units: requant_worker splits (channel, pixel chunk)
+                 units over the cores, the short rule's hardware loop per unit),
+                 FEW_TILE_CYCLES per tile, FEW_LAYER_CYCLES per layer. Least squares (log
+                 error) on the 55 such convs of kws_dscnn, ic_resnet8, vww_mobilenetv1 and
+                 MobileNetV2 forced on NE16 on the GAP9 model after the short-rule loop
+                 (ne16_cost.choose returning NE16 for every eligible conv, gap9_cycles.py
+                 with gap9 and gap9-cluster): 0.86-1.10x of each, ic_resnet8's 3x3 convs the
+                 low ones (0.86-0.89x; 4x faster than the cluster anyway); the fit before it
+                 (26 cycles per output, pixels split over the cores) said 1.06-2.2x after the
+                 loop, 1.5-2.2x on most 1x1 convs, and kept vww_mobilenetv1's block1-4, 6 and
+                 12 pointwise convs and 17 of MobileNetV2's on the cluster though NE16 ran
+                 them faster (195k cycles lost on the four networks against the measured
+                 faster engine, 9k now besides block1_0.expand's 27k, see below);
   more tiles:    sum over tiles of PIPE_TILE_CYCLES + weight wait
                    + max(engine of tile k, requantization of tile k - 1 + prep of tile k)
                  + the last tile's requantization (NE16 computes tile k while the cores
@@ -42,11 +47,16 @@ NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's in
   2.07 M, 1.72 M, 1.75 M and 1.55 M (it predates the faster requantization and the
   pipelined template). The requantization measured 31-44 cycles per output on one core
   (REQUANT_CYCLES 41 kept; the PROF counters of the rows-mode layers, see README).
-Choices on those 55 convs (each measured on both engines, benchmarks/gap9_cycles.py, gap9 with
-every eligible conv forced on NE16 and gap9-cluster): 6,055 cycles lost against always picking
-the measured faster engine (vww_mobilenetv1's block12.pw and MobileNetV2's block5_0.project,
-where the cluster's estimate is 0.89-0.93x), 24,554 with the summed form; MobileNetV2's 48->8
-12x12 projections stay on the cluster (23.5k cycles on NE16, 10.2k on the cluster).
+Choices on those 55 convs and the 9 others (each measured on both engines, benchmarks/gap9_cycles.py,
+gap9 with every eligible conv forced on NE16 and gap9-cluster): 36,521 cycles lost against always
+picking the measured faster engine (231,460 before the refit): MobileNetV2's block1_0.expand (16
+tiles, the pipelined form, whose REQUANT_CYCLES 41 predates the short-rule loop: 2.7x of the
+234,743 measured; the cluster took 261,927) and ic_resnet8's two 1x1/2 shortcuts in rows mode
+(1.08-1.28x: 27.4k and 18.3k on NE16, 32.8k and 22.3k on the cluster); MobileNetV2's 48->8
+projections stay on the cluster (22.1k cycles on NE16, 10.2k on the cluster at 12x12). The
+pipelined form keeps REQUANT_CYCLES: PIPE_TILE_CYCLES was fitted beside it on ResNet-18, and the
+loop's rate there lowered 64 ch 56x56's estimate to 0.91x of the measured (no tiling or engine
+changed either way).
 Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels (or one of
   kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
   (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
@@ -108,11 +118,12 @@ PLAIN_MACS_PER_CYCLE = 2.0
 PW_MAC_CYCLES = 0.0819     # pointwise path, 9 cores: ~1.36 MACs/cycle per core
 PW_OUT_CYCLES = 1.68       # per output, 9 cores: ~15 cycles per output on one core (requantization)
 PW_LAYER_CYCLES = 4500
-FEW_TILE_CYCLES = 500      # under PIPE_MIN_TILES (_few_cycles): per tile (forks, DMA programming)
-FEW_LAYER_CYCLES = 1000
-FEW_FORK_CYCLES = 3500     # per requantization (the fork, the output's DMA)
-FEW_CH_CYCLES = 45         # per channel of a requantization (its bias/mult/shift, the NE16 feed)
-FEW_PX_CYCLES = 26         # per output on the busiest core (two pixels a step)
+FEW_TILE_CYCLES = 1320     # under PIPE_MIN_TILES (_few_cycles): per tile (forks, DMA programming)
+FEW_LAYER_CYCLES = 820
+FEW_FORK_CYCLES = 3150     # per requantization (the fork, the output's DMA)
+FEW_CH_CYCLES = 11         # per (channel, pixel chunk) unit of a core (its bias/mult/shift, the short
+                           # rule's check, the NE16 feed; _rq_units)
+FEW_PX_CYCLES = 12.7       # per output of a unit: the short rule's hardware loop (rows mode's 12.5)
 MARGIN = 0.95              # NE16 when its estimate < MARGIN x the cluster's: the cluster's own
                            # estimates are 0.87-1.21x, so a close call (vww_mobilenetv1's block3.pw:
                            # 0.96, NE16 measured 80.0k, cluster 74.1k) stays on the cluster
@@ -172,10 +183,24 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
     return int(total + req_prev)
 
 
+def _rq_units(pix, chans, cores) -> tuple:
+    """(units on the busiest core, pixels per unit) of the template's requant_worker: each
+    channel in np = ceil(4 cores / chans) chunks of 16+ pixels (at least one), the chans x np
+    units split evenly over the cores."""
+    n_p = max(1, min(-(-4 * cores // chans), pix // 16))
+    return -(-chans * n_p // cores), -(-pix // n_p)
+
+
+def _rq_core(pix, chans, cores) -> float:
+    """The busiest core's cycles requantizing a tile of pix pixels x chans channels."""
+    units, n = _rq_units(pix, chans, cores)
+    return units * (FEW_CH_CYCLES + FEW_PX_CYCLES * n)
+
+
 def _few_cycles(i, o, kh, row, m, t, cores) -> int:
     """Under PIPE_MIN_TILES tiles: the template's stride-1 loop, tile by tile (see the docstring)."""
     def req(pix, chans):
-        return FEW_FORK_CYCLES + chans * (FEW_CH_CYCLES + FEW_PX_CYCLES * -(-pix // cores))
+        return FEW_FORK_CYCLES + _rq_core(pix, chans, cores)
     now = FEW_LAYER_CYCLES + min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
     ne_end, pending = 0.0, None
     for co in range(t["n_c"]):
