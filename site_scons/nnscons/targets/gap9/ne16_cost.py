@@ -32,38 +32,37 @@ NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's in
     input-channel group), JOB_CYCLES per job (the core writes the 24 registers: ~709 cycles
     in tests/test_ne16.py). Checked against the model's jobs: 3x3 32->32 16x16 22,824
     (23,350 measured), 1x1 64->64 16x16 20,736 (21,062);
-  cores: the requantization, REQUANT_CYCLES per output on one core, and the x ^ 0x80 flip,
-    PREP_CYCLES per input byte, over the cores;
+  cores: the requantization, the busiest core's units as under PIPE_MIN_TILES (_rq_core, the
+    fork in PIPE_TILE_CYCLES), and the x ^ 0x80 flip, PREP_CYCLES per input byte, over the cores;
   with the weights' DMA (DMA_BYTES_PER_CYCLE, tiling.py's figure) where it is not hidden
   (every channel tile's weights before its first tile; the groups' behind the engine).
-  REQUANT_CYCLES and TILE_CYCLES were fitted on small layers measured on the GAP9 model
-  (layer by layer against the reports): per tile ~4,000 cycles + 41 x outputs / 9 cores
-  beside the engine (simplecnn conv2 12.7k estimated / 11.9k measured per tile, ic_resnet8
-  16-64 channels within 15%). PIPE_TILE_CYCLES (8,000) is fitted on ResNet-18's stride-1
-  3x3 convs measured in the network (layer by layer, README): 64 ch 56x56 1.33 M estimated
-  / 1.35-1.38 M measured, 128 ch 28x28 1.35 M / 1.35 M, 512 ch 7x7 (input-channel groups)
-  1.70 M / 1.65 M, 256 ch 14x14 (one input buffer) 1.59 M / 1.91 M (the one under: its
-  per-tile input reload is slower than the DMA figure); the serial sum used before said
-  2.07 M, 1.72 M, 1.75 M and 1.55 M (it predates the faster requantization and the
-  pipelined template). The requantization measured 31-44 cycles per output on one core
-  (REQUANT_CYCLES 41 kept; the PROF counters of the rows-mode layers, see README).
+  TILE_CYCLES (summed form: more than one input-channel group under PIPE_MIN_TILES) was
+  fitted on small layers measured on the GAP9 model (simplecnn, ic_resnet8: per tile ~4,000
+  cycles beside the engine). PIPE_TILE_CYCLES (6,500) is fitted, with the short-rule loop's
+  requantization, on ResNet-18's stride-1 3x3 convs measured in the network (layer by layer,
+  at 02857b6): 64 ch 56x56 1.18 M estimated / 1.165 M measured, 128 ch 28x28 1.28 M / 1.27 M,
+  512 ch 7x7 (input-channel groups) 1.67 M / 1.64 M, 256 ch 14x14 (one input buffer) 1.52 M /
+  1.84 M (the one under: its per-tile input reload is slower than the DMA figure); with the
+  requantization at 41 cycles per output and 8,000 per tile, as before, 1.33 M, 1.35 M, 1.70 M,
+  1.59 M. On mobilenetv1's 14 pointwise convs (8+ tiles, every eligible conv forced on NE16):
+  0.75-1.12x (block3.pw, 96->96 56x56, the low one: 22.6k cycles per tile measured where NE16
+  and the requantization are ~8.6k each, so they overlap less than the max() says), 0.94-2.0x
+  before; its 24->48 and 48->96 112x112 / 56x56 pointwise convs now go to NE16 (1,774,629 and
+  1,012,291 cycles measured there against the cluster's 1,870,628 and 1,325,828).
 Choices on those 55 convs and the 9 others (each measured on both engines, benchmarks/gap9_cycles.py,
 gap9 with every eligible conv forced on NE16 and gap9-cluster): 36,521 cycles lost against always
 picking the measured faster engine (231,460 before the refit): MobileNetV2's block1_0.expand (16
-tiles, the pipelined form, whose REQUANT_CYCLES 41 predates the short-rule loop: 2.7x of the
-234,743 measured; the cluster took 261,927) and ic_resnet8's two 1x1/2 shortcuts in rows mode
+tiles, the pipelined form: 1.22x of the 234,743 measured, 2.7x with the older requantization
+figure; the cluster took 261,927) and ic_resnet8's two 1x1/2 shortcuts in rows mode
 (1.08-1.28x: 27.4k and 18.3k on NE16, 32.8k and 22.3k on the cluster); MobileNetV2's 48->8
-projections stay on the cluster (22.1k cycles on NE16, 10.2k on the cluster at 12x12). The
-pipelined form keeps REQUANT_CYCLES: PIPE_TILE_CYCLES was fitted beside it on ResNet-18, and the
-loop's rate there lowered 64 ch 56x56's estimate to 0.91x of the measured (no tiling or engine
-changed either way).
+projections stay on the cluster (22.1k cycles on NE16, 10.2k on the cluster at 12x12).
 Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels (or one of
   kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
   (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
   measured so: 64->128 56->28 3x3/2 1,340,157 cycles against 1,257,529 estimated; the sum
   would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers; the requantization
   ROWS_RQ_CYCLES per output and ROWS_CH_CYCLES per channel and core (the template's short-rule
-  hardware loop; REQUANT_CYCLES' 41 made the 1x1/2 estimates 2.0-2.4x the measured cycles,
+  hardware loop; 41 cycles per output made the 1x1/2 estimates 2.0-2.4x the measured cycles,
   now 0.99-1.21x; the 3x3/2 ones, NE16-bound, 0.91-1.06x); the 1x1/S downsamples' dense tiles
   (ne16_geometry.dense) as NE16's 3 rows, their DMA and prep on the read pixels only, each
   requantization's fork ROWS_RQ_FORK_CYCLES (64->128 1x1/2 measured 230k, 238k, 242k and 249k
@@ -95,7 +94,6 @@ from .ne16_geometry import dense_cols, in_rows
 
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
-REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
 ROWS_RQ_CYCLES = 12.5      # rows mode: per output on one core, the short rule's hardware loop (measured
                            # 12.2 with bank conflicts on 64->128 1x1/2, core 0's counters)
 ROWS_CH_CYCLES = 150       # rows mode: per channel and core (its constants, the short rule's check)
@@ -103,7 +101,7 @@ ROWS_RQ_FORK_CYCLES = 3000  # rows mode: per requantization (the fork, the outpu
                             # measured ~4.7k more per tile over 12-16 tiles)
 DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
-PIPE_TILE_CYCLES = 8000    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
+PIPE_TILE_CYCLES = 6500    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
 PIPE_MIN_TILES = 8         # under this the serial sum fitted on small layers (simplecnn, ic_resnet8)
 PREP_FORK_CYCLES = 4000    # rows mode: per input tile's prep beside the bytes (fork, pads, rows;
                            # measured 9.2k, 11k, 6.7k per tile on 64->128 and 128->256 3x3/2, 64->128 1x1/2)
@@ -249,7 +247,7 @@ def ne16_cycles(layer, graph, m, t, cores) -> int:
                 w_wait = chans * t["w_grp"] / DMA_BYTES_PER_CYCLE
             else:                   # a channel tile's weights before its first row tile
                 w_wait = chans * row / DMA_BYTES_PER_CYCLE if h == 0 else 0
-            req = REQUANT_CYCLES * rows * o["w"] * chans / cores
+            req = _rq_core(rows * o["w"], chans, cores)
             if not pipelined:       # few tiles: prep, NE16, requantization summed (as fitted)
                 total += tile_cycles + w_wait + prep + engine + req
                 continue
