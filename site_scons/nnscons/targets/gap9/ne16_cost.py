@@ -4,15 +4,20 @@ NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's in
   under PIPE_MIN_TILES tiles (one input-channel group): _few_cycles, the template's loop
                  played tile by tile -- NE16 runs tile k while the cores requantize tile
                  k - 1, a new channel tile drains it -- with the requantization per tile
-                 FEW_FORK_CYCLES + chans x (FEW_CH_CYCLES + FEW_PX_CYCLES x the pixels of
-                 the busiest core) (the per-channel loads and NE16 feed count where a core
-                 has few pixels: MobileNetV2's 6x6 and 3x3 layers), FEW_TILE_CYCLES per tile,
-                 FEW_LAYER_CYCLES per layer. Least squares (log error) on the 55 such convs
-                 of kws_dscnn, ic_resnet8, vww_mobilenetv1 and MobileNetV2 forced on NE16 on
-                 the GAP9 model: 0.92-1.06x of each (the summed form it replaces, with no
-                 overlap and 41 cycles per output: 0.69-1.59x, 1.28x on kws_dscnn's 64->64
-                 25x5 pointwise convs, which kept them on the cluster though NE16 ran them
-                 in 49.0k cycles against 54.3k);
+                 FEW_FORK_CYCLES + the busiest core's units x (FEW_CH_CYCLES + FEW_PX_CYCLES
+                 x the unit's pixels) (_rq_units: requant_worker splits (channel, pixel chunk)
+                 units over the cores, the short rule's hardware loop per unit),
+                 FEW_TILE_CYCLES per tile, FEW_LAYER_CYCLES per layer. Least squares (log
+                 error) on the 55 such convs of kws_dscnn, ic_resnet8, vww_mobilenetv1 and
+                 MobileNetV2 forced on NE16 on the GAP9 model after the short-rule loop
+                 (ne16_cost.choose returning NE16 for every eligible conv, gap9_cycles.py
+                 with gap9 and gap9-cluster): 0.86-1.10x of each, ic_resnet8's 3x3 convs the
+                 low ones (0.86-0.89x; 4x faster than the cluster anyway); the fit before it
+                 (26 cycles per output, pixels split over the cores) said 1.06-2.2x after the
+                 loop, 1.5-2.2x on most 1x1 convs, and kept vww_mobilenetv1's block1-4, 6 and
+                 12 pointwise convs and 17 of MobileNetV2's on the cluster though NE16 ran
+                 them faster (195k cycles lost on the four networks against the measured
+                 faster engine, 9k now besides block1_0.expand's 27k, see below);
   more tiles:    sum over tiles of PIPE_TILE_CYCLES + weight wait
                    + max(engine of tile k, requantization of tile k - 1 + prep of tile k)
                  + the last tile's requantization (NE16 computes tile k while the cores
@@ -27,33 +32,37 @@ NE16 (conv2d_ne16.c.j2 on ne16_layer.py's tiling), stride 1: the first tile's in
     input-channel group), JOB_CYCLES per job (the core writes the 24 registers: ~709 cycles
     in tests/test_ne16.py). Checked against the model's jobs: 3x3 32->32 16x16 22,824
     (23,350 measured), 1x1 64->64 16x16 20,736 (21,062);
-  cores: the requantization, REQUANT_CYCLES per output on one core, and the x ^ 0x80 flip,
-    PREP_CYCLES per input byte, over the cores;
+  cores: the requantization, the busiest core's units as under PIPE_MIN_TILES (_rq_core, the
+    fork in PIPE_TILE_CYCLES), and the x ^ 0x80 flip, PREP_CYCLES per input byte, over the cores;
   with the weights' DMA (DMA_BYTES_PER_CYCLE, tiling.py's figure) where it is not hidden
   (every channel tile's weights before its first tile; the groups' behind the engine).
-  REQUANT_CYCLES and TILE_CYCLES were fitted on small layers measured on the GAP9 model
-  (layer by layer against the reports): per tile ~4,000 cycles + 41 x outputs / 9 cores
-  beside the engine (simplecnn conv2 12.7k estimated / 11.9k measured per tile, ic_resnet8
-  16-64 channels within 15%). PIPE_TILE_CYCLES (8,000) is fitted on ResNet-18's stride-1
-  3x3 convs measured in the network (layer by layer, README): 64 ch 56x56 1.33 M estimated
-  / 1.35-1.38 M measured, 128 ch 28x28 1.35 M / 1.35 M, 512 ch 7x7 (input-channel groups)
-  1.70 M / 1.65 M, 256 ch 14x14 (one input buffer) 1.59 M / 1.91 M (the one under: its
-  per-tile input reload is slower than the DMA figure); the serial sum used before said
-  2.07 M, 1.72 M, 1.75 M and 1.55 M (it predates the faster requantization and the
-  pipelined template). The requantization measured 31-44 cycles per output on one core
-  (REQUANT_CYCLES 41 kept; the PROF counters of the rows-mode layers, see README).
-Choices on those 55 convs (each measured on both engines, benchmarks/gap9_cycles.py, gap9 with
-every eligible conv forced on NE16 and gap9-cluster): 6,055 cycles lost against always picking
-the measured faster engine (vww_mobilenetv1's block12.pw and MobileNetV2's block5_0.project,
-where the cluster's estimate is 0.89-0.93x), 24,554 with the summed form; MobileNetV2's 48->8
-12x12 projections stay on the cluster (23.5k cycles on NE16, 10.2k on the cluster).
+  TILE_CYCLES (summed form: more than one input-channel group under PIPE_MIN_TILES) was
+  fitted on small layers measured on the GAP9 model (simplecnn, ic_resnet8: per tile ~4,000
+  cycles beside the engine). PIPE_TILE_CYCLES (6,500) is fitted, with the short-rule loop's
+  requantization, on ResNet-18's stride-1 3x3 convs measured in the network (layer by layer,
+  at 02857b6): 64 ch 56x56 1.18 M estimated / 1.165 M measured, 128 ch 28x28 1.28 M / 1.27 M,
+  512 ch 7x7 (input-channel groups) 1.67 M / 1.64 M, 256 ch 14x14 (one input buffer) 1.52 M /
+  1.84 M (the one under: its per-tile input reload is slower than the DMA figure); with the
+  requantization at 41 cycles per output and 8,000 per tile, as before, 1.33 M, 1.35 M, 1.70 M,
+  1.59 M. On mobilenetv1's 14 pointwise convs (8+ tiles, every eligible conv forced on NE16):
+  0.75-1.12x (block3.pw, 96->96 56x56, the low one: 22.6k cycles per tile measured where NE16
+  and the requantization are ~8.6k each, so they overlap less than the max() says), 0.94-2.0x
+  before; its 24->48 and 48->96 112x112 / 56x56 pointwise convs now go to NE16 (1,774,629 and
+  1,012,291 cycles measured there against the cluster's 1,870,628 and 1,325,828).
+Choices on those 55 convs and the 9 others (each measured on both engines, benchmarks/gap9_cycles.py,
+gap9 with every eligible conv forced on NE16 and gap9-cluster): 36,521 cycles lost against always
+picking the measured faster engine (231,460 before the refit): MobileNetV2's block1_0.expand (16
+tiles, the pipelined form: 1.22x of the 234,743 measured, 2.7x with the older requantization
+figure; the cluster took 261,927) and ic_resnet8's two 1x1/2 shortcuts in rows mode
+(1.08-1.28x: 27.4k and 18.3k on NE16, 32.8k and 22.3k on the cluster); MobileNetV2's 48->8
+projections stay on the cluster (22.1k cycles on NE16, 10.2k on the cluster at 12x12).
 Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels (or one of
   kw * kh * ic on stacked rows), and the template's pipeline modelled rather than summed
   (_rows_cycles: NE16 runs tile k while the cores requantize tile k - 1 and prep tile k + 1,
   measured so: 64->128 56->28 3x3/2 1,340,157 cycles against 1,257,529 estimated; the sum
   would say 1.7 M), plus LAYER_CYCLES measured on one-tile layers; the requantization
   ROWS_RQ_CYCLES per output and ROWS_CH_CYCLES per channel and core (the template's short-rule
-  hardware loop; REQUANT_CYCLES' 41 made the 1x1/2 estimates 2.0-2.4x the measured cycles,
+  hardware loop; 41 cycles per output made the 1x1/2 estimates 2.0-2.4x the measured cycles,
   now 0.99-1.21x; the 3x3/2 ones, NE16-bound, 0.91-1.06x); the 1x1/S downsamples' dense tiles
   (ne16_geometry.dense) as NE16's 3 rows, their DMA and prep on the read pixels only, each
   requantization's fork ROWS_RQ_FORK_CYCLES (64->128 1x1/2 measured 230k, 238k, 242k and 249k
@@ -85,7 +94,6 @@ from .ne16_geometry import dense_cols, in_rows
 
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
-REQUANT_CYCLES = 41.0      # per output on one core (nn_xp_requant, its loads, bank conflicts)
 ROWS_RQ_CYCLES = 12.5      # rows mode: per output on one core, the short rule's hardware loop (measured
                            # 12.2 with bank conflicts on 64->128 1x1/2, core 0's counters)
 ROWS_CH_CYCLES = 150       # rows mode: per channel and core (its constants, the short rule's check)
@@ -93,7 +101,7 @@ ROWS_RQ_FORK_CYCLES = 3000  # rows mode: per requantization (the fork, the outpu
                             # measured ~4.7k more per tile over 12-16 tiles)
 DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
-PIPE_TILE_CYCLES = 8000    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
+PIPE_TILE_CYCLES = 6500    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
 PIPE_MIN_TILES = 8         # under this the serial sum fitted on small layers (simplecnn, ic_resnet8)
 PREP_FORK_CYCLES = 4000    # rows mode: per input tile's prep beside the bytes (fork, pads, rows;
                            # measured 9.2k, 11k, 6.7k per tile on 64->128 and 128->256 3x3/2, 64->128 1x1/2)
@@ -108,11 +116,12 @@ PLAIN_MACS_PER_CYCLE = 2.0
 PW_MAC_CYCLES = 0.0819     # pointwise path, 9 cores: ~1.36 MACs/cycle per core
 PW_OUT_CYCLES = 1.68       # per output, 9 cores: ~15 cycles per output on one core (requantization)
 PW_LAYER_CYCLES = 4500
-FEW_TILE_CYCLES = 500      # under PIPE_MIN_TILES (_few_cycles): per tile (forks, DMA programming)
-FEW_LAYER_CYCLES = 1000
-FEW_FORK_CYCLES = 3500     # per requantization (the fork, the output's DMA)
-FEW_CH_CYCLES = 45         # per channel of a requantization (its bias/mult/shift, the NE16 feed)
-FEW_PX_CYCLES = 26         # per output on the busiest core (two pixels a step)
+FEW_TILE_CYCLES = 1320     # under PIPE_MIN_TILES (_few_cycles): per tile (forks, DMA programming)
+FEW_LAYER_CYCLES = 820
+FEW_FORK_CYCLES = 3150     # per requantization (the fork, the output's DMA)
+FEW_CH_CYCLES = 11         # per (channel, pixel chunk) unit of a core (its bias/mult/shift, the short
+                           # rule's check, the NE16 feed; _rq_units)
+FEW_PX_CYCLES = 12.7       # per output of a unit: the short rule's hardware loop (rows mode's 12.5)
 MARGIN = 0.95              # NE16 when its estimate < MARGIN x the cluster's: the cluster's own
                            # estimates are 0.87-1.21x, so a close call (vww_mobilenetv1's block3.pw:
                            # 0.96, NE16 measured 80.0k, cluster 74.1k) stays on the cluster
@@ -172,10 +181,24 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
     return int(total + req_prev)
 
 
+def _rq_units(pix, chans, cores) -> tuple:
+    """(units on the busiest core, pixels per unit) of the template's requant_worker: each
+    channel in np = ceil(4 cores / chans) chunks of 16+ pixels (at least one), the chans x np
+    units split evenly over the cores."""
+    n_p = max(1, min(-(-4 * cores // chans), pix // 16))
+    return -(-chans * n_p // cores), -(-pix // n_p)
+
+
+def _rq_core(pix, chans, cores) -> float:
+    """The busiest core's cycles requantizing a tile of pix pixels x chans channels."""
+    units, n = _rq_units(pix, chans, cores)
+    return units * (FEW_CH_CYCLES + FEW_PX_CYCLES * n)
+
+
 def _few_cycles(i, o, kh, row, m, t, cores) -> int:
     """Under PIPE_MIN_TILES tiles: the template's stride-1 loop, tile by tile (see the docstring)."""
     def req(pix, chans):
-        return FEW_FORK_CYCLES + chans * (FEW_CH_CYCLES + FEW_PX_CYCLES * -(-pix // cores))
+        return FEW_FORK_CYCLES + _rq_core(pix, chans, cores)
     now = FEW_LAYER_CYCLES + min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
     ne_end, pending = 0.0, None
     for co in range(t["n_c"]):
@@ -224,7 +247,7 @@ def ne16_cycles(layer, graph, m, t, cores) -> int:
                 w_wait = chans * t["w_grp"] / DMA_BYTES_PER_CYCLE
             else:                   # a channel tile's weights before its first row tile
                 w_wait = chans * row / DMA_BYTES_PER_CYCLE if h == 0 else 0
-            req = REQUANT_CYCLES * rows * o["w"] * chans / cores
+            req = _rq_core(rows * o["w"], chans, cores)
             if not pipelined:       # few tiles: prep, NE16, requantization summed (as fitted)
                 total += tile_cycles + w_wait + prep + engine + req
                 continue
