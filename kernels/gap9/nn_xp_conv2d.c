@@ -673,53 +673,6 @@ static __attribute__((noinline)) void pw_split(int n_pix, int out_c, int words, 
     *ce = *cb + per_c < out_c ? *cb + per_c : out_c;
 }
 
-/* nn_xp_conv2d_split's answers for the last tile shapes each core met: a layer's tiles have at
- * most 8 shapes (full or last in rows, columns, channels), and the search (some forty
- * divisions, and 800 bytes of code the cluster's instruction cache then lacks) would otherwise
- * rerun for every tile, about 1.5k cycles of a 4 x 4 x 8 tile's 20k. Per core: no locks. An
- * entry counts only with its check word, so memory a bare-metal start left uncleared is no
- * answer. Out of line with the caller's variables: the direct path's frames under it stay as
- * they were (the cores' stacks are 1 KiB). */
-#define SPLIT_MEMO 8
-#define SPLIT_MEMO_CORES 16
-#define SPLIT_MEMO_CHECK 0x5a17c0deu
-typedef struct {
-    uint32_t key0, key1, check;     /* n_pix << 16 | out_c, words << 8 | n_cores, their check */
-    uint16_t r[6];
-} split_memo_t;
-static split_memo_t split_memo[SPLIT_MEMO_CORES][SPLIT_MEMO];
-static uint8_t split_next[SPLIT_MEMO_CORES];
-
-static __attribute__((noinline)) void split_cached(int n_pix, int out_c, int words, int core, int n_cores, int *pb,
-                                                   int *pe, int *cb, int *ce, int *tb, int *te)
-{
-    const uint32_t k0 = (uint32_t)n_pix << 16 | (uint32_t)out_c, k1 = (uint32_t)words << 8 | (uint32_t)n_cores;
-    int *const r[6] = {pb, pe, cb, ce, tb, te};
-    split_memo_t *m;
-    int i;
-    if (core >= SPLIT_MEMO_CORES || n_pix >= 1 << 16 || out_c >= 1 << 16 || words >= 1 << 24 || n_cores >= 1 << 8) {
-        nn_xp_conv2d_split(n_pix, out_c, words, core, n_cores, pb, pe, cb, ce, tb, te);
-        return;
-    }
-    for (i = 0; i < SPLIT_MEMO; ++i) {
-        m = &split_memo[core][i];
-        if (m->key0 == k0 && m->key1 == k1 && m->check == (k0 ^ k1 ^ SPLIT_MEMO_CHECK)) {
-            for (i = 0; i < 6; ++i)
-                *r[i] = m->r[i];
-            return;
-        }
-    }
-    nn_xp_conv2d_split(n_pix, out_c, words, core, n_cores, pb, pe, cb, ce, tb, te);
-    i = split_next[core] < SPLIT_MEMO ? split_next[core] : 0;
-    split_next[core] = (uint8_t)((i + 1) % SPLIT_MEMO);
-    m = &split_memo[core][i];
-    for (i = 0; i < 6; ++i)
-        m->r[i] = (uint16_t)*r[i];      /* each <= out_c or n_pix, both < 2^16 */
-    m->key0 = k0;
-    m->key1 = k1;
-    m->check = k0 ^ k1 ^ SPLIT_MEMO_CHECK;
-}
-
 void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                           const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                           int core, int n_cores, int8_t *scratch, int flipped)
@@ -738,8 +691,10 @@ void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const 
         }
     } else if (nn_xp_conv2d_fast(cfg)) {
         const int flip = cfg->in_zp == -128 ? (flipped ? 2 : 1) : 0;
-        split_cached(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb, &pe, &cb, &ce,
-                     &tb, &te);
+        /* recomputed per tile (some forty divisions, ~1.5k cycles of a 4 x 4 x 8 tile's 20k):
+         * a memo of it would be static state, shared by a library's instances (C API) */
+        nn_xp_conv2d_split(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb, &pe,
+                           &cb, &ce, &tb, &te);
         if (pb < pe && cb < ce)
             direct(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce, flip);
         if (tb < te)
