@@ -28,6 +28,19 @@ if GAP9_MODEL:
 _SKIP = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache")
 
 
+
+def kernel_library(tmp_path_factory, name: str, sources: list, folders: list, flags=()):
+    """ctypes.CDLL of kernels/ sources built as one shared library (a kernel tested on its
+    own); skips when the machine has no C compiler."""
+    import ctypes
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler (gcc) on PATH")
+    so = str(tmp_path_factory.mktemp(name) / f"{name}.so")
+    includes = [a for f in folders for a in ("-I", f)]
+    subprocess.run([cc, "-O2", *flags, "-shared", "-fPIC", *includes, *sources, "-o", so, "-lm"], check=True)
+    return ctypes.CDLL(so)
+
 def _ignore(directory, names):
     skipped = set(_SKIP(directory, names))
     if os.path.abspath(directory) == ROOT and "build" in names:

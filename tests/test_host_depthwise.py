@@ -11,13 +11,11 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, adhoc
+from conftest import ROOT, adhoc, kernel_library
 from nnscons.targets.host import gemm
 
 I32, P, L = ctypes.c_int32, ctypes.c_void_p, ctypes.c_long
@@ -32,15 +30,11 @@ class Cfg(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler (gcc) on PATH")
-    so = str(tmp_path_factory.mktemp("hostdw") / "dw.so")
     k, h = os.path.join(ROOT, "kernels", "common"), os.path.join(ROOT, "kernels", "host")
-    subprocess.run([cc, "-O2", "-std=gnu99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I", k, "-I", h,
-                    os.path.join(h, "nn_simd.c"), os.path.join(h, "nn_dw_vnni.c"), os.path.join(k, "nn_eltwise.c"),
-                    os.path.join(k, "nn_hwc_pool.c"), "-o", so, "-lm"], check=True)
-    dll = ctypes.CDLL(so)
+    dll = kernel_library(tmp_path_factory, "hostdw",
+                         [os.path.join(h, "nn_simd.c"), os.path.join(h, "nn_dw_vnni.c"),
+                          os.path.join(k, "nn_eltwise.c"), os.path.join(k, "nn_hwc_pool.c")], [k, h],
+                         flags=("-std=gnu99", "-Wall", "-Wextra", "-Werror"))
     dll.nn_dwconv_vnni_bytes.restype = L
     dll.nn_dwconv_vnni_table_bytes.restype = L
     dll.nn_dwconv_band_fast.argtypes = [ctypes.c_int, P, P, P, P, P, P, P, ctypes.c_int, P, ctypes.c_int, P, P,

@@ -6,26 +6,19 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, kernel_library
 
 I32, P = ctypes.c_int32, ctypes.c_void_p
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler (gcc) on PATH")
-    so = str(tmp_path_factory.mktemp("island") / "island.so")
     k = os.path.join(ROOT, "kernels", "common")
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-I", k, os.path.join(k, "nn_island_pool.c"), "-o", so], check=True)
-    return ctypes.CDLL(so)
+    return kernel_library(tmp_path_factory, "island", [os.path.join(k, "nn_island_pool.c")], [k])
 
 
 def _ptr(a):
