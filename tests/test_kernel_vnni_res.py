@@ -29,7 +29,8 @@ static NN_VNNI int run(const int32_t *acc, const nn_epi_t *e, const int8_t *r, i
                        int8_t *out)
 {
     __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)acc);
-    nn_vnni_store8(out, nn_vnni_requant_res8(a, e, 0, nn_vnni_load8(r, n), ad), n, &ad->e);
+    nn_vnni_store8c(out, nn_vnni_requant_res8(a, e, 0, nn_vnni_load8(r, n), ad), n,
+                    _mm_set1_epi8((char)ad->e.act_min), _mm_set1_epi8((char)ad->e.act_max));
     return 0;
 }
 #endif

@@ -559,7 +559,7 @@ static inline NN_AVX2 NN_ALWAYS_INLINE long long nn_avx2_requant_res8(__m256i ac
  * whose ulp is 1 while |v * mult / 2**shift| < 2**51 (shift >= 11, |mult| < 2**31): that is
  * rne(v * mult / 2**shift) + 1.5 * 2**52, 1.5 * 2**52 being even.  Its bits minus those of
  * 1.5 * 2**52 are the rounded value as int64; minus zp more, vpmovsqb saturates it to int8
- * (the clamp to [-128, 127]; act_min/act_max by nn_vnni_clamp16).  Five instructions per 8
+ * (the clamp to [-128, 127]; act_min/act_max by nn_vnni_store16c).  Five instructions per 8
  * channels against the f64c path's nineteen: small-K layers are bound by this. */
 static inline NN_VNNI __m128i nn_vnni_requant8(__m256i acc, const nn_epi_t *e, int v)
 {
@@ -602,24 +602,21 @@ static inline NN_VNNI __m128i nn_vnni_load8(const int8_t *r, int n)
     return _mm_cvtsi64_si128(w);
 }
 
-/* Two nn_vnni_requant8 results (8 codes each) -> 16 codes clamped to [act_min, act_max]. */
-static inline NN_VNNI __m128i nn_vnni_clamp16(__m128i a, __m128i b, const nn_epi_t *e)
+/* Two nn_vnni_requant8 results (8 codes each) -> 16 codes clamped to [lo, hi] (act_min,
+ * act_max in every byte) and stored; store8c: n (<= 8) codes of one.  The bounds come in
+ * registers, set once per microkernel call: an int8 store may alias nn_epi_t, so the
+ * compiler would reload e->act_min/act_max after every store. */
+static inline NN_VNNI void nn_vnni_store16c(int8_t *dst, __m128i a, __m128i b, __m128i lo, __m128i hi)
 {
-    return _mm_min_epi8(_mm_max_epi8(_mm_unpacklo_epi64(a, b), _mm_set1_epi8((char)e->act_min)),
-                        _mm_set1_epi8((char)e->act_max));
+    _mm_storeu_si128((__m128i *)(void *)dst, _mm_min_epi8(_mm_max_epi8(_mm_unpacklo_epi64(a, b), lo), hi));
 }
 
-static inline NN_VNNI void nn_vnni_store16(int8_t *dst, __m128i a, __m128i b, const nn_epi_t *e)
+static inline NN_VNNI void nn_vnni_store8c(int8_t *dst, __m128i a, int n, __m128i lo, __m128i hi)
 {
-    _mm_storeu_si128((__m128i *)(void *)dst, nn_vnni_clamp16(a, b, e));
-}
-
-/* n (<= 8) codes of one nn_vnni_requant8 result, clamped. */
-static inline NN_VNNI void nn_vnni_store8(int8_t *dst, __m128i a, int n, const nn_epi_t *e)
-{
-    const long long v = _mm_cvtsi128_si64(nn_vnni_clamp16(a, a, e));
+    const long long v = _mm_cvtsi128_si64(_mm_min_epi8(_mm_max_epi8(a, lo), hi));
     memcpy(dst, &v, n == 8 ? 8 : (size_t)n);
 }
+
 
 /* 2 (4) vectors of 8 int32 lanes already in [-128, 127], channels in order -> 16 (32) int8
  * in one store: a microkernel's full 8-channel vectors of a pixel, stored together (one
