@@ -110,3 +110,61 @@ def weight_row(layer, graph, til, xpulp=True):
     if not registry.is_conv(layer) or xp_conv_path(layer, graph, xpulp) != "im2col" or not til or not til.l1_scratch:
         return None
     return tiling._align4(int(np.prod(layer.weight.shape[1:])))
+
+
+def _grid(n_pix, n_blk, words, n_cores):
+    best, best_cost = 1, -1
+    for cc in range(1, min(n_cores, n_blk) + 1):
+        share = -(-n_pix // (n_cores // cc)) * (-(-n_blk // cc) * (7 * words + 100) + 250)
+        if n_cores % cc == 0 and (best_cost < 0 or share < best_cost):
+            best, best_cost = cc, share
+    return best
+
+
+def _busiest(n_pix, n_blk, words, n_cores, cc):
+    px, blk = -(-n_pix // (n_cores // cc)), -(-n_blk // cc)
+    return blk * (px // 2 * (14 * words + 200) + px % 2 * (10 * words + 100)) + 250 * px
+
+
+def xp_split(n_pix, out_c, words, n_cores) -> list:
+    """nn_xp_conv2d_split's answer for every core, (pb, pe, cb, ce, tb, te) each, computed at
+    build time: a layer's tiles have a few shapes, and the search (some forty divisions, about
+    1.5 k cycles) would otherwise run on every core for every tile. The same integer arithmetic
+    as the C (test_gap9_kernels compares them)."""
+    n_blk, per_t = -(-out_c // 4), -(-out_c // n_cores)
+    best, tail = _grid(n_pix, n_blk, words, n_cores), 0
+    if n_pix % 2 and n_pix >= 3:
+        cc = 1
+        t = per_t // 4 * (10 * words + 100) + per_t % 4 * (4 * words + 25) + 250
+        for c in range(2, min(n_cores, n_blk) + 1):
+            if n_cores % c == 0 and (_busiest(n_pix - 1, n_blk, words, n_cores, c)
+                                     < _busiest(n_pix - 1, n_blk, words, n_cores, cc)):
+                cc = c
+        if _busiest(n_pix - 1, n_blk, words, n_cores, cc) + t < _busiest(n_pix, n_blk, words, n_cores, best):
+            best, tail, n_pix = cc, 1, n_pix - 1
+    cp = n_cores // best
+    per_p, per_c = -(-n_pix // cp), 4 * -(-n_blk // best)
+    out = []
+    for core in range(n_cores):
+        pb = min((core // best) * per_p, n_pix)
+        cb = min((core % best) * per_c, out_c)
+        tb = min(core * per_t, out_c) if tail else out_c
+        out.append((pb, min(pb + per_p, n_pix), cb, min(cb + per_c, out_c), tb,
+                    min(tb + per_t, out_c) if tail else out_c))
+    return out
+
+
+def xp_split_table(layer, graph, til, xpulp=True):
+    """The direct path's split (xp_split) for each tile shape of a layer, indexed by
+    (rows is the last row tile's) * 4 + (cols ...) * 2 + (chans ...), or None when the
+    layer does not take the direct (non-pointwise) path."""
+    if til is None or xp_conv_path(layer, graph, xpulp) != "direct" or pointwise(layer, graph, xpulp):
+        return None
+    o, c = hwc(graph.tensor(layer.output).shape), hwc(graph.tensor(layer.inputs[0]).shape)["c"]
+    kh, kw = layer.attrs["kernel"]
+    words = kh * kw * c // 4
+    rows = (min(til.th, o["h"]), o["h"] - (til.n_h - 1) * til.th)      # tile_at's clipped boxes
+    cols = (min(til.tw, o["w"]), o["w"] - (til.n_w - 1) * til.tw)
+    chans = (min(til.tc, o["c"]), o["c"] - (til.n_c - 1) * til.tc)
+    table = [xp_split(r * w, ch, words, til.cores) for r in rows for w in cols for ch in chans]
+    return table if max(max(s) for e in table for s in e) < 2 ** 15 else None     # int16 entries
