@@ -1077,6 +1077,7 @@ PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=n
                "-Dnn_xp_conv2d_im2col=nn_xp_conv2d_im2col_plain",
                "-Dnn_xp_conv2d_chans_s8=nn_xp_conv2d_chans_s8_plain",
                "-Dnn_xp_conv2d_core_s8=nn_xp_conv2d_core_s8_plain", "-Dnn_xp_conv2d_split=nn_xp_conv2d_split_plain",
+               "-Dnn_xp_conv2d_core_split_s8=nn_xp_conv2d_core_split_s8_plain",
                "-Dnn_xp_conv2d_preflip=nn_xp_conv2d_preflip_plain",
                "-Dnn_xp_conv2d_pointwise=nn_xp_conv2d_pointwise_plain", "-Dnn_xp_conv2d_flip=nn_xp_conv2d_flip_plain",
                "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain",
