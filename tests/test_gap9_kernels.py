@@ -30,7 +30,7 @@ import pytest  # noqa: E402
 from nnscons import numerics  # noqa: E402
 from nnscons import ops  # noqa: E402
 from nnscons.targets.gap9.add_short import short_rule  # noqa: E402
-from nnscons.targets.gap9.conv_paths import xp_split  # noqa: E402
+from nnscons.targets.gap9.conv_paths import xp_split, xp_split_for  # noqa: E402
 from nnscons.reference import run_layer  # noqa: E402
 from test_reference import conv_graph, pool_graph, rand_int8, single_layer_graph  # noqa: E402
 from test_kernels import POOL_CASES  # noqa: E402
@@ -548,6 +548,22 @@ def test_xpulp_conv_split_table_is_the_kernels_split(harnesses, tmp_path):
     for (n_pix, out_c, cores, words), raw in zip(shapes, b.run(harnesses["plain"], tmp_path)):
         want = [tuple(int(v) for v in r) for r in raw.view(np.int32).reshape(cores, 6)]
         assert xp_split(n_pix, out_c, words, cores) == want, (n_pix, out_c, cores, words)
+
+
+def test_xpulp_conv_split_for_a_tile_partitions_it():
+    """conv_paths.xp_split_for (the split a generated layer's table holds for a kind of tile,
+    chosen by which pixels pair): every (pixel, channel) of the tile on exactly one core."""
+    rng = np.random.default_rng(79)
+    for _ in range(200):
+        rows, cols, s, k = int(rng.integers(1, 7)), int(rng.integers(1, 7)), int(rng.integers(1, 3)), 3
+        pt, pl = int(rng.integers(0, 2)), int(rng.integers(0, 2))
+        geo = (rows, cols, (rows - 1) * s + k - pt, (cols - 1) * s + k - pl, pt, pl)
+        out_c, cores, in_c = int(rng.integers(1, 40)), int(rng.integers(1, 10)), 4 * int(rng.integers(1, 20))
+        hits = np.zeros((rows * cols, out_c), int)
+        for pb, pe, cb, ce, tb, te in xp_split_for(geo, out_c, k, k, s, s, 1, in_c, cores):
+            hits[pb:pe, cb:ce] += 1
+            hits[rows * cols - 1, tb:te] += 1
+        assert (hits == 1).all(), (geo, out_c, cores)
 
 
 def random_dw_conv(rng):

@@ -126,14 +126,18 @@ def _busiest(n_pix, n_blk, words, n_cores, cc):
     return blk * (px // 2 * (14 * words + 200) + px % 2 * (10 * words + 100)) + 250 * px
 
 
-def xp_split(n_pix, out_c, words, n_cores) -> list:
+def xp_split(n_pix, out_c, words, n_cores, choice=None) -> list:
     """nn_xp_conv2d_split's answer for every core, (pb, pe, cb, ce, tb, te) each, computed at
     build time: a layer's tiles have a few shapes, and the search (some forty divisions, about
     1.5 k cycles) would otherwise run on every core for every tile. The same integer arithmetic
-    as the C (test_gap9_kernels compares them)."""
+    as the C (test_gap9_kernels compares them). choice: (channel groups, tail) to use instead
+    of the C's estimate (xp_splits lists them)."""
     n_blk, per_t = -(-out_c // 4), -(-out_c // n_cores)
     best, tail = _grid(n_pix, n_blk, words, n_cores), 0
-    if n_pix % 2 and n_pix >= 3:
+    if choice is not None:
+        best, tail = choice
+        n_pix -= tail
+    elif n_pix % 2 and n_pix >= 3:
         cc = 1
         t = per_t // 4 * (10 * words + 100) + per_t % 4 * (4 * words + 25) + 250
         for c in range(2, min(n_cores, n_blk) + 1):
@@ -154,17 +158,117 @@ def xp_split(n_pix, out_c, words, n_cores) -> list:
     return out
 
 
+def _taps(base, step, n, limit):
+    """nn_xp_conv2d.c valid_taps: the taps [lo, hi) of n at base + i * step inside [0, limit)."""
+    inside = [i for i in range(n) if 0 <= base + i * step < limit]
+    return (inside[0], inside[-1] + 1) if inside else (0, 0)
+
+
+def _fields(geo, kh, kw, sh, sw, dh, in_c):
+    """field_of's (rows, n, w0) per output pixel of a tile (the pairing key) and its words."""
+    rows_, cols, in_rows, in_cols, pad_top, pad_left = geo
+    out = []
+    for y in range(rows_):
+        ki0, ki1 = _taps(y * sh - pad_top, dh, kh, in_rows)
+        for x in range(cols):
+            kj0, kj1 = _taps(x * sw - pad_left, 1, kw, in_cols)
+            n = (kj1 - kj0) * in_c // 4
+            r = ki1 - ki0 if n else 0
+            out.append((r, n, (ki0 * kw + kj0) * in_c if r else 0))
+    return out
+
+
+def _core_cycles(fields, pb, pe, cb, ce, tb, te):
+    """The direct path's cycles for one core's share by the split's estimates: direct()'s
+    pairing (a pixel waits, up to 4 of them, for a later one with the same field), a pair's 4
+    channels about 14 per word and 200 besides, a lone pixel's 10 and 100, a channel of 1 x 1
+    loops 4 and 25, 250 per pixel."""
+    blocks, left = (ce - cb) // 4 if ce > cb else 0, (ce - cb) % 4 if ce > cb else 0
+    cyc, wait = 0, []
+
+    def run(f, pair):
+        w = f[0] * f[1]
+        return (blocks * ((14 * w + 200) if pair else (10 * w + 100)) + left * (1 + pair) * (4 * w + 25))
+    if pb < pe and cb < ce:
+        for p in range(pb, pe):
+            f = fields[p]
+            cyc += 250
+            if f in wait:
+                wait.remove(f)
+                cyc += run(f, True)
+            else:
+                if len(wait) == 4:
+                    cyc += run(wait[0], False)
+                    wait[0] = wait[-1]
+                    wait.pop()
+                wait.append(f)
+        cyc += sum(run(f, False) for f in wait)
+    if tb < te:
+        w = fields[-1][0] * fields[-1][1]
+        cyc += 250 + (te - tb) // 4 * (10 * w + 100) + (te - tb) % 4 * (4 * w + 25)
+    return cyc
+
+
+def xp_split_for(geo, out_c, kh, kw, sh, sw, dh, in_c, n_cores):
+    """The split of a tile of geometry geo (rows, cols, in_rows, in_cols, pad_top, pad_left)
+    whose busiest core is done first counting which pixels can pair (a tile's padded row or
+    column: its pixels pair only among themselves): nn_xp_conv2d_split's answer unless
+    another of its grids (channel groups dividing the cores, the last pixel shared or not)
+    is faster by that count by a tenth or more (the count is rough: on pulp-open GVSoC, a 4 x 4
+    tile with a padded row and column at 8 channels of 256-channel 3 x 3 fields, 19.1 k
+    against 20.1 k for the C's choice, measured some 850 cycles slower; 8-pixel edge tiles of
+    24 channels, 13.2 k against 18.1 k, took layer3.0.conv1's shape 12.15 -> 12.76 MACs/cycle)."""
+    fields = _fields(geo, kh, kw, sh, sw, dh, in_c)
+    n_pix, words = len(fields), kh * kw * in_c // 4
+    best = xp_split(n_pix, out_c, words, n_cores)
+    best_cyc = max(_core_cycles(fields, *c) for c in best) * 9 // 10
+    for cc in range(1, min(n_cores, -(-out_c // 4)) + 1):
+        for tail in ((0, 1) if n_pix % 2 and n_pix >= 3 else (0,)):
+            if n_cores % cc:
+                continue
+            cand = xp_split(n_pix, out_c, words, n_cores, (cc, tail))
+            cyc = max(_core_cycles(fields, *c) for c in cand)
+            if cyc < best_cyc:
+                best, best_cyc = cand, cyc
+    return best
+
+
 def xp_split_table(layer, graph, til, xpulp=True):
-    """The direct path's split (xp_split) for each tile shape of a layer, indexed by
-    (rows is the last row tile's) * 4 + (cols ...) * 2 + (chans ...), or None when the
-    layer does not take the direct (non-pointwise) path."""
+    """The direct path's split (xp_split_for) of each kind of tile of a layer: (distinct splits,
+    index per kind), the kind ((first row tile) << 4 | (last) << 3 | (first column tile) << 2
+    | (last) << 1 | (last channel tile)) deciding the tile's shape and padding; None when the
+    layer does not take the direct (non-pointwise) path, or two tiles of a kind differ."""
     if til is None or xp_conv_path(layer, graph, xpulp) != "direct" or pointwise(layer, graph, xpulp):
         return None
-    o, c = hwc(graph.tensor(layer.output).shape), hwc(graph.tensor(layer.inputs[0]).shape)["c"]
-    kh, kw = layer.attrs["kernel"]
-    words = kh * kw * c // 4
-    rows = (min(til.th, o["h"]), o["h"] - (til.n_h - 1) * til.th)      # tile_at's clipped boxes
-    cols = (min(til.tw, o["w"]), o["w"] - (til.n_w - 1) * til.tw)
-    chans = (min(til.tc, o["c"]), o["c"] - (til.n_c - 1) * til.tc)
-    table = [xp_split(r * w, ch, words, til.cores) for r in rows for w in cols for ch in chans]
-    return table if max(max(s) for e in table for s in e) < 2 ** 15 else None     # int16 entries
+    a = layer.attrs
+    o, i = hwc(graph.tensor(layer.output).shape), hwc(graph.tensor(layer.inputs[0]).shape)
+    (kh, kw), (sh, sw), (dh, _) = a["kernel"], a["stride"], a.get("dilation", (1, 1))
+    pt, pl = a["pads"][0], a["pads"][1]
+
+    def span(t, n_t, size, s, d, k, pad, limit, idx):    # tile_at's clipped box along one axis
+        y0 = idx * t
+        n = min(size - y0, t)
+        first = y0 * s - pad
+        last = first + (n - 1) * s + (k - 1) * d
+        r0 = max(first, 0)
+        return n, max(min(last, limit - 1) - r0 + 1, 0), r0 - first
+    kinds, splits, index = {}, [], [0] * 32
+    for ty in range(til.n_h):
+        rows, in_rows, pad_top = span(til.th, til.n_h, o["h"], sh, dh, kh, pt, i["h"], ty)
+        for tx in range(til.n_w):
+            cols, in_cols, pad_left = span(til.tw, til.n_w, o["w"], sw, 1, kw, pl, i["w"], tx)
+            for co in sorted({0, til.n_c - 1}):
+                chans = min(o["c"] - co * til.tc, til.tc)
+                kind = ((ty == 0) << 4 | (ty == til.n_h - 1) << 3 | (tx == 0) << 2 | (tx == til.n_w - 1) << 1
+                        | (co == til.n_c - 1))
+                geo = (rows, cols, in_rows, in_cols, pad_top, pad_left, chans)
+                if kinds.setdefault(kind, geo) != geo:
+                    return None
+    for kind, geo in sorted(kinds.items()):
+        sp = xp_split_for(geo[:6], geo[6], kh, kw, sh, sw, dh, i["c"], til.cores)
+        if max(max(c) for c in sp) >= 2 ** 15:      # int16 entries
+            return None
+        if sp not in splits:
+            splits.append(sp)
+        index[kind] = splits.index(sp)
+    return {"splits": splits, "index": index}
