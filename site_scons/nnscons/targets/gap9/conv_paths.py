@@ -3,6 +3,8 @@ what that path needs from the plan: the input zero point folded into the bias, t
 -128 inputs, the im2col and depthwise scratch, padded weight rows."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ... import ops as registry
@@ -167,11 +169,10 @@ def _taps(base, step, n, limit):
 def _fields(geo, kh, kw, sh, sw, dh, in_c):
     """field_of's (rows, n, w0) per output pixel of a tile (the pairing key) and its words."""
     rows_, cols, in_rows, in_cols, pad_top, pad_left = geo
-    out = []
+    out, col_taps = [], [_taps(x * sw - pad_left, 1, kw, in_cols) for x in range(cols)]
     for y in range(rows_):
         ki0, ki1 = _taps(y * sh - pad_top, dh, kh, in_rows)
-        for x in range(cols):
-            kj0, kj1 = _taps(x * sw - pad_left, 1, kw, in_cols)
+        for kj0, kj1 in col_taps:
             n = (kj1 - kj0) * in_c // 4
             r = ki1 - ki0 if n else 0
             out.append((r, n, (ki0 * kw + kj0) * in_c if r else 0))
@@ -209,6 +210,7 @@ def _core_cycles(fields, pb, pe, cb, ce, tb, te):
     return cyc
 
 
+@functools.lru_cache(maxsize=256)       # a network repeats its layers' tile kinds
 def xp_split_for(geo, out_c, kh, kw, sh, sw, dh, in_c, n_cores):
     """The split of a tile of geometry geo (rows, cols, in_rows, in_cols, pad_top, pad_left)
     whose busiest core is done first counting which pixels can pair (a tile's padded row or
