@@ -74,8 +74,7 @@ Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels 
   A core split (ne16_layer.split_channels: the cores compute the last csplit output channels, a
   share per NE16 channel tile, from the same prepared tile while NE16 runs it) adds to the
   cores' side of each tile CS_FORK_CYCLES + per MAC CS_MAC4_CYCLES (4-channel blocks,
-  nn_xp_dot_4x2) or CS_MAC1_CYCLES (the leftover channels) + CS_OUT_CYCLES per output, over the
-  cores.
+  nn_xp_dot_4x2) + CS_OUT_CYCLES per output, over the cores.
 Cluster: the cluster tiler's estimate of its Xpulp kernels for the tiling it chose
 (tiling._xp_cycles, fitted on pulp-open), times CLUSTER_SCALE; plain-C kernels at
 PLAIN_MACS_PER_CYCLE. On the GAP9 model the cluster measured 1.1-1.5x that estimate on
@@ -105,9 +104,13 @@ ROWS_CH_CYCLES = 150       # rows mode: per channel and core (its constants, the
 ROWS_RQ_FORK_CYCLES = 3000  # rows mode: per requantization (the fork, the output's DMA; 64->128 1x1/2
                             # measured ~4.7k more per tile over 12-16 tiles)
 CS_FORK_CYCLES = 1500      # core split: per tile (the fork, the outputs' DMA, the weights' wait)
-CS_MAC4_CYCLES = 0.55      # per MAC on one core, 4 channels x 2 pixels a step (14 instructions per 32 MACs
-                           # and bank conflicts beside NE16)
-CS_MAC1_CYCLES = 0.8       # per MAC on one core, 1 channel x 2 pixels (5 instructions per 8 MACs)
+CS_MAC4_CYCLES = 1.06      # per MAC on one core, 4 channels x 2 pixels a step beside NE16 (14 instructions per
+                           # 32 MACs; measured on 128->256 3x3/2 28->14 with 32 channels on the cores: 243k
+                           # cycles over the same tiling with the dot products left out, the cores' L1 bank
+                           # conflicts 3x; the cluster alone runs ~0.58)
+CS_NE16_SLOW = 0.06        # core split: NE16's tiles beside the cores' dot products (L1 bank conflicts;
+                           # 128->256 3x3/2 with 8 channels on the cores, the same tiling: 1,396,537
+                           # cycles against 1,340,527, the cores' share fitting in their idle time)
 CS_OUT_CYCLES = 40         # per output on one core (nn_xp_requant, the unit's setup)
 DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
@@ -188,11 +191,12 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
         w_next = chans * row / DMA_BYTES_PER_CYCLE if stream else 0.0     # the next tile's, beside NE16
         core = 0.0
         if csplit:              # the cores' share of the channels beside NE16 (split_channels)
-            cs = (co + 1) * csplit // t["n_c"] - co * csplit // t["n_c"]
-            core = CS_FORK_CYCLES + ((CS_MAC4_CYCLES * (cs - cs % 4) + CS_MAC1_CYCLES * (cs % 4)) * t["kk"]
-                                     + CS_OUT_CYCLES * cs) * rows * o["w"] / cores
+            nb, px = csplit // 4, rows * o["w"]     # own blocks over the tile's pixels, spread ones over 1 / n_c
+            units = nb // t["n_c"] * -(-px // 2) + nb % t["n_c"] * -(-(-(-px // t["n_c"])) // 2)
+            core = CS_FORK_CYCLES + -(-units // cores) * 8 * (CS_MAC4_CYCLES * t["kk"] + CS_OUT_CYCLES)
             if h == 0:
-                serial += cs * t["kk"] / DMA_BYTES_PER_CYCLE
+                serial += t["cs_max"] * t["kk"] / DMA_BYTES_PER_CYCLE
+            engine *= 1 + CS_NE16_SLOW
         total += serial + max(engine, req_prev + prep + core, w_next)
         req_prev = ROWS_RQ_FORK_CYCLES + (ROWS_RQ_CYCLES * rows * o["w"] * chans
                                           + ROWS_CH_CYCLES * max(chans, cores)) / cores

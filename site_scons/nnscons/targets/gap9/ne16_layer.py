@@ -133,6 +133,13 @@ def split_ok(m, kh, ic, stride, dn) -> bool:
     return m == "rows" and not stacked(m, ic) and not dn and kh > 1 and stride > 1 and ic % 4 == 0
 
 
+def cs_blocks(csplit, n_c) -> int:
+    """Channels of the cores' weights in L1 beside a channel tile (split_channels): its own 4-channel
+    blocks (csplit / 4 // n_c) and the spread ones (the rest, a share of the pixels beside each)."""
+    nb = csplit // 4
+    return 4 * (nb // n_c + nb % n_c)
+
+
 def split_channels(oc) -> list:
     """Output channels the cores may take beside NE16 (the last ones), multiples of 4 (their
     4-channel dot-product blocks) up to a quarter of the layer's: 0 (none) first."""
@@ -193,7 +200,7 @@ def plan_tiling(layer, graph, m, budget, split=True):
         n_h, n_c = -(-o["h"] // th), -(-oc_ne // tc)
         c_inner = "w_ctile" in d
         t = dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c, oc_ne=oc_ne, csplit=csplit,
-                 cs_max=-(-csplit // n_c), kk=kk,
+                 cs_max=cs_blocks(csplit, n_c), kk=kk,
                  n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
                  kg=kg or i["c"], n_g=1, c_inner=c_inner, w_stream=d.get("w_stream", False), dense=dn,
                  l2_l1_bytes=(o["h"] * o["w"] * i["c"] if dn else _in_bytes(i, o, kh, pt, th, 1))
@@ -216,7 +223,7 @@ def plan_tiling(layer, graph, m, budget, split=True):
             for tc in tcs_ne + [c for c in (16, 8) if c < oc_ne]:
                 if c_inner and tc >= o["c"] or w_stream and -(-o["c"] // tc) <= 2:
                     continue            # one channel tile: the same as channels outer; two: all fit
-                cs_max = -(-csplit // -(-oc_ne // tc))
+                cs_max = cs_blocks(csplit, -(-oc_ne // tc))
                 for th in range(min(o["h"], 24), 0, -1):
                     for in_bufs in (2, 1):
                         d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, stack=stacked(m, i["c"]), c_inner=c_inner,
