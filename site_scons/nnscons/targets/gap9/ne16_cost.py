@@ -71,10 +71,6 @@ Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels 
   prepared once per row tile, and the weights come all at once or (w_stream) the next
   channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 3,944,692
   measured against 4,593,530. The tiling is the one this estimate finds cheapest.
-  A core split (ne16_layer.split_channels: the cores compute the last csplit output channels, a
-  share per NE16 channel tile, from the same prepared tile while NE16 runs it) adds to the
-  cores' side of each tile CS_FORK_CYCLES + per MAC CS_MAC4_CYCLES (4-channel blocks,
-  nn_xp_dot_4x2) + CS_OUT_CYCLES per output, over the cores.
 Cluster: the cluster tiler's estimate of its Xpulp kernels for the tiling it chose
 (tiling._xp_cycles, fitted on pulp-open), times CLUSTER_SCALE; plain-C kernels at
 PLAIN_MACS_PER_CYCLE. On the GAP9 model the cluster measured 1.1-1.5x that estimate on
@@ -103,15 +99,6 @@ ROWS_RQ_CYCLES = 12.5      # rows mode: per output on one core, the short rule's
 ROWS_CH_CYCLES = 150       # rows mode: per channel and core (its constants, the short rule's check)
 ROWS_RQ_FORK_CYCLES = 3000  # rows mode: per requantization (the fork, the output's DMA; 64->128 1x1/2
                             # measured ~4.7k more per tile over 12-16 tiles)
-CS_FORK_CYCLES = 1500      # core split: per tile (the fork, the outputs' DMA, the weights' wait)
-CS_MAC4_CYCLES = 1.06      # per MAC on one core, 4 channels x 2 pixels a step beside NE16 (14 instructions per
-                           # 32 MACs; measured on 128->256 3x3/2 28->14 with 32 channels on the cores: 243k
-                           # cycles over the same tiling with the dot products left out, the cores' L1 bank
-                           # conflicts 3x; the cluster alone runs ~0.58)
-CS_NE16_SLOW = 0.06        # core split: NE16's tiles beside the cores' dot products (L1 bank conflicts;
-                           # 128->256 3x3/2 with 8 channels on the cores, the same tiling: 1,396,537
-                           # cycles against 1,340,527, the cores' share fitting in their idle time)
-CS_OUT_CYCLES = 40         # per output on one core (nn_xp_requant, the unit's setup)
 DMA_BYTES_PER_CYCLE = 7.6
 TILE_CYCLES = 4000         # forks, DMA programming and waits per tile (one-tile layers)
 PIPE_TILE_CYCLES = 6500    # the same per tile beside the pipeline (stride 1, PIPE_MIN_TILES or more)
@@ -165,9 +152,8 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
         total += (t["tc"] if stream else o["c"]) * row / DMA_BYTES_PER_CYCLE
     order = [(co, h) for h in range(t["n_h"]) for co in range(t["n_c"])] if inner else \
         [(co, h) for co in range(t["n_c"]) for h in range(t["n_h"])]
-    oc_ne, csplit = t.get("oc_ne", o["c"]), t.get("csplit", 0)
     for co, h in order:
-        chans = min(t["tc"], oc_ne - co * t["tc"])
+        chans = min(t["tc"], o["c"] - co * t["tc"])
         rows = min(t["th"], o["h"] - h * t["th"])
         in_bytes = in_rows(o, rows, kh) * o["pw"] * i["c"]
         prep = PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
@@ -195,15 +181,7 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
             serial += prep + in_bytes / DMA_BYTES_PER_CYCLE
             prep = 0.0
         w_next = chans * row / DMA_BYTES_PER_CYCLE if stream else 0.0     # the next tile's, beside NE16
-        core = 0.0
-        if csplit:              # the cores' share of the channels beside NE16 (split_channels)
-            nb, px = csplit // 4, rows * o["w"]     # own blocks over the tile's pixels, spread ones over 1 / n_c
-            units = nb // t["n_c"] * -(-px // 2) + nb % t["n_c"] * -(-(-(-px // t["n_c"])) // 2)
-            core = CS_FORK_CYCLES + -(-units // cores) * 8 * (CS_MAC4_CYCLES * t["kk"] + CS_OUT_CYCLES)
-            if h == 0:
-                serial += t["cs_max"] * t["kk"] / DMA_BYTES_PER_CYCLE
-            engine *= 1 + CS_NE16_SLOW
-        total += serial + max(engine, req_prev + prep + core, w_next)
+        total += serial + max(engine, req_prev + prep, w_next)
         req_prev = ROWS_RQ_FORK_CYCLES + (ROWS_RQ_CYCLES * rows * o["w"] * chans
                                           + ROWS_CH_CYCLES * max(chans, cores)) / cores
     return int(total + req_prev)

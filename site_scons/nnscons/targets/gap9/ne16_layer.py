@@ -99,51 +99,27 @@ def _rows_per_tile(oh) -> list:
 
 
 def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner=False, w_stream=False,
-                dense_tile=False, oc_ne=None, cs_max=0, kk=0) -> dict:
+                dense_tile=False) -> dict:
     """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
     input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
     and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1);
     c_inner ("rows" mode, channel tiles inner): every channel tile's bias/mult/shift in L1 at
-    once, and its weights too, or (w_stream) two channel tiles' weights at a time; cs_max (a core
-    split, split_channels): the cores' plain int8 weights (kk bytes per channel), bias/mult/shift
-    and int8 outputs for up to cs_max channels per channel tile."""
+    once, and its weights too, or (w_stream) two channel tiles' weights at a time."""
     d = {"l1_in": tiling._align4(in_rows(o, th, kh) * o["pw"] * i["c"])
          + (tiling._align4(stack_bytes(o, th, kh, i["c"])) if stack else 0), "l1_acc": 4 * th * o["w"] * tc,
          "l1_out": tiling._align4(th * o["w"] * tc)}
     if dense_tile:          # ne16_geometry.dense: the read pixels only, 3 rows of dense_cols and a margin
         d.update(l1_in=dense_slots(th * o["w"]) * i["c"], l1_acc=4 * dense_slots(th * o["w"]) * tc)
     if c_inner:
-        n_c = -(-(oc_ne or o["c"]) // tc)
+        n_c = -(-o["c"] // tc)
         d.update(l1_w=(2 if w_stream else n_c) * tiling._align4(tc * row), l1_par=n_c * 3 * 4 * tc,
                  w_ctile=tiling._align4(tc * row), w_stream=w_stream)
     elif w_grp is None:
         d.update(l1_w=tiling._align4(tc * row), l1_par=3 * 4 * tc)
     else:
         d.update(l1_w=2 * tiling._align4(tc * w_grp), l1_par=2 * 3 * 4 * tc)
-    d.update(l1_cw=tiling._align4(cs_max * kk), l1_cpar=12 * cs_max, l1_cout=tiling._align4(th * o["w"] * cs_max))
-    d["l1_bytes"] = in_bufs * d["l1_in"] + 2 * (d["l1_acc"] + d["l1_out"]) + d["l1_w"] + d["l1_par"] \
-        + d["l1_cw"] + d["l1_cpar"] + d["l1_cout"]
+    d["l1_bytes"] = in_bufs * d["l1_in"] + 2 * (d["l1_acc"] + d["l1_out"]) + d["l1_w"] + d["l1_par"]
     return d
-
-
-def split_ok(m, kh, ic, stride, dn) -> bool:
-    """Whether the cores may take a share of a rows-mode conv's output channels (split_channels):
-    3x3-like kernels on the prepared padded tile (not stacked rows, not a dense 1x1 tile), whole
-    words per kernel row (ic % 4)."""
-    return m == "rows" and not stacked(m, ic) and not dn and kh > 1 and stride > 1 and ic % 4 == 0
-
-
-def cs_blocks(csplit, n_c) -> int:
-    """Channels of the cores' weights in L1 beside a channel tile (split_channels): its own 4-channel
-    blocks (csplit / 4 // n_c) and the spread ones (the rest, a share of the pixels beside each)."""
-    nb = csplit // 4
-    return 4 * (nb // n_c + nb % n_c)
-
-
-def split_channels(oc) -> list:
-    """Output channels the cores may take beside NE16 (the last ones), multiples of 4 (their
-    4-channel dot-product blocks) up to a quarter of the layer's: 0 (none) first."""
-    return [0] + list(range(4, min(oc // 4, 64) + 1, 4))
 
 
 def _group_sizes(ic) -> list:
@@ -163,7 +139,7 @@ def _in_bytes(i, o, kh, pt, th, n_c):
                      for t in range(-(-o["h"] // th))) * i["w"] * i["c"]
 
 
-def plan_tiling(layer, graph, m, budget, split=True):
+def plan_tiling(layer, graph, m, budget):
     """(tiling dict or None): whole output rows; accumulators and outputs double buffered,
     inputs too when they fit (in_bufs). Preferred, in order:
     1. every input channel in one job: row counts NE16 fills (a multiple of its 3 output rows
@@ -180,9 +156,7 @@ def plan_tiling(layer, graph, m, budget, split=True):
     (channel tiles outer, or inner so each input tile is loaded and prepared once, with every
     channel's weights in L1 or two channel tiles' at a time, the next one's coming while NE16
     runs this one); no input-channel groups (its kernel-row jobs already stream
-    the sums); with the channel tiles outer, the cores may take the last csplit output channels
-    (split_channels), a share of them per NE16 channel tile on the same prepared input tile while
-    NE16 runs it (split=False: none, as for a layer run on a slice of its channels)."""
+    the sums)."""
     i, o, kh, kw = _geometry(layer, graph)
     row = weight_row(layer, m)
     tcs = [o["c"]] + list(range((o["c"] - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
@@ -193,18 +167,14 @@ def plan_tiling(layer, graph, m, budget, split=True):
     params = o["c"] * (row + 12)
     lower = i["h"] * i["w"] * i["c"] + params + o["h"] * o["w"] * o["c"]
 
-    kk = kh * kw * i["c"]
-
-    def tile(d, th, tc, in_bufs, kg=None, csplit=0):
-        oc_ne = o["c"] - csplit
-        n_h, n_c = -(-o["h"] // th), -(-oc_ne // tc)
+    def tile(d, th, tc, in_bufs, kg=None):
+        n_h, n_c = -(-o["h"] // th), -(-o["c"] // tc)
         c_inner = "w_ctile" in d
-        t = dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c, oc_ne=oc_ne, csplit=csplit,
-                 cs_max=cs_blocks(csplit, n_c), kk=kk,
+        t = dict(d, pipeline="ne16", th=th, tw=o["w"], tc=tc, n_h=n_h, n_w=1, n_c=n_c,
                  n_tiles=n_h * n_c, in_bufs=in_bufs, l1_params=d["l1_w"] + d["l1_par"],
                  kg=kg or i["c"], n_g=1, c_inner=c_inner, w_stream=d.get("w_stream", False), dense=dn,
                  l2_l1_bytes=(o["h"] * o["w"] * i["c"] if dn else _in_bytes(i, o, kh, pt, th, 1))
-                 * (1 if c_inner else n_c) + params + csplit * kk + o["h"] * o["w"] * o["c"], lower_bound=lower)
+                 * (1 if c_inner else n_c) + params + o["h"] * o["w"] * o["c"], lower_bound=lower)
         if kg:
             w_grp = ne16_weights.packed_size(m, kg, 1)
             t.update(n_g=-(-i["c"] // kg), w_grp=w_grp, w_last=row - (-(-i["c"] // kg) - 1) * w_grp,
@@ -216,20 +186,16 @@ def plan_tiling(layer, graph, m, budget, split=True):
     if m == "rows":         # the cheapest tiling by ne16_cost's estimate (no input-channel groups)
         from . import ne16_cost
         best = None
-        splits = split_channels(o["c"]) if split and split_ok(m, kh, i["c"], o["s"], dn) else [0]
-        for c_inner, w_stream, csplit in [(False, False, c) for c in splits] + [(True, False, 0), (True, True, 0)]:
-            oc_ne = o["c"] - csplit
-            tcs_ne = [oc_ne] + list(range((oc_ne - 1) // TP_OUT * TP_OUT, 0, -TP_OUT))
-            for tc in tcs_ne + [c for c in (16, 8) if c < oc_ne]:
+        for c_inner, w_stream in ((False, False), (True, False), (True, True)):
+            for tc in tcs + [c for c in (16, 8) if c < o["c"]]:
                 if c_inner and tc >= o["c"] or w_stream and -(-o["c"] // tc) <= 2:
                     continue            # one channel tile: the same as channels outer; two: all fit
-                cs_max = cs_blocks(csplit, -(-oc_ne // tc))
                 for th in range(min(o["h"], 24), 0, -1):
                     for in_bufs in (2, 1):
                         d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, stack=stacked(m, i["c"]), c_inner=c_inner,
-                                        w_stream=w_stream, dense_tile=dn, cs_max=cs_max, kk=kk)
+                                        w_stream=w_stream, dense_tile=dn)
                         if d["l1_bytes"] <= budget:
-                            t = tile(d, th, tc, in_bufs, csplit=csplit)
+                            t = tile(d, th, tc, in_bufs)
                             est = ne16_cost.ne16_cycles(layer, graph, m, t, 9)
                             if best is None or est < best[0]:
                                 best = (est, t)
@@ -261,17 +227,12 @@ def plan_tiling(layer, graph, m, budget, split=True):
     return None
 
 
-def param_layout(layer, graph, m, til=None) -> list:
-    """weight (NE16's bytes, one row per output channel), with a core split (til's csplit) cweight
-    (the cores' last csplit channels, plain int8 OHWI), bias (always: the folded one), mult,
-    shift: channel-major sections, so a slice of the first k channels is a prefix (a sliced
-    layer runs without the split: ne16_layer.reslice)."""
+def param_layout(layer, graph, m) -> list:
+    """weight (NE16's bytes, one row per output channel), bias (always: the folded one),
+    mult, shift: channel-major sections, so a slice of the first k channels is a prefix."""
     from ... import ops as registry
     oc = int(layer.weight.shape[0])
-    counts = [("weight", "int8", oc * weight_row(layer, m))]
-    if til and til.get("csplit"):
-        counts.append(("cweight", "int8", til["csplit"] * int(np.prod(layer.weight.shape[1:]))))
-    counts += [("bias", "int32", oc)]
+    counts = [("weight", "int8", oc * weight_row(layer, m)), ("bias", "int32", oc)]
     counts += [(s, "int32", n) for s, n in registry.requant_counts(layer, graph).items()]
     layout, off = [], 0
     for section, dtype, count in counts:
@@ -297,10 +258,6 @@ def pack(layer, graph, layout) -> bytes:
     arrays = dict(base.param_arrays(layer, graph))
     arrays["weight"] = np.frombuffer(weight_bytes(np.asarray(layer.weight), m), np.int8)
     arrays["bias"] = fold_bias(layer, graph).astype(np.int32)
-    w = np.asarray(layer.weight)
-    for section, _, count, _ in layout:     # the cores' share (split_channels): the last channels, OHWI
-        if section == "cweight":
-            arrays["cweight"] = w[w.shape[0] - count // int(np.prod(w.shape[1:])):].transpose(0, 2, 3, 1)
     blob = bytearray(base.layout_bytes(layout))
     for section, dtype, count, offset in layout:
         raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()
@@ -367,7 +324,7 @@ def plan_layer(layer, graph, cname, budget, cluster_til=None, cores=9, xpulp=Tru
         on, why = True, dict(why, why="on: ne16 (targets.yaml); " + why["why"])
     if not on:
         return None, why
-    layout = param_layout(layer, graph, m, til)
+    layout = param_layout(layer, graph, m)
     return (layer_spec(layer, graph, cname, layout, m, til), layout), why
 
 
@@ -390,7 +347,7 @@ def reslice(lp, graph, budget):
     layer = lp.layer
     sl, view = sliced_layer(graph, layer, k)
     m = mode(sl, view)
-    til = plan_tiling(sl, view, m, budget, split=False)
+    til = plan_tiling(sl, view, m, budget)
     if til is None:
         return None
     layout = [tuple(x) for x in lp.report["slice"]["layout"]]
