@@ -316,8 +316,8 @@ def test_ne16_tiles_for_resnet18_shapes():
 def test_rows_mode_jobs_weights_and_tiles():
     """Stride-2 convs in rows mode: the weights NE16 reads per kernel-row job (a 1x1 weight over
     (dx, ic), or over (dx, dy, ic) when the rows are stacked under 16 input channels) hold the
-    conv's own taps in that order; ResNet-18's stride-2 shapes get double-buffered tiles of a
-    multiple of 3 rows (3x3/2) and the stem one stacked job per tile."""
+    conv's own taps in that order; ResNet-18's stride-2 shapes get tiles of a multiple of 3 rows
+    (3x3/2), double-buffered or with channel tiles inner, and the stem one stacked job per tile."""
     import numpy as np
     from nnscons.targets.gap9 import ne16_geometry, ne16_weights
 
@@ -363,7 +363,8 @@ def test_rows_mode_jobs_weights_and_tiles():
         t = ne16_layer.plan_tiling(lay, g, "rows", 112 * 1024)
         assert t and t["l1_bytes"] <= 112 * 1024 and t["n_g"] == 1, (c, t)
         if k == 3:
-            assert t["th"] % 3 == 0 and t["in_bufs"] == 2 and t["tc"] >= 32, (c, t)
+            # two input buffers, or channel tiles inner (each row tile's input loaded once)
+            assert t["th"] % 3 == 0 and (t["in_bufs"] == 2 or t["c_inner"]) and t["tc"] >= 32, (c, t)
         if k == 7:      # the stem: channel tiles inner, its stacked input prepared once per row tile
             assert t["c_inner"] and t["n_c"] > 1 and t["l1_w"] == t["n_c"] * t["w_ctile"], t
 
