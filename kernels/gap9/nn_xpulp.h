@@ -201,7 +201,11 @@ static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
 #define NN_XP_LOOP(k, count, body) ".insn i 0x7b, 4, " k ", " count ", " #body "\n\t"
 /* The asm blocks keep accumulators and pointers in operands and the loaded words, the
  * other weight-row pointers and the xor mask in clobbered t0..t6/a7: an asm takes at most 30
- * operands. Loads run two instructions ahead of their use (no load-use stall). */
+ * operands. Loads run two instructions ahead of their use (no load-use stall). The in-out
+ * operands are early-clobbered ("+&r"): they change inside the loops while the inputs (row
+ * steps, counts) are still read, so no input may share their register -- gcc would give
+ * one register to an input and an accumulator it can prove equal (a row step of 0 and an
+ * accumulator starting at 0), and the weight pointer would then step by the running sum. */
 #define NN_XP_4X2_BODY(op, flip)                                                                   \
     NN_XP_PLW("t0", "%[pa]") NN_XP_PLW("t1", "%[pb]") NN_XP_PLW("t2", "%[p0]") NN_XP_PLW("t3", "t4") \
     flip                                                                                          \
@@ -222,9 +226,9 @@ static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
                      "add %[p0], %[p0], %[wst]\n\tadd t4, t4, %[wst]\n\t"                         \
                      "add t5, t5, %[wst]\n\tadd t6, t6, %[wst]\n\t"                               \
                      ".option pop"                                                                \
-                     : [c00] "+r"(c00), [c01] "+r"(c01), [c10] "+r"(c10), [c11] "+r"(c11),         \
-                       [c20] "+r"(c20), [c21] "+r"(c21), [c30] "+r"(c30), [c31] "+r"(c31),         \
-                       [pa] "+r"(xa), [pb] "+r"(xb), [p0] "+r"(w0)                                \
+                     : [c00] "+&r"(c00), [c01] "+&r"(c01), [c10] "+&r"(c10), [c11] "+&r"(c11),         \
+                       [c20] "+&r"(c20), [c21] "+&r"(c21), [c30] "+&r"(c30), [c31] "+&r"(c31),         \
+                       [pa] "+&r"(xa), [pb] "+&r"(xb), [p0] "+&r"(w0)                                \
                      : [ws] "r"(ws), [n] "r"(n), [rows] "r"(rows), [xs] "r"(xs), [wst] "r"(wst)    \
                      : "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a7", "memory")
 #define NN_XP_4X1_BODY(op, flip)                                                                   \
@@ -244,8 +248,8 @@ static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
                      "add %[p0], %[p0], %[wst]\n\tadd t4, t4, %[wst]\n\t"                         \
                      "add t5, t5, %[wst]\n\tadd t6, t6, %[wst]\n\t"                               \
                      ".option pop"                                                                \
-                     : [c0] "+r"(c0), [c1] "+r"(c1), [c2] "+r"(c2), [c3] "+r"(c3),                 \
-                       [pa] "+r"(x), [p0] "+r"(w0)                                                \
+                     : [c0] "+&r"(c0), [c1] "+&r"(c1), [c2] "+&r"(c2), [c3] "+&r"(c3),                 \
+                       [pa] "+&r"(x), [p0] "+&r"(w0)                                                \
                      : [ws] "r"(ws), [n] "r"(n), [rows] "r"(rows), [xs] "r"(xs), [wst] "r"(wst)    \
                      : "t0", "t2", "t3", "t4", "t5", "t6", "a7", "memory")
 /* with the xor between the loads and the sdot no load-use stall; without it one per word */
@@ -259,7 +263,7 @@ static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
                      NN_XP_1X1_BODY(op, flip)                                                     \
                      "add %[pa], %[pa], %[xs]\n\tadd %[p0], %[p0], %[wst]\n\t"                     \
                      ".option pop"                                                                \
-                     : [c0] "+r"(c0), [pa] "+r"(xa), [p0] "+r"(w0)                                \
+                     : [c0] "+&r"(c0), [pa] "+&r"(xa), [p0] "+&r"(w0)                                \
                      : [n] "r"(n), [rows] "r"(rows), [xs] "r"(xs), [wst] "r"(wst)                  \
                      : "t0", "t2", "a7", "memory")
 #define NN_XP_1X2_BODY(op, flip)                                                                   \
@@ -274,7 +278,7 @@ static inline uint32_t nn_xp_max4(uint32_t a, uint32_t b)
                      "add %[pa], %[pa], %[xs]\n\tadd %[pb], %[pb], %[xs]\n\t"                     \
                      "add %[p0], %[p0], %[wst]\n\t"                                              \
                      ".option pop"                                                                \
-                     : [c0] "+r"(c0), [c1] "+r"(c1), [pa] "+r"(xa), [pb] "+r"(xb), [p0] "+r"(w0)  \
+                     : [c0] "+&r"(c0), [c1] "+&r"(c1), [pa] "+&r"(xa), [pb] "+&r"(xb), [p0] "+&r"(w0)  \
                      : [n] "r"(n), [rows] "r"(rows), [xs] "r"(xs), [wst] "r"(wst)                  \
                      : "t0", "t1", "t2", "a7", "memory")
 #endif
