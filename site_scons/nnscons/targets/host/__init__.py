@@ -145,6 +145,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
                 report["depthwise"] = {"variants": gemm.dw_variants(layer, graph, spec["isa"])}
         if g is not None:
             report.update(g["report"])
+            if "gemm" in report:     # how its threads share it (kernelgen.thread_split)
+                split = kernelgen.thread_split(spec["gemm"])
+                report["gemm"]["split"] = {"rows": split["rows"], "panels": split["panels"]}
         spec["scratch_at"], spec["scratch"] = scratch(spec, impl)
         if (dw and kind == "host" and choose == "measure" and spec["isa"] == isa_codes["auto"]
                 and len(report["depthwise"]["variants"]) > 1 and "build" in opts):
