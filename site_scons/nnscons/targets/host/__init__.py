@@ -26,7 +26,7 @@ from .ops import DEPTHWISE_CONV, OPS, depthwise, layer_spec
 ADDRESSABLE = 1 << 47
 # how long a waiting worker thread (and the caller waiting for the workers) polls before it
 # sleeps (kernels/common/nn_threads.c); README "threads"
-SPIN_US = 1000
+SPIN_US = 200
 ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2, "avx2u8": 2, "avx512vnni": 3, "avx512vnni512": 3, "avxvnni": 2}
 TEMPLATES = data_path("templates", "host")
 
