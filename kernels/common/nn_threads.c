@@ -12,6 +12,7 @@
  * at once (the condition-variable pool). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -86,6 +87,10 @@ static int nn_spin_gen(struct nn_pool *pool, unsigned long seen, long spin_ns)
                 return 1;
             nn_relax();
         }
+        /* a thread of this pool waiting for this core (the scheduler put both on it) runs
+         * now, not when the poller's time slice ends; with nothing else to run, this returns
+         * at once */
+        sched_yield();
         t = nn_now_ns();
         if (t - last >= NN_PREEMPTED_NS) {
             nn_contended(pool);
@@ -112,6 +117,10 @@ static int nn_spin_done(struct nn_pool *pool, long spin_ns)
                 return 1;
             nn_relax();
         }
+        /* a thread of this pool waiting for this core (the scheduler put both on it) runs
+         * now, not when the poller's time slice ends; with nothing else to run, this returns
+         * at once */
+        sched_yield();
         t = nn_now_ns();
         if (t - last >= NN_PREEMPTED_NS) {
             nn_contended(pool);
