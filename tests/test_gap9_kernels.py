@@ -30,6 +30,7 @@ import pytest  # noqa: E402
 from nnscons import numerics  # noqa: E402
 from nnscons import ops  # noqa: E402
 from nnscons.targets.gap9.add_short import short_rule  # noqa: E402
+from nnscons.targets.gap9.conv_paths import xp_split, xp_split_for  # noqa: E402
 from nnscons.reference import run_layer  # noqa: E402
 from test_reference import conv_graph, pool_graph, rand_int8, single_layer_graph  # noqa: E402
 from test_kernels import POOL_CASES  # noqa: E402
@@ -532,6 +533,37 @@ def test_xpulp_conv_core_split_partitions_the_tile(harnesses, tmp_path):
             busiest = max(cost(pe - pb, -(-(ce - cb) // 4)) for pb, pe, cb, ce, _, _ in r)
             assert busiest <= cost(-(-n_pix // cores), -(-out_c // 4)), (n_pix, out_c, cores, r)
     assert 0 < tails < len(shapes)
+
+
+def test_xpulp_conv_split_table_is_the_kernels_split(harnesses, tmp_path):
+    """conv_paths.xp_split (the generated layers' build-time table of the cores' shares) answers
+    what nn_xp_conv2d_split computes, for every core: the same search in Python."""
+    rng = np.random.default_rng(78)
+    shapes = [(int(rng.integers(1, 80)), int(rng.integers(1, 70)), int(rng.integers(1, 10)),
+               int(rng.integers(1, 1200))) for _ in range(300)]
+    shapes += [(16, 8, 8, 576), (12, 8, 8, 576), (9, 8, 8, 576), (16, 8, 8, 288), (9, 8, 8, 1152)]
+    b = Batch()
+    for n_pix, out_c, cores, words in shapes:
+        b.add(XP_CONV_SPLIT, [n_pix, out_c, cores, words], [], 24 * cores)
+    for (n_pix, out_c, cores, words), raw in zip(shapes, b.run(harnesses["plain"], tmp_path)):
+        want = [tuple(int(v) for v in r) for r in raw.view(np.int32).reshape(cores, 6)]
+        assert xp_split(n_pix, out_c, words, cores) == want, (n_pix, out_c, cores, words)
+
+
+def test_xpulp_conv_split_for_a_tile_partitions_it():
+    """conv_paths.xp_split_for (the split a generated layer's table holds for a kind of tile,
+    chosen by which pixels pair): every (pixel, channel) of the tile on exactly one core."""
+    rng = np.random.default_rng(79)
+    for _ in range(200):
+        rows, cols, s, k = int(rng.integers(1, 7)), int(rng.integers(1, 7)), int(rng.integers(1, 3)), 3
+        pt, pl = int(rng.integers(0, 2)), int(rng.integers(0, 2))
+        geo = (rows, cols, (rows - 1) * s + k - pt, (cols - 1) * s + k - pl, pt, pl)
+        out_c, cores, in_c = int(rng.integers(1, 40)), int(rng.integers(1, 10)), 4 * int(rng.integers(1, 20))
+        hits = np.zeros((rows * cols, out_c), int)
+        for pb, pe, cb, ce, tb, te in xp_split_for(geo, out_c, k, k, s, s, 1, in_c, cores):
+            hits[pb:pe, cb:ce] += 1
+            hits[rows * cols - 1, tb:te] += 1
+        assert (hits == 1).all(), (geo, out_c, cores)
 
 
 def random_dw_conv(rng):
@@ -1061,6 +1093,7 @@ PLAIN_NAMES = ["-Dnn_xp_conv2d_s8=nn_xp_conv2d_s8_plain", "-Dnn_xp_conv2d_fast=n
                "-Dnn_xp_conv2d_im2col=nn_xp_conv2d_im2col_plain",
                "-Dnn_xp_conv2d_chans_s8=nn_xp_conv2d_chans_s8_plain",
                "-Dnn_xp_conv2d_core_s8=nn_xp_conv2d_core_s8_plain", "-Dnn_xp_conv2d_split=nn_xp_conv2d_split_plain",
+               "-Dnn_xp_conv2d_core_split_s8=nn_xp_conv2d_core_split_s8_plain",
                "-Dnn_xp_conv2d_preflip=nn_xp_conv2d_preflip_plain",
                "-Dnn_xp_conv2d_pointwise=nn_xp_conv2d_pointwise_plain", "-Dnn_xp_conv2d_flip=nn_xp_conv2d_flip_plain",
                "-Dnn_xp_linear_s8=nn_xp_linear_s8_plain", "-Dnn_xp_linear_fast=nn_xp_linear_fast_plain",

@@ -94,23 +94,29 @@ def _u8_emulated(packed, xu, nr, ntaps, q, taps):
 def test_u8_split_makes_every_vpmaddubsw_pair_exact():
     """pack_u8's proof: every packed pair of A and B cannot saturate, A + B = W, and the
     kernel's arithmetic on them (saturation emulated) is the exact dot product for u8
-    inputs 0, 255 and random, where the unsplit weights do saturate."""
-    g = dict(ic=7, ih=5, iw=5, oc=20, oh=3, ow=3, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pt=0, pl=0, pb=0, pr=0)
+    inputs 0, 255 and random, where the unsplit weights do saturate; on both u8 layouts
+    (7 channels: 3 runs of 21 values would pad to 18 quads, so im2col rows of 16 quads;
+    8 channels: runs of 24, no padding, per-row segments)."""
     rng = np.random.default_rng(1)
-    p = kernelgen.padded(g)
-    taps = kernelgen.tap_offsets(g)
-    q = kernelgen.u8_quads(g)
-    for wm in (rng.integers(-128, 128, (20, 9, 7)), np.full((20, 9, 7), 127), np.full((20, 9, 7), -128)):
-        wm = wm.astype(np.int8)
-        packed = kernelgen.pack_u8(wm, g, 8)
-        assert kernelgen.u8_pairs_safe(packed["weight"])
-        assert packed["xo"].size > 0 and len(packed["steps"]) == 3
-        for xu in (np.zeros(p["hp"] * p["wp"] * p["icp"] + 4, np.int64), np.full(p["hp"] * p["wp"] * p["icp"] + 4, 255),
-                   rng.integers(0, 256, p["hp"] * p["wp"] * p["icp"] + 4)):
-            window = np.stack([xu[t:t + g["kw"] * g["ic"]] for t in taps])           # (kh, kw*ic)
-            exact = (kernelgen.segments(wm, g).astype(np.int64) * window[None]).sum(axis=(1, 2))
-            got = _u8_emulated(packed, xu, 8, len(taps), q, taps)[:20]
-            assert (got == exact).all()
+    for ic, im2col in ((7, True), (8, False)):
+        g = dict(ic=ic, ih=5, iw=5, oc=20, oh=3, ow=3, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pt=0, pl=0, pb=0, pr=0)
+        assert kernelgen.u8_im2col(g) == im2col
+        p = kernelgen.padded(g)
+        taps, utaps = kernelgen.tap_offsets(g), kernelgen.u8_taps(g)
+        q = kernelgen.u8_quads(g)
+        for wm in (rng.integers(-128, 128, (20, 9, ic)), np.full((20, 9, ic), 127), np.full((20, 9, ic), -128)):
+            wm = wm.astype(np.int8)
+            packed = kernelgen.pack_u8(wm, g, 8)
+            assert kernelgen.u8_pairs_safe(packed["weight"])
+            assert packed["xo"].size > 0 and len(packed["steps"]) == 3
+            for xu in (np.zeros(p["hp"] * p["wp"] * p["icp"] + 4, np.int64), np.full(p["hp"] * p["wp"] * p["icp"] + 4, 255),
+                       rng.integers(0, 256, p["hp"] * p["wp"] * p["icp"] + 4)):
+                window = np.stack([xu[t:t + g["kw"] * g["ic"]] for t in taps])           # (kh, kw*ic)
+                exact = (kernelgen.segments(wm, g).astype(np.int64) * window[None]).sum(axis=(1, 2))
+                # the buffer the microkernel reads: the padded rows, or the pixel's im2col row
+                xk = np.concatenate([window.reshape(-1), np.full(4 * q + 4 - window.size, 99)]) if im2col else xu
+                got = _u8_emulated(packed, xk, 8, len(utaps), q, utaps)[:20]
+                assert (got == exact).all()
     # the check is not vacuous: without the split, 127s saturate on 255s
     raw = np.full((8, 1, 4), 127, np.int64)
     assert not kernelgen.u8_pairs_safe(raw.astype(np.int8))

@@ -559,7 +559,7 @@ static inline NN_AVX2 NN_ALWAYS_INLINE long long nn_avx2_requant_res8(__m256i ac
  * whose ulp is 1 while |v * mult / 2**shift| < 2**51 (shift >= 11, |mult| < 2**31): that is
  * rne(v * mult / 2**shift) + 1.5 * 2**52, 1.5 * 2**52 being even.  Its bits minus those of
  * 1.5 * 2**52 are the rounded value as int64; minus zp more, vpmovsqb saturates it to int8
- * (the clamp to [-128, 127]; act_min/act_max by nn_vnni_clamp16).  Five instructions per 8
+ * (the clamp to [-128, 127]; act_min/act_max by nn_vnni_store16c).  Five instructions per 8
  * channels against the f64c path's nineteen: small-K layers are bound by this. */
 static inline NN_VNNI __m128i nn_vnni_requant8(__m256i acc, const nn_epi_t *e, int v)
 {
@@ -569,24 +569,54 @@ static inline NN_VNNI __m128i nn_vnni_requant8(__m256i acc, const nn_epi_t *e, i
     return _mm512_cvtsepi64_epi8(_mm512_sub_epi64(_mm512_castpd_si512(r), _mm512_set1_epi64(e->fmaoff)));
 }
 
-/* Two nn_vnni_requant8 results (8 codes each) -> 16 codes clamped to [act_min, act_max]. */
-static inline NN_VNNI __m128i nn_vnni_clamp16(__m128i a, __m128i b, const nn_epi_t *e)
+/* nn_vnni_requant8 with the fused residual add (nn_res_add's rule, not TFLite's) after it,
+ * exact like it: the conv's rounded value r = rne(v * mult / 2**shift) + 1.5 * 2**52 is
+ * clamped in double to its bounds (integers near 2**52.6: exact), and r - (1.5 * 2**52 -
+ * zp + za) is q - za exactly (both in [2**52, 2**53), ulp 1).  Then (q - za) * fa + (rb -
+ * zb) * fb, one multiply and one fma, is exact (an integer below 2**41 times 2**-s, as in
+ * nn_avx2_res_add8_f64), and adding 1.5 * 2**52 with round-to-nearest-even rounds it to an
+ * integer, ties to even (|.| < 2**51); minus the add's fmaoff and saturated by vpmovsqb,
+ * as nn_vnni_requant8.  rb: the other operand's 8 codes in the low 8 bytes.  About twelve
+ * instructions per 8 channels against the AVX2 path's thirty (nn_avx2_requant_res8). */
+static inline NN_VNNI __m128i nn_vnni_requant_res8(__m256i acc, const nn_epi_t *e, int v, __m128i rb,
+                                                   const nn_res_t *ad)
 {
-    return _mm_min_epi8(_mm_max_epi8(_mm_unpacklo_epi64(a, b), _mm_set1_epi8((char)e->act_min)),
-                        _mm_set1_epi8((char)e->act_max));
+    const __m512d big = _mm512_set1_pd(0x1.8p52);
+    const __m512d x = _mm512_cvtepi32_pd(_mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8])));
+    __m512d r = _mm512_fmadd_round_pd(x, _mm512_loadu_pd(&e->mf[v * 8]), big, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_min_pd(_mm512_max_pd(r, _mm512_set1_pd(0x1.8p52 + e->dlo)), _mm512_set1_pd(0x1.8p52 + e->dhi));
+    r = _mm512_sub_pd(r, _mm512_set1_pd(0x1.8p52 - (double)(e->zp - ad->za)));
+    {
+        const __m512d xb = _mm512_cvtepi32_pd(_mm256_sub_epi32(_mm256_cvtepi8_epi32(rb), _mm256_set1_epi32(ad->zb)));
+        const __m512d d = _mm512_fmadd_pd(r, _mm512_set1_pd(ad->fa), _mm512_mul_pd(xb, _mm512_set1_pd(ad->fb)));
+        const __m512d y = _mm512_add_round_pd(d, big, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        return _mm512_cvtsepi64_epi8(_mm512_sub_epi64(_mm512_castpd_si512(y), _mm512_set1_epi64(ad->e.fmaoff)));
+    }
 }
 
-static inline NN_VNNI void nn_vnni_store16(int8_t *dst, __m128i a, __m128i b, const nn_epi_t *e)
+/* The other operand's n (<= 8) codes in the low bytes (nn_vnni_requant_res8's rb). */
+static inline NN_VNNI __m128i nn_vnni_load8(const int8_t *r, int n)
 {
-    _mm_storeu_si128((__m128i *)(void *)dst, nn_vnni_clamp16(a, b, e));
+    long long w = 0;
+    memcpy(&w, r, n == 8 ? 8 : (size_t)n);
+    return _mm_cvtsi64_si128(w);
 }
 
-/* n (<= 8) codes of one nn_vnni_requant8 result, clamped. */
-static inline NN_VNNI void nn_vnni_store8(int8_t *dst, __m128i a, int n, const nn_epi_t *e)
+/* Two nn_vnni_requant8 results (8 codes each) -> 16 codes clamped to [lo, hi] (act_min,
+ * act_max in every byte) and stored; store8c: n (<= 8) codes of one.  The bounds come in
+ * registers, set once per microkernel call: an int8 store may alias nn_epi_t, so the
+ * compiler would reload e->act_min/act_max after every store. */
+static inline NN_VNNI void nn_vnni_store16c(int8_t *dst, __m128i a, __m128i b, __m128i lo, __m128i hi)
 {
-    const long long v = _mm_cvtsi128_si64(nn_vnni_clamp16(a, a, e));
+    _mm_storeu_si128((__m128i *)(void *)dst, _mm_min_epi8(_mm_max_epi8(_mm_unpacklo_epi64(a, b), lo), hi));
+}
+
+static inline NN_VNNI void nn_vnni_store8c(int8_t *dst, __m128i a, int n, __m128i lo, __m128i hi)
+{
+    const long long v = _mm_cvtsi128_si64(_mm_min_epi8(_mm_max_epi8(a, lo), hi));
     memcpy(dst, &v, n == 8 ? 8 : (size_t)n);
 }
+
 
 /* 2 (4) vectors of 8 int32 lanes already in [-128, 127], channels in order -> 16 (32) int8
  * in one store: a microkernel's full 8-channel vectors of a pixel, stored together (one

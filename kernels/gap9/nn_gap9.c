@@ -10,15 +10,23 @@ void nn_dma_init(nn_dma_queue_t *q, int cap)
     q->live = 0;
 }
 
+/* The oldest outstanding command's slot. No `%`: the cluster cores divide in up to 35 cycles,
+ * and a tile's stores issue a command per row (a conv tile's serial part on core 0). */
+static int oldest(const nn_dma_queue_t *q)
+{
+    const int i = q->head - q->live;
+    return i < 0 ? i + q->cap : i;
+}
+
 /* A free slot, waiting for the oldest command when the queue is full. */
 static pi_cl_dma_cmd_t *slot(nn_dma_queue_t *q)
 {
     if (q->live == q->cap) {
-        pi_cl_dma_cmd_wait(&q->cmd[(q->head - q->live + q->cap) % q->cap]);
+        pi_cl_dma_cmd_wait(&q->cmd[oldest(q)]);
         q->live--;
     }
     pi_cl_dma_cmd_t *c = &q->cmd[q->head];
-    q->head = (q->head + 1) % q->cap;
+    q->head = q->head + 1 == q->cap ? 0 : q->head + 1;
     q->live++;
     return c;
 }
@@ -50,7 +58,8 @@ static void strided(nn_dma_queue_t *q, uint32_t ext, uint32_t loc, int count, ui
                           length, dir);
         return;
     }
-    const int per_cmd = (int)(NN_DMA_MAX_SIZE / length);
+    /* one command when it fits (the common case: no division) */
+    const int per_cmd = (uint32_t)count * length <= NN_DMA_MAX_SIZE ? count : (int)(NN_DMA_MAX_SIZE / length);
     for (int i = 0; i < count; i += per_cmd) {
         const int n = count - i < per_cmd ? count - i : per_cmd;
         pi_cl_dma_cmd_2d(ext + (uint32_t)i * stride, loc + (uint32_t)i * length, (uint32_t)n * length,
@@ -77,7 +86,7 @@ void nn_dma_box(nn_dma_queue_t *q, void *l2, void *l1, int rows, int cols, int c
 void nn_dma_wait_all(nn_dma_queue_t *q)
 {
     while (q->live) {
-        pi_cl_dma_cmd_wait(&q->cmd[(q->head - q->live + q->cap) % q->cap]);
+        pi_cl_dma_cmd_wait(&q->cmd[oldest(q)]);
         q->live--;
     }
 }

@@ -673,9 +673,10 @@ static __attribute__((noinline)) void pw_split(int n_pix, int out_c, int words, 
     *ce = *cb + per_c < out_c ? *cb + per_c : out_c;
 }
 
-void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
-                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
-                          int core, int n_cores, int8_t *scratch, int flipped)
+static inline __attribute__((always_inline)) void core_share(
+    const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight, const int32_t *bias,
+    const int32_t *mult, const int32_t *shift, int8_t *out, int core, int n_cores, int8_t *scratch,
+    int flipped, const int16_t *split)
 {
     const int n_pix = cfg->out_h * cfg->out_w;
     int pb, pe, cb, ce, tb, te;
@@ -691,10 +692,14 @@ void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const 
         }
     } else if (nn_xp_conv2d_fast(cfg)) {
         const int flip = cfg->in_zp == -128 ? (flipped ? 2 : 1) : 0;
-        /* recomputed per tile (some forty divisions, ~1.5k cycles of a 4 x 4 x 8 tile's 20k):
-         * a memo of it would be static state, shared by a library's instances (C API) */
-        nn_xp_conv2d_split(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb, &pe,
-                           &cb, &ce, &tb, &te);
+        /* the layer's build-time table (conv_paths.xp_split) when it has one: the search is
+         * some forty divisions, ~1.5k cycles of a 4 x 4 x 8 tile's 20k */
+        if (split) {
+            pb = split[0], pe = split[1], cb = split[2], ce = split[3], tb = split[4], te = split[5];
+        } else {
+            nn_xp_conv2d_split(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb,
+                               &pe, &cb, &ce, &tb, &te);
+        }
         if (pb < pe && cb < ce)
             direct(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce, flip);
         if (tb < te)
@@ -711,4 +716,18 @@ void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const 
         nn_xp_conv2d_chans_s8(cfg, in, weight, bias, mult, shift, out, cb,
                               cb + per < cfg->out_c ? cb + per : cfg->out_c, scratch);
     }
+}
+
+void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                          int core, int n_cores, int8_t *scratch, int flipped)
+{
+    core_share(cfg, in, weight, bias, mult, shift, out, core, n_cores, scratch, flipped, NULL);
+}
+
+void nn_xp_conv2d_core_split_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                                const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
+                                int core, int n_cores, int8_t *scratch, int flipped, const int16_t *split)
+{
+    core_share(cfg, in, weight, bias, mult, shift, out, core, n_cores, scratch, flipped, split);
 }

@@ -33,8 +33,8 @@ from .blocking import (DEFAULT_NR_CHOICES, MAX_ACCUMULATORS, U8_BLOCKING, VNNI_L
                        VNNI_MAX_ACCUMULATORS, VNNI_NR, WIDE_ACCUMULATORS, candidates, core_limits, cost,
                        default_blocking, vnni_blocking, vnni_candidates, VNNI_SEARCH)
 from .emit import layer_source, micro_set, scratch  # noqa: F401
-from .geometry import (geometry, padded, segments, supports, tap_offsets, u8_quads,  # noqa: F401
-                       u8_supported)
+from .geometry import (geometry, padded, segments, supports, tap_offsets, u8_im2col, u8_quads,  # noqa: F401
+                       u8_steps, u8_supported, u8_taps)
 from .packing import (U8_ISAS, U8_PAIR_MAX, U8_VARIANTS, VNNI_ISAS, bias_u8, f64_safe, folded_bias,  # noqa: F401
                       pack_u8, pack_weights, panels, u8_pairs_safe, u8_split, vector_safe,
                       weight_matrix)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..cstrings import c_comment
-from .geometry import padded, tap_offsets, u8_quads
+from .geometry import padded, tap_offsets, u8_im2col, u8_quads, u8_steps, u8_taps
 from .isa import ISAS, Micro
 from .packing import U8_VARIANTS, panels
 from .threads import band_heights, part_source, thread_split
@@ -42,8 +42,9 @@ def scratch(spec: dict) -> dict:
     """The layer's scratch in the arena (x->scratch, 64-byte aligned): the int16 band buffer
     (the input rows of `band` output rows, padded, + the value an odd run reads past its end)
     and, with a u8-buffer variant, the u8 one (+ the 3 values a run's last quad reads past its
-    end); one of each per thread (each fills its own).  {part: offset, part + "_stride":
-    bytes per thread, "bytes": the total}."""
+    end; under u8_im2col followed, at "u8col" from its start, by the band's pixel rows of
+    4 * u8_quads bytes); one of each per thread (each fills its own).  {part: offset, part +
+    "_stride": bytes per thread, "bytes": the total}."""
     gm = spec["gemm"]
     g = gm["geom"]
     p = padded(g)
@@ -54,7 +55,8 @@ def scratch(spec: dict) -> dict:
     out = {"buf": 0, "buf_stride": _align((elems + 2) * 2)}
     at = nbuf * out["buf_stride"]
     if gm.get("u8"):
-        out.update(bufu8=at, bufu8_stride=_align(elems + 4))
+        col = band * g["ow"] * 4 * u8_quads(g) if u8_im2col(g) else 0
+        out.update(bufu8=at, u8col=_align(elems + 4), bufu8_stride=_align(elems + 4) + _align(col))
         at += nbuf * out["bufu8_stride"]
     out["bytes"] = at
     return out
@@ -83,7 +85,7 @@ def layer_source(spec: dict) -> str:
     heights = tuple(band_heights(split))
     micros = micro_set(g, blk, gm["band"], res=bool(res), epilogue=epilogue, heights=heights)
     u8 = gm.get("u8") or {}             # {u8-buffer variant: its blocking} (variants has them)
-    micros_u8 = {iv: {key: replace(mk, pairs=u8_quads(g))
+    micros_u8 = {iv: {key: replace(mk, pairs=u8_quads(g), taps=u8_taps(g))
                       for key, mk in micro_set(g, ub, gm["band"], res=bool(res),
                                                epilogue=epilogue, heights=heights).items()}
                  for iv, ub in u8.items()}
@@ -107,7 +109,7 @@ def layer_source(spec: dict) -> str:
         L.append("#endif")
         L.append("")
     tapoff = f"tapoff_{cn}"
-    if p["ntaps"] > 1:
+    if p["ntaps"] > 1 and (not u8_im2col(g) or any(iv not in u8 for iv in variants)):
         taps = tap_offsets(g)
         L.append(f"static const long {tapoff}[{len(taps)}] = {{ {', '.join(str(t) for t in taps)} }};")
         L.append("")
@@ -150,7 +152,7 @@ def layer_source(spec: dict) -> str:
     for isa_name in variants:
         isa = ISAS[isa_name]
         if isa_name in u8:
-            L += _run_u8(isa_name, g, u8[isa_name], micros_u8[isa_name], prefix, cn, p)
+            L += _run_u8(isa_name, g, u8[isa_name], micros_u8[isa_name], prefix, p, sc.get("u8col", 0))
             continue
         if isa.guard != "1":
             L.append(f"#if {isa.guard}")
@@ -228,7 +230,7 @@ def layer_source(spec: dict) -> str:
     L.append("}")
     L.append("")
     if u8:
-        L += _fill_u8(g, p, zp_in)
+        L += _fill_u8(g, p, zp_in, sc["u8col"])
     L.append("/* the running variant's buffer: u8 for avx2u8 and avx512vnni, else int16 */")
     L.append("static void prep(const ctx_t *c)")
     L.append("{")
@@ -334,12 +336,16 @@ def layer_source(spec: dict) -> str:
     return "\n".join(L) + "\n"
 
 
-def _run_u8(iv: str, g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: dict) -> list:
+def _run_u8(iv: str, g: dict, u8: dict, micros: dict, prefix: str, p: dict, col: int) -> list:
     """run_<iv> of a u8-buffer variant: the pixel blocks x its own channel panels; each
-    panel's weights are its main quads then (avx2u8) its correction quads (kernelgen.pack_u8)."""
+    panel's weights are its main quads then (avx2u8) its correction quads (kernelgen.pack_u8).
+    col: the pixel rows' offset in the u8 buffer (u8_im2col)."""
     mr, nr, oc, icp = u8["mr"], u8["nr"], g["oc"], p["icp"]
     corr = iv == "avx2u8"
-    npan, main = panels(oc, nr), p["ntaps"] * u8_quads(g) * nr * 4
+    npan, main = panels(oc, nr), u8_steps(g) * nr * 4
+    window = (f"                a[i] = c->bufu8 + {col} + (long)(p0 + i) * {4 * u8_quads(g)};" if u8_im2col(g) else
+              f"                a[i] = c->bufu8 + ((long)((p0 + i) / {g['ow']}) * {g['sh'] * p['wp']}"
+              f" + (long)((p0 + i) % {g['ow']}) * {g['sw']}) * {icp};")
     full, rem = oc // nr, oc % nr
     classes = ([(nr // 8, 8, f"pn < {full}")] if full else []) + \
         ([(-(-rem // 8), rem % 8 or 8, f"pn == {npan - 1}")] if rem else [])
@@ -367,10 +373,8 @@ def _run_u8(iv: str, g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: d
          f"            const long at = ((long)c->oh0 * {g['ow']} + p0) * {oc} + pn * {nr};",
          "            int8_t *o = c->out + at;",
          "            const int8_t *r = c->res ? c->res + at : 0;",
-         "            for (int i = 0; i < cnt; ++i) {",
-         f"                const int oy = (p0 + i) / {g['ow']}, ox = (p0 + i) % {g['ow']};",
-         f"                a[i] = c->bufu8 + ((long)oy * {g['sh'] * p['wp']} + (long)ox * {g['sw']}) * {icp};",
-         "            }"]
+         "            for (int i = 0; i < cnt; ++i)",
+         window]
     first = True
     for r in sorted({r for r, _ in micros}):
         for nv, last, n_cond in classes:
@@ -381,9 +385,11 @@ def _run_u8(iv: str, g: dict, u8: dict, micros: dict, prefix: str, cn: str, p: d
     return L
 
 
-def _fill_u8(g: dict, p: dict, zp_in: int) -> list:
+def _fill_u8(g: dict, p: dict, zp_in: int, col: int) -> list:
     """fill_u8: the input rows of output rows [oh0, oh0 + rows) as x + 128 (u8), padding
-    zp_in + 128 (merged kernel rows only: kernelgen.u8_supported)."""
+    zp_in + 128 (merged kernel rows only: kernelgen.u8_supported); under u8_im2col then each
+    output pixel's window from them into its row at buf + col (kh runs of kw*IC bytes, of
+    a size known here, so each is a few moves; the row's last quad's spare bytes zero)."""
     icp, wp = p["icp"], p["wp"]
     pad = (zp_in + 128) & 0xFF
     right = (wp - g["pl"] - g["iw"]) * icp
@@ -403,7 +409,15 @@ def _fill_u8(g: dict, p: dict, zp_in: int) -> list:
     L += ["        } else {",
           f"            memset(d, {pad}, {wp * icp});",
           "        }",
-          "    }",
-          "}",
-          ""]
-    return L
+          "    }"]
+    if u8_im2col(g):
+        run, kcol = g["kw"] * g["ic"], 4 * u8_quads(g)
+        L += ["    for (int oy = 0; oy < rows; ++oy)",
+              f"        for (int ox = 0; ox < {g['ow']}; ++ox) {{",
+              f"            uint8_t *d = buf + {col} + ((long)oy * {g['ow']} + ox) * {kcol};",
+              f"            const uint8_t *s = buf + ((long)oy * {g['sh'] * wp} + (long)ox * {g['sw']}) * {icp};"]
+        L += [f"            memcpy(d + {ky * run}, s + {ky * g['dh'] * wp * icp}, {run});" for ky in range(g["kh"])]
+        if kcol > g["kh"] * run:
+            L.append(f"            memset(d + {g['kh'] * run}, 0, {kcol - g['kh'] * run});")
+        L.append("        }")
+    return L + ["}", ""]

@@ -70,6 +70,31 @@ def u8_supported(g: dict) -> bool:
     return padded(g)["merged"]
 
 
+def u8_im2col(g: dict) -> bool:
+    """The u8 buffer as one row per output pixel of its whole window (kh kernel rows of kw*IC
+    values back to back, K = kh*kw*IC padded to a multiple of 4 once) instead of one
+    zero-padded run per kernel row, where the runs' padding wastes a tenth of the quads or
+    more: the few-channel stems (ResNet's 7x7x3: 37 quads against 7 x 6 = 42; a 3x3x3: 7
+    against 9).  The copy is K bytes per pixel against K*OC multiply-adds."""
+    if not padded(g)["merged"] or g["kh"] < 2:
+        return False
+    rows = g["kh"] * -(-g["kw"] * g["ic"] // 4)
+    return rows * 10 >= 11 * -(-g["kh"] * g["kw"] * g["ic"] // 4)
+
+
 def u8_quads(g: dict) -> int:
-    """Groups of 4 K values per segment (a kernel row of kw*IC values, zero-padded)."""
+    """Groups of 4 K values per segment (a kernel row of kw*IC values, zero-padded; the
+    whole window under u8_im2col)."""
+    if u8_im2col(g):
+        return -(-g["kh"] * g["kw"] * g["ic"] // 4)
     return -(-g["kw"] * g["ic"] // 4)
+
+
+def u8_taps(g: dict) -> tuple:
+    """Element offset of each u8 segment from a pixel's window origin."""
+    return (0,) if u8_im2col(g) else tap_offsets(g)
+
+
+def u8_steps(g: dict) -> int:
+    """Quads per output on the u8 buffer (all segments)."""
+    return len(u8_taps(g)) * u8_quads(g)

@@ -87,20 +87,34 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
 def _vnni_epilogue(mk: Micro, acc) -> list:
     """The AVX-512 variants' epilogue: where the panel's shifts allow it (e->fma, set by
     nn_epi_init) the exact fma requantization (nn_vnni_requant8: five instructions per 8
-    channels; a pixel's vectors stored 16 channels at a time), else the AVX2 one.  Decided
-    once per call; the fused residual add keeps the AVX2 epilogue."""
-    if mk.res or mk.epilogue not in ("f64", "f64c"):
+    channels; a pixel's vectors stored 16 channels at a time, the last two too when the
+    call site's `last` is 8, clamped to bounds held in registers), else the AVX2 one.
+    Decided once per call; a fused residual add (not TFLite's) follows it in the same
+    registers (nn_vnni_requant_res8)."""
+    if mk.epilogue not in ("f64", "f64c"):
         return _avx2_epilogue(mk, acc)
-    out = ["    if (e->fma) {", "        (void)res;"]
+    out = ["    if (e->fma) {"] + ([] if mk.res else ["        (void)res;"])
+    clamp = "e->res->e" if mk.res else "(*e)"     # the add's clamp where one is fused
+    out.append(f"        const __m128i lo8 = _mm_set1_epi8((char){clamp}.act_min), hi8 = _mm_set1_epi8((char){clamp}.act_max);")
     for m in range(mk.mr):
-        qs = [f"nn_vnni_requant8({acc(m, v)}, e, {v})" for v in range(mk.nv)]
+        def q(v, cnt, m=m):
+            if not mk.res:
+                return f"nn_vnni_requant8({acc(m, v)}, e, {v})"
+            return (f"nn_vnni_requant_res8({acc(m, v)}, e, {v}, "
+                    f"nn_vnni_load8(res + {m * mk.ostride + v * 8}, {cnt}), e->res)")
+        def st16(v, ind="        "):
+            return f"{ind}nn_vnni_store16c(out + {m * mk.ostride + v * 8}, {q(v, '8')}, {q(v + 1, '8')}, lo8, hi8);"
+        def st8(v, cnt, ind="        "):
+            return f"{ind}nn_vnni_store8c(out + {m * mk.ostride + v * 8}, {q(v, cnt)}, {cnt}, lo8, hi8);"
         v = 0
-        while mk.nv - 1 - v >= 2:        # full pairs before the last vector (its count is `last`)
-            out.append(f"        nn_vnni_store16(out + {m * mk.ostride + v * 8}, {qs[v]}, {qs[v + 1]}, e);")
+        while mk.nv - 1 - v >= 2:        # full pairs before the last two vectors
+            out.append(st16(v))
             v += 2
-        for v in range(v, mk.nv):
-            cnt = "last" if v == mk.nv - 1 else "8"
-            out.append(f"        nn_vnni_store8(out + {m * mk.ostride + v * 8}, {qs[v]}, {cnt}, e);")
+        if mk.nv - v == 2:               # the last pair: whole when `last` is 8 (a constant per call site)
+            out += ["        if (last == 8)", st16(v, "            "), "        else {",
+                    st8(v, "8", "            "), st8(v + 1, "last", "            "), "        }"]
+        else:
+            out.append(st8(v, "last"))
     out.append("        return;")
     out.append("    }")
     return out + _avx2_epilogue(mk, acc)

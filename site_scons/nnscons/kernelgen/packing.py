@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
-from .geometry import segments, tap_offsets, u8_quads
+from .geometry import segments, u8_im2col, u8_quads, u8_taps
 
 
 def weight_matrix(layer, graph) -> np.ndarray:
@@ -105,6 +105,8 @@ def pack_u8(wm: np.ndarray, g: dict, nr: int, split: bool = True) -> dict:
     the quads each panel's microkernel runs (main + correction).  split=False (avx512vnni,
     whose vpdpbusd never saturates): A = W, no correction quads."""
     seg = segments(wm, g)
+    if u8_im2col(g):        # the whole window is one segment
+        seg = seg.reshape(seg.shape[0], 1, -1)
     n, ntaps, run = seg.shape
     q = u8_quads(g)
     npan = panels(n, nr)
@@ -117,7 +119,7 @@ def pack_u8(wm: np.ndarray, g: dict, nr: int, split: bool = True) -> dict:
     # -> (panel, segment, quad, channel, 4)
     a = a.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)
     b = b.reshape(npan, nr, ntaps, q, 4).transpose(0, 2, 3, 1, 4)
-    taps = np.asarray(tap_offsets(g), np.int64)
+    taps = np.asarray(u8_taps(g), np.int64)
     used = b.any(axis=(3, 4))                          # (panel, segment, quad)
     parts, xo, xidx = [], [], [0]
     for pn in range(npan):

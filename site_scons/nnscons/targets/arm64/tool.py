@@ -70,9 +70,9 @@ def generate(env):
     env.Tool("as")
     env.Tool("gnulink")
     env.Tool("ar")
+    from nnscons.targets.base import cross_ar
     cc = opts["toolchain"]["cc"]
-    ar = cc[:-3] + "ar" if cc.endswith("-gcc") else "ar"
-    env.Replace(CC=cc, AS=cc, LINK=cc, AR=ar,
+    env.Replace(CC=cc, AS=cc, LINK=cc, AR=cross_ar(cc),
                 CFLAGS=list(opts["toolchain"]["cflags"]), LINKFLAGS=list(opts["toolchain"]["ldflags"]))
     env["BUILDERS"]["NnsRun"] = SCons.Builder.Builder(
         action=SCons.Action.Action(run_arm64, actions.label))

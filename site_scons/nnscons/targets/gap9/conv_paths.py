@@ -3,6 +3,8 @@ what that path needs from the plan: the input zero point folded into the bias, t
 -128 inputs, the im2col and depthwise scratch, padded weight rows."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ... import ops as registry
@@ -110,3 +112,165 @@ def weight_row(layer, graph, til, xpulp=True):
     if not registry.is_conv(layer) or xp_conv_path(layer, graph, xpulp) != "im2col" or not til or not til.l1_scratch:
         return None
     return tiling._align4(int(np.prod(layer.weight.shape[1:])))
+
+
+def _grid(n_pix, n_blk, words, n_cores):
+    best, best_cost = 1, -1
+    for cc in range(1, min(n_cores, n_blk) + 1):
+        share = -(-n_pix // (n_cores // cc)) * (-(-n_blk // cc) * (7 * words + 100) + 250)
+        if n_cores % cc == 0 and (best_cost < 0 or share < best_cost):
+            best, best_cost = cc, share
+    return best
+
+
+def _busiest(n_pix, n_blk, words, n_cores, cc):
+    px, blk = -(-n_pix // (n_cores // cc)), -(-n_blk // cc)
+    return blk * (px // 2 * (14 * words + 200) + px % 2 * (10 * words + 100)) + 250 * px
+
+
+def xp_split(n_pix, out_c, words, n_cores, choice=None) -> list:
+    """nn_xp_conv2d_split's answer for every core, (pb, pe, cb, ce, tb, te) each, computed at
+    build time: a layer's tiles have a few shapes, and the search (some forty divisions, about
+    1.5 k cycles) would otherwise run on every core for every tile. The same integer arithmetic
+    as the C (test_gap9_kernels compares them). choice: (channel groups, tail) to use instead
+    of the C's estimate (xp_splits lists them)."""
+    n_blk, per_t = -(-out_c // 4), -(-out_c // n_cores)
+    best, tail = _grid(n_pix, n_blk, words, n_cores), 0
+    if choice is not None:
+        best, tail = choice
+        n_pix -= tail
+    elif n_pix % 2 and n_pix >= 3:
+        cc = 1
+        t = per_t // 4 * (10 * words + 100) + per_t % 4 * (4 * words + 25) + 250
+        for c in range(2, min(n_cores, n_blk) + 1):
+            if n_cores % c == 0 and (_busiest(n_pix - 1, n_blk, words, n_cores, c)
+                                     < _busiest(n_pix - 1, n_blk, words, n_cores, cc)):
+                cc = c
+        if _busiest(n_pix - 1, n_blk, words, n_cores, cc) + t < _busiest(n_pix, n_blk, words, n_cores, best):
+            best, tail, n_pix = cc, 1, n_pix - 1
+    cp = n_cores // best
+    per_p, per_c = -(-n_pix // cp), 4 * -(-n_blk // best)
+    out = []
+    for core in range(n_cores):
+        pb = min((core // best) * per_p, n_pix)
+        cb = min((core % best) * per_c, out_c)
+        tb = min(core * per_t, out_c) if tail else out_c
+        out.append((pb, min(pb + per_p, n_pix), cb, min(cb + per_c, out_c), tb,
+                    min(tb + per_t, out_c) if tail else out_c))
+    return out
+
+
+def _taps(base, step, n, limit):
+    """nn_xp_conv2d.c valid_taps: the taps [lo, hi) of n at base + i * step inside [0, limit)."""
+    inside = [i for i in range(n) if 0 <= base + i * step < limit]
+    return (inside[0], inside[-1] + 1) if inside else (0, 0)
+
+
+def _fields(geo, kh, kw, sh, sw, dh, in_c):
+    """field_of's (rows, n, w0) per output pixel of a tile (the pairing key) and its words."""
+    rows_, cols, in_rows, in_cols, pad_top, pad_left = geo
+    out, col_taps = [], [_taps(x * sw - pad_left, 1, kw, in_cols) for x in range(cols)]
+    for y in range(rows_):
+        ki0, ki1 = _taps(y * sh - pad_top, dh, kh, in_rows)
+        for kj0, kj1 in col_taps:
+            n = (kj1 - kj0) * in_c // 4
+            r = ki1 - ki0 if n else 0
+            out.append((r, n, (ki0 * kw + kj0) * in_c if r else 0))
+    return out
+
+
+def _core_cycles(fields, pb, pe, cb, ce, tb, te):
+    """The direct path's cycles for one core's share by the split's estimates: direct()'s
+    pairing (a pixel waits, up to 4 of them, for a later one with the same field), a pair's 4
+    channels about 14 per word and 200 besides, a lone pixel's 10 and 100, a channel of 1 x 1
+    loops 4 and 25, 250 per pixel."""
+    blocks, left = (ce - cb) // 4 if ce > cb else 0, (ce - cb) % 4 if ce > cb else 0
+    cyc, wait = 0, []
+
+    def run(f, pair):
+        w = f[0] * f[1]
+        return (blocks * ((14 * w + 200) if pair else (10 * w + 100)) + left * (1 + pair) * (4 * w + 25))
+    if pb < pe and cb < ce:
+        for p in range(pb, pe):
+            f = fields[p]
+            cyc += 250
+            if f in wait:
+                wait.remove(f)
+                cyc += run(f, True)
+            else:
+                if len(wait) == 4:
+                    cyc += run(wait[0], False)
+                    wait[0] = wait[-1]
+                    wait.pop()
+                wait.append(f)
+        cyc += sum(run(f, False) for f in wait)
+    if tb < te:
+        w = fields[-1][0] * fields[-1][1]
+        cyc += 250 + (te - tb) // 4 * (10 * w + 100) + (te - tb) % 4 * (4 * w + 25)
+    return cyc
+
+
+@functools.lru_cache(maxsize=256)       # a network repeats its layers' tile kinds
+def xp_split_for(geo, out_c, kh, kw, sh, sw, dh, in_c, n_cores):
+    """The split of a tile of geometry geo (rows, cols, in_rows, in_cols, pad_top, pad_left)
+    whose busiest core is done first counting which pixels can pair (a tile's padded row or
+    column: its pixels pair only among themselves): nn_xp_conv2d_split's answer unless
+    another of its grids (channel groups dividing the cores, the last pixel shared or not)
+    is faster by that count by a tenth or more (the count is rough: on pulp-open GVSoC, a 4 x 4
+    tile with a padded row and column at 8 channels of 256-channel 3 x 3 fields, 19.1 k
+    against 20.1 k for the C's choice, measured some 850 cycles slower; 8-pixel edge tiles of
+    24 channels, 13.2 k against 18.1 k, took layer3.0.conv1's shape 12.15 -> 12.76 MACs/cycle)."""
+    fields = _fields(geo, kh, kw, sh, sw, dh, in_c)
+    n_pix, words = len(fields), kh * kw * in_c // 4
+    best = xp_split(n_pix, out_c, words, n_cores)
+    best_cyc = max(_core_cycles(fields, *c) for c in best) * 9 // 10
+    for cc in range(1, min(n_cores, -(-out_c // 4)) + 1):
+        for tail in ((0, 1) if n_pix % 2 and n_pix >= 3 else (0,)):
+            if n_cores % cc:
+                continue
+            cand = xp_split(n_pix, out_c, words, n_cores, (cc, tail))
+            cyc = max(_core_cycles(fields, *c) for c in cand)
+            if cyc < best_cyc:
+                best, best_cyc = cand, cyc
+    return best
+
+
+def xp_split_table(layer, graph, til, xpulp=True):
+    """The direct path's split (xp_split_for) of each kind of tile of a layer: (distinct splits,
+    index per kind), the kind ((first row tile) << 4 | (last) << 3 | (first column tile) << 2
+    | (last) << 1 | (last channel tile)) deciding the tile's shape and padding; None when the
+    layer does not take the direct (non-pointwise) path, or two tiles of a kind differ."""
+    if til is None or xp_conv_path(layer, graph, xpulp) != "direct" or pointwise(layer, graph, xpulp):
+        return None
+    a = layer.attrs
+    o, i = hwc(graph.tensor(layer.output).shape), hwc(graph.tensor(layer.inputs[0]).shape)
+    (kh, kw), (sh, sw), (dh, _) = a["kernel"], a["stride"], a.get("dilation", (1, 1))
+    pt, pl = a["pads"][0], a["pads"][1]
+
+    def span(t, n_t, size, s, d, k, pad, limit, idx):    # tile_at's clipped box along one axis
+        y0 = idx * t
+        n = min(size - y0, t)
+        first = y0 * s - pad
+        last = first + (n - 1) * s + (k - 1) * d
+        r0 = max(first, 0)
+        return n, max(min(last, limit - 1) - r0 + 1, 0), r0 - first
+    kinds, splits, index = {}, [], [0] * 32
+    for ty in range(til.n_h):
+        rows, in_rows, pad_top = span(til.th, til.n_h, o["h"], sh, dh, kh, pt, i["h"], ty)
+        for tx in range(til.n_w):
+            cols, in_cols, pad_left = span(til.tw, til.n_w, o["w"], sw, 1, kw, pl, i["w"], tx)
+            for co in sorted({0, til.n_c - 1}):
+                chans = min(o["c"] - co * til.tc, til.tc)
+                kind = ((ty == 0) << 4 | (ty == til.n_h - 1) << 3 | (tx == 0) << 2 | (tx == til.n_w - 1) << 1
+                        | (co == til.n_c - 1))
+                geo = (rows, cols, in_rows, in_cols, pad_top, pad_left, chans)
+                if kinds.setdefault(kind, geo) != geo:
+                    return None
+    for kind, geo in sorted(kinds.items()):
+        sp = xp_split_for(geo[:6], geo[6], kh, kw, sh, sw, dh, i["c"], til.cores)
+        if max(max(c) for c in sp) >= 2 ** 15:      # int16 entries
+            return None
+        if sp not in splits:
+            splits.append(sp)
+        index[kind] = splits.index(sp)
+    return {"splits": splits, "index": index}

@@ -18,7 +18,7 @@ from ... import ops as registry
 from ..base import OpImpl, flattened_from, layer_fields, window_fields, layout_bytes, param_arrays, pool_check
 from . import add_short, tiling
 from .conv_paths import (hwc, _p_per_oc, xp_conv_path, folds_zp, kernel_zp, folded_bias,  # noqa: F401
-                         xp_preflip, im2col_bytes, dw_plane_bytes, weight_row)
+                         xp_preflip, xp_split_table, im2col_bytes, dw_plane_bytes, weight_row)
 from ...ops import bilinear, div, instnorm, island_pool, lrn, softmax
 
 C = data_path("kernels", "common") + "/"
@@ -301,6 +301,7 @@ def _conv_spec(layer, graph, spec, til, xpulp):
     spec["xp_path"] = "plain" if path in ("im2col", "dw") and til is not None and not til.l1_scratch else path
     spec["im2col_bytes"] = im2col_bytes(layer, graph)
     spec["xp_preflip"] = xp_preflip(layer, graph, til, xpulp)
+    spec["xp_split"] = xp_split_table(layer, graph, til, xpulp)    # the cores' shares, per tile shape
     spec["in_zp_kernel"] = kernel_zp(layer, graph)      # 0 when folded into the bias (pack_params)
     if spec["xp_path"] == "dw":
         spec["dw_scratch_bytes"] = dw_plane_bytes(layer, til)

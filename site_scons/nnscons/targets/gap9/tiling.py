@@ -89,6 +89,7 @@ class Tiling:
     # a fused residual add (residual.py): one buffer for the residual tile, as big as an
     # output tile, loaded beside it (in l1_bytes)
     l1_res: int = 0
+    cores: int = 8       # the cores sharing a tile (Window.cores): the kernels' split tables
 
     @property
     def n_tiles(self):
@@ -288,7 +289,8 @@ def plan_window(g: Window, budget: int):
                   l1_params=int(params_tile[c]), l1_bytes=int(l1[h, w, c]),
                   l2_l1_bytes=int(traffic[h, w, c]), lower_bound=int(lower),
                   l1_scratch=int(np.broadcast_to(scratch - res, l1.shape)[h, w, c]),
-                  params_single=params_single, l1_res=int(np.broadcast_to(res, l1.shape)[h, w, c])), smallest
+                  params_single=params_single, l1_res=int(np.broadcast_to(res, l1.shape)[h, w, c]),
+                  cores=g.cores), smallest
 
 
 def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):

@@ -259,7 +259,7 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
     for iv in kernelgen.VNNI_ISAS:
         if iv not in variants:
             continue
-        vns[iv] = kernelgen.vnni_blocking(g["oh"] * g["ow"], g["oc"], p["ntaps"] * kernelgen.u8_quads(g),
+        vns[iv] = kernelgen.vnni_blocking(g["oh"] * g["ow"], g["oc"], kernelgen.u8_steps(g),
                                           blk["order"], iv)
         vns[iv].update(keyed)
     nr = blk["nr"]
@@ -283,7 +283,7 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
             alias[names["bias"]] = kernelgen.U8_VARIANTS[same]["bias"]
             continue
         # no correction quads: the size without packing (packing waits for the WEIGHTS node)
-        vnni_bytes = kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"] * p["ntaps"] * kernelgen.u8_quads(g) * 4
+        vnni_bytes = kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"] * kernelgen.u8_steps(g) * 4
         sections += [(names["weight"], "int8", vnni_bytes),
                      (names["bias"], "int32", kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"])]
     for section, dtype, count in sections:
@@ -350,7 +350,7 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
                                           [(v, (u8 if v == "avx2u8" else vns.get(v, blk))) for v in variants]}
     if u8:
         report["gemm"]["u8"] = {"mr": u8["mr"], "nr": u8["nr"], "correction_quads": int(pu["xo"].size),
-                                "quads": int(kernelgen.panels(g["oc"], u8["nr"]) * p["ntaps"] * kernelgen.u8_quads(g))}
+                                "quads": int(kernelgen.panels(g["oc"], u8["nr"]) * kernelgen.u8_steps(g))}
     return {"spec": spec, "layout": layout, "pack": pack,
             "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"], "u8": u8,
                          "vnni_nr": {iv: vb["nr"] for iv, vb in vns.items()}},   # its packing depends on nr only

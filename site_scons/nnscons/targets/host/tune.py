@@ -203,7 +203,7 @@ def candidates(lp) -> list:
     each with that variant forced (`isa`)."""
     g = lp.spec["gemm"]["geom"]
     m, n, k2 = g["oh"] * g["ow"], g["oc"], kernelgen.padded(g)["k2"]
-    q = kernelgen.padded(g)["ntaps"] * kernelgen.u8_quads(g)
+    q = kernelgen.u8_steps(g)
     info = measure.cpu_info()
     out = [dict(lp.spec["gemm"]["blocking"])]
     # portable C only where it is the layer's only variant (elsewhere 5-20x slower)
