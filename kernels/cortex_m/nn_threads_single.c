@@ -4,9 +4,10 @@
 
 #include "nn_threads.h"
 
-int nn_pool_start(void *memory, int threads, struct nn_pool **pool)
+int nn_pool_start(void *memory, int threads, int spin_us, struct nn_pool **pool)
 {
     (void)memory;
+    (void)spin_us;
     *pool = NULL;
     return threads > 1 ? -1 : 0;
 }

@@ -23,7 +23,8 @@ isa, threads), so editing one layer's blocking regenerates that layer only.
 
 The generator's modules, one job each: geometry (the GEMM view of a layer), blocking (the
 register blockings and their cost models), packing (the weights .bin, numpy), emit (the C
-source of a layer), testdriver (the kernel test's C driver), isa (the microkernels per ISA).
+source of a layer), threads (which rows and channel panels each thread takes), testdriver
+(the kernel test's C driver), isa (the microkernels per ISA).
 This package re-exports what its callers use.
 """
 from __future__ import annotations
@@ -38,3 +39,4 @@ from .packing import (U8_ISAS, U8_PAIR_MAX, U8_VARIANTS, VNNI_ISAS, bias_u8, f64
                       pack_u8, pack_weights, panels, u8_pairs_safe, u8_split, vector_safe,
                       weight_matrix)
 from .testdriver import gemm_test_source  # noqa: F401
+from .threads import band_heights, thread_split  # noqa: F401

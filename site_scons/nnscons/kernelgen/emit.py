@@ -10,17 +10,20 @@ from ..cstrings import c_comment
 from .geometry import padded, tap_offsets, u8_im2col, u8_quads, u8_steps, u8_taps
 from .isa import ISAS, Micro
 from .packing import U8_VARIANTS, panels
+from .threads import band_heights, part_source, thread_split
 
 
 def micro_set(g: dict, blk: dict, band: int = 0, res: bool = False,
-              epilogue: str = "f64c") -> dict:
+              epilogue: str = "f64c", heights: tuple = ()) -> dict:
     """{(mr, nv): Micro} needed by a layer: main, M edge, N edge, corner; res: their
-    epilogue adds a residual; epilogue: the requantization (Micro.epilogue)."""
+    epilogue adds a residual; epilogue: the requantization (Micro.epilogue); heights: the
+    band heights the layer runs (threads.band_heights), else those of `band`."""
     p = padded(g)
     taps = tap_offsets(g)
     mr, nr = blk["mr"], blk["nr"]
     band = band or g["oh"]
-    sizes = {band * g["ow"], (g["oh"] % band or band) * g["ow"]}
+    sizes = ({h * g["ow"] for h in heights} if heights else
+             {band * g["ow"], (g["oh"] % band or band) * g["ow"]})
     mrs = sorted({mr for m in sizes if m >= mr} | {m % mr for m in sizes if m % mr})
     rem = g["oc"] % nr
     nvs = [nr // 8] if g["oc"] >= nr else []
@@ -40,14 +43,14 @@ def scratch(spec: dict) -> dict:
     (the input rows of `band` output rows, padded, + the value an odd run reads past its end)
     and, with a u8-buffer variant, the u8 one (+ the 3 values a run's last quad reads past its
     end; under u8_im2col followed, at "u8col" from its start, by the band's pixel rows of
-    4 * u8_quads bytes); one of each per thread when the threads split the bands.  {part:
-    offset, part + "_stride": bytes per thread, "bytes": the total}."""
+    4 * u8_quads bytes); one of each per thread (each fills its own).  {part: offset, part +
+    "_stride": bytes per thread, "bytes": the total}."""
     gm = spec["gemm"]
     g = gm["geom"]
     p = padded(g)
     band = gm["band"]
     band_in = (band - 1) * g["sh"] + (g["kh"] - 1) * g["dh"] + 1
-    nbuf = gm["threads"] if gm["threads"] > 1 and -(-g["oh"] // band) >= 2 * gm["threads"] else 1
+    nbuf = gm["threads"]
     elems = band_in * p["wp"] * p["icp"]
     out = {"buf": 0, "buf_stride": _align((elems + 2) * 2)}
     at = nbuf * out["buf_stride"]
@@ -78,11 +81,13 @@ def layer_source(spec: dict) -> str:
     # this layer reads its other operand as in[1] and writes the add's output)
     res = gm.get("residual")
     epilogue = gm.get("epilogue", "f64c")
-    micros = micro_set(g, blk, gm["band"], res=bool(res), epilogue=epilogue)
+    split = thread_split(gm)      # which rows and channel panels each thread takes
+    heights = tuple(band_heights(split))
+    micros = micro_set(g, blk, gm["band"], res=bool(res), epilogue=epilogue, heights=heights)
     u8 = gm.get("u8") or {}             # {u8-buffer variant: its blocking} (variants has them)
     micros_u8 = {iv: {key: replace(mk, pairs=u8_quads(g), taps=u8_taps(g))
                       for key, mk in micro_set(g, ub, gm["band"], res=bool(res),
-                                               epilogue=epilogue).items()}
+                                               epilogue=epilogue, heights=heights).items()}
                  for iv, ub in u8.items()}
     par = spec["params"]
     L = []
@@ -119,7 +124,6 @@ def layer_source(spec: dict) -> str:
             L.append("#endif")
         L.append("")
     # the int16 band buffer: the input rows of `band` output rows, padded
-    band = gm["band"]
     sc = scratch(spec)       # the band buffers, in the arena's scratch region (x->scratch)
     zp_in = spec["inputs"][0]["zp"]
     L.append("")
@@ -135,6 +139,7 @@ def layer_source(spec: dict) -> str:
     L.append("    uint8_t *bufu8;")
     L.append("    int v, oh0, rows, wide;")
     L.append("    int mr;                        /* the running variant's pixels per block */")
+    L.append("    int pq, pt;                    /* this thread's share pq of pt of the channel panels */")
     L.append("    const nn_epi_t *epi;           /* per channel panel, set up once per call */")
     for iv, ub in u8.items():
         L.append(f"    const nn_epi_t *{U8_VARIANTS[iv]['epi']};          /* {iv}: per panel of its own, its bias */")
@@ -156,7 +161,8 @@ def layer_source(spec: dict) -> str:
         L.append(f"    const int m = c->rows * {g['ow']};")
         # panel-outer streams each weight panel once per band (big weights); block-outer
         # keeps a pixel block's activations in L1 across the panels (small weights)
-        loops = [f"for (int pn = 0; pn < {npan}; ++pn) {{", "for (int b = b0; b < b1; ++b) {"]
+        L.append(f"    const int pn0 = {npan} * c->pq / c->pt, pn1 = {npan} * (c->pq + 1) / c->pt;")
+        loops = ["for (int pn = pn0; pn < pn1; ++pn) {", "for (int b = b0; b < b1; ++b) {"]
         if blk.get("order", "panel") == "block":
             loops.reverse()
         L.append(f"    {loops[0]}")
@@ -187,8 +193,6 @@ def layer_source(spec: dict) -> str:
             L.append("#endif")
         L.append("")
     threads = gm["threads"]
-    nbands = -(-g["oh"] // band)
-    by_bands = threads > 1 and nbands >= 2 * threads   # each thread its own bands and buffer
     L.append("/* the input rows of output rows [oh0, oh0 + rows) into buf: int16, zp padding */")
     L.append("static void fill(int16_t *buf, const int8_t *x, int oh0, int rows, int wide)")
     L.append("{")
@@ -253,29 +257,7 @@ def layer_source(spec: dict) -> str:
     L.append("    (void)c; (void)b0; (void)b1;")
     L.append("}")
     L.append("")
-    if by_bands:
-        L.append(f"/* thread i of n: bands [i*{nbands}/n, (i+1)*{nbands}/n), in its own buffer */")
-        L.append("static void part(void *arg, int i, int n)")
-        L.append("{")
-        L.append("    ctx_t t = *(const ctx_t *)arg;")
-        L.append(f"    t.buf = (int16_t *)(void *)((uint8_t *)(void *)t.buf + (long)i * {sc['buf_stride']});")
-        if u8:
-            L.append(f"    t.bufu8 += (long)i * {sc['bufu8_stride']};")
-        L.append(f"    for (int k = {nbands} * i / n; k < {nbands} * (i + 1) / n; ++k) {{")
-        L.append(f"        t.oh0 = k * {band};")
-        L.append(f"        t.rows = {g['oh']} - t.oh0 < {band} ? {g['oh']} - t.oh0 : {band};")
-        L.append("        prep(&t);")
-        L.append(f"        run(&t, 0, (t.rows * {g['ow']} + t.mr - 1) / t.mr);")
-        L.append("    }")
-        L.append("}")
-    else:
-        L.append("/* thread i of n: its share of one band's pixel blocks */")
-        L.append("static void part(void *arg, int i, int n)")
-        L.append("{")
-        L.append("    const ctx_t *c = (const ctx_t *)arg;")
-        L.append(f"    const int nb = (c->rows * {g['ow']} + c->mr - 1) / c->mr;")
-        L.append("    run(c, (int)((long)nb * i / n), (int)((long)nb * (i + 1) / n));")
-        L.append("}")
+    L += part_source(split, g, sc, bool(u8))
     L.append("")
     L.append(f"void {symbol}(const int8_t *const *in, int8_t *out, const uint8_t *params, nn_exec_t *x)")
     L.append("{")
@@ -297,7 +279,7 @@ def layer_source(spec: dict) -> str:
     else:
         L.append("                 0, 0,")
     L.append(f"                 {f'x->scratch + ' + str(sc['bufu8']) if u8 else '0'},")
-    L.append("                 -1, 0, 0, 0, 1, epi" + "".join(f", {U8_VARIANTS[iv]['epi']}" for iv in u8) + " };")
+    L.append("                 -1, 0, 0, 0, 1, 0, 1, epi" + "".join(f", {U8_VARIANTS[iv]['epi']}" for iv in u8) + " };")
     for idx, isa_name in enumerate(variants):
         cond = ISAS[isa_name].runtime if gm["isa"] == "auto" else "1"
         L.append(f"    if (c.v < 0 && {cond})")
@@ -346,15 +328,10 @@ def layer_source(spec: dict) -> str:
     if res:
         L.append("        epi[pn].res = &res;")
     L.append("    }")
-    if by_bands:
+    if threads > 1:      # one hand-over per layer
         L.append(f"    nn_parallel_for(x->pool, {threads}, part, &c);")
     else:
-        L.append(f"    for (int oh0 = 0; oh0 < {g['oh']}; oh0 += {band}) {{")
-        L.append(f"        c.oh0 = oh0;")
-        L.append(f"        c.rows = {g['oh']} - oh0 < {band} ? {g['oh']} - oh0 : {band};")
-        L.append("        prep(&c);")
-        L.append(f"        nn_parallel_for(x->pool, {threads}, part, &c);")
-        L.append("    }")
+        L.append("    part(&c, 0, 1);")
     L.append("}")
     return "\n".join(L) + "\n"
 
@@ -376,11 +353,12 @@ def _run_u8(iv: str, g: dict, u8: dict, micros: dict, prefix: str, p: dict, col:
          f"static void run_{iv}(const ctx_t *c, int b0, int b1)",
          "{",
          f"    const int m = c->rows * {g['ow']};",
+         f"    const int pn0 = {npan} * c->pq / c->pt, pn1 = {npan} * (c->pq + 1) / c->pt;",
          # the loop order as the int16 variant's (blk order): panels outer streams each
          # weight panel once per band, blocks outer keeps a block's activations in L1
-         *(["    for (int b = b0; b < b1; ++b) {", f"        for (int pn = 0; pn < {npan}; ++pn) {{"]
+         *(["    for (int b = b0; b < b1; ++b) {", "        for (int pn = pn0; pn < pn1; ++pn) {"]
            if u8.get("order") == "block" else
-           [f"    for (int pn = 0; pn < {npan}; ++pn) {{", "        for (int b = b0; b < b1; ++b) {"]),
+           ["    for (int pn = pn0; pn < pn1; ++pn) {", "        for (int b = b0; b < b1; ++b) {"]),
          *(["            const int32_t *xo = c->xo + c->xidx[pn];",
             "            const int nx = c->xidx[pn + 1] - c->xidx[pn];",
             f"            const int8_t *wp = c->{U8_VARIANTS[iv]['ptr']} + (long)pn * {main} + (long)c->xidx[pn] * {nr * 4};"]

@@ -24,6 +24,9 @@ from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import DEPTHWISE_CONV, OPS, depthwise, layer_spec
 
 ADDRESSABLE = 1 << 47
+# how long a waiting worker thread (and the caller waiting for the workers) polls before it
+# sleeps (kernels/common/nn_threads.c); README "threads"
+SPIN_US = 200
 ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2, "avx2u8": 2, "avx512vnni": 3, "avx512vnni512": 3, "avxvnni": 2}
 TEMPLATES = data_path("templates", "host")
 
@@ -33,7 +36,7 @@ SCHEMA = {
     "tiling": {"l1_budget": "size"},
     "kernel": {"isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni", "avx512vnni512", "avxvnni"], "threads": "count", "mr": "count", "nr": "count",
                "k_unroll": "count", "order": ["panel", "block"], "tuning": "path",
-               "min_macs_per_thread": "count", "choose": ["cpuid", "measure"]},
+               "min_macs_per_thread": "count", "spin_us": "int", "choose": ["cpuid", "measure"]},
     "run": {"platform": ["native"], "timeout": "count", "iterations": "count"},
     "layer": {"l1_budget": "size", "isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni", "avx512vnni512", "avxvnni"], "threads": "count", "mr": "count",
               "nr": "count", "k_unroll": "count", "order": ["panel", "block"], "min_macs_per_thread": "count"},
@@ -44,7 +47,7 @@ DEFAULTS = {
                   "ldflags": []},
     "memory": {"l1": 128 * 1024, "l2": 256 * 1024 * 1024},
     "tiling": {"l1_budget": 64 * 1024},
-    "kernel": {"isa": "auto", "threads": 1},
+    "kernel": {"isa": "auto", "threads": 1, "spin_us": SPIN_US},
     "run": {"platform": "native", "timeout": 600, "iterations": 0},
 }
 
@@ -142,6 +145,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
                 report["depthwise"] = {"variants": gemm.dw_variants(layer, graph, spec["isa"])}
         if g is not None:
             report.update(g["report"])
+            if "gemm" in report:     # how its threads share it (kernelgen.thread_split)
+                split = kernelgen.thread_split(spec["gemm"])
+                report["gemm"]["split"] = {"rows": split["rows"], "panels": split["panels"]}
         spec["scratch_at"], spec["scratch"] = scratch(spec, impl)
         if (dw and kind == "host" and choose == "measure" and spec["isa"] == isa_codes["auto"]
                 and len(report["depthwise"]["variants"]) > 1 and "build" in opts):
@@ -164,6 +170,10 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
         raise UserError(f"{where(None, 'memory', 'l2')}: activations need {buffers['arena_size']} B, more than "
                         f"memory.l2 = {opts['memory']['l2']} B of target kind '{kind}'")
     network = network_spec(graph, layers, buffers, library.spec(graph, "hwc", model))
+    network["spin_us"] = opts["kernel"].get("spin_us", SPIN_US)   # arm64 reuses this plan
+    if not 0 <= network["spin_us"] <= 1000000:
+        raise UserError(f"{where(None, 'kernel', 'spin_us')}: spin_us = {network['spin_us']}: must be between "
+                        f"0 (sleep at once) and 1000000 microseconds")
     return base.TargetPlan(layers=layers, network=network, kernels=sorted(kernels),
                            templates_dir=TEMPLATES, network_files=_network_files(network, layers),
                            layout="hwc", tensor_layouts=base.flattened_layouts(graph),
