@@ -72,40 +72,18 @@ static void nn_contended(struct nn_pool *pool)
     __atomic_store_n(&pool->backoff, NN_BACKOFF_JOBS, __ATOMIC_RELAXED);
 }
 
-/* poll until *gen != seen (1), or spin_ns have passed or the poller was descheduled (0) */
-static int nn_spin_gen(struct nn_pool *pool, unsigned long seen, long spin_ns)
+/* what a waiter polls for: the next job (the counter moved past `seen`), or the workers'
+ * end of the current one */
+static inline int nn_ready(struct nn_pool *pool, int for_job, unsigned long seen)
 {
-    const unsigned long *gen = &pool->generation;
-    long t0, last;
-    if (spin_ns <= 0 || __atomic_load_n(&pool->backoff, __ATOMIC_RELAXED) > 0)
-        return 0;
-    t0 = last = nn_now_ns();
-    for (;;) {
-        long t;
-        for (int k = 0; k < 64; ++k) {
-            if (__atomic_load_n(gen, __ATOMIC_ACQUIRE) != seen)
-                return 1;
-            nn_relax();
-        }
-        /* a thread of this pool waiting for this core (the scheduler put both on it) runs
-         * now, not when the poller's time slice ends; with nothing else to run, this returns
-         * at once */
-        sched_yield();
-        t = nn_now_ns();
-        if (t - last >= NN_PREEMPTED_NS) {
-            nn_contended(pool);
-            return 0;
-        }
-        if (t - t0 >= spin_ns)
-            return 0;
-        last = t;
-    }
+    if (for_job)
+        return __atomic_load_n(&pool->generation, __ATOMIC_ACQUIRE) != seen;
+    return __atomic_load_n(&pool->pending, __ATOMIC_ACQUIRE) == 0;
 }
 
-/* poll until *pending == 0 (1), or spin_ns have passed or the poller was descheduled (0) */
-static int nn_spin_done(struct nn_pool *pool, long spin_ns)
+/* poll until nn_ready (1), or spin_ns have passed or the poller was descheduled (0) */
+static int nn_spin(struct nn_pool *pool, int for_job, unsigned long seen, long spin_ns)
 {
-    const int *pending = &pool->pending;
     long t0, last;
     if (spin_ns <= 0)
         return 0;
@@ -113,7 +91,7 @@ static int nn_spin_done(struct nn_pool *pool, long spin_ns)
     for (;;) {
         long t;
         for (int k = 0; k < 64; ++k) {
-            if (__atomic_load_n(pending, __ATOMIC_ACQUIRE) == 0)
+            if (nn_ready(pool, for_job, seen))
                 return 1;
             nn_relax();
         }
@@ -142,7 +120,8 @@ static void *nn_worker(void *p)
     pthread_cond_signal(&pool->done);
     pthread_mutex_unlock(&pool->lock);
     for (;;) {
-        if (!nn_spin_gen(pool, seen, pool->spin_ns)) {
+        if (__atomic_load_n(&pool->backoff, __ATOMIC_RELAXED) > 0
+            || !nn_spin(pool, 1, seen, pool->spin_ns)) {
             /* the job counter is bumped under the lock, so checking it under the lock
              * before sleeping loses no wake-up */
             pthread_mutex_lock(&pool->lock);
@@ -250,7 +229,7 @@ void nn_parallel_for(struct nn_pool *pool, int n, void (*fn)(void *arg, int i, i
         __atomic_sub_fetch(&pool->backoff, 1, __ATOMIC_RELAXED);
     else if (__atomic_load_n(&pool->started, __ATOMIC_RELAXED) < pool->workers)
         nn_contended(pool);
-    else if (nn_spin_done(pool, pool->spin_ns))
+    else if (nn_spin(pool, 0, 0, pool->spin_ns))
         return;
     pthread_mutex_lock(&pool->lock);
     pool->caller_sleeps = 1;
