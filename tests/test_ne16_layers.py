@@ -383,6 +383,11 @@ def test_rows_mode_jobs_weights_and_tiles():
                 got = ne16_weights.pack(want.reshape(1, 1, 1, -1), "1x1")
                 start = o * row + j * (row // n_jobs)
                 assert blob[start:start + row // n_jobs] == got, (c, o, j)
+    for c, h, oc, k, p in ((16, 32, 32, 3, 1), (32, 16, 64, 3, 1)):
+        # ic_resnet8's 3x3/2 shapes: 1.2x / 1.12x slower on dense kernel rows (core 0's DMA commands)
+        assert not ne16_layer.plan_tiling(*layer(c, h, oc, k, p), "rows", 112 * 1024).get("dr"), (c, h)
+    t = ne16_layer.plan_tiling(*layer(256, 14, 504, 3, 1), "rows", 112 * 1024)
+    assert t["dr"] and t["th"] == 1, t      # 256->512 (504-ch slice): 1 subtile a row, not 3
     for c, h, oc, k, p in ((64, 56, 128, 3, 1), (128, 28, 256, 3, 1), (64, 56, 128, 1, 0), (3, 224, 64, 7, 3)):
         lay, g = layer(c, h, oc, k, p)
         t = ne16_layer.plan_tiling(lay, g, "rows", 112 * 1024)
@@ -392,6 +397,9 @@ def test_rows_mode_jobs_weights_and_tiles():
             # multiple of 3 rows unless on dense kernel-row buffers (64->128 56->28: 2 rows, 7
             # full 3x3 subtiles where 2 x 28 outputs took 10)
             assert (t["th"] % 3 == 0 or t["dr"]) and (t["in_bufs"] == 2 or t["c_inner"]) and t["tc"] >= 32, (c, t)
+        # dense kernel-row tiles (ne16_geometry.dense_rows) where measured faster: 64->128 56->28
+        # (1,251,653 -> 1,164,966 cycles); 128->256's that would gain do not fit L1
+        assert t.get("dr") == (c == 64 and k == 3), (c, t)
         if k == 7:      # the stem: channel tiles inner, its stacked input prepared once per row tile
             assert t["c_inner"] and t["n_c"] > 1 and t["l1_w"] == t["n_c"] * t["w_ctile"], t
 
