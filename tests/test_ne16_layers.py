@@ -186,6 +186,31 @@ def test_stride_2_on_ne16_bit_exact_and_faster_than_the_cluster(project):
     assert "#define JOBS 3 " in src and ".streamin = dy > 0" in src
 
 
+@needs_model
+def test_dense_kernel_rows_bit_exact_and_faster_than_the_cluster(project):
+    """A 3x3/2 conv on dense kernel-row buffers (ne16_geometry.dense_rows: each output pixel's
+    window row gathered by the DMA, every 3x3 subtile of NE16 full): 96->128 at 25x25, tiles of 2
+    of its 13 output rows and a short last one, padding on every side (the right and bottom pads
+    inside the last column's and row's windows), channel tiles inner; bit-exact and faster than
+    the cluster on the same layer."""
+    import glob
+    _strided_onnx(project.file("drows.onnx"), [(128, 3, 2, (1, 1, 1, 1))], (96, 25, 25))
+    _add_cluster_only_target(project)
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  drows:\n    source: drows.onnx\n", 1))
+    rep = {}
+    for target in ("gap9", "gap9c"):
+        proc = scons(project, f"target={target}", "model=drows", "platform=gvsoc-gap9", timeout=900)
+        assert proc.returncode == 0 and f"Test PASSED [{target}]" in proc.stdout, proc.stdout[-4000:]
+        path, = glob.glob(project.file(f"build/{target}/*/gvsoc-gap9/report.json"))
+        with open(path) as f:
+            rep[target] = {lay["name"]: lay for lay in json.load(f)["layers"]}
+    assert rep["gap9"]["conv0"]["engine"] == "ne16", rep["gap9"]["conv0"].get("engine_why")
+    _check_faster(rep["gap9"], rep["gap9c"])
+    src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
+    assert "prep_dr_worker(void" in src and "#define JOBS 3 " in src and ".streamin = dy > 0" in src
+
+
 def _layer_on(project, target, layer, on):
     old = "    targets:\n      host:\n        layers:\n          conv1: {l1_budget: 8KiB}\n"
     y = project.read("targets.yaml")
@@ -358,13 +383,23 @@ def test_rows_mode_jobs_weights_and_tiles():
                 got = ne16_weights.pack(want.reshape(1, 1, 1, -1), "1x1")
                 start = o * row + j * (row // n_jobs)
                 assert blob[start:start + row // n_jobs] == got, (c, o, j)
+    for c, h, oc, k, p in ((16, 32, 32, 3, 1), (32, 16, 64, 3, 1)):
+        # ic_resnet8's 3x3/2 shapes: 1.2x / 1.12x slower on dense kernel rows (core 0's DMA commands)
+        assert not ne16_layer.plan_tiling(*layer(c, h, oc, k, p), "rows", 112 * 1024).get("dr"), (c, h)
+    t = ne16_layer.plan_tiling(*layer(256, 14, 504, 3, 1), "rows", 112 * 1024)
+    assert t["dr"] and t["th"] == 1, t      # 256->512 (504-ch slice): 1 subtile a row, not 3
     for c, h, oc, k, p in ((64, 56, 128, 3, 1), (128, 28, 256, 3, 1), (64, 56, 128, 1, 0), (3, 224, 64, 7, 3)):
         lay, g = layer(c, h, oc, k, p)
         t = ne16_layer.plan_tiling(lay, g, "rows", 112 * 1024)
         assert t and t["l1_bytes"] <= 112 * 1024 and t["n_g"] == 1, (c, t)
         if k == 3:
-            # two input buffers, or channel tiles inner (each row tile's input loaded once)
-            assert t["th"] % 3 == 0 and (t["in_bufs"] == 2 or t["c_inner"]) and t["tc"] >= 32, (c, t)
+            # two input buffers, or channel tiles inner (each row tile's input loaded once); a
+            # multiple of 3 rows unless on dense kernel-row buffers (64->128 56->28: 2 rows, 7
+            # full 3x3 subtiles where 2 x 28 outputs took 10)
+            assert (t["th"] % 3 == 0 or t["dr"]) and (t["in_bufs"] == 2 or t["c_inner"]) and t["tc"] >= 32, (c, t)
+        # dense kernel-row tiles (ne16_geometry.dense_rows) where measured faster: 64->128 56->28
+        # (1,251,653 -> 1,164,966 cycles); 128->256's that would gain do not fit L1
+        assert t.get("dr") == (c == 64 and k == 3), (c, t)
         if k == 7:      # the stem: channel tiles inner, its stacked input prepared once per row tile
             assert t["c_inner"] and t["n_c"] > 1 and t["l1_w"] == t["n_c"] * t["w_ctile"], t
 

@@ -67,7 +67,11 @@ Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels 
   (ne16_geometry.dense) as NE16's 3 rows, their DMA and prep on the read pixels only, each
   requantization's fork ROWS_RQ_FORK_CYCLES (64->128 1x1/2 measured 230k, 238k, 242k and 249k
   cycles in 12, 14, 14 and 16 tiles: without the term the estimate picked the 16); each prep costs
-  PREP_FORK_CYCLES beside its bytes. With the channel tiles inner (c_inner) the input is
+  PREP_FORK_CYCLES beside its bytes. 3x3/2 on dense kernel-row buffers (ne16_geometry.dense_rows,
+  a tiling option beside the padded tile): NE16's 3 rows of dense_cols, the buffers' bytes
+  flipped, DR_CMD_CYCLES per DMA command serial on core 0 (measured one-layer: 64->128 56->28
+  1,164,966 cycles, estimated 1,172,802; 256->504 14->7 2,099,660 / 2,117,589; ic_resnet8's
+  3x3/2 convs 1.2x / 1.12x slower on them, which the command term keeps them off). With the channel tiles inner (c_inner) the input is
   prepared once per row tile, and the weights come all at once or (w_stream) the next
   channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 3,944,692
   measured against 4,593,530. The tiling is the one this estimate finds cheapest.
@@ -90,7 +94,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ne16_geometry import dense_cols, in_rows
+from .ne16_geometry import dense_cols, dr_rows, dr_slots, in_rows
 
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
@@ -107,6 +111,11 @@ PREP_FORK_CYCLES = 4000    # rows mode: per input tile's prep beside the bytes (
                            # measured 9.2k, 11k, 6.7k per tile on 64->128 and 128->256 3x3/2, 64->128 1x1/2)
 DENSE_PREP_FORK_CYCLES = 1000  # the same for a dense tile's flip (ne16_geometry.dense: its words split evenly;
                            # measured 1.15k per tile with the bytes on 64->128 1x1/2's 2x28 tiles)
+DR_PREP_CYCLES = 1.0       # per byte of the dense kernel-row buffers (ne16_geometry.dense_rows): flip
+                           # and pads per pixel
+DR_CMD_CYCLES = 160        # per DMA command of a dense kernel-row tile, core 0 serial: fitted on ic_resnet8's
+                           # 3x3/2 convs (16->32 32->16 63,693 cycles measured, 32->64 16->8 50,321: 1.2x and 1.12x
+                           # the estimate without it, 34 commands per row tile)
 STACK_CYCLES = 4.0         # per stacked byte on one core (ne16_geometry.stacked: byte copies)
 LAYER_CYCLES = 5000        # rows mode: measured beyond the per-tile figures on one-tile layers
 CLUSTER_SCALE = 1.2        # GAP9 model cycles / tiling.py's estimate: measured 1.1-1.5
@@ -144,7 +153,8 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
     and prep when it has one input buffer + max(NE16's jobs, the cores' requantization of the
     tile before and, with two input buffers, the next tile's prep); a new channel tile drains
     the pipeline (the tile before requantized alone) and waits for its weights."""
-    total = LAYER_CYCLES + min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"] / DMA_BYTES_PER_CYCLE
+    first = sum(dr_slots(o, t["th"], kh)) * k_job if t.get("dr") else min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"]
+    total = LAYER_CYCLES + first / DMA_BYTES_PER_CYCLE
     req_prev = 0.0
     inner = t.get("c_inner")
     stream = t.get("w_stream")
@@ -159,7 +169,13 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
         prep = PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
         if n_jobs == 1 and kh > 1:      # stacked rows: the cores copy kh rows per output row
             prep = PREP_FORK_CYCLES + STACK_CYCLES * rows * o["pw"] * kh * i["c"] / cores
-        erows, ecols = rows, o["w"]
+        erows, ecols, dr_cmd = rows, o["w"], 0.0
+        if t.get("dr"):                 # dense kernel-row buffers (ne16_geometry.dense_rows)
+            in_bytes = sum(dr_slots(o, rows, kh)) * k_job
+            prep = PREP_FORK_CYCLES + DR_PREP_CYCLES * in_bytes / cores
+            erows, ecols = 3, dense_cols(rows * o["w"])
+            # core 0 programs the DMA: per buffer row one strided command and one per edge pixel
+            dr_cmd = DR_CMD_CYCLES * sum(dr_rows(o, rows, kh)) * (1 + t["dr_edges"])
         if t.get("dense"):              # the read pixels only, as 3 rows (ne16_geometry.dense)
             in_bytes = rows * o["w"] * i["c"]
             prep = DENSE_PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
@@ -167,13 +183,14 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
         engine = _engine("1x1", erows, ecols, chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
         serial = TILE_CYCLES
         if inner and co:        # the row tile's input is in L1 and prepared
-            prep, in_bytes = 0.0, 0
+            prep, in_bytes, dr_cmd = 0.0, 0, 0.0
             if n_jobs > 1 and not t.get("dense"):
                 # kernel-row jobs (3x3/2): no input wait nor prep fork either, measured on 14->7
                 # 256->512 (504 ch) / 256->256 and 28->14 128->256 one-layer models, channel tiles
                 # inner with streamed weights: 2,231,442 / 1,135,720 / 1,566,388 cycles, estimated
                 # 1.16 / 1.17 / 1.11x of that with TILE_CYCLES here; the stem and the 1x1/2 keep it
                 serial = 0.0
+        serial += dr_cmd
         if h == 0 and not inner:
             serial += req_prev + chans * row / DMA_BYTES_PER_CYCLE
             req_prev = 0.0

@@ -71,3 +71,26 @@ def dense_slots(n_pix) -> int:
     """Pixels of L1 a dense tile's input and accumulators take: its 3 x dense_cols and 3 more
     (NE16's last 3x3 subtile may reach past the row's end)."""
     return 3 * dense_cols(n_pix) + 3
+
+
+def dense_rows(m, kh, stride, ic) -> bool:
+    """"rows" mode with kernel rows (3x3/2) and ic a multiple of 4, not stacked: may run on
+    dense kernel-row tiles (dr_slots): kernel row dy's "pixel" (r, c), the kw * ic bytes at
+    padded row s r + dy, columns s c .., gathered by the DMA into buffer dy % s, row r + dy // s,
+    so every output pixel of a tile is one NE16 pixel of a job laid out as 3 rows of
+    dense_cols (14x14 outputs: 22 3x3 subtiles, not 25; 7x7: 6, not 9). Buffer q holds the
+    padded rows s j + q: the kernel rows dy = q, q + s, .. of consecutive output rows share
+    it (dy's job starts dy // s buffer rows in)."""
+    return m == "rows" and kh > 1 and stride > 1 and ic % 4 == 0 and not stacked(m, ic)
+
+
+def dr_rows(o, th, kh) -> list:
+    """Rows of each dense kernel-row buffer q = 0 .. min(s, kh) - 1 for th output rows."""
+    s = o["s"]
+    return [th + (kh - 1 - q) // s for q in range(min(s, kh))]
+
+
+def dr_slots(o, th, kh) -> list:
+    """Pixels (kw * ic bytes each) of each buffer: its rows and NE16's margin past the last
+    job's 3 x dense_cols (dense_slots)."""
+    return [max(n * o["w"], (n - th) * o["w"] + dense_slots(th * o["w"])) for n in dr_rows(o, th, kh)]

@@ -16,7 +16,10 @@ contiguous bytes from any byte address (ne16_load.cpp, stream.cpp). So kernel ro
 (the kw neighbouring pixels' channels, HWC), pixel stride s * ic, row stride s * pw * ic, with
 the weights of that kernel row as kw * ic input channels; the kh jobs accumulate through
 streamin. NE16 computes only the outputs the layer keeps, at 1x1 mode's rate (31 + k cycles
-per 16 channels and 3x3 pixels, against 4x the outputs at 43 + 8k before).
+per 16 channels and 3x3 pixels, against 4x the outputs at 43 + 8k before). Where the
+estimate says faster, a 3x3/2 tile's windows are gathered densely instead
+(ne16_geometry.dense_rows: the DMA brings each output pixel's kw * ic bytes per kernel row,
+every 3x3 subtile of NE16 full).
 
 Tiles: whole output rows (NE16's padding needs the full width), tc output channels (a
 multiple of NE16's 32 per step, or all), every input channel in one job; or, when the weights
@@ -34,7 +37,7 @@ from ... import ops as nnsops
 from ...errors import UserError
 from .. import base
 from . import ne16_weights, tiling
-from .ne16_geometry import dense, dense_slots, geometry as _geometry, in_rows, jobs, stack_bytes, stacked, weight_row
+from .ne16_geometry import dense, dense_rows, dense_slots, dr_rows, dr_slots, geometry as _geometry, in_rows, jobs, stack_bytes, stacked, weight_row
 
 ENGINES = ("ne16", "cluster")
 TP_OUT = 32
@@ -99,7 +102,7 @@ def _rows_per_tile(oh) -> list:
 
 
 def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner=False, w_stream=False,
-                dense_tile=False) -> dict:
+                dense_tile=False, dr=False) -> dict:
     """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
     input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
     and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1);
@@ -110,6 +113,9 @@ def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner
          "l1_out": tiling._align4(th * o["w"] * tc)}
     if dense_tile:          # ne16_geometry.dense: the read pixels only, 3 rows of dense_cols and a margin
         d.update(l1_in=dense_slots(th * o["w"]) * i["c"], l1_acc=4 * dense_slots(th * o["w"]) * tc)
+    if dr:                  # ne16_geometry.dense_rows: kw * ic bytes per pixel of each kernel-row buffer
+        kw = o["pw"] - (o["w"] - 1) * o["s"]
+        d.update(l1_in=tiling._align4(sum(dr_slots(o, th, kh)) * kw * i["c"]), l1_acc=4 * dense_slots(th * o["w"]) * tc)
     if c_inner:
         n_c = -(-o["c"] // tc)
         d.update(l1_w=(2 if w_stream else n_c) * tiling._align4(tc * row), l1_par=n_c * 3 * 4 * tc,
@@ -186,16 +192,24 @@ def plan_tiling(layer, graph, m, budget):
     if m == "rows":         # the cheapest tiling by ne16_cost's estimate (no input-channel groups)
         from . import ne16_cost
         best = None
-        for c_inner, w_stream in ((False, False), (True, False), (True, True)):
+        drs = (False, True) if dense_rows(m, kh, o["s"], i["c"]) else (False,)
+        pl = int(layer.attrs["pads"][1])        # dense kernel rows: output columns whose window leaves the input
+        edges = sum(1 for c in range(o["w"]) if c * o["s"] - pl < 0 or c * o["s"] - pl + kw > i["w"])
+        for dr, c_inner, w_stream in [(x,) + y for x in drs for y in ((False, False), (True, False), (True, True))]:
             for tc in tcs + [c for c in (16, 8) if c < o["c"]]:
                 if c_inner and tc >= o["c"] or w_stream and -(-o["c"] // tc) <= 2:
                     continue            # one channel tile: the same as channels outer; two: all fit
                 for th in range(min(o["h"], 24), 0, -1):
                     for in_bufs in (2, 1):
                         d = _tile_bytes(i, o, kh, row, th, tc, in_bufs, stack=stacked(m, i["c"]), c_inner=c_inner,
-                                        w_stream=w_stream, dense_tile=dn)
+                                        w_stream=w_stream, dense_tile=dn, dr=dr)
                         if d["l1_bytes"] <= budget:
-                            t = tile(d, th, tc, in_bufs)
+                            t = dict(tile(d, th, tc, in_bufs), dr=dr, dr_edges=edges)
+                            if dr:      # the DMA brings each pixel's window rows (kw * ic bytes)
+                                t["l2_l1_bytes"] += (1 if c_inner else t["n_c"]) * kw * i["c"] * o["w"] * sum(
+                                    sum(dr_rows(o, min(th, o["h"] - y), kh)) for y in range(0, o["h"], th)) \
+                                    - (o["h"] * o["w"] * i["c"] if dn else _in_bytes(i, o, kh, pt, th, 1)) \
+                                    * (1 if c_inner else t["n_c"])
                             est = ne16_cost.ne16_cycles(layer, graph, m, t, 9)
                             if best is None or est < best[0]:
                                 best = (est, t)
@@ -276,6 +290,8 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
     return {
         "jobs": n_jobs, "k_job": k_job, "w_job": weight_row(layer, m) // n_jobs, "stack": stacked(m, i["c"]),
         "dense": dense(m, kh, kw, o["s"], (pt, pl) + tuple(layer.attrs["pads"][2:]), i["c"]),
+        "dr": bool(til.get("dr")),     # ne16_geometry.dense_rows: each kernel-row buffer's byte offset
+        "dr_off": [int(x) * kw * i["c"] for x in np.cumsum([0] + dr_slots(o, til["th"], kh))[:-1]] if til.get("dr") else [],
         "l1_pad": tiling._align4(in_rows(o, til["th"], kh) * o["pw"] * i["c"]),   # stack: the DMA's padded tile
         "in_cols": min(i["w"], o["pw"] - pl),      # input columns inside the padded tile
         "op": "conv2d", "engine": "ne16", "name": layer.name, "cname": cname, "mode": m,
