@@ -163,18 +163,11 @@ def test_stride_2_on_ne16_bit_exact_and_faster_than_the_cluster(project):
     estimate and faster than the cluster on the same layer)."""
     import glob
     _strided_onnx(project.file("strided.onnx"), *STRIDED)
-    _add_cluster_only_target(project)
     y = project.read("targets.yaml")
     project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  strided:\n    source: strided.onnx\n"
                                             "    targets:\n      gap9:\n        layers:\n          conv1: {on: ne16}\n", 1))
-    rep = {}
-    for target in ("gap9", "gap9c"):
-        proc = scons(project, f"target={target}", "model=strided", "platform=gvsoc-gap9", timeout=900)
-        assert proc.returncode == 0 and f"Test PASSED [{target}]" in proc.stdout, proc.stdout[-4000:]
-        path, = glob.glob(project.file(f"build/{target}/*/gvsoc-gap9/report.json"))
-        with open(path) as f:
-            rep[target] = {lay["name"]: lay for lay in json.load(f)["layers"]}
-    ne, cl = rep["gap9"], rep["gap9c"]
+    both = _both(project, "strided", timeout=900)
+    ne, cl = both["gap9"][0], both["gap9c"][0]
     convs = [n for n, lay in ne.items() if lay["op"] == "conv2d"]
     assert len(convs) == len(STRIDED[0])
     assert [n for n in convs if ne[n]["engine"] != "ne16"] == [], {n: ne[n].get("engine_why") for n in convs}
@@ -195,18 +188,12 @@ def test_dense_kernel_rows_bit_exact_and_faster_than_the_cluster(project):
     the cluster on the same layer."""
     import glob
     _strided_onnx(project.file("drows.onnx"), [(128, 3, 2, (1, 1, 1, 1))], (96, 25, 25))
-    _add_cluster_only_target(project)
     y = project.read("targets.yaml")
     project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  drows:\n    source: drows.onnx\n", 1))
-    rep = {}
-    for target in ("gap9", "gap9c"):
-        proc = scons(project, f"target={target}", "model=drows", "platform=gvsoc-gap9", timeout=900)
-        assert proc.returncode == 0 and f"Test PASSED [{target}]" in proc.stdout, proc.stdout[-4000:]
-        path, = glob.glob(project.file(f"build/{target}/*/gvsoc-gap9/report.json"))
-        with open(path) as f:
-            rep[target] = {lay["name"]: lay for lay in json.load(f)["layers"]}
-    assert rep["gap9"]["conv0"]["engine"] == "ne16", rep["gap9"]["conv0"].get("engine_why")
-    _check_faster(rep["gap9"], rep["gap9c"])
+    both = _both(project, "drows", timeout=900)
+    ne, cl = both["gap9"][0], both["gap9c"][0]
+    assert ne["conv0"]["engine"] == "ne16", ne["conv0"].get("engine_why")
+    _check_faster(ne, cl)
     src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
     assert "prep_dr_worker(void" in src and "#define JOBS 3 " in src and ".streamin = dy > 0" in src
 
