@@ -286,6 +286,11 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         vnni_bytes = kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"] * kernelgen.u8_steps(g) * 4
         sections += [(names["weight"], "int8", vnni_bytes),
                      (names["bias"], "int32", kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"])]
+    wn, why_not = winograd(layer, g, wm, isa, safe, own, tuning, opts, auto)
+    if wn:     # its transformed weights ([panel][36][ICP/2][16][2] int16) and per-16 epilogue arrays
+        wd = kernelgen.wino.dims(g)
+        sections += [("wino_u", "int16", wd["np"] * 36 * wd["icp"] * kernelgen.wino.NR)] + \
+            [(k, "int32", wd["np"] * kernelgen.wino.NR) for k in ("wino_bias", "wino_mult", "wino_shift")]
     for section, dtype, count in sections:
         layout.append((section, dtype, count, off))
         off += -(-count * np.dtype(dtype).itemsize // 4) * 4
@@ -317,6 +322,12 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
             arrays[names["weight"]] = kernelgen.pack_u8(wm, g, vb["nr"], split=False)["weight"]
             arrays[names["bias"]] = np.zeros(kernelgen.panels(n, vb["nr"]) * vb["nr"], np.int64)
             arrays[names["bias"]][:n] = kernelgen.bias_u8(wm, fb)
+        if wn:
+            npw = kernelgen.wino.dims(g)["np"] * kernelgen.wino.NR
+            arrays["wino_u"] = kernelgen.wino.pack_u(wm, g)
+            for k, src, pad in (("wino_bias", fb, 0), ("wino_mult", rq["mult"], 0), ("wino_shift", rq["shift"], 31)):
+                arrays[k] = np.full(npw, pad, np.int64)
+                arrays[k][:n] = src
         for a, of in alias.items():
             arrays[a] = arrays[of]
         blob = bytearray(off)
@@ -336,13 +347,18 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         epilogue = "f64" if kernelgen.f64_safe(wm, fb, rq["mult"]) else "f64c"
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
             "epilogue": epilogue, "u8": dict(([("avx2u8", u8)] if u8 else []) + list(vns.items()))}
-    report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
+    if wn:      # the layer runs Winograd only: its variants are the transform's
+        spec.update(wino=wn, variants=list(wn["variants"]), u8={})
+        variants = list(wn["variants"])
+    report = {"blocking": (f"winograd F(4,3) {kernelgen.wino.MR[variants[0]]}t x16 band {wn['band']}" if wn else
+                           f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}"),
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
                        "origin": origin, "epilogue": epilogue,
                        "isa": isa, "variants": variants, "threads": threads,
                        "threads_requested": requested}}
-    if vns:    # the first vnni variant's blocking (avx512vnni's when it is compiled in)
+    report["gemm"]["winograd"] = wn["why"] if wn else why_not
+    if vns and not wn:    # the first vnni variant's blocking (avx512vnni's when it is compiled in)
         vb = next(iter(vns.values()))
         report["gemm"]["vnni"] = {"mr": vb["mr"], "nr": vb["nr"]}
     # every compiled variant's own blocking (the vnni ones and avx2u8 have theirs)
@@ -355,6 +371,37 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
             "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"], "u8": u8,
                          "vnni_nr": {iv: vb["nr"] for iv, vb in vns.items()}},   # its packing depends on nr only
             "report": report}
+
+
+# ---- exact Winograd F(4,3) for 3x3 stride-1 convs (kernelgen.wino) ------------------------
+
+def winograd_pays(g: dict) -> bool:
+    """The cost rule of `winograd: auto` (fitted on a Zen 4, README "winograd")."""
+    return g["oh"] * g["ow"] >= 28 * 28
+
+
+def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, opts: dict, auto) -> tuple:
+    """({variants, band, why} or None, why not) of a layer: the layer key `winograd` > its
+    tuning entry > the target's kernel.winograd: true where the layer allows it, false never,
+    unset the cost rule (x86-64 only)."""
+    from ...kernelgen import wino, winomath
+    if not wino.supports(g):
+        return None, None
+    mode = own.get("winograd", tuning.get(layer.name, {}).get("winograd", opts["kernel"].get("winograd")))
+    if mode is False:
+        return None, "off (winograd key)"
+    if isa != "auto" and isa not in wino.VARIANTS:
+        return None, f"not with isa {isa}"
+    if not safe:
+        return None, "|acc + bias| < 2**31 not proven (portable direct kernel)"
+    if not winomath.bound_ok(wm):
+        return None, "128 * max sum|w| >= 2**25: y not recoverable from 576*y mod 2**32"
+    if mode is None and not ("avx2" in auto and winograd_pays(g)):
+        return None, "cost rule: direct"
+    variants = list(wino.VARIANTS) if isa == "auto" else [isa]
+    budget = int(own.get("l1_budget", opts["tiling"]["l1_budget"]))
+    return {"variants": variants, "band": wino.band_rows(g, budget),
+            "why": "winograd key" if mode else "cost rule"}, None
 
 
 # ---- residual add fused into the conv epilogue -----------------------------------------
