@@ -50,6 +50,13 @@ def pack_u(wm: np.ndarray, g: dict) -> np.ndarray:
     return np.ascontiguousarray(out).astype(np.int16).reshape(-1)
 
 
+def block(isa: str, nt: int) -> int:
+    """Tiles per GEMM block for a band of nt tiles: at most MR[isa], the blocks as even as
+    can be (14 tiles: 7 + 7, not 12 + 2, whose 4 accumulators leave the units idle)."""
+    n = -(-nt // MR[isa])
+    return -(-nt // n)
+
+
 def band_rows(g: dict, budget: int) -> int:
     """Tile rows per band: the band's V (36 x tiles x ICP int16) within the layer's l1_budget,
     at least one row."""
@@ -63,7 +70,7 @@ def scratch(spec: dict) -> dict:
     g, w = gm["geom"], gm["wino"]
     d = dims(g)
     vb = -(-(36 * w["band"] * d["tw"] * d["icp"] * 2) // 64) * 64
-    mb = 36 * max(MR[v] for v in w["variants"]) * NR * 4
+    mb = 36 * w["band"] * d["tw"] * NR * 4
     stride = vb + mb
     return {"buf": 0, "buf_stride": stride, "mb": vb, "bytes": stride * gm["threads"]}
 
@@ -133,43 +140,39 @@ def _tin(isa: str, g: dict, d: dict, vs: int, zp: int) -> list:
     return L
 
 
-def _gemm(isa: str, r: int, d: dict, vs: int, mrmax: int) -> list:
-    """gemm_<isa>_<r>(v, u, mb): r tiles x 16 channels, the 36 positions, K = ICP/2 pairs."""
+def _gemm(isa: str, r: int, d: dict) -> list:
+    """gemm_<isa>_<r>(v, w, mb): one position's r tiles x 16 channels over K = ICP/2 pairs."""
     icp = d["icp"]
-    L = [f"static {_ATTR[isa]}void gemm_{isa}_{r}(const int16_t *v, const int16_t *u, int32_t *mb)", "{",
-         "    for (int q = 0; q < 36; ++q) {",
-         f"        const int16_t *w = u + (long)q * {icp * NR};"]
+    L = [f"static {_ATTR[isa]}void gemm_{isa}_{r}(const int16_t *v, const int16_t *w, int32_t *mb)", "{"]
     if isa == "portable":
-        L += [f"        uint32_t c[{r}][16];", "        memset(c, 0, sizeof c);",
-              f"        for (int k = 0; k < {icp // 2}; ++k, w += 32)",
-              f"            for (int m = 0; m < {r}; ++m) {{",
-              f"                const int16_t *a = v + (long)q * {vs} + (long)m * {icp};",
-              "                for (int j = 0; j < 16; ++j)",
-              "                    c[m][j] += (uint32_t)((int32_t)a[2 * k] * w[2 * j] + (int32_t)a[2 * k + 1] * w[2 * j + 1]);",
-              "            }",
-              f"        for (int m = 0; m < {r}; ++m)",
-              f"            memcpy(mb + ((long)q * {mrmax} + m) * 16, c[m], sizeof c[m]);",
-              "    }", "}", ""]
+        L += [f"    uint32_t c[{r}][16];", "    memset(c, 0, sizeof c);",
+              f"    for (int k = 0; k < {icp // 2}; ++k, w += 32)",
+              f"        for (int m = 0; m < {r}; ++m) {{",
+              f"            const int16_t *a = v + (long)m * {icp};",
+              "            for (int j = 0; j < 16; ++j)",
+              "                c[m][j] += (uint32_t)((int32_t)a[2 * k] * w[2 * j] + (int32_t)a[2 * k + 1] * w[2 * j + 1]);",
+              "        }",
+              "    memcpy(mb, c, sizeof c);", "}", ""]
         return L
-    L += [f"        const int16_t *a{m} = v + (long)q * {vs} + {m * icp};" for m in range(r)]
+    L += [f"    const int16_t *a{m} = v + {m * icp};" for m in range(r)]
     op = ("_mm256_dpwssd_epi32({c}, {b}, {w})" if isa == "avx512vnni"
           else "_mm256_add_epi32({c}, _mm256_madd_epi16({b}, {w}))")
     for m in range(r):
-        L.append(f"        __m256i c{m}_0 = _mm256_setzero_si256(), c{m}_1 = _mm256_setzero_si256();")
-    L += [f"        for (int k = 0; k < {icp // 2}; ++k, w += 32) {{",
-          "            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)w), "
+        L.append(f"    __m256i c{m}_0 = _mm256_setzero_si256(), c{m}_1 = _mm256_setzero_si256();")
+    L += [f"    for (int k = 0; k < {icp // 2}; ++k, w += 32) {{",
+          "        const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)w), "
           "w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 16));"]
     for m in range(r):
-        L.append(f"            {{ const __m256i b = _mm256_set1_epi32(nn_load_pair(a{m} + 2 * k));")
-        L.append(f"              c{m}_0 = {op.format(c=f'c{m}_0', b='b', w='w0')}; "
+        L.append(f"        {{ const __m256i b = _mm256_set1_epi32(nn_load_pair(a{m} + 2 * k));")
+        L.append(f"          c{m}_0 = {op.format(c=f'c{m}_0', b='b', w='w0')}; "
                  f"c{m}_1 = {op.format(c=f'c{m}_1', b='b', w='w1')}; }}")
     accs = [f"c{m}_{v}" for m in range(r) for v in range(2)]
-    L += ["        " + a for a in _pin(accs, "v" if isa == "avx512vnni" else "x")]
-    L.append("        }")
+    L += ["    " + a for a in _pin(accs, "v" if isa == "avx512vnni" else "x")]
+    L.append("    }")
     for m in range(r):
         for v in range(2):
-            L.append(f"        _mm256_storeu_si256((__m256i *)(void *)(mb + ((long)q * {mrmax} + {m}) * 16 + {v * 8}), c{m}_{v});")
-    L += ["    }", "}", ""]
+            L.append(f"    _mm256_storeu_si256((__m256i *)(void *)(mb + {m * 16 + v * 8}), c{m}_{v});")
+    L += ["}", ""]
     return L
 
 
@@ -234,7 +237,7 @@ def _cols(g: dict) -> list:
     return sorted({4 if g["ow"] >= 4 else g["ow"]} | ({g["ow"] % 4} if g["ow"] % 4 else set()))
 
 
-def _tout(isa: str, g: dict, mrmax: int) -> list:
+def _tout(isa: str, g: dict, qs: int) -> list:
     """tout_<isa>(c, mb, ty0, t0, cnt, pn): per tile the output transform, the recovery of
     y and the epilogue of each of its rows."""
     oc, tw = g["oc"], -(-g["ow"] // 4)
@@ -244,7 +247,6 @@ def _tout(isa: str, g: dict, mrmax: int) -> list:
          f"        const int t = t0 + m, ty = ty0 + t / {tw}, tx = t % {tw};",
          f"        const int rows = {g['oh']} - ty * 4 < 4 ? {g['oh']} - ty * 4 : 4;",
          f"        const int cols = {g['ow']} - tx * 4 < 4 ? {g['ow']} - tx * 4 : 4;"]
-    qs = mrmax * NR
     if isa == "portable":
         L += ["        int32_t y[4][64];",
               "        for (int ch = 0; ch < 16; ++ch) {",
@@ -303,7 +305,6 @@ def layer_source(spec: dict) -> str:
     threads = gm["threads"]
     sc = scratch(spec)
     vs = w["band"] * d["tw"] * d["icp"]          # V's position stride (elements)
-    mrmax = max(MR[v] for v in variants)
     bands = _bands(g, w["band"], threads)
     zp_in = spec["inputs"][0]["zp"]
     par = spec["params"]
@@ -327,27 +328,33 @@ def layer_source(spec: dict) -> str:
         for _, nty in cell:
             counts.add(nty * d["tw"])
     for iv in variants:
-        mr = MR[iv]
+        mr = block(iv, w["band"] * d["tw"])
         rs = sorted({mr for n in counts if n >= mr} | {n % mr for n in counts if n % mr})
         if _GUARD[iv] != "1":
             L.append(f"#if {_GUARD[iv]}")
         L += _tin(iv, g, d, vs, zp_in)
         for r in rs:
-            L += _gemm(iv, r, d, vs, mrmax)
+            L += _gemm(iv, r, d)
         for cols in _cols(g):
             for nv in sorted({nv for _, nv, _ in _classes(g)}):
                 L += _epi(iv, cols, nv, g, gm)
-        L += _tout(iv, g, mrmax)
+        L += _tout(iv, g, w["band"] * d["tw"] * NR)
         L += [f"static {_ATTR[iv]}void band_{iv}(const ctx_t *c, int ty0, int nty)", "{",
               f"    const int nt = nty * {d['tw']};",
               f"    tin_{iv}(c->v, c->x, ty0, nt);",
-              f"    for (int t0 = 0; t0 < nt; t0 += {mr}) {{",
-              f"        const int cnt = nt - t0 < {mr} ? nt - t0 : {mr};",
-              f"        const int16_t *vb = c->v + (long)t0 * {d['icp']};",
-              f"        for (int pn = 0; pn < {d['np']}; ++pn) {{",
-              f"            const int16_t *u = c->u + (long)pn * {36 * d['icp'] * NR};"]
-        L += [f"            {'if' if k == 0 else 'else if'} (cnt == {r}) gemm_{iv}_{r}(vb, u, c->mb);" for k, r in enumerate(rs)]
-        L += [f"            tout_{iv}(c, c->mb, ty0, t0, cnt, pn);", "        }", "    }", "}"]
+              # per channel panel and position: one 2-4 KiB slice of U, in L1 across the
+              # band's tile blocks (streamed from L2 once per band, not once per block)
+              f"    for (int pn = 0; pn < {d['np']}; ++pn) {{",
+              "        for (int q = 0; q < 36; ++q) {",
+              f"            const int16_t *u = c->u + ((long)pn * 36 + q) * {d['icp'] * NR};",
+              f"            const int16_t *vq = c->v + (long)q * {vs};",
+              f"            int32_t *mq = c->mb + (long)q * {w['band'] * d['tw'] * NR};",
+              f"            for (int t0 = 0; t0 < nt; t0 += {mr}) {{",
+              f"                const int cnt = nt - t0 < {mr} ? nt - t0 : {mr};"]
+        L += [f"                {'if' if k == 0 else 'else if'} (cnt == {r}) gemm_{iv}_{r}(vq + (long)t0 * {d['icp']}, u, mq + t0 * 16);"
+              for k, r in enumerate(rs)]
+        L += ["            }", "        }",
+              f"        tout_{iv}(c, c->mb, ty0, 0, nt, pn);", "    }", "}"]
         if _GUARD[iv] != "1":
             L.append("#endif")
         L.append("")
