@@ -387,6 +387,11 @@ def winograd_pays(g: dict) -> bool:
     return g["ic"] >= 32 and g["oc"] >= 32 and tiles >= 4 and 72 * g["ic"] * g["oc"] <= 2 * 1024 * 1024
 
 
+def winograd_key(layer, own: dict, tuning: dict, opts: dict):
+    """The `winograd` key in force for a layer (layer > tuning entry > target), None if unset."""
+    return own.get("winograd", tuning.get(layer.name, {}).get("winograd", opts["kernel"].get("winograd")))
+
+
 def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, opts: dict, auto) -> tuple:
     """({variants, band, why} or None, why not) of a layer: the layer key `winograd` > its
     tuning entry > the target's kernel.winograd: true where the layer allows it, false never,
@@ -394,7 +399,7 @@ def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, 
     from ...kernelgen import wino, winomath
     if not wino.supports(g):
         return None, None
-    mode = own.get("winograd", tuning.get(layer.name, {}).get("winograd", opts["kernel"].get("winograd")))
+    mode = winograd_key(layer, own, tuning, opts)
     if mode is False:
         return None, "off (winograd key)"
     if isa != "auto" and isa not in wino.VARIANTS:
@@ -405,7 +410,9 @@ def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, 
         return None, "128 * max sum|w| >= 2**25: y not recoverable from 576*y mod 2**32"
     if mode is None and not ("avx2" in auto and winograd_pays(g)):
         return None, "cost rule: direct"
-    variants = list(wino.VARIANTS) if isa == "auto" else [isa]
+    # under isa auto the transform's variants in the order given (a measured one first)
+    order = [v for v in auto if v in wino.VARIANTS]
+    variants = order + [v for v in wino.VARIANTS if v not in order] if isa == "auto" else [isa]
     budget = int(own.get("l1_budget", opts["tiling"]["l1_budget"]))
     return {"variants": variants, "band": wino.band_rows(g, budget),
             "why": "winograd key" if mode else "cost rule"}, None
