@@ -106,3 +106,17 @@ def test_winograd_at_the_bound(project, tmp_path):
     assert "winograd" in rep["conv_in"]["blocking"]
     assert "winograd" not in rep["conv_over"]["blocking"]
     assert "2**25" in rep["conv_over"]["gemm"]["winograd"]
+
+
+@pytest.mark.slow    # ic_resnet8 on two targets (about 40 s on a loaded Zen 4)
+def test_resnet8_host_and_2t_with_winograd_layers(project):
+    """The cost rule's Winograd layers (ResNet-8: the 16x16x32 and 8x8x64 3x3 convs) in a
+    residual network, on one thread and on two (host-2t: tile rows split), bit for bit."""
+    proc = project.scons("target=host,host-2t", "model=ic_resnet8")
+    assert proc.stdout.count("match the integer reference bit for bit") == 2, proc.stdout[-3000:]
+    for t, threads in (("host", 1), ("host-2t", 2)):
+        rep = {l["name"]: l for l in json.loads(project.read(f"build/{t}/ic_resnet8/report.json"))["layers"]}
+        wino = sorted(n for n, l in rep.items() if "winograd" in str(l.get("blocking", "")))
+        assert wino == ["stack1.conv2", "stack2.conv2"], (t, wino)
+        assert rep["stack1.conv2"]["gemm"]["threads"] == threads
+        assert rep["stack0.conv1"]["gemm"]["winograd"] == "cost rule: direct"

@@ -156,6 +156,10 @@ def load_tuning(path, at, model: str) -> dict:
                 if v["isa"] not in X86_ISAS:
                     raise ValueError(f"layer {name}: isa must be one of {', '.join(X86_ISAS)}")
                 out[name]["isa"] = str(v["isa"])
+            if "winograd" in v:     # kernelgen.wino on or off for the layer (the `winograd` key)
+                if not isinstance(v["winograd"], bool):
+                    raise ValueError(f"layer {name}: winograd must be true or false")
+                out[name]["winograd"] = v["winograd"]
         return out
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{at}: tuning file '{path}' is not a tuning file: {e}") from None
