@@ -412,6 +412,8 @@ def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, 
         return None, "|acc + bias| < 2**31 not proven (portable direct kernel)"
     if not winomath.bound_ok(wm):
         return None, "128 * max sum|w| >= 2**25: y not recoverable from 576*y mod 2**32"
+    if mode is None and isa != "auto":     # a forced isa names the direct kernel's variant
+        return None, f"isa {isa} forced (winograd: true runs its Winograd variant)"
     if mode is None and not ("avx2" in auto and winograd_pays(g)):
         return None, "cost rule: direct"
     # under isa auto the transform's variants in the order given (a measured one first)
