@@ -38,5 +38,6 @@ from .geometry import (geometry, padded, segments, supports, tap_offsets, u8_im2
 from .packing import (U8_ISAS, U8_PAIR_MAX, U8_VARIANTS, VNNI_ISAS, bias_u8, f64_safe, folded_bias,  # noqa: F401
                       pack_u8, pack_weights, panels, u8_pairs_safe, u8_split, vector_safe,
                       weight_matrix)
+from . import wino, winomath  # noqa: F401
 from .testdriver import gemm_test_source  # noqa: F401
 from .threads import band_heights, thread_split  # noqa: F401

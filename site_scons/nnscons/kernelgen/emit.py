@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..cstrings import c_comment
+from . import wino
 from .geometry import padded, tap_offsets, u8_im2col, u8_quads, u8_steps, u8_taps
 from .isa import ISAS, Micro
 from .packing import U8_VARIANTS, panels
@@ -46,6 +47,8 @@ def scratch(spec: dict) -> dict:
     4 * u8_quads bytes); one of each per thread (each fills its own).  {part: offset, part +
     "_stride": bytes per thread, "bytes": the total}."""
     gm = spec["gemm"]
+    if gm.get("wino"):          # a Winograd layer: its own scratch (kernelgen.wino)
+        return wino.scratch(spec)
     g = gm["geom"]
     p = padded(g)
     band = gm["band"]
@@ -65,6 +68,8 @@ def scratch(spec: dict) -> dict:
 def layer_source(spec: dict) -> str:
     """The C source of one conv/linear layer from its host spec (spec['gemm'])."""
     gm = spec["gemm"]
+    if gm.get("wino"):          # 3x3 stride 1 by exact Winograd F(4,3) (kernelgen.wino)
+        return wino.layer_source(spec)
     g, blk = gm["geom"], gm["blocking"]
     p = padded(g)
     hp, wp, icp = p["hp"], p["wp"], p["icp"]

@@ -156,6 +156,10 @@ def load_tuning(path, at, model: str) -> dict:
                 if v["isa"] not in X86_ISAS:
                     raise ValueError(f"layer {name}: isa must be one of {', '.join(X86_ISAS)}")
                 out[name]["isa"] = str(v["isa"])
+            if "winograd" in v:     # kernelgen.wino on or off for the layer (the `winograd` key)
+                if not isinstance(v["winograd"], bool):
+                    raise ValueError(f"layer {name}: winograd must be true or false")
+                out[name]["winograd"] = v["winograd"]
         return out
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{at}: tuning file '{path}' is not a tuning file: {e}") from None
@@ -286,6 +290,11 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         vnni_bytes = kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"] * kernelgen.u8_steps(g) * 4
         sections += [(names["weight"], "int8", vnni_bytes),
                      (names["bias"], "int32", kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"])]
+    wn, why_not = winograd(layer, g, wm, isa, safe, own, tuning, opts, auto)
+    if wn:     # its transformed weights ([panel][36][ICP/2][16][2] int16) and per-16 epilogue arrays
+        wd = kernelgen.wino.dims(g)
+        sections += [("wino_u", "int16", wd["np"] * 36 * wd["icp"] * kernelgen.wino.NR)] + \
+            [(k, "int32", wd["np"] * kernelgen.wino.NR) for k in ("wino_bias", "wino_mult", "wino_shift")]
     for section, dtype, count in sections:
         layout.append((section, dtype, count, off))
         off += -(-count * np.dtype(dtype).itemsize // 4) * 4
@@ -317,6 +326,12 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
             arrays[names["weight"]] = kernelgen.pack_u8(wm, g, vb["nr"], split=False)["weight"]
             arrays[names["bias"]] = np.zeros(kernelgen.panels(n, vb["nr"]) * vb["nr"], np.int64)
             arrays[names["bias"]][:n] = kernelgen.bias_u8(wm, fb)
+        if wn:
+            npw = kernelgen.wino.dims(g)["np"] * kernelgen.wino.NR
+            arrays["wino_u"] = kernelgen.wino.pack_u(wm, g)
+            for k, src, pad in (("wino_bias", fb, 0), ("wino_mult", rq["mult"], 0), ("wino_shift", rq["shift"], 31)):
+                arrays[k] = np.full(npw, pad, np.int64)
+                arrays[k][:n] = src
         for a, of in alias.items():
             arrays[a] = arrays[of]
         blob = bytearray(off)
@@ -336,13 +351,19 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         epilogue = "f64" if kernelgen.f64_safe(wm, fb, rq["mult"]) else "f64c"
     spec = {"geom": g, "blocking": blk, "isa": isa, "threads": threads, "variants": variants,
             "epilogue": epilogue, "u8": dict(([("avx2u8", u8)] if u8 else []) + list(vns.items()))}
-    report = {"blocking": f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}",
+    if wn:      # the layer runs Winograd only: its variants are the transform's
+        spec.update(wino=wn, variants=list(wn["variants"]), u8={})
+        variants = list(wn["variants"])
+    report = {"blocking": (f"winograd F(4,3) {kernelgen.wino.block(variants[0], wn['band'] * kernelgen.wino.dims(g)['tw'])}t"
+                           f" x16 band {wn['band']}" if wn else
+                           f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}"),
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
                        "origin": origin, "epilogue": epilogue,
                        "isa": isa, "variants": variants, "threads": threads,
                        "threads_requested": requested}}
-    if vns:    # the first vnni variant's blocking (avx512vnni's when it is compiled in)
+    report["gemm"]["winograd"] = wn["why"] if wn else why_not
+    if vns and not wn:    # the first vnni variant's blocking (avx512vnni's when it is compiled in)
         vb = next(iter(vns.values()))
         report["gemm"]["vnni"] = {"mr": vb["mr"], "nr": vb["nr"]}
     # every compiled variant's own blocking (the vnni ones and avx2u8 have theirs)
@@ -355,6 +376,52 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
             "pack_key": {"nr": nr, "seg": p["seg"], "ntaps": p["ntaps"], "u8": u8,
                          "vnni_nr": {iv: vb["nr"] for iv, vb in vns.items()}},   # its packing depends on nr only
             "report": report}
+
+
+# ---- exact Winograd F(4,3) for 3x3 stride-1 convs (kernelgen.wino) ------------------------
+
+def winograd_pays(g: dict) -> bool:
+    """The cost rule of an unset `winograd` key, fitted on a Zen 4 (family 25 model 17; the
+    ratios Winograd / direct of README "winograd"): the transformed weights, 36 x IC x OC
+    int16 (8x the direct kernel's bytes), streamed once per band, must stay within about the
+    L2 cache (ResNet-18: 56x56x64 0.71, 28x28x128 0.69, 14x14x256 0.97, 7x7x512 2.4), and
+    the per-tile transforms need enough channels to amortise (ResNet-8: 32x32x16 1.1,
+    16x16x32 0.88, 8x8x64 0.71)."""
+    tiles = -(-g["oh"] // 4) * -(-g["ow"] // 4)
+    return g["ic"] >= 32 and g["oc"] >= 32 and tiles >= 4 and 72 * g["ic"] * g["oc"] <= 2 * 1024 * 1024
+
+
+def winograd_key(layer, own: dict, tuning: dict, opts: dict):
+    """The `winograd` key in force for a layer (layer > tuning entry > target), None if unset."""
+    return own.get("winograd", tuning.get(layer.name, {}).get("winograd", opts["kernel"].get("winograd")))
+
+
+def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, opts: dict, auto) -> tuple:
+    """({variants, band, why} or None, why not) of a layer: the layer key `winograd` > its
+    tuning entry > the target's kernel.winograd: true where the layer allows it, false never,
+    unset the cost rule (x86-64 only)."""
+    from ...kernelgen import wino, winomath
+    if not wino.supports(g):
+        return None, None
+    mode = winograd_key(layer, own, tuning, opts)
+    if mode is False:
+        return None, "off (winograd key)"
+    if isa != "auto" and isa not in wino.VARIANTS:
+        return None, f"not with isa {isa}"
+    if not safe:
+        return None, "|acc + bias| < 2**31 not proven (portable direct kernel)"
+    if not winomath.bound_ok(wm):
+        return None, "128 * max sum|w| >= 2**25: y not recoverable from 576*y mod 2**32"
+    if mode is None and isa != "auto":     # a forced isa names the direct kernel's variant
+        return None, f"isa {isa} forced (winograd: true runs its Winograd variant)"
+    if mode is None and not ("avx2" in auto and winograd_pays(g)):
+        return None, "cost rule: direct"
+    # under isa auto the transform's variants in the order given (a measured one first)
+    order = [v for v in auto if v in wino.VARIANTS]
+    variants = order + [v for v in wino.VARIANTS if v not in order] if isa == "auto" else [isa]
+    budget = int(own.get("l1_budget", opts["tiling"]["l1_budget"]))
+    return {"variants": variants, "band": wino.band_rows(g, budget),
+            "why": "winograd key" if mode else "cost rule"}, None
 
 
 # ---- residual add fused into the conv epilogue -----------------------------------------

@@ -141,6 +141,8 @@ def shape_key(gemm_spec: dict, correction_quads) -> str:
     gm = gemm_spec
     what = {"generator": GENERATOR, "geom": gm["geom"], "blocking": gm["blocking"], "band": gm.get("band"), "epilogue": gm.get("epilogue"),
             "residual": bool(gm.get("residual")), "u8": gm.get("u8"), "correction_quads": correction_quads}
+    if gm.get("wino"):      # a Winograd layer's variants (kernelgen.wino): an entry of their own
+        what["wino"] = {k: gm["wino"][k] for k in ("band",)}
     return hashlib.sha1(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -240,7 +242,7 @@ def time_variants(name: str, build: tuple, info: dict, cc: str, timeout: int) ->
             for v in runnable:
                 status, text = run_program(cmd + [str(variants.index(v))], timeout)
                 f = text.split()
-                if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] != v:
+                if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] not in (v, "wino-" + v):
                     raise UserError(f"measuring layer '{name}' variant {v}: status {status}: {text[-2000:]}")
                 times[v].append(float(f[3]))
     med = {v: round(statistics.median(t), 5) for v, t in times.items()}
@@ -260,7 +262,10 @@ def chosen(layer, orig, graph, g: dict, spec: dict, build, own: dict, tuning: di
         return g, spec
     if spec["gemm"]["variants"] == ["portable"] or "build" not in opts:
         return g, spec
-    g_all, spec_all = build(auto=ORDER)
+    from .gemm import winograd_key
+    # the direct kernels' variants (an unset winograd key: Winograd is timed apart, below)
+    own_d = own if winograd_key(layer, own, tuning, opts) is not None else dict(own, winograd=False)
+    g_all, spec_all = build(own=own_d, auto=ORDER)
     cands = spec_all["gemm"]["variants"]
     info = cpu_info()
     path = cache_path(opts["build"]["dir"], info)
@@ -277,10 +282,46 @@ def chosen(layer, orig, graph, g: dict, spec: dict, build, own: dict, tuning: di
         print(f"VARIANTS {layer.name}: " + ", ".join(f"{v} {ms:.4f} ms" for v, ms in entry["median_ms"].items())
               + f" -> {entry['best']}" + "".join(f"; {v} not timed: {r}" for v, r in entry["skipped"].items()))
     best = entry["best"]
-    g, spec = build(auto=tuple([best] + [v for v in AUTO if v != best and v in cands]))
+    g, spec = build(own=own_d, auto=tuple([best] + [v for v in AUTO if v != best and v in cands]))
     g["report"]["gemm"]["choice"] = {"by": "measure", "median_ms": entry["median_ms"], "skipped": entry["skipped"],
                                      "cache": os.path.relpath(path, opts["build"]["dir"])}
-    return g, spec
+    return _winograd_or_direct(layer, orig, graph, g, spec, build, own, tuning, opts, entry, path)
+
+
+def _winograd_or_direct(layer, orig, graph, g, spec, build, own, tuning, opts, direct, path) -> tuple:
+    """A 3x3 stride-1 layer with no `winograd` key: its Winograd variants (kernelgen.wino)
+    timed as the direct ones are (their own cache entry); the faster kernel wins."""
+    from ... import kernelgen
+    from .gemm import winograd_key
+    if winograd_key(layer, own, tuning, opts) is not None or not kernelgen.wino.supports(spec["gemm"]["geom"]):
+        return g, spec
+    g_w, spec_w = build(own=dict(own, winograd=True))
+    if not spec_w["gemm"].get("wino"):        # not allowed (bound, epilogue): the report says why
+        g["report"]["gemm"]["winograd"] = g_w["report"]["gemm"]["winograd"]
+        return g, spec
+    info = cpu_info()
+    entries = load(path, info)
+    key = shape_key(spec_w["gemm"], None)
+    entry = entries.get(key)
+    if choose(entry, spec_w["gemm"]["variants"], info) is None:
+        spec_w["gemm"]["threads"] = 1
+        blob = g_w["pack"](orig, graph, g_w["layout"])
+        entry = time_variants(layer.name, (spec_w, blob, kernelgen.scratch(spec_w)["bytes"]), info,
+                              opts["toolchain"]["cc"], opts["run"]["timeout"])
+        entries[key] = entry
+        save(path, info, entries)
+        print(f"VARIANTS {layer.name} winograd: " + ", ".join(f"{v} {ms:.4f} ms" for v, ms in entry["median_ms"].items())
+              + f" -> {entry['best']}")
+    if entry["median_ms"][entry["best"]] >= direct["median_ms"][direct["best"]]:
+        g["report"]["gemm"]["winograd"] = f"measured slower ({entry['median_ms'][entry['best']]} ms)"
+        return g, spec
+    best = entry["best"]
+    g_w, spec_w = build(own=dict(own, winograd=True), auto=(best,))
+    g_w["report"]["gemm"]["choice"] = {"by": "measure", "median_ms": direct["median_ms"],
+                                       "winograd_ms": entry["median_ms"], "skipped": entry["skipped"],
+                                       "cache": os.path.relpath(path, opts["build"]["dir"])}
+    g_w["report"]["gemm"]["winograd"] = "measured faster"
+    return g_w, spec_w
 
 
 # the depthwise kernels (kernels/host/nn_simd.c, nn_dw_vnni.c): each forced by its isa code
@@ -404,7 +445,7 @@ def chosen_depthwise(name: str, spec: dict, variants: list, blob: bytes, opts: d
                 for v in runnable:
                     status, text = run_program(cmd + [str(DW_FORCE[v])], opts["run"]["timeout"])
                     f = text.split()
-                    if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] != v:
+                    if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] not in (v, "wino-" + v):
                         raise UserError(f"measuring layer '{name}' depthwise kernel {v}: status {status}: {text[-2000:]}")
                     times[v].append(float(f[3]))
         med = {v: round(statistics.median(t), 5) for v, t in times.items()}

@@ -242,8 +242,10 @@ def time_candidate(session, lp, blk, work, reps, opts) -> float:
     graph = session.graph
     # the model's own layer (a layer with a fused add has its conv's weights and requantization)
     layer = next((l for l in graph.layers if l.name == lp.layer.name), lp.layer)
-    g = gemm.plan_layer(layer, graph, opts, dict(blk), {}, lambda *k: "tune")
+    # the direct kernel's blockings (a Winograd layer's transform has none of these keys)
+    g = gemm.plan_layer(layer, graph, opts, dict(blk, winograd=False), {}, lambda *k: "tune")
     spec = copy.deepcopy(lp.spec)
+    spec["gemm"].pop("wino", None)
     spec["gemm"]["isa"] = g["spec"]["isa"]
     spec["gemm"]["variants"] = g["spec"]["variants"]
     spec["gemm"]["blocking"] = dict(blk)

@@ -1,0 +1,122 @@
+"""Winograd F(4,3) layers on the host (kernelgen.wino) bit for bit against the integer
+reference: odd H/W (not multiples of 4), pads 1, 0 and asymmetric, an odd channel count,
+C_in / C_out not multiples of 8 or 16, zero points and clamps (ReLU), a fused residual add,
+on every variant this CPU runs (auto: avx512vnni here, avx2, portable) and on 2 threads;
+weights at the 2^25 bound (all +-127 over 228 channels, inputs saturated: |y| = 2^24.98)
+and past it (230 channels: the direct kernel, the report says why)."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import adhoc
+from modelgen import quantize_qdq
+
+TARGETS = {"host-wino": "winograd: true", "host-wino-avx2": "winograd: true, isa: avx2",
+           "host-wino-portable": "winograd: true, isa: portable", "host-wino-2t": "winograd: true, threads: 2"}
+
+
+def _targets(project):
+    text = project.read("targets.yaml")
+    extra = "".join(f"  {t}:\n    kind: host\n    description: test\n    kernel: {{{k}}}\n\n" for t, k in TARGETS.items())
+    project.write("targets.yaml", text.replace("\ntargets:\n", "\ntargets:\n" + extra, 1))
+
+
+def _save(nodes, inits, shape, out_shape, path):
+    graph = helper.make_graph(nodes, "wino", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def shapes_model(path, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def init(name, shape, s):
+        return numpy_helper.from_array((rng.standard_normal(shape) * s).astype(np.float32), name)
+    nodes = [helper.make_node("Conv", ["x", "wa", "ba"], ["a"], "conv_a", pads=[1, 1, 1, 1]),      # 5 -> 20, 13x11
+             helper.make_node("Relu", ["a"], ["ar"]),
+             helper.make_node("Conv", ["ar", "wb", "bb"], ["b"], "conv_b", pads=[0, 0, 0, 0]),     # 20 -> 24, 11x9
+             helper.make_node("Conv", ["b", "wc", "bc"], ["c"], "conv_c", pads=[1, 1, 1, 1]),      # 24 -> 24
+             helper.make_node("Add", ["c", "b"], ["s"], "add"),                                   # fused into conv_c
+             helper.make_node("Relu", ["s"], ["sr"]),
+             helper.make_node("Conv", ["sr", "wd", "bd"], ["d"], "conv_d", pads=[0, 1, 1, 0]),     # 24 -> 37, 10x9
+             helper.make_node("GlobalAveragePool", ["d"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    inits = [init("wa", (20, 5, 3, 3), 0.3), init("ba", (20,), 0.1), init("wb", (24, 20, 3, 3), 0.15),
+             init("bb", (24,), 0.1), init("wc", (24, 24, 3, 3), 0.12), init("bc", (24,), 0.1),
+             init("wd", (37, 24, 3, 3), 0.12), init("bd", (37,), 0.1), init("wf", (5, 37), 0.3), init("bf", (5,), 0.1)]
+    return _save(nodes, inits, [1, 5, 13, 11], [1, 5], path)
+
+
+def bound_model(path):
+    """Two convs of all-+-1 weights (quantized to +-127): 228 input channels (128 * 9 * 228 *
+    127 < 2^25: Winograd) and 230 (128 * 9 * 230 * 127 > 2^25: direct); channel 0 positive, 1
+    negative."""
+    def w(ic):
+        a = np.ones((2, ic, 3, 3), np.float32)
+        a[1] = -1
+        return a
+    nodes = [helper.make_node("Slice", ["x", "s0", "s1", "ax"], ["x228"]),
+             helper.make_node("Conv", ["x228", "w0"], ["a"], "conv_in", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["x", "w1"], ["b"], "conv_over", pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", ["a", "b"], ["y"], axis=1)]
+    x = np.ones((1, 230, 6, 7), np.float32)
+    inits = [numpy_helper.from_array(w(228), "w0"), numpy_helper.from_array(w(230), "w1")]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("s0", [0]), ("s1", [228]), ("ax", [1]))]
+    return _save(nodes, inits, list(x.shape), [1, 4, 6, 7], path), x
+
+
+def _report(project, target, stem):
+    return {l["name"]: l for l in json.loads(project.read(os.path.join(adhoc(project, target, stem), "report.json")))["layers"]}
+
+
+@pytest.mark.slow    # four builds of a five-layer model (about a minute on a loaded Zen 4)
+def test_winograd_layers_bit_exact_on_every_variant(project, tmp_path):
+    _targets(project)
+    q = quantize_qdq(shapes_model(tmp_path / "f.onnx"), tmp_path / "winoshapes.onnx")
+    proc = project.scons(f"target={','.join(TARGETS)}", f"model={q}")
+    assert proc.stdout.count("match the integer reference bit for bit") == len(TARGETS), proc.stdout[-3000:]
+    for t in TARGETS:
+        rep = _report(project, t, "winoshapes")
+        wino = sorted(n for n, l in rep.items() if "winograd" in str(l.get("blocking", "")))
+        assert wino == ["conv_a", "conv_b", "conv_c", "conv_d"], (t, wino)
+        assert rep["conv_c"]["gemm"]["residual"] == "add"
+        assert rep["conv_d"]["gemm"]["variants"] == {"host-wino-avx2": ["avx2"], "host-wino-portable": ["portable"]}.get(
+            t, ["avx512vnni", "avx2", "portable"])
+
+
+@pytest.mark.slow
+def test_winograd_at_the_bound(project, tmp_path):
+    _targets(project)
+    path, x = bound_model(tmp_path / "f.onnx")
+    q = quantize_qdq(path, tmp_path / "winobound.onnx")
+    np.save(tmp_path / "x.npy", x * 50)      # every input code saturated: |y| = 127 * 127 * 9 * 228
+    proc = project.scons("target=host-wino,host-wino-portable", f"model={q}", f"input={tmp_path / 'x.npy'}")
+    assert proc.stdout.count("match the integer reference bit for bit") == 2, proc.stdout[-3000:]
+    rep = _report(project, "host-wino", "winobound")
+    assert "winograd" in rep["conv_in"]["blocking"]
+    assert "winograd" not in rep["conv_over"]["blocking"]
+    assert "2**25" in rep["conv_over"]["gemm"]["winograd"]
+
+
+@pytest.mark.slow    # ic_resnet8 on two targets (about 40 s on a loaded Zen 4)
+def test_resnet8_host_and_2t_with_winograd_layers(project):
+    """The cost rule's Winograd layers (ResNet-8: the 16x16x32 and 8x8x64 3x3 convs) in a
+    residual network, on one thread and on two (host-2t: tile rows split), bit for bit."""
+    proc = project.scons("target=host,host-2t", "model=ic_resnet8")
+    assert proc.stdout.count("match the integer reference bit for bit") == 2, proc.stdout[-3000:]
+    for t, threads in (("host", 1), ("host-2t", 2)):
+        rep = {l["name"]: l for l in json.loads(project.read(f"build/{t}/ic_resnet8/report.json"))["layers"]}
+        wino = sorted(n for n, l in rep.items() if "winograd" in str(l.get("blocking", "")))
+        assert wino == ["stack1.conv2", "stack2.conv2"], (t, wino)
+        assert rep["stack1.conv2"]["gemm"]["threads"] == threads
+        assert rep["stack0.conv1"]["gemm"]["winograd"] == "cost rule: direct"
