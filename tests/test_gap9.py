@@ -320,3 +320,23 @@ def test_kernels_xpulp_off_builds_on_the_plain_c_kernels(prebuilt):
     for name in ("conv1", "conv2"):
         assert "#define CONV nn_hwc_conv2d_s8" in layer(name) and "nn_xp_" not in layer(name)
     assert "nn_linear_s8(" in layer("fc") and "nn_hwc_maxpool_s8(" in layer("pool1")
+
+
+def test_layer4s_stride2_conv_takes_the_inner_pipeline_within_the_budget():
+    """ResNet-18's layer4.0.conv1 (256 -> 512 3x3/2, 14 -> 7) on pulp-open's 52 KiB: spatial
+    tiles outer, channel tiles inner (the input loaded and flipped once per spatial tile), 4 x 7
+    x 8 tiles with one input and one parameter buffer (measured 13.3 MACs/cycle on GVSoC
+    pulp-open, 10.8 on the spatial pipeline's 4 x 4 x 8); 64 -> 128 3x3/2 at 56 keeps the
+    spatial pipeline (the inner one's estimate is not a twentieth lower there); a fused
+    residual add never takes it."""
+    from nnscons.targets.gap9 import tiling
+    from nnscons.targets.gap9.ops import l1_parts
+    w = dict(c=256, h=14, w=14, oc=512, oh=7, ow=7, kh=3, kw=3, sh=2, sw=2, dh=1, dw=1, pt=1, pl=1, groups=1,
+             w_per_oc=2304, p_per_oc=12, p_fixed=0, tc_multiple=4, kernel="direct", cores=8)
+    t, _ = tiling.plan_window(tiling.Window(**w), 52 * 1024)
+    assert (t.pipeline, t.th, t.tw, t.tc, t.in_bufs, t.params_single) == ("inner", 4, 7, 8, 1, True)
+    assert t.l1_bytes <= 52 * 1024 and sum(n for _, n in l1_parts(t)) == t.l1_bytes
+    assert [n for n, _ in l1_parts(t)] == ["in0", "par0", "out0", "out1"]
+    assert tiling.plan_window(tiling.Window(**w, residual=True), 52 * 1024)[0].pipeline == "spatial"
+    w.update(c=64, h=56, w=56, oc=128, oh=28, ow=28, w_per_oc=576)
+    assert tiling.plan_window(tiling.Window(**w), 52 * 1024)[0].pipeline == "spatial"
