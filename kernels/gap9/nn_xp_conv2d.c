@@ -135,9 +135,10 @@ static void block(const nn_hwc_conv_cfg_t *cfg, const int8_t *weight, const int3
 /* Output pixels [pix_begin, pix_end), channels [c_begin, c_end). Each pixel pairs with the
  * first later one that runs the same loop (the next pixel away from the tile's border; a
  * border pixel with the next one on the same border, e.g. the next row's), so few run alone. */
-static void direct_in(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
-                      const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
-                      int pix_begin, int pix_end, int c_begin, int c_end, int flip, const uint16_t *order)
+static inline __attribute__((always_inline)) void direct_body(
+    const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight, const int32_t *bias,
+    const int32_t *mult, const int32_t *shift, int8_t *out, int pix_begin, int pix_end, int c_begin, int c_end,
+    int flip, const uint16_t *order)
 {
     field_t wait[NN_XP_PENDING], f;
     int n_wait = 0, p, i, y = pix_begin / cfg->out_w, x = pix_begin - y * cfg->out_w;
@@ -172,11 +173,24 @@ static void direct_in(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8
         block(cfg, weight, bias, mult, shift, &wait[i], NULL, c_begin, c_end, flip);
 }
 
-static void direct(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
-                   const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
-                   int pix_begin, int pix_end, int c_begin, int c_end, int flip)
+/* the natural order and a build-time one: two copies of one body, so that the natural one's
+ * frame stays as small as before the order came (the kernel check's cores have 1 KiB stacks) */
+static __attribute__((noinline)) void direct(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
+                                             const int32_t *bias, const int32_t *mult, const int32_t *shift,
+                                             int8_t *out, int pix_begin, int pix_end, int c_begin, int c_end,
+                                             int flip)
 {
-    direct_in(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, c_begin, c_end, flip, NULL);
+    direct_body(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, c_begin, c_end, flip, NULL);
+}
+
+/* chans: c_begin | c_end << 16 (12 arguments: 8 in registers, 4 on the stack, as direct's) */
+static __attribute__((noinline)) void direct_order(const nn_hwc_conv_cfg_t *cfg, const int8_t *in,
+                                                   const int8_t *weight, const int32_t *bias, const int32_t *mult,
+                                                   const int32_t *shift, int8_t *out, int pix_begin, int pix_end,
+                                                   int chans, int flip, const uint16_t *order)
+{
+    direct_body(cfg, in, weight, bias, mult, shift, out, pix_begin, pix_end, chans & 0xffff, chans >> 16, flip,
+                order);
 }
 
 void nn_xp_conv2d_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
@@ -713,10 +727,17 @@ static inline __attribute__((always_inline)) void core_share(
             nn_xp_conv2d_split(n_pix, cfg->out_c, cfg->k_h * cfg->k_w * cfg->in_c / 4, core, n_cores, &pb,
                                &pe, &cb, &ce, &tb, &te);
         }
-        if (pb < pe && cb < ce)
-            direct_in(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce, flip, order);
-        if (tb < te)
-            direct_in(cfg, in, weight, bias, mult, shift, out, n_pix - 1, n_pix, tb, te, flip, order);
+        if (order) {
+            if (pb < pe && cb < ce)
+                direct_order(cfg, in, weight, bias, mult, shift, out, pb, pe, cb | ce << 16, flip, order);
+            if (tb < te)
+                direct_order(cfg, in, weight, bias, mult, shift, out, n_pix - 1, n_pix, tb | te << 16, flip, order);
+        } else {
+            if (pb < pe && cb < ce)
+                direct(cfg, in, weight, bias, mult, shift, out, pb, pe, cb, ce, flip);
+            if (tb < te)
+                direct(cfg, in, weight, bias, mult, shift, out, n_pix - 1, n_pix, tb, te, flip);
+        }
     } else if (n_pix >= n_cores) {      /* im2col: each core copies the fields of its own pixels */
         pb = (n_pix + n_cores - 1) / n_cores * core;
         pe = pb + (n_pix + n_cores - 1) / n_cores;

@@ -322,8 +322,9 @@ def plan_window(g: Window, budget: int):
         if alt is not None and (best is None or alt[0] < best[0]):
             best, l1, params_single = alt, l1_ps, True
     in_bufs = 0
-    if g.kernel == "direct" and g.groups == 1 and not g.residual:
-        # spatial tiles outer, channel tiles inner: parameters and outputs double-buffered
+    if g.kernel == "direct" and g.groups == 1 and not g.residual and g.kh * g.kw > 1:
+        # spatial tiles outer, channel tiles inner (not the 1x1 pointwise path: no flip, and
+        # not measured there); outputs double-buffered
         big = np.iinfo(np.int64).max
         inner = None
         for nb, npar in ((2, 2), (1, 2), (2, 1), (1, 1)):
