@@ -289,13 +289,32 @@ def test_weights_staged_from_flash_when_the_memory_map_says_so(project):
     assert "pi_ram_open" not in net and "staged_files" in net
 
 
+def test_the_inner_pipeline_with_weights_staged_from_l3_runs_channel_tiles_outer(project):
+    """A conv on the inner pipeline (spatial tiles outer) whose weights stream from L3: the
+    stage hands out its slabs in channel order only, so the layer runs the same buffers with
+    channel tiles outer; bit-exact on emul."""
+    y = project.read("targets.yaml").replace("      l3_threshold: 36KiB", "      l3_threshold: 1KiB")
+    project.write("targets.yaml", y)
+    gap9_override(project, "simplecnn", "conv2", "1KiB")     # many spatial tiles
+    proc = project.scons("target=gap9", "model=simplecnn", "platform=emul")
+    assert "Test PASSED [gap9] simplecnn" in proc.stdout
+    conv2 = next(l for l in json.loads(project.read(f"{B}/emul/report.json"))["layers"] if l["name"] == "conv2")
+    assert conv2["tier"] == "L3"
+    src = project.read(f"{B}/src/layers/conv2.c")
+    assert "inner pipeline" in src and "spatial tiles inner (parameters from L3)" in src
+
+
 def test_a_missing_dma_wait_in_the_generated_code_is_caught_on_emul(project):
     """The emulation lands a DMA only at its wait: generated code that computes on a tile
     before waiting for it reads stale L1 and fails the check, naming the layer."""
-    tpl = project.read("templates/gap9/_window.j2")
-    wait = "        nn_dma_wait_all(&qin);                              /* tile k is in L1 */\n"
-    assert wait in tpl
-    project.write("templates/gap9/_window.j2", tpl.replace(wait, "", 1))
+    # the spatial pipeline's wait (_window.j2) and the conv's inner pipeline's (conv2d.c.j2)
+    for path, wait in (("templates/gap9/_window.j2",
+                        "        nn_dma_wait_all(&qin);                              /* tile k is in L1 */\n"),
+                       ("templates/gap9/conv2d.c.j2",
+                        "        nn_dma_wait_all(&qin);                              /* tile k's input and parameters */\n")):
+        tpl = project.read(path)
+        assert wait in tpl
+        project.write(path, tpl.replace(wait, "", 1))
     gap9_override(project, "simplecnn", "conv2", "1KiB")     # many spatial tiles
     proc = project.scons("target=gap9", "model=simplecnn", "platform=emul", check=False)
     assert proc.returncode != 0
