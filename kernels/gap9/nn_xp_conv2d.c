@@ -57,8 +57,8 @@ static inline void valid_taps(int base, int step, int n, int limit, int *lo, int
         *lo = *hi;
 }
 
-/* output pixel p at (y, x) of the tile */
-static void field_of(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int8_t *out, int p, int y, int x, field_t *f)
+/* output pixel p at (y, x) of the tile; inlined (a call per pixel measured 1% on ic_resnet8) */
+static inline __attribute__((always_inline)) void field_of(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int8_t *out, int p, int y, int x, field_t *f)
 {
     const int row0 = y * cfg->stride_h - cfg->pad_top, col0 = x * cfg->stride_w - cfg->pad_left;
     int ki0, ki1, kj0, kj1;

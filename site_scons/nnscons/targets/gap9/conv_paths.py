@@ -239,13 +239,15 @@ def xp_split_for(geo, out_c, kh, kw, sh, sw, dh, in_c, n_cores):
 
 @functools.lru_cache(maxsize=256)
 def xp_split_ordered(geo, out_c, kh, kw, sh, sw, dh, in_c, n_cores):
-    """(split, order): xp_split_for's split, or one over a pixel order when that is a tenth or
-    more faster by the same count (order[i] = the tile's i-th pixel as y << 8 | x, the split's
+    """(split, order): xp_split_for's split, or one over a pixel order when that is faster by
+    the same count (order[i] = the tile's i-th pixel as y << 8 | x, the split's
     pixel ranges index it; None: the natural order). The order puts pixels that pair (same
     field) next to each other and deals the pairs and lone pixels to the pixel groups, the
     longest first, each to the group done first: a 4 x 7 tile with a padded row and column cut
     in ranges of 4 left pixels without partners (its 7-pixel rows pair across row ends only
-    where the fields agree)."""
+    where the fields agree). No margin: counts of 0.97-0.99 of the natural order's measured
+    faster too (GVSoC pulp-open: layer4.0.conv1's 4 x 7 x 8 corner tile, ic_resnet8's 32 x 32 x
+    16 and 16 x 16 x 32 tiles)."""
     fields = _fields(geo, kh, kw, sh, sw, dh, in_c)
     n_pix, cols = len(fields), geo[1]
     best = xp_split_for(geo, out_c, kh, kw, sh, sw, dh, in_c, n_cores)
