@@ -30,7 +30,7 @@ import pytest  # noqa: E402
 from nnscons import numerics  # noqa: E402
 from nnscons import ops  # noqa: E402
 from nnscons.targets.gap9.add_short import short_rule  # noqa: E402
-from nnscons.targets.gap9.conv_paths import xp_split, xp_split_for  # noqa: E402
+from nnscons.targets.gap9.conv_paths import xp_split, xp_split_for, xp_split_ordered  # noqa: E402
 from nnscons.reference import run_layer  # noqa: E402
 from test_reference import conv_graph, pool_graph, rand_int8, single_layer_graph  # noqa: E402
 from test_kernels import POOL_CASES  # noqa: E402
@@ -564,6 +564,33 @@ def test_xpulp_conv_split_for_a_tile_partitions_it():
             hits[pb:pe, cb:ce] += 1
             hits[rows * cols - 1, tb:te] += 1
         assert (hits == 1).all(), (geo, out_c, cores)
+
+
+def test_xpulp_conv_ordered_split_partitions_the_tile_and_pairs_its_pixels():
+    """conv_paths.xp_split_ordered: the order is the tile's pixels once each (y << 8 | x), and
+    its split's ranges over that order put every (pixel, channel) on exactly one core; on
+    layer4.0.conv1's 4 x 7 tiles of 4 channels (a padded row and column) the ranges hold the
+    pairs whole, where the natural order's ranges of 4 left pixels alone."""
+    rng = np.random.default_rng(80)
+    for _ in range(200):
+        rows, cols, s, k = int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 3)), 3
+        pt, pl = int(rng.integers(0, 2)), int(rng.integers(0, 2))
+        geo = (rows, cols, (rows - 1) * s + k - pt, (cols - 1) * s + k - pl, pt, pl)
+        out_c, cores, in_c = int(rng.integers(1, 40)), int(rng.integers(1, 10)), 4 * int(rng.integers(1, 20))
+        split, order = xp_split_ordered(geo, out_c, k, k, s, s, 1, in_c, cores)
+        order = order or [y << 8 | x for y in range(rows) for x in range(cols)]
+        assert sorted(order) == [y << 8 | x for y in range(rows) for x in range(cols)], geo
+        hits = np.zeros((rows * cols, out_c), int)
+        for pb, pe, cb, ce, tb, te in split:
+            for i in range(pb, pe):
+                hits[(order[i] >> 8) * cols + (order[i] & 255), cb:ce] += 1
+            hits[(order[-1] >> 8) * cols + (order[-1] & 255), tb:te] += 1
+        assert (hits == 1).all(), (geo, out_c, cores)
+    split, order = xp_split_ordered((4, 7, 8, 14, 1, 1), 4, 3, 3, 2, 2, 1, 256, 8)
+    assert order is not None and max(pe - pb for pb, pe, *_ in split) == 4
+    for pb, pe, *_ in split:        # the interior pixels of each core's range come in pairs
+        inner = [q for q in order[pb:pe] if q >> 8 and q & 255]
+        assert len(inner) % 2 == 0, (split, order)
 
 
 def random_dw_conv(rng):

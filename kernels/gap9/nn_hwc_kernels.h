@@ -42,10 +42,13 @@ void nn_xp_conv2d_core_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const 
                           const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                           int core, int n_cores, int8_t *scratch, int flipped);
 /* The same with this core's direct-path share given: split = its (pb, pe, cb, ce, tb, te) as
- * nn_xp_conv2d_split would answer (a layer's build-time table), or NULL to compute it */
+ * nn_xp_conv2d_split would answer (a layer's build-time table), or NULL to compute it; order:
+ * NULL, or the tile's pixels in the order the split's pixel ranges index (y << 8 | x each;
+ * conv_paths.xp_split_ordered) */
 void nn_xp_conv2d_core_split_s8(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                                 const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
-                                int core, int n_cores, int8_t *scratch, int flipped, const int16_t *split);
+                                int core, int n_cores, int8_t *scratch, int flipped, const int16_t *split,
+                                const uint16_t *order);
 /* words: of a pixel's receptive field per channel (k_h * k_w * in_c / 4); [tb, te): this
  * core's channels of the last pixel when the grid leaves it out (else tb == te) */
 void nn_xp_conv2d_split(int n_pix, int out_c, int words, int core, int n_cores, int *pb, int *pe, int *cb,

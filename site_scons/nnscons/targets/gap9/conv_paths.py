@@ -85,6 +85,8 @@ def xp_preflip(layer, graph, til, xpulp=True) -> bool:
     loaded), i.e. unless a large input is re-read for few output channels."""
     if til is None or xp_conv_path(layer, graph, xpulp) != "direct" or kernel_zp(layer, graph) != -128:
         return False
+    if til.pipeline == "inner":     # each input tile loaded once, read by every channel tile
+        return True
     o = hwc(graph.tensor(layer.output).shape)
     k = int(np.prod(layer.weight.shape[1:]))
     outs = 2 if "residual" in layer.attrs else 1        # a fused add's residual moves once too
@@ -235,6 +237,51 @@ def xp_split_for(geo, out_c, kh, kw, sh, sw, dh, in_c, n_cores):
     return best
 
 
+@functools.lru_cache(maxsize=256)
+def xp_split_ordered(geo, out_c, kh, kw, sh, sw, dh, in_c, n_cores):
+    """(split, order): xp_split_for's split, or one over a pixel order when that is faster by
+    the same count (order[i] = the tile's i-th pixel as y << 8 | x, the split's
+    pixel ranges index it; None: the natural order). The order puts pixels that pair (same
+    field) next to each other and deals the pairs and lone pixels to the pixel groups, the
+    longest first, each to the group done first: a 4 x 7 tile with a padded row and column cut
+    in ranges of 4 left pixels without partners (its 7-pixel rows pair across row ends only
+    where the fields agree). No margin: counts of 0.97-0.99 of the natural order's measured
+    faster too (GVSoC pulp-open: layer4.0.conv1's 4 x 7 x 8 corner tile, ic_resnet8's 32 x 32 x
+    16 and 16 x 16 x 32 tiles)."""
+    fields = _fields(geo, kh, kw, sh, sw, dh, in_c)
+    n_pix, cols = len(fields), geo[1]
+    best = xp_split_for(geo, out_c, kh, kw, sh, sw, dh, in_c, n_cores)
+    if n_pix < 2 or geo[0] > 256 or cols > 256:
+        return best, None
+    best_cyc, order = max(_core_cycles(fields, *c) for c in best), None
+    groups = {}
+    for p, f in enumerate(fields):
+        groups.setdefault(f, []).append(p)
+    units = [ps[i:i + 2] for ps in groups.values() for i in range(0, len(ps), 2)]
+    cost = {id(u): fields[u[0]][0] * fields[u[0]][1] * (14 if len(u) == 2 else 10) + 250 * len(u) for u in units}
+    units.sort(key=lambda u: -cost[id(u)])
+    n_blk = -(-out_c // 4)
+    for cc in range(1, min(n_cores, n_blk) + 1):
+        if n_cores % cc:
+            continue
+        bins, load = [[] for _ in range(n_cores // cc)], [0] * (n_cores // cc)
+        for u in units:
+            j = load.index(min(load))
+            bins[j] += u
+            load[j] += cost[id(u)]
+        seq = [p for b in bins for p in b]
+        per_c, split, at = 4 * -(-n_blk // cc), [], 0
+        for g, b in enumerate(bins):
+            for c in range(cc):
+                cb = min(c * per_c, out_c)
+                split.append((at, at + len(b), cb, min(cb + per_c, out_c), out_c, out_c))
+            at += len(b)
+        cyc = max(_core_cycles([fields[p] for p in seq], *c) for c in split)
+        if cyc < best_cyc:
+            best, best_cyc, order = split, cyc, [(p // cols) << 8 | p % cols for p in seq]
+    return best, order
+
+
 def xp_split_table(layer, graph, til, xpulp=True):
     """The direct path's split (xp_split_for) of each kind of tile of a layer: (distinct splits,
     index per kind), the kind ((first row tile) << 4 | (last) << 3 | (first column tile) << 2
@@ -266,11 +313,20 @@ def xp_split_table(layer, graph, til, xpulp=True):
                 geo = (rows, cols, in_rows, in_cols, pad_top, pad_left, chans)
                 if kinds.setdefault(kind, geo) != geo:
                     return None
-    for kind, geo in sorted(kinds.items()):
-        sp = xp_split_for(geo[:6], geo[6], kh, kw, sh, sw, dh, i["c"], til.cores)
+    chosen = {kind: xp_split_ordered(geo[:6], geo[6], kh, kw, sh, sw, dh, i["c"], til.cores)
+              for kind, geo in sorted(kinds.items())}
+    ordered = any(order for _, order in chosen.values())
+    for kind, (sp, order) in chosen.items():
         if max(max(c) for c in sp) >= 2 ** 15:      # int16 entries
             return None
-        if sp not in splits:
-            splits.append(sp)
-        index[kind] = splits.index(sp)
-    return {"splits": splits, "index": index}
+        rows_, cols = kinds[kind][:2]
+        # with orders, every split gets one (the natural order where it has none)
+        key = (sp, tuple(order or [y << 8 | x for y in range(rows_) for x in range(cols)]) if ordered else ())
+        if key not in splits:
+            splits.append(key)
+        index[kind] = splits.index(key)
+    if not ordered:
+        return {"splits": [sp for sp, _ in splits], "index": index}
+    n = max(len(o) for _, o in splits)
+    return {"splits": [sp for sp, _ in splits], "index": index,
+            "orders": [list(o) + [0] * (n - len(o)) for _, o in splits]}

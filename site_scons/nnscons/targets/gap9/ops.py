@@ -338,6 +338,10 @@ def l1_parts(t) -> list:
     if t.pipeline in ("spatial", "flat") and t.n_tiles > 1:
         parts = [("in0", t.l1_in), ("in1", t.l1_in), ("out0", t.l1_out), ("out1", t.l1_out),
                  ("par0", t.l1_params)]
+    elif t.pipeline == "inner":         # spatial tiles outer, channel tiles inner
+        parts = [("in0", t.l1_in)] + ([("in1", t.l1_in)] if t.in_bufs == 2 else []) + \
+            [("par0", t.l1_params)] + ([] if t.params_single else [("par1", t.l1_params)]) + \
+            [("out0", t.l1_out), ("out1", t.l1_out)]
     elif t.pipeline == "channel" and t.n_c > 1 and t.params_single:
         parts = [("in0", t.l1_in), ("par0", t.l1_params), ("out0", t.l1_out), ("out1", t.l1_out)]
     elif t.pipeline == "channel" and t.n_c > 1:

@@ -8,6 +8,9 @@ moves with one 2-D DMA command. Two pipelines:
            tc-channel parameter slice loaded once per channel tile (channel tiles outer)
   channel  the whole output plane is one tile: the input is loaded once, parameter
            slices and output tiles double-buffered (Linear is always this)
+  inner    (direct-path Xpulp convs) spatial tiles outer, channel tiles inner: each input
+           tile loaded and flipped once (one or two buffers), parameter slices and output
+           tiles double-buffered (Tiling.in_bufs)
 
 Cost = L2<->L1 bytes (the input is re-read once per channel tile when every output channel
 needs every input channel) plus TILE_OVERHEAD bytes per tile (programming the DMA, forking
@@ -41,6 +44,16 @@ PAIR_CYCLES = 250
 IM2COL_CYCLES = 3
 TILE_CYCLES = 3000
 DMA_BYTES_PER_CYCLE = 7.6
+# the inner pipeline: an input tile flipped once (x ^ 0x80, zero point -128) saves an xor per
+# loaded word in the 4 x 2 loop (14 instructions for 2 pixels instead of 16); the flip itself
+# costs FLIP_CYCLES per input word on one core's share and a fork
+FLIP_WORD_CYCLES = 7.0
+FLIP_CYCLES = 2
+# the inner pipeline's estimate is taken when it is below this fraction of the others' best: it
+# ran 0.96-1.13x its estimate where the spatial pipeline ran 1.02-1.13x (one-layer models of
+# ResNet-18's 3x3 shapes, GVSoC pulp-open), and 64->128 3x3/2 at 56x56, estimated 0.96x the
+# spatial pipeline, measured 1.02x
+INNER_MARGIN = 0.95
 # a fused residual add (residual.py): one core's cycles per element of nn_xp_add_s8's 16-bit
 # path, and its fork per tile
 ADD_CYCLES = 8
@@ -90,6 +103,9 @@ class Tiling:
     # output tile, loaded beside it (in l1_bytes)
     l1_res: int = 0
     cores: int = 8       # the cores sharing a tile (Window.cores): the kernels' split tables
+    # the inner pipeline's input buffers: 2, the next spatial tile's input loads during this
+    # one's channel tiles; 1, after its last (the cores wait for it)
+    in_bufs: int = 0
 
     @property
     def n_tiles(self):
@@ -204,6 +220,33 @@ def _xp_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, single, seria
     return total + np.where(single, l1_in, n_c * params_tile[C]) / DMA_BYTES_PER_CYCLE
 
 
+def _inner_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, in_bufs, par_bufs=2):
+    """Estimated cycles of the inner pipeline (spatial tiles outer, channel tiles inner): per
+    tile max(compute, its parameters' and outputs' DMA) + TILE_CYCLES at the flipped input's
+    word rate; per spatial tile the flip, and with one input buffer its load while the cores
+    wait."""
+    k_words = g.kh * g.kw * g.c / 4
+    px = k_words * FLIP_WORD_CYCLES + g.kh * ROW_CYCLES + PIXEL_CYCLES
+    total = np.zeros(H.shape)
+    for sh, nh in _classes(g.oh, th):
+        for sw, nw in _classes(g.ow, tw):
+            for sc, nc in _classes(g.oc, tc):
+                P, tcs = sh[H] * sw[W], sc[C]
+                count = nh[H] * nw[W] * nc[C]
+                comp = _core_cycles(g, P, tcs, px)
+                if par_bufs == 1:       # the next parameters load after this tile's compute
+                    total += count * (np.maximum(comp, P * tcs / DMA_BYTES_PER_CYCLE) +
+                                      params_tile[C] / DMA_BYTES_PER_CYCLE + TILE_CYCLES)
+                else:
+                    total += count * (np.maximum(comp, (params_tile[C] + P * tcs) / DMA_BYTES_PER_CYCLE) +
+                                      TILE_CYCLES)
+    n_sp = (-(-g.oh // th))[H] * (-(-g.ow // tw))[W]
+    per_sp = l1_in / 4 / g.cores * FLIP_CYCLES + FORK_CYCLES
+    if in_bufs == 1:
+        per_sp = per_sp + l1_in / DMA_BYTES_PER_CYCLE
+    return total + n_sp * per_sp + l1_in / DMA_BYTES_PER_CYCLE
+
+
 def plan_window(g: Window, budget: int):
     """(best Tiling or None, smallest L1 bytes any tiling needs)."""
     th = _sizes(g.oh)
@@ -278,10 +321,25 @@ def plan_window(g: Window, budget: int):
         alt = pick(l1_ps, _xp_cycles(g, th, tw, tc, H, W, C, l1_in, params_tile, single, serial_params=True))
         if alt is not None and (best is None or alt[0] < best[0]):
             best, l1, params_single = alt, l1_ps, True
+    in_bufs = 0
+    if g.kernel == "direct" and g.groups == 1 and not g.residual and g.kh * g.kw > 1:
+        # spatial tiles outer, channel tiles inner (not the 1x1 pointwise path: no flip, and
+        # not measured there); outputs double-buffered
+        big = np.iinfo(np.int64).max
+        inner = None
+        for nb, npar in ((2, 2), (1, 2), (2, 1), (1, 1)):
+            l1_in_n = np.where(~single & (n_c[C] > 1), nb * l1_in + npar * params_tile[C] + 2 * l1_out + scratch, big)
+            alt = pick(l1_in_n, _inner_cycles(g, th, tw, tc, H, W, C, l1_in, params_tile, nb, npar))
+            if alt is not None and (inner is None or alt[0] < inner[0][0]):
+                inner = alt, l1_in_n, nb, npar
+        if inner is not None and (best is None or inner[0][0] < INNER_MARGIN * best[0]):
+            best, l1, in_bufs, params_single = inner[0], inner[1], inner[2], inner[3] == 1
+        if in_bufs:     # the input read once per spatial tile
+            traffic = rows_sum[H] * cols_sum[W] * g.c + params_total * n_sp + out_total
     if best is None:
         return None, smallest
     h, w, c = best[1]
-    pipeline = "channel" if n_sp[h, w, c] == 1 else "spatial"
+    pipeline = "inner" if in_bufs else "channel" if n_sp[h, w, c] == 1 else "spatial"
     return Tiling(pipeline=pipeline, th=int(th[h]), tw=int(tw[w]), tc=int(tc[c]),
                   n_h=int(n_h[h]), n_w=int(n_w[w]), n_c=int(n_c[c]),
                   in_rows=int(rows_max[h]), in_cols=int(cols_max[w]), in_chans=int(in_chans[c]),
@@ -290,7 +348,7 @@ def plan_window(g: Window, budget: int):
                   l2_l1_bytes=int(traffic[h, w, c]), lower_bound=int(lower),
                   l1_scratch=int(np.broadcast_to(scratch - res, l1.shape)[h, w, c]),
                   params_single=params_single, l1_res=int(np.broadcast_to(res, l1.shape)[h, w, c]),
-                  cores=g.cores), smallest
+                  cores=g.cores, in_bufs=in_bufs), smallest
 
 
 def plan_linear(in_f: int, out_f: int, p_per_oc: int, budget: int):
