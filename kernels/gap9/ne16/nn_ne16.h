@@ -200,7 +200,7 @@ static inline int nn_ne16_conv_job_next(nn_ne16_job_t *job, nn_ne16_conv_t *prev
         && c->quant == prev->quant && c->relu == prev->relu && c->pad_top == prev->pad_top
         && c->pad_right == prev->pad_right && c->pad_bottom == prev->pad_bottom && c->pad_left == prev->pad_left
         && c->in_stride == prev->in_stride && c->streamin == prev->streamin && c->row_stride == prev->row_stride
-        && c->in != NULL && prev->in != NULL) {
+        && c->in != 0 && prev->in != 0) {
         __asm__ volatile("" :: "r"(c->in), "r"(c->weights), "r"(c->out), "r"(c->scale),
                          "r"(c->shift), "r"(c->bias) : "memory");
         uint32_t *r = job->reg;
