@@ -187,36 +187,6 @@ static inline int nn_ne16_conv_job(nn_ne16_job_t *job, const nn_ne16_conv_t *c)
     return 0;
 }
 
-/* job already holds the registers of prev (nn_ne16_conv_job's); c is the next job. When c
- * differs from prev only in its buffers (a pipeline's tiles of one shape), moves job's pointer
- * registers (the first six) by the buffers' offsets and returns 0, else builds job anew and
- * returns 1 (-1 when NE16 cannot do c); prev becomes c. With its job in L2 (a layer's static),
- * nn_ne16_conv_job took ~1,800 cycles of core 0 on the GAP9 model, the cores waiting:
- * ResNet-18's 1x1/2 64->128 paid it 12 times between requantization forks. */
-static inline int nn_ne16_conv_job_next(nn_ne16_job_t *job, nn_ne16_conv_t *prev, const nn_ne16_conv_t *c)
-{
-    if (c->mode == prev->mode && c->k_in == prev->k_in && c->k_out == prev->k_out && c->h_out == prev->h_out
-        && c->w_out == prev->w_out && c->qw == prev->qw && c->weight_offset == prev->weight_offset
-        && c->quant == prev->quant && c->relu == prev->relu && c->pad_top == prev->pad_top
-        && c->pad_right == prev->pad_right && c->pad_bottom == prev->pad_bottom && c->pad_left == prev->pad_left
-        && c->in_stride == prev->in_stride && c->streamin == prev->streamin && c->row_stride == prev->row_stride
-        && c->in != 0 && prev->in != 0) {
-        __asm__ volatile("" :: "r"(c->in), "r"(c->weights), "r"(c->out), "r"(c->scale),
-                         "r"(c->shift), "r"(c->bias) : "memory");
-        uint32_t *r = job->reg;
-        r[NE16_WEIGHTS_PTR] += (uint32_t)c->weights - (uint32_t)prev->weights;
-        r[NE16_INFEAT_PTR] += (uint32_t)c->in - (uint32_t)prev->in;
-        r[NE16_OUTFEAT_PTR] = (uint32_t)c->out;
-        r[NE16_SCALE_PTR] = (uint32_t)c->scale;
-        r[NE16_SCALE_SHIFT_PTR] = (uint32_t)c->shift;
-        r[NE16_SCALE_BIAS_PTR] = (uint32_t)c->bias;
-        *prev = *c;
-        return 0;
-    }
-    *prev = *c;
-    return nn_ne16_conv_job(job, c) < 0 ? -1 : 1;
-}
-
 /* Waits for a free context and returns its job id. */
 static inline int nn_ne16_acquire(void)
 {
