@@ -245,6 +245,25 @@ def test_dense_downsample_tiles_bit_exact_and_faster_than_the_cluster(project):
     assert "prep_dense_worker(void" in src and "feed_q.key" in src and "if (shift < 0)" in src
 
 
+@needs_model
+def test_channel_tiles_outer_bit_exact_and_faster_than_the_cluster(project):
+    """A 3x3/2 conv in rows mode with channel tiles outer and two input buffers (128->64 at 18x18:
+    3 row tiles x 2 channel tiles of 32): at the channel-tile change the next input is loaded
+    and prepared while NE16 finishes the tile before, the weights come once it is done, and the
+    tile before is requantized beside NE16 with its own bias/mult/shift (the new ones after);
+    bit-exact and faster than the cluster on the same layer."""
+    import glob
+    _strided_onnx(project.file("couter.onnx"), [(64, 3, 2, (1, 1, 1, 1))], (128, 18, 18))
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  couter:\n    source: couter.onnx\n", 1))
+    both = _both(project, "couter", timeout=900)
+    ne, cl = both["gap9"][0], both["gap9c"][0]
+    assert ne["conv0"]["engine"] == "ne16", ne["conv0"].get("engine_why")
+    _check_faster(ne, cl)
+    src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
+    assert "const int new_ct = " in src and "in_b[2] = { in0, in1 }" in src, src[:600]
+
+
 def _layer_on(project, target, layer, on):
     old = "    targets:\n      host:\n        layers:\n          conv1: {l1_budget: 8KiB}\n"
     y = project.read("targets.yaml")
