@@ -198,6 +198,72 @@ def test_dense_kernel_rows_bit_exact_and_faster_than_the_cluster(project):
     assert "prep_dr_worker(void" in src and "#define JOBS 3 " in src and ".streamin = dy > 0" in src
 
 
+def test_short_rule_shifts_only_where_exact():
+    """ne16_layer.short_rule_shifts (the WEIGHTS node's nn_xp_rq_short_ok per channel, read by the
+    dense 1x1/S template as shift < 0): where it says k, ((s mult) >> 32 + 2^(k-1) + zp 2^k) >> k
+    equals the exact rule (s mult / 2^shift rounded half to even, + zp) for every sampled
+    s = bias + acc, |acc| <= span, the ends included; shifts outside 33..55 and biases too large
+    to prove keep their shift."""
+    import numpy as np
+    rng = np.random.default_rng(3)
+    span, zp = 64 << 15, -128
+    bias = rng.integers(-1 << 20, 1 << 20, 64).astype(np.int64)
+    mult = rng.integers(1 << 30, (1 << 31) - 1, 64).astype(np.int64)
+    shift = rng.integers(36, 45, 64).astype(np.int64)
+    bias[0], shift[1], shift[2], mult[3] = 1 << 30, 32, 56, 1 << 30      # unprovable or out of range
+    got = ne16_layer.short_rule_shifts(bias, mult, shift, zp, span)
+    assert list(got[:4]) == [shift[0], 32, 56, shift[3]]
+    assert (got[4:] < 0).all()
+    for c in np.flatnonzero(got < 0):
+        k, b, m, sh = -int(got[c]), int(bias[c]), int(mult[c]), int(shift[c])
+        assert k == sh - 32
+        for a in [b - span, b + span, b] + [b + int(d) for d in rng.integers(-span, span, 2000)]:
+            v = a * m
+            q, r = divmod(v, 1 << sh)             # floor
+            half = 1 << (sh - 1)
+            exact = q + (r > half or (r == half and q & 1)) + zp
+            short = (((v >> 32) + (1 << (k - 1)) + (zp << k)) >> k)
+            assert short == exact, (c, a)
+
+
+@needs_model
+def test_dense_downsample_tiles_bit_exact_and_faster_than_the_cluster(project):
+    """A 1x1/2 conv on dense tiles (ne16_geometry.dense): 64->128 at 44x44, tiles of 6 of its 22
+    output rows and a short last one x 64 channels, channel tiles inner, two input buffers: the
+    job's pointers moved between tiles of one shape and rebuilt for the short one, the even
+    requantization split, the WEIGHTS' build-time short-rule check; bit-exact and faster than
+    the cluster on the same layer."""
+    import glob
+    _strided_onnx(project.file("dsd.onnx"), [(128, 1, 2, (0, 0, 0, 0))], (64, 44, 44))
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  dsd:\n    source: dsd.onnx\n", 1))
+    both = _both(project, "dsd", timeout=900)
+    ne, cl = both["gap9"][0], both["gap9c"][0]
+    assert ne["conv0"]["engine"] == "ne16", ne["conv0"].get("engine_why")
+    _check_faster(ne, cl)
+    src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
+    assert "prep_dense_worker(void" in src and "feed_q.key" in src and "if (shift < 0)" in src
+
+
+@needs_model
+def test_channel_tiles_outer_bit_exact_and_faster_than_the_cluster(project):
+    """A 3x3/2 conv in rows mode with channel tiles outer and two input buffers (128->64 at 18x18:
+    3 row tiles x 2 channel tiles of 32): at the channel-tile change the next input is loaded
+    and prepared while NE16 finishes the tile before, the weights come once it is done, and the
+    tile before is requantized beside NE16 with its own bias/mult/shift (the new ones after);
+    bit-exact and faster than the cluster on the same layer."""
+    import glob
+    _strided_onnx(project.file("couter.onnx"), [(64, 3, 2, (1, 1, 1, 1))], (128, 18, 18))
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  couter:\n    source: couter.onnx\n", 1))
+    both = _both(project, "couter", timeout=900)
+    ne, cl = both["gap9"][0], both["gap9c"][0]
+    assert ne["conv0"]["engine"] == "ne16", ne["conv0"].get("engine_why")
+    _check_faster(ne, cl)
+    src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
+    assert "const int new_ct = " in src and "in_b[2] = { in0, in1 }" in src, src[:600]
+
+
 def _layer_on(project, target, layer, on):
     old = "    targets:\n      host:\n        layers:\n          conv1: {l1_budget: 8KiB}\n"
     y = project.read("targets.yaml")

@@ -203,6 +203,16 @@ static inline void nn_ne16_trigger(const nn_ne16_job_t *job)
     nn_ne16_write(NE16_TRIGGER, 0);
 }
 
+/* A job into the context just acquired whose registers hold a job that differed only in its
+ * pointers (the first six registers): a context keeps its registers between jobs (GVSoC's
+ * ne16_regfile.cpp), so the others need no writing. */
+static inline void nn_ne16_trigger_ptrs(const nn_ne16_job_t *job)
+{
+    for (int i = NE16_WEIGHTS_PTR; i <= NE16_SCALE_BIAS_PTR; i++) nn_ne16_write(NE16_REG_OFFS(i), job->reg[i]);
+    nn_ne16_barrier();
+    nn_ne16_write(NE16_TRIGGER, 0);
+}
+
 /* Commits job into a free context if there is one (acquire reads < 0, with no side effect,
  * while both are taken): 1 when committed, 0 when NE16 is full. Lets a core feed NE16 a queue
  * of jobs between pieces of other work. */

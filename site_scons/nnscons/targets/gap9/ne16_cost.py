@@ -118,6 +118,13 @@ DR_CMD_CYCLES = 160        # per DMA command of a dense kernel-row tile, core 0 
                            # the estimate without it, 34 commands per row tile)
 STACK_CYCLES = 4.0         # per stacked byte on one core (ne16_geometry.stacked: byte copies)
 LAYER_CYCLES = 5000        # rows mode: measured beyond the per-tile figures on one-tile layers
+# dense 1x1/S tiles (ne16_geometry.dense): the template moves their job's pointers, splits the
+# requantization evenly by outputs and takes the short rule's per-channel check from the WEIGHTS
+# (ne16_layer.short_rule_shifts); fitted on 64->128 56->28 one-layer runs on the GAP9 model over 7
+# tilings (191,126-205,667 cycles; the figures above said 1.40-1.60x of them)
+DENSE_TILE_CYCLES = 2000   # per tile, serial (the fork, the job, the output DMA and the channels' set-up)
+DENSE_RQ_FORK_CYCLES = 0   # per requantization beside that (the fit: none)
+DENSE_RQ_CYCLES = 12.2     # per output on the busiest core
 CLUSTER_SCALE = 1.2        # GAP9 model cycles / tiling.py's estimate: measured 1.1-1.5
 POINTWISE_SCALE = 1.8
 LOW_IC_SCALE = 2.4
@@ -181,7 +188,7 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
             prep = DENSE_PREP_FORK_CYCLES + PREP_CYCLES * in_bytes / cores
             erows, ecols = 3, dense_cols(rows * o["w"])
         engine = _engine("1x1", erows, ecols, chans, n_jobs * -(-k_job // 16) * 16, k_job, n_jobs)
-        serial = TILE_CYCLES
+        serial = DENSE_TILE_CYCLES if t.get("dense") else TILE_CYCLES
         if inner and co:        # the row tile's input is in L1 and prepared
             prep, in_bytes, dr_cmd = 0.0, 0, 0.0
             if n_jobs > 1 and not t.get("dense"):
@@ -201,6 +208,8 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
         total += serial + max(engine, req_prev + prep, w_next)
         req_prev = ROWS_RQ_FORK_CYCLES + (ROWS_RQ_CYCLES * rows * o["w"] * chans
                                           + ROWS_CH_CYCLES * max(chans, cores)) / cores
+        if t.get("dense"):
+            req_prev = DENSE_RQ_FORK_CYCLES + DENSE_RQ_CYCLES * -(-rows * o["w"] * chans // cores)
     return int(total + req_prev)
 
 

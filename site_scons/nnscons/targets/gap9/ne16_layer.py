@@ -266,12 +266,35 @@ def weight_bytes(w, m) -> bytes:
     return ne16_weights.pack(w.transpose(0, 2, 3, 1).reshape(o * kh, 1, 1, kw * ic), "1x1", "OHWI")
 
 
+def short_rule_shifts(bias, mult, shift, zp, span) -> np.ndarray:
+    """shift per channel, or -(shift - 32) where the short requantization rule is exact for every
+    bias + acc with |acc| <= span: nn_xp_rq_short_ok (nn_xpulp.h) decided at build time, in its
+    own 32/64-bit arithmetic, so the dense 1x1/S tiles' cores skip the check (two 64-bit
+    products, ~140 cycles per channel and core per tile)."""
+    out = np.asarray(shift, np.int64).copy()
+    for c, (b, mu, sh) in enumerate(zip(np.broadcast_to(bias, out.shape), np.broadcast_to(mult, out.shape), out)):
+        b, mu, sh = int(b), int(mu), int(sh)
+        m, ab = abs(mu) & 0xFFFFFFFF, abs(b) & 0xFFFFFFFF
+        amax = (ab + span) & 0xFFFFFFFF
+        if sh < 33 or sh > 55 or zp < -128 or zp > 128 or ab >= 1 << 30 or span >= 1 << 30:
+            continue
+        if ((amax * (m & -m)) >> 32) & 0xFFFFFFFF or ((amax * m) >> 32) & 0xFFFFFFFF >= 0x3f000000:
+            continue
+        out[c] = -(sh - 32)
+    return out.astype(np.int32)
+
+
 def pack(layer, graph, layout) -> bytes:
-    """The .bin of an NE16 layer (param_layout)."""
+    """The .bin of an NE16 layer (param_layout); a dense 1x1/S layer's shift section holds
+    short_rule_shifts (conv2d_ne16.c.j2's requant_worker reads shift < 0 as k = -shift)."""
     m = mode(layer, graph)
     arrays = dict(base.param_arrays(layer, graph))
     arrays["weight"] = np.frombuffer(weight_bytes(np.asarray(layer.weight), m), np.int8)
     arrays["bias"] = fold_bias(layer, graph).astype(np.int32)
+    i, o, kh, kw = _geometry(layer, graph)
+    if dense(m, kh, kw, o["s"], tuple(layer.attrs["pads"]), i["c"]) and kh * kw * i["c"] <= 32768:
+        arrays["shift"] = short_rule_shifts(arrays["bias"], arrays["mult"], arrays["shift"],
+                                            int(graph.tensor(layer.output).q.zero_point), kh * kw * i["c"] << 15)
     blob = bytearray(base.layout_bytes(layout))
     for section, dtype, count, offset in layout:
         raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1).tobytes()
