@@ -29,6 +29,7 @@ COPY = ("site_scons", "models", "templates", "kernels", "targets.yaml", "SConstr
 
 # phase: (file suffix, function name) whose cumulative time is the phase's
 PHASES = (
+    ("zoo model generated (written by a thread)", "nnscons/planning/zoo_cache.py", "materialize_async"),
     ("zoo model generated + written", "nnscons/planning/zoo_cache.py", "materialize"),
     ("zoo model generated + written (before materialize)", "nnscons/planning/zoo_cache.py", "write"),
     ("zoo model generated + written (before build/.zoo)", "models/zoo/__init__.py", "write"),

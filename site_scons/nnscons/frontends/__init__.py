@@ -168,7 +168,7 @@ def load_model(source: str, *, name: str, input_shape: tuple | None = None,
     source = os.fspath(source)
     if fmt not in FORMATS:
         raise ModelError(f"{source}: unknown model format {fmt!r}; use one of {FORMATS}")
-    if not os.path.exists(source):
+    if generated is None and not os.path.exists(source):    # generated: its file may be in writing
         raise ModelError(f"{source}: model file or directory not found")
     if fmt == "ares" or (fmt == "auto" and os.path.isdir(source)):
         from .ares import load_ares

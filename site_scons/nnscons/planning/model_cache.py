@@ -63,9 +63,16 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
         source = os.path.join(model_dir, zoo().model_file(model_cfg.zoo))
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
-        generated = zoo_cache.materialize(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)[1]
-    graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
-                                 fmt=fmt, calibration=model_cfg.calibration, generated=generated)
+        # the files are written by another thread while the model is imported from the proto
+        generated, stored = zoo_cache.materialize_async(model_cfg.zoo, model_cfg.seed,
+                                                        model_cfg.input_shape, source)
+    else:
+        stored = lambda: None      # noqa: E731
+    try:
+        graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
+                                     fmt=fmt, calibration=model_cfg.calibration, generated=generated)
+    finally:
+        stored()
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)
     if model_cfg.float_source:
         graph.float_source = _given_float_source(graph, model_cfg)
