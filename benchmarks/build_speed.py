@@ -11,11 +11,13 @@ Prints the median wall time of `runs` plain runs, then one run's phases under cP
 overhead, so they sum to more than a plain run) and one run's imports (python -X importtime:
 the heaviest top-level packages).  --against CHECKOUT: another checkout (e.g. a `git
 worktree` of main) copied the same way; each round runs both, one after the other, and the
-ratio of each round is printed (a shared machine's load moves both alike).
+ratio of each round is printed (a shared machine's load moves both alike), with the median
+CPU time (user + sys) of each checkout's runs, which a loaded machine moves less than wall.
 """
 import os
 import pstats
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -50,11 +52,18 @@ def _env():
     return dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
 
 
+CPU = []     # (checkout, user + sys seconds) of every plain run, in order
+
+
 def _cold(cwd, cmd):
     shutil.rmtree(os.path.join(cwd, "build"), ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=_env(), check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append((cwd, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
+    return wall
 
 
 def _phases(prof_path):
@@ -111,6 +120,11 @@ def main():
                 print(f"  {t:.3f} s / {b:.3f} s = {t / b:.2f}")
             print(f"  medians {statistics.median(times):.3f} s / {statistics.median(base):.3f} s; "
                   f"median ratio {statistics.median(t / b for b, t in pairs):.2f}")
+            mine = [c for d, c in CPU if d == cold]
+            theirs = [c for d, c in CPU if d == other]
+            print(f"  CPU time (user + sys) medians {statistics.median(mine):.3f} s / "
+                  f"{statistics.median(theirs):.3f} s; median ratio "
+                  f"{statistics.median(m / o for m, o in zip(mine, theirs)):.2f}")
         else:
             times = [_cold(cold, cmd) for _ in range(runs)]
         prof = os.path.join(cold, "..", os.path.basename(cold) + ".prof")
@@ -121,7 +135,9 @@ def main():
         imp = subprocess.run([sys.executable, "-X", "importtime"] + cmd, cwd=cold, env=_env(), check=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True).stderr
     print(f"cold planning + codegen {model}: median {statistics.median(times):.3f} s "
-          f"({', '.join(f'{t:.3f}' for t in times)})")
+          f"({', '.join(f'{t:.3f}' for t in times)}); CPU time (user + sys) median "
+          f"{statistics.median(c for d, c in CPU[:len(CPU) - 1] if d == cold):.3f} s; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"one run under cProfile: {total:.3f} s")
     for label, cum in phases:
         print(f"  {label:<40} {cum:6.3f} s")

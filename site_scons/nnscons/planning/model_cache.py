@@ -45,8 +45,9 @@ def cache_key(model_cfg, root: str) -> str:
                   model_cfg.float_source)
 
 
-def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
-    """Return the IR graph for model_cfg, importing it only when the cache is stale."""
+def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=None):
+    """Return the IR graph for model_cfg, importing it only when the cache is stale.
+    meanwhile: called while onnxruntime calibrates a float model (frontends.load_model)."""
     key = cache_key(model_cfg, root)
     try:
         with open(cache_path, "rb") as f:
@@ -70,7 +71,8 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
         stored = lambda: None      # noqa: E731
     try:
         graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
-                                     fmt=fmt, calibration=model_cfg.calibration, generated=generated)
+                                     fmt=fmt, calibration=model_cfg.calibration, generated=generated,
+                                     meanwhile=meanwhile)
     finally:
         stored()
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)
