@@ -129,3 +129,18 @@ def test_a_foreign_build_folder_keeps_its_entries_in_its_cache(generated):
     assert not os.path.exists("build")
     assert [f for f in os.listdir(os.path.join("out", "net", "cache")) if f.endswith(".onnx")]
     assert open(path, "rb").read() == _want()
+
+
+def test_generated_on_another_thread_while_the_caller_works(generated):
+    import threading
+    a = os.path.join("build", "host", "m", "model.onnx")
+    calls = []
+    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a,
+                                              meanwhile=lambda: calls.append(threading.current_thread()))
+    wait()
+    assert calls == [threading.main_thread()] and len(generated) == 1
+    assert proto.SerializeToString(deterministic=True) == open(a, "rb").read() == _want()
+    # nothing to generate: meanwhile is called all the same
+    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a, meanwhile=lambda: calls.append(1))
+    wait()
+    assert proto is None and calls[1:] == [1] and len(generated) == 1

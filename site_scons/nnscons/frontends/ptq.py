@@ -12,6 +12,7 @@ import onnx
 
 from .. import ops
 from ..errors import ModelError
+from ..overlap import beside
 from ..opkit.opgraph import OpGraph
 from ..passes.quantize import inherit_qparams, inherit_qparams_backward, minmax_qparams
 from .onnx_file import OnnxFile, cap_ir_version
@@ -273,30 +274,6 @@ def _run_batched(f: OnnxFile, opts, observed: list, samples: list, g: OpGraph):
     return runs
 
 
-def _beside(work, meanwhile):
-    """work()'s result, work run on another thread while this one calls meanwhile(); what
-    work raised is raised here (after meanwhile, which must not raise: a head start only)."""
-    import threading
-    result = []
-
-    def run():
-        try:
-            result.append((True, work()))
-        except BaseException as e:       # noqa: BLE001 - raised again on the caller's thread
-            result.append((False, e))
-    # not a daemon: an interrupted build lets onnxruntime finish its pass before it exits
-    thread = threading.Thread(target=run, name="nnscons-calibration")
-    thread.start()
-    try:
-        meanwhile()
-    finally:
-        thread.join()
-    ok, value = result[0]
-    if not ok:
-        raise value
-    return value
-
-
 def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None) -> None:
     """Fill g.qparams for the inputs and every op output from min/max over `samples`
     ({input name: array} each; only: just these tensors, keeping the model's other
@@ -330,7 +307,8 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None)
             runs = []
         return runs
     try:
-        runs = passes() if meanwhile is None or not observed else _beside(passes, meanwhile)
+        runs = (passes() if meanwhile is None or not observed
+                else beside(passes, meanwhile, "nnscons-calibration"))
     except Exception as e:
         raise ModelError(f"{f.path}: onnxruntime cannot run the float model for calibration "
                          f"({type(e).__name__}: {e})") from None

@@ -57,18 +57,20 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, KeyError):
         pass  # missing or from another version of the code: import again
 
-    from .. import frontends  # onnx/onnxruntime load only on a cache miss
     from . import zoo_cache
     source, fmt, generated = model_cfg.source, model_cfg.fmt or "auto", None
     if model_cfg.zoo:
         source = os.path.join(model_dir, zoo().model_file(model_cfg.zoo))
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
-        # the files are written by another thread while the model is imported from the proto
+        # the frontends imported while the generator runs on another thread, the files
+        # written by a third while the model is imported from the proto
         generated, stored = zoo_cache.materialize_async(model_cfg.zoo, model_cfg.seed,
-                                                        model_cfg.input_shape, source)
+                                                        model_cfg.input_shape, source,
+                                                        meanwhile=_import_frontends)
     else:
         stored = lambda: None      # noqa: E731
+    frontends = _import_frontends()
     try:
         graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
                                      fmt=fmt, calibration=model_cfg.calibration, generated=generated,
@@ -80,6 +82,11 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
         graph.float_source = _given_float_source(graph, model_cfg)
     write_if_changed(cache_path, pickle.dumps({"key": key, "graph": graph}, protocol=5))
     return graph
+
+
+def _import_frontends():
+    from .. import frontends  # onnx/onnxruntime load only on a cache miss
+    return frontends
 
 
 def _given_float_source(graph, model_cfg) -> dict:

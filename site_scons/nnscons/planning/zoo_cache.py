@@ -22,6 +22,7 @@ import tempfile
 import threading
 
 from ..fileio import file_digest, write_if_changed
+from ..overlap import beside
 from ..resources import zoo, zoo_dir
 from .keys import digest
 
@@ -131,12 +132,19 @@ def materialize(name: str, seed, input_shape, path: str):
     return _from_entry(entry, have, path), None
 
 
-def materialize_async(name: str, seed, input_shape, path: str):
+def materialize_async(name: str, seed, input_shape, path: str, meanwhile=None):
     """materialize() whose files are written by another thread: (the generated proto or
     None, wait).  The model is imported from the proto meanwhile (hashing and writing 47 MB
     release the GIL); wait() returns once the files are in place and raises what writing
-    them raised."""
-    proto, data, entry, have = _generate(name, seed, input_shape, path)
+    them raised.  meanwhile: called on this thread while the generator runs on another
+    (NumPy's random fills release the GIL), or at once when there is nothing to generate."""
+    if meanwhile is None:
+        proto, data, entry, have = _generate(name, seed, input_shape, path)
+    else:
+        import onnx  # noqa: F401 - the generator's imports, done here: no import on two threads
+        zoo().ZOO[name]
+        proto, data, entry, have = beside(lambda: _generate(name, seed, input_shape, path),
+                                          meanwhile, "nnscons-zoo-generate")
     if data is None or proto is None:       # no proto (a .tflite model's bytes): read from path
         if data is None:
             _from_entry(entry, have, path)
