@@ -8,7 +8,9 @@ calibrated, planned, every layer's source rendered; no compiler runs).
 
 Prints the median wall time of `runs` plain runs, then one run's phases under cProfile
 (cumulative seconds of the functions that do each phase; the profiler adds its own
-overhead, so they sum to more than a plain run) and one run's imports (python -X importtime:
+overhead, so they sum to more than a plain run; a phase that runs work on another thread
+counts what the main thread did beside it: the frontends' import beside the zoo generator,
+the target kind's import and templates beside onnxruntime) and one run's imports (python -X importtime:
 the heaviest top-level packages).  --against CHECKOUT: another checkout (e.g. a `git
 worktree` of main) copied the same way; each round runs both, one after the other, and the
 ratio of each round is printed (a shared machine's load moves both alike), with the median
@@ -31,12 +33,12 @@ COPY = ("site_scons", "models", "templates", "kernels", "targets.yaml", "SConstr
 
 # phase: (file suffix, function name) whose cumulative time is the phase's
 PHASES = (
-    ("zoo model generated (written by a thread)", "nnscons/planning/zoo_cache.py", "materialize_async"),
+    ("zoo model generated (+ frontends imported beside it)", "nnscons/planning/zoo_cache.py", "materialize_async"),
     ("zoo model generated + written", "nnscons/planning/zoo_cache.py", "materialize"),
     ("zoo model generated + written (before materialize)", "nnscons/planning/zoo_cache.py", "write"),
     ("zoo model generated + written (before build/.zoo)", "models/zoo/__init__.py", "write"),
     ("model import (read, walk, passes)", "nnscons/frontends/__init__.py", "load_model"),
-    ("  of which calibration (onnxruntime)", "nnscons/frontends/ptq.py", "calibrate"),
+    ("  of which calibration (+ kind, templates beside it)", "nnscons/frontends/ptq.py", "calibrate"),
     ("  of which onnx shape inference", "nnscons/frontends/onnx_graph.py", "_static_shapes"),
     ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
     ("session: import + target plan + keys", "nnscons/builders/graph/session.py", "__init__"),
