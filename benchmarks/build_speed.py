@@ -10,8 +10,8 @@ Prints the median wall time of `runs` plain runs, then one run's phases under cP
 (cumulative seconds of the functions that do each phase; the profiler adds its own
 overhead, so they sum to more than a plain run; a phase that runs work on another thread
 counts what the main thread did beside it: the frontends' import beside the zoo generator,
-the target kind's import and templates beside onnxruntime) and one run's imports (python -X importtime:
-the heaviest top-level packages).  --against CHECKOUT: another checkout (e.g. a `git
+the target kind's import and templates beside onnxruntime) and one run's imports (python
+-X importtime: the heaviest top-level packages).  --against CHECKOUT: another checkout (e.g. a `git
 worktree` of main) copied the same way; each round runs both, one after the other, and the
 ratio of each round is printed (a shared machine's load moves both alike), with the median
 CPU time (user + sys) of each checkout's runs, which a loaded machine moves less than wall.
