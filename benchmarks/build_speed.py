@@ -8,14 +8,18 @@ calibrated, planned, every layer's source rendered; no compiler runs).
 
 Prints the median wall time of `runs` plain runs, then one run's phases under cProfile
 (cumulative seconds of the functions that do each phase; the profiler adds its own
-overhead, so they sum to more than a plain run) and one run's imports (python -X importtime:
-the heaviest top-level packages).  --against CHECKOUT: another checkout (e.g. a `git
+overhead, so they sum to more than a plain run; a phase that runs work on another thread
+counts what the main thread did beside it: the frontends' import beside the zoo generator,
+the target kind's import and templates beside onnxruntime) and one run's imports (python
+-X importtime: the heaviest top-level packages).  --against CHECKOUT: another checkout (e.g. a `git
 worktree` of main) copied the same way; each round runs both, one after the other, and the
-ratio of each round is printed (a shared machine's load moves both alike).
+ratio of each round is printed (a shared machine's load moves both alike), with the median
+CPU time (user + sys) of each checkout's runs, which a loaded machine moves less than wall.
 """
 import os
 import pstats
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -29,11 +33,12 @@ COPY = ("site_scons", "models", "templates", "kernels", "targets.yaml", "SConstr
 
 # phase: (file suffix, function name) whose cumulative time is the phase's
 PHASES = (
+    ("zoo model generated (+ frontends imported beside it)", "nnscons/planning/zoo_cache.py", "materialize_async"),
     ("zoo model generated + written", "nnscons/planning/zoo_cache.py", "materialize"),
     ("zoo model generated + written (before materialize)", "nnscons/planning/zoo_cache.py", "write"),
     ("zoo model generated + written (before build/.zoo)", "models/zoo/__init__.py", "write"),
     ("model import (read, walk, passes)", "nnscons/frontends/__init__.py", "load_model"),
-    ("  of which calibration (onnxruntime)", "nnscons/frontends/ptq.py", "calibrate"),
+    ("  of which calibration (+ kind, templates beside it)", "nnscons/frontends/ptq.py", "calibrate"),
     ("  of which onnx shape inference", "nnscons/frontends/onnx_graph.py", "_static_shapes"),
     ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
     ("session: import + target plan + keys", "nnscons/builders/graph/session.py", "__init__"),
@@ -49,11 +54,18 @@ def _env():
     return dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
 
 
+CPU = []     # (checkout, user + sys seconds) of every plain run, in order
+
+
 def _cold(cwd, cmd):
     shutil.rmtree(os.path.join(cwd, "build"), ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=_env(), check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append((cwd, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
+    return wall
 
 
 def _phases(prof_path):
@@ -110,6 +122,11 @@ def main():
                 print(f"  {t:.3f} s / {b:.3f} s = {t / b:.2f}")
             print(f"  medians {statistics.median(times):.3f} s / {statistics.median(base):.3f} s; "
                   f"median ratio {statistics.median(t / b for b, t in pairs):.2f}")
+            mine = [c for d, c in CPU if d == cold]
+            theirs = [c for d, c in CPU if d == other]
+            print(f"  CPU time (user + sys) medians {statistics.median(mine):.3f} s / "
+                  f"{statistics.median(theirs):.3f} s; median ratio "
+                  f"{statistics.median(m / o for m, o in zip(mine, theirs)):.2f}")
         else:
             times = [_cold(cold, cmd) for _ in range(runs)]
         prof = os.path.join(cold, "..", os.path.basename(cold) + ".prof")
@@ -120,7 +137,9 @@ def main():
         imp = subprocess.run([sys.executable, "-X", "importtime"] + cmd, cwd=cold, env=_env(), check=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True).stderr
     print(f"cold planning + codegen {model}: median {statistics.median(times):.3f} s "
-          f"({', '.join(f'{t:.3f}' for t in times)})")
+          f"({', '.join(f'{t:.3f}' for t in times)}); CPU time (user + sys) median "
+          f"{statistics.median(c for d, c in CPU[:len(CPU) - 1] if d == cold):.3f} s; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"one run under cProfile: {total:.3f} s")
     for label, cum in phases:
         print(f"  {label:<40} {cum:6.3f} s")

@@ -115,3 +115,34 @@ def test_weights_handed_over_as_arrays_give_the_same_values(tmp_path):
     assert arrays._nnscons_weights is not None          # the weights did go as arrays
     for a, b in zip(plain.run(outs, x), arrays.run(outs, x)):
         assert a.shape == b.shape and (a == b).all()
+
+
+def test_calibration_beside_the_callers_work_gives_the_same_model(tmp_path):
+    """load_model(meanwhile=...): onnxruntime calibrates on another thread (one intra-op
+    thread) while the caller's function runs on its own; the quantized model is the same."""
+    import threading
+    path = tmp_path / "f.onnx"
+    cnn(path, bn=True)
+    calls = []
+    alone = load_model(path, name="n", calibration={"count": 3, "seed": 1})
+    beside = load_model(path, name="n", calibration={"count": 3, "seed": 1},
+                        meanwhile=lambda: calls.append(threading.current_thread()))
+    assert calls == [threading.main_thread()]
+    assert {k: v.q for k, v in alone.tensors.items()} == {k: v.q for k, v in beside.tensors.items()}
+    assert all((a.weight == b.weight).all() and (a.bias == b.bias).all()
+               for a, b in zip(alone.layers, beside.layers) if a.weight is not None)
+
+
+def test_a_calibration_failure_on_the_other_thread_is_the_same_clear_error(tmp_path, monkeypatch):
+    import pytest
+    from nnscons.errors import ModelError
+    path = tmp_path / "f.onnx"
+    cnn(path)
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("no kernel for this node")
+    monkeypatch.setattr(ptq, "_observer_session", refused)
+    for meanwhile in (None, lambda: None):
+        with pytest.raises(ModelError, match=r"f\.onnx: onnxruntime cannot run the float model for "
+                                             r"calibration \(RuntimeError: no kernel for this node\)"):
+            load_model(path, name="n", meanwhile=meanwhile)

@@ -118,3 +118,18 @@ def test_mobilenetv1_width_and_resolution():
     assert list(fc.dims) == [1000, 768]                             # 1024 * 0.75
     assert zoo.build("mobilenetv1_075", 0).SerializeToString(deterministic=True) == \
         zoo.build("mobilenetv1_075", 0).SerializeToString(deterministic=True)
+
+
+def test_generators_are_imported_when_their_model_is_used():
+    """The manifest reads the zoo's names on every call: that imports no generator module
+    (models/zoo/__init__.py's lazy ZOO); the entries are the generators all the same."""
+    code = ("import sys; sys.path.insert(0, 'site_scons'); sys.path.insert(0, '.')\n"
+            "from models import zoo\n"
+            "names = list(zoo.ZOO); assert 'resnet18' in zoo.ZOO and 'vgg' not in zoo.ZOO\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('models.zoo.'))\n"
+            "assert loaded == [], loaded\n"
+            "assert zoo.ZOO['resnet18'] is sys.modules['models.zoo.resnet18']\n"
+            "from models.zoo import mobilenetv1\n"
+            "assert tuple(mobilenetv1.VARIANTS) == zoo.MOBILENETV1\n"
+            "assert all(zoo.ZOO[n] is mobilenetv1.VARIANTS[n] for n in zoo.MOBILENETV1)\n")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

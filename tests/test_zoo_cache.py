@@ -1,6 +1,6 @@
 """Zoo models generated once per content (planning/zoo_cache.py): build/.zoo holds the bytes
-and their digest; every build folder's model file is a copy; a damaged entry or a damaged
-copy is never trusted."""
+and their digest; every build folder's model file is a hard link to it (a copy where no link
+can be made); a damaged entry or a damaged copy is never trusted."""
 from __future__ import annotations
 
 import os
@@ -65,14 +65,62 @@ def test_a_damaged_entry_is_generated_again(generated):
     assert open(b, "rb").read() == open(_entry(), "rb").read() == _want()
 
 
-def test_a_damaged_copy_is_replaced_from_the_cache(generated):
+def test_a_replaced_copy_is_restored_from_the_cache(generated):
     a = os.path.join("build", "host", "m", "model.onnx")
     zoo_cache.write("simplecnn", 0, SHAPE, a)
+    os.unlink(a)
+    with open(a, "wb") as f:
+        f.write(b"not the model")
+    assert zoo_cache.write("simplecnn", 0, SHAPE, a)
+    assert len(generated) == 1 and open(a, "rb").read() == _want()
+
+
+def test_a_copy_edited_in_place_is_generated_again(generated):
+    # the copy is a hard link to the entry: editing it edits the entry, whose digest then
+    # no longer matches, so neither is trusted
+    a = os.path.join("build", "host", "m", "model.onnx")
+    zoo_cache.write("simplecnn", 0, SHAPE, a)
+    assert os.path.samefile(a, _entry())
     with open(a, "r+b") as f:
         f.seek(200)
         f.write(b"\0\0\0\0")
     assert zoo_cache.write("simplecnn", 0, SHAPE, a)
-    assert len(generated) == 1 and open(a, "rb").read() == _want()
+    assert len(generated) == 2 and open(a, "rb").read() == open(_entry(), "rb").read() == _want()
+
+
+def test_copied_where_no_link_can_be_made(generated, monkeypatch):
+    def cross_device(src, dst):
+        raise OSError(18, "Invalid cross-device link")
+    monkeypatch.setattr(os, "link", cross_device)
+    a, b = os.path.join("build", "host", "m", "model.onnx"), os.path.join("build", "gap9", "m", "model.onnx")
+    zoo_cache.write("simplecnn", 0, SHAPE, a)
+    assert zoo_cache.write("simplecnn", 0, SHAPE, b)
+    assert not os.path.samefile(a, _entry()) and not os.path.samefile(b, _entry())
+    assert open(a, "rb").read() == open(b, "rb").read() == _want()
+    assert not [f for d in ("host", "gap9") for f in os.listdir(os.path.join("build", d, "m"))
+                if f.startswith(".tmp-")]
+
+
+def test_written_by_another_thread_while_imported(generated):
+    a = os.path.join("build", "host", "m", "model.onnx")
+    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a)
+    assert proto.SerializeToString(deterministic=True) == _want()
+    wait()
+    assert open(a, "rb").read() == _want() and os.path.samefile(a, _entry())
+    # an intact entry: linked at once, nothing generated, nothing to wait for
+    b = os.path.join("build", "gap9", "m", "model.onnx")
+    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, b)
+    wait()
+    assert proto is None and len(generated) == 1 and open(b, "rb").read() == _want()
+
+
+def test_a_failed_write_is_raised_by_wait(generated, monkeypatch):
+    def full(path, data, executable=False):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(zoo_cache, "write_if_changed", full)
+    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, os.path.join("build", "host", "m", "model.onnx"))
+    with pytest.raises(OSError, match="No space left"):
+        wait()
 
 
 def test_a_foreign_build_folder_keeps_its_entries_in_its_cache(generated):
@@ -81,3 +129,18 @@ def test_a_foreign_build_folder_keeps_its_entries_in_its_cache(generated):
     assert not os.path.exists("build")
     assert [f for f in os.listdir(os.path.join("out", "net", "cache")) if f.endswith(".onnx")]
     assert open(path, "rb").read() == _want()
+
+
+def test_generated_on_another_thread_while_the_caller_works(generated):
+    import threading
+    a = os.path.join("build", "host", "m", "model.onnx")
+    calls = []
+    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a,
+                                              meanwhile=lambda: calls.append(threading.current_thread()))
+    wait()
+    assert calls == [threading.main_thread()] and len(generated) == 1
+    assert proto.SerializeToString(deterministic=True) == open(a, "rb").read() == _want()
+    # nothing to generate: meanwhile is called all the same
+    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a, meanwhile=lambda: calls.append(1))
+    wait()
+    assert proto is None and calls[1:] == [1] and len(generated) == 1

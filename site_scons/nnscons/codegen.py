@@ -48,6 +48,17 @@ def render(templates_dir: str, template: str, **context) -> str:
     return re.sub(r"\n{3,}", "\n\n", text)
 
 
+def precompile(templates_dir: str) -> None:
+    """Compile every template of templates_dir now, for render() to find them compiled
+    (the kind's templates, while onnxruntime calibrates: builders/graph/session.py)."""
+    templates_dir = os.path.abspath(templates_dir)        # the key render() is called with
+    env = _environment(templates_dir)
+    env.filters.update(_FILTERS)
+    for name in sorted(os.listdir(templates_dir)):
+        if name.endswith(".j2"):
+            env.get_template(name)
+
+
 _INCLUDE = re.compile(r"{%-?\s*(?:import|include|extends|from)\s+[\"']([^\"']+)[\"']")
 
 

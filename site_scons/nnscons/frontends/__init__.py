@@ -44,7 +44,7 @@ def _finite_initializers(proto, source) -> None:
                              f"weights are finite")
 
 
-def _load_onnx(source, name, input_shape, fmt, calibration, generated=None) -> Graph:
+def _load_onnx(source, name, input_shape, fmt, calibration, generated=None, meanwhile=None) -> Graph:
     from .ptq import calibrate, calibration_feeds
 
     f = read_onnx(source, input_shape, generated)
@@ -70,7 +70,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration, generated=None) -> G
     notes = []
     if fmt == "float":
         _finite_initializers(f.proto, source)
-        calibrate(f, g, calibration_feeds(f, calibration))
+        calibrate(f, g, calibration_feeds(f, calibration), meanwhile=meanwhile)
         float_source = {"path": os.path.abspath(source), "input_shape": list(f.input_shape),
                         "input_shapes": {n: list(s) for n, s in zip(f.inputs, f.input_shapes)},
                         "calibration": _calibration_text(calibration)}
@@ -161,14 +161,17 @@ def _calibration_text(calibration) -> str:
 
 
 def load_model(source: str, *, name: str, input_shape: tuple | None = None,
-               fmt: str = "auto", calibration: dict | None = None, generated=None) -> Graph:
+               fmt: str = "auto", calibration: dict | None = None, generated=None,
+               meanwhile=None) -> Graph:
     """Import a model into the quantized IR; every user error raises ModelError.
     generated: the onnx.ModelProto the .onnx file `source` holds, as the zoo generated it
-    in this process (read_onnx)."""
+    in this process (read_onnx).  meanwhile: a callable run on this thread while
+    onnxruntime calibrates a float model on others (the caller's head start on what it
+    needs next; not called for other models)."""
     source = os.fspath(source)
     if fmt not in FORMATS:
         raise ModelError(f"{source}: unknown model format {fmt!r}; use one of {FORMATS}")
-    if not os.path.exists(source):
+    if generated is None and not os.path.exists(source):    # generated: its file may be in writing
         raise ModelError(f"{source}: model file or directory not found")
     if fmt == "ares" or (fmt == "auto" and os.path.isdir(source)):
         from .ares import load_ares
@@ -194,7 +197,7 @@ def load_model(source: str, *, name: str, input_shape: tuple | None = None,
         raise ModelError(f"{source}: cannot tell the model format; expected a .onnx file, a "
                          f".tflite file or an ARES export directory (declare the model in "
                          f"targets.yaml with 'format: onnx', 'format: tflite' or 'format: ares')")
-    return _load_onnx(source, name, input_shape, fmt, calibration, generated)
+    return _load_onnx(source, name, input_shape, fmt, calibration, generated, meanwhile)
 
 
 __all__ = ["load_model", "FORMATS"]

@@ -12,6 +12,7 @@ import onnx
 
 from .. import ops
 from ..errors import ModelError
+from ..overlap import beside
 from ..opkit.opgraph import OpGraph
 from ..passes.quantize import inherit_qparams, inherit_qparams_backward, minmax_qparams
 from .onnx_file import OnnxFile, cap_ir_version
@@ -21,6 +22,9 @@ DEFAULT_SEED = 0
 # the same on every machine: onnxruntime splits a conv's outputs between threads, never its
 # sums, so the ranges equal one thread's (tests/test_frontend_onnx.py checks it)
 THREADS = 2
+# beside the caller's own work (calibrate's meanwhile): one thread, so that the two share a
+# 2-core machine without onnxruntime's spinning workers waiting on the caller's core
+BESIDE_THREADS = 1
 
 
 def _arrays(path: str, files):
@@ -270,11 +274,12 @@ def _run_batched(f: OnnxFile, opts, observed: list, samples: list, g: OpGraph):
     return runs
 
 
-def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
+def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None) -> None:
     """Fill g.qparams for the inputs and every op output from min/max over `samples`
     ({input name: array} each; only: just these tensors, keeping the model's other
-    parameters)."""
-    import onnxruntime as ort
+    parameters).  meanwhile: called on this thread while onnxruntime's session and passes
+    run on another (onnxruntime releases the GIL in both)."""
+    import onnxruntime as ort   # here, not in the other thread: no import runs on two threads
 
     # tensors a converter made up (a Concat along W joins transposed inputs) are not the
     # model's: they take their parameters from their neighbours (inherit_qparams*, below),
@@ -286,11 +291,13 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
         observed = [t for t in only]
     observed = [t for t in observed if t in known]
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = THREADS
+    opts.intra_op_num_threads = THREADS if meanwhile is None else BESIDE_THREADS
     opts.log_severity_level = 3
-    try:
+    batchable = observed and len(samples) > 1 and _batchable(f, g, observed)
+
+    def passes():
         runs = None
-        if observed and len(samples) > 1 and _batchable(f, g, observed):
+        if batchable:
             # one pass per BATCH samples: onnxruntime's per-run and per-layer overheads once
             runs = _run_batched(f, opts, observed, samples, g)
         if observed and runs is None:
@@ -298,6 +305,10 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None) -> None:
             runs = [sess.run(observed, feed) for feed in samples]
         elif not observed:  # only range-preserving ops: the input's range is every range
             runs = []
+        return runs
+    try:
+        runs = (passes() if meanwhile is None or not observed
+                else beside(passes, meanwhile, "nnscons-calibration"))
     except Exception as e:
         raise ModelError(f"{f.path}: onnxruntime cannot run the float model for calibration "
                          f"({type(e).__name__}: {e})") from None

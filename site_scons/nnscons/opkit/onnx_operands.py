@@ -24,9 +24,15 @@ def narrowest(q: np.ndarray) -> np.ndarray:
 
 
 def weight(w, name, node, tensor, out_axis, ndim):
-    """(real weight with output channels first, exact (int8, scale[O]) or None). A 1-D
+    """(real weight with output channels first (float32 or float64), exact (int8, scale[O])
+    or None). A 1-D
     conv weight (O, I, k) where ndim is 4 reads as (O, I, 1, k)."""
-    real = np.asarray(w.const(tensor, name, node, "weight"), dtype=np.float64)
+    real = np.asarray(w.const(tensor, name, node, "weight"))
+    if real.dtype != np.float32:
+        real = real.astype(np.float64)
+    # float32 stays float32 (resnet18: no 94 MB float64 copy): every use of a real weight
+    # meets float64 arrays (the BN factors, the per-channel scales), whose promotion converts
+    # each value exactly, so the results are those of a float64 copy
     if ndim == 4 and real.ndim == 3:
         out, exact = weight(w, name, node, tensor, out_axis, 3)
         return out[:, :, None, :], None if exact is None else (exact[0][:, :, None, :], exact[1])

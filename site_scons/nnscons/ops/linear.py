@@ -52,7 +52,7 @@ def gemm(w, name, node, ins, out):
     weight, wq = X.weight(w, name, node, ins[1], 0 if a.get("transB", 0) else 1, 2)
     alpha = float(a.get("alpha", 1.0))
     if alpha != 1.0:
-        weight, wq = weight * alpha, None
+        weight, wq = weight.astype(np.float64) * alpha, None      # a float64 product
     bias, bq = X.bias(w, name, node, ins[2] if len(ins) > 2 else "", weight.shape[0],
                       float(a.get("beta", 1.0)))
     return Op(name, "linear", [X.activation(w, name, node, ins[0])], out, node.op_type,

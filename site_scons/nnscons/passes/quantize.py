@@ -28,10 +28,12 @@ def minmax_qparams(lo: float, hi: float) -> QParams:
 
 def symmetric_per_channel(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(int8 weights, float64 scale[O]): scale = max|w_o| / 127, all-zero channels get 1.0."""
-    amax = np.abs(w.reshape(w.shape[0], -1)).max(axis=1)
+    amax = np.abs(w.reshape(w.shape[0], -1)).max(axis=1).astype(np.float64)
     scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32).astype(np.float64)
-    q = np.round(w / scale.reshape((-1,) + (1,) * (w.ndim - 1)))
-    return np.clip(q, -127, 127).astype(np.int8), scale
+    # w may be float32: dividing by the float64 scales converts each value exactly first
+    q = w / scale.reshape((-1,) + (1,) * (w.ndim - 1))
+    np.round(q, out=q)
+    return np.clip(q, -127, 127, out=q).astype(np.int8), scale
 
 
 def bias_int32(g: OpGraph, op, s_in: float, s_w: np.ndarray) -> np.ndarray:

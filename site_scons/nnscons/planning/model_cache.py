@@ -45,8 +45,9 @@ def cache_key(model_cfg, root: str) -> str:
                   model_cfg.float_source)
 
 
-def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
-    """Return the IR graph for model_cfg, importing it only when the cache is stale."""
+def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=None):
+    """Return the IR graph for model_cfg, importing it only when the cache is stale.
+    meanwhile: called while onnxruntime calibrates a float model (frontends.load_model)."""
     key = cache_key(model_cfg, root)
     try:
         with open(cache_path, "rb") as f:
@@ -56,21 +57,36 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str):
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, KeyError):
         pass  # missing or from another version of the code: import again
 
-    from .. import frontends  # onnx/onnxruntime load only on a cache miss
     from . import zoo_cache
     source, fmt, generated = model_cfg.source, model_cfg.fmt or "auto", None
     if model_cfg.zoo:
         source = os.path.join(model_dir, zoo().model_file(model_cfg.zoo))
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
-        generated = zoo_cache.materialize(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape, source)[1]
-    graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
-                                 fmt=fmt, calibration=model_cfg.calibration, generated=generated)
+        # the frontends imported while the generator runs on another thread, the files
+        # written by a third while the model is imported from the proto
+        generated, stored = zoo_cache.materialize_async(model_cfg.zoo, model_cfg.seed,
+                                                        model_cfg.input_shape, source,
+                                                        meanwhile=_import_frontends)
+    else:
+        stored = lambda: None      # noqa: E731
+    frontends = _import_frontends()
+    try:
+        graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
+                                     fmt=fmt, calibration=model_cfg.calibration, generated=generated,
+                                     meanwhile=meanwhile)
+    finally:
+        stored()
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)
     if model_cfg.float_source:
         graph.float_source = _given_float_source(graph, model_cfg)
     write_if_changed(cache_path, pickle.dumps({"key": key, "graph": graph}, protocol=5))
     return graph
+
+
+def _import_frontends():
+    from .. import frontends  # onnx/onnxruntime load only on a cache miss
+    return frontends
 
 
 def _given_float_source(graph, model_cfg) -> dict:

@@ -16,7 +16,7 @@ from ... import names
 from ...errors import UserError
 from ...planning import keys
 from ...planning.model_cache import load_graph
-from ...targets import kind_module, schemas
+from ...targets import kind_module, schema, schemas
 
 
 def path_component(name: str) -> str:
@@ -26,6 +26,21 @@ def path_component(name: str) -> str:
     return names.c_names([name])[name]
 
 
+def warm_up(kind: str) -> None:
+    """What the planning needs after a float model's import, done while onnxruntime
+    calibrates it on other threads (it releases the GIL): the target kind's package imported
+    (its modules compiled, cold) and its templates compiled by Jinja.  Only a head start:
+    whatever fails here fails again, and is reported, where it is needed."""
+    try:
+        module = kind_module(kind)
+        templates = getattr(module, "TEMPLATES", None)
+        if templates:
+            from ... import codegen
+            codegen.precompile(templates)
+    except Exception:         # noqa: BLE001 - reported by the planning's own import or render
+        pass
+
+
 class Session:
     def __init__(self, root: str, manifest, target_cfg, model_cfg, input_path: str | None,
                  platform: str | None = None, build_dir: str | None = None):
@@ -33,17 +48,20 @@ class Session:
         self.manifest = manifest
         self.target_cfg = target_cfg
         self.model_cfg = model_cfg
-        self.kind = kind_module(target_cfg.kind)
-        self.options = self.kind.options(target_cfg)
-        self._set_platform(platform)
+        self._check_platform(platform)
         self.build_dir = build_dir or os.path.join("build", path_component(target_cfg.name),
                                                    path_component(model_cfg.folder or model_cfg.name))
         os.makedirs(self.build_dir, exist_ok=True)
+        # the kind is imported while onnxruntime calibrates a float model (warm_up)
+        self.graph = load_graph(model_cfg, root, self.build_dir,
+                                os.path.join(self.build_dir, "cache", "model.pkl"),
+                                meanwhile=lambda: warm_up(target_cfg.kind))
+        self.kind = kind_module(target_cfg.kind)
+        self.options = self.kind.options(target_cfg)
+        self._set_platform(platform)
         # where the build goes, for files that name paths relative to themselves (a library's
         # .mk/.cmake): relative, so that no signature depends on the checkout's absolute path
         self.options["build"] = {"dir": self.build_dir}
-        self.graph = load_graph(model_cfg, root, self.build_dir,
-                                os.path.join(self.build_dir, "cache", "model.pkl"))
         self.cnames = names.c_names([layer.name for layer in self.graph.layers])
         overrides = model_cfg.layer_overrides.get(target_cfg.name, {})
         self._check_override_names(overrides)
@@ -67,16 +85,19 @@ class Session:
         self.verdict_printed = False      # set by the CHECK action
         self.step_times = []              # (verb, monotonic time) of each step this build ran
 
+    def _check_platform(self, platform: str | None) -> None:
+        """platform= must be one of the kind's (checked before the model's import)."""
+        choices = schema(self.target_cfg.kind)["run"]["platform"]
+        if platform is not None and platform not in choices:
+            owners = [k for k, s in schemas().items() if platform in s.get("run", {}).get("platform", ())]
+            raise UserError(f"platform={platform}: target '{self.target_cfg.name}' (kind "
+                            f"{self.target_cfg.kind}) runs on: {', '.join(choices)}" +
+                            (f"; {platform} is kind {' or '.join(owners)}'s platform: choose a target "
+                             f"of that kind" if owners else ""))
+
     def _set_platform(self, platform: str | None) -> None:
         """platform= from the command line over run.platform; the kind may resolve 'auto'."""
-        choices = self.kind.SCHEMA["run"]["platform"]
         if platform is not None:
-            if platform not in choices:
-                owners = [k for k, s in schemas().items() if platform in s.get("run", {}).get("platform", ())]
-                raise UserError(f"platform={platform}: target '{self.target_cfg.name}' (kind "
-                                f"{self.target_cfg.kind}) runs on: {', '.join(choices)}" +
-                                (f"; {platform} is kind {' or '.join(owners)}'s platform: choose a target "
-                                 f"of that kind" if owners else ""))
             self.options["run"]["platform"] = platform
         resolve = getattr(self.kind, "resolve_platform", None)
         if resolve is not None:

@@ -22,6 +22,7 @@ from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run s
 from .tool import check_tools  # noqa: F401  (the kind's hook: its compiler is here)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
 from .ops import DEPTHWISE_CONV, OPS, depthwise, layer_spec
+from .schema import SCHEMA  # noqa: F401  (the kind's manifest keys)
 
 ADDRESSABLE = 1 << 47
 # how long a waiting worker thread (and the caller waiting for the workers) polls before it
@@ -29,20 +30,6 @@ ADDRESSABLE = 1 << 47
 SPIN_US = 200
 ISA_CODES = {"auto": 0, "portable": 1, "avx2": 2, "avx2u8": 2, "avx512vnni": 3, "avx512vnni512": 3, "avxvnni": 2}
 TEMPLATES = data_path("templates", "host")
-
-SCHEMA = {
-    "toolchain": {"cc": "str", "cflags": "list[str]", "ldflags": "list[str]"},
-    "memory": {"l1": "size", "l2": "size"},
-    "tiling": {"l1_budget": "size"},
-    "kernel": {"isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni", "avx512vnni512", "avxvnni"], "threads": "count", "mr": "count", "nr": "count",
-               "k_unroll": "count", "order": ["panel", "block"], "tuning": "path",
-               "min_macs_per_thread": "count", "spin_us": "int", "choose": ["cpuid", "measure"],
-               "winograd": "bool"},
-    "run": {"platform": ["native"], "timeout": "count", "iterations": "count"},
-    "layer": {"l1_budget": "size", "isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni", "avx512vnni512", "avxvnni"], "threads": "count", "mr": "count",
-              "nr": "count", "k_unroll": "count", "order": ["panel", "block"], "min_macs_per_thread": "count",
-              "winograd": "bool"},
-}
 
 DEFAULTS = {
     "toolchain": {"cc": "gcc", "cflags": ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror"],
