@@ -120,3 +120,9 @@ def test_resnet8_host_and_2t_with_winograd_layers(project):
         assert wino == ["stack1.conv2", "stack2.conv2"], (t, wino)
         assert rep["stack1.conv2"]["gemm"]["threads"] == threads
         assert rep["stack0.conv1"]["gemm"]["winograd"] == "cost rule: direct"
+    # bench.json names the algorithm each Winograd layer ran (its GMAC/s count the direct MACs)
+    project.scons("target=host", "model=ic_resnet8", "bench", "iterations=2")
+    bench = {l["name"]: l for l in json.loads(project.read("build/host/ic_resnet8/bench.json"))["layers"]}
+    assert bench["stack1.conv2"]["variant"].startswith("wino-")
+    assert bench["stack1.conv2"]["algorithm"] == "winograd F(4,3)"
+    assert not bench["stack0.conv1"]["variant"].startswith("wino-") and "algorithm" not in bench["stack0.conv1"]
