@@ -57,11 +57,15 @@ def block(isa: str, nt: int) -> int:
     return -(-nt // n)
 
 
-def band_rows(g: dict, budget: int) -> int:
-    """Tile rows per band: the band's V (36 x tiles x ICP int16) within the layer's l1_budget,
-    at least one row."""
+def row_bytes(g: dict) -> int:
+    """Bytes of one tile row's V (36 x tiles x ICP int16): the least a band takes."""
     d = dims(g)
-    return max(1, min(d["th"], budget // (36 * d["tw"] * d["icp"] * 2)))
+    return 36 * d["tw"] * d["icp"] * 2
+
+
+def band_rows(g: dict, budget: int) -> int:
+    """Tile rows per band: the band's V within the layer's l1_budget, at least one row."""
+    return max(1, min(dims(g)["th"], budget // row_bytes(g)))
 
 
 def scratch(spec: dict) -> dict:

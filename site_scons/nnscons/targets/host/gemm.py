@@ -412,6 +412,10 @@ def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, 
         return None, "|acc + bias| < 2**31 not proven (portable direct kernel)"
     if not winomath.bound_ok(wm):
         return None, "128 * max sum|w| >= 2**25: y not recoverable from 576*y mod 2**32"
+    budget = int(own.get("l1_budget", opts["tiling"]["l1_budget"]))
+    row = wino.row_bytes(g)
+    if row > budget:    # the layer's budget bounds V as it bounds the direct kernel's band buffer
+        return None, f"one tile row's transformed input is {row} B, over the l1_budget {budget} B"
     if mode is None and isa != "auto":     # a forced isa names the direct kernel's variant
         return None, f"isa {isa} forced (winograd: true runs its Winograd variant)"
     if mode is None and not ("avx2" in auto and winograd_pays(g)):
@@ -419,7 +423,6 @@ def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, 
     # under isa auto the transform's variants in the order given (a measured one first)
     order = [v for v in auto if v in wino.VARIANTS]
     variants = order + [v for v in wino.VARIANTS if v not in order] if isa == "auto" else [isa]
-    budget = int(own.get("l1_budget", opts["tiling"]["l1_budget"]))
     return {"variants": variants, "band": wino.band_rows(g, budget),
             "why": "winograd key" if mode else "cost rule"}, None
 
