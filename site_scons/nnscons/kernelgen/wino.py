@@ -85,14 +85,21 @@ def _bt(d: list, add, sub, shl) -> list:
             shl(sub(d[3], d[1]), 1), sub(d[5], d[3]), shl(sub(d[1], d[3]), 2)]
 
 
+def _ops(isa: str, bits: int) -> tuple:
+    """(add, sub, shift left, type) emitters of a transform: int16 lanes for the input's (int32
+    in portable C, shifted by multiplying: a negative value is not left-shifted in C), wrapping
+    32-bit ones for the output's (uint32_t in portable C)."""
+    if isa == "portable":
+        shl = (lambda a, n: f"({a} * {1 << n})") if bits == 16 else (lambda a, n: f"({a} << {n})")
+        return (lambda a, b: f"({a} + {b})"), (lambda a, b: f"({a} - {b})"), shl, \
+            "int32_t" if bits == 16 else "uint32_t"
+    return (lambda a, b: f"_mm256_add_epi{bits}({a}, {b})"), (lambda a, b: f"_mm256_sub_epi{bits}({a}, {b})"), \
+        (lambda a, n: f"_mm256_slli_epi{bits}({a}, {n})"), "__m256i"
+
+
 def _transform_in(ind: str, isa: str) -> list:
     """Statements computing the 36 V values v_i_j from the 36 loads d_i_j (rows i, columns j)."""
-    if isa == "portable":
-        add, sub, shl, ty = (lambda a, b: f"({a} + {b})"), (lambda a, b: f"({a} - {b})"), \
-            (lambda a, n: f"({a} * {1 << n})"), "int32_t"
-    else:
-        add, sub, shl, ty = (lambda a, b: f"_mm256_add_epi16({a}, {b})"), (lambda a, b: f"_mm256_sub_epi16({a}, {b})"), \
-            (lambda a, n: f"_mm256_slli_epi16({a}, {n})"), "__m256i"
+    add, sub, shl, ty = _ops(isa, 16)
     out = []
 
     def bt(src: list, dst: list):
@@ -210,12 +217,7 @@ def _at(m: list, add, sub, shl) -> list:
 
 def _transform_out(ind: str, isa: str) -> list:
     """z_i_j (4x4) from m_i_j (6x6), wrapping 32-bit arithmetic."""
-    if isa == "portable":
-        add, sub, shl, ty = (lambda a, b: f"({a} + {b})"), (lambda a, b: f"({a} - {b})"), \
-            (lambda a, n: f"({a} << {n})"), "uint32_t"
-    else:
-        add, sub, shl, ty = (lambda a, b: f"_mm256_add_epi32({a}, {b})"), (lambda a, b: f"_mm256_sub_epi32({a}, {b})"), \
-            (lambda a, n: f"_mm256_slli_epi32({a}, {n})"), "__m256i"
+    add, sub, shl, ty = _ops(isa, 32)
     out = [ind + ty + " " + ", ".join(f"s{i}_{j}" for i in range(4) for j in range(6)) + ";",
            ind + ty + " " + ", ".join(f"z{i}_{j}" for i in range(4) for j in range(4)) + ";"]
 

@@ -191,6 +191,14 @@ def _core_cycles(g: Window, P, tcs, px):
     return best
 
 
+def _tile_classes(g: Window, th, tw, tc, H, W, C):
+    """(pixels, channels, count) per kind of tile (full or edge, per dimension) on the grid."""
+    for sh, nh in _classes(g.oh, th):
+        for sw, nw in _classes(g.ow, tw):
+            for sc, nc in _classes(g.oc, tc):
+                yield sh[H] * sw[W], sc[C], nh[H] * nw[W] * nc[C]
+
+
 def _xp_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, single, serial_params=False):
     """Estimated cycles of the layer per (th, tw, tc) grid point (see the constants above):
     per tile max(compute on the busiest core, its DMA) + TILE_CYCLES; the spatial pipeline
@@ -199,23 +207,19 @@ def _xp_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, single, seria
     k_words = g.kh * g.kw * g.c / 4
     px = k_words * WORD_CYCLES + g.kh * ROW_CYCLES + PIXEL_CYCLES
     total = np.zeros(H.shape)
-    for sh, nh in _classes(g.oh, th):
-        for sw, nw in _classes(g.ow, tw):
-            for sc, nc in _classes(g.oc, tc):
-                P, tcs = sh[H] * sw[W], sc[C]
-                count = nh[H] * nw[W] * nc[C]
-                comp = _core_cycles(g, P, tcs, px)
-                if g.kernel == "im2col":
-                    comp = comp + -(-P // g.cores) * g.kh * g.kw * g.c * IM2COL_CYCLES
-                if g.residual:          # the fused add's pass over the tile (its own fork)
-                    comp = comp + -(-(P * tcs) // g.cores) * ADD_CYCLES + FORK_CYCLES
-                # spatial: the next input and this output move meanwhile; channel: parameters
-                if serial_params:
-                    total += count * (np.maximum(comp, P * tcs * (2 if g.residual else 1) / DMA_BYTES_PER_CYCLE) +
-                                      params_tile[C] / DMA_BYTES_PER_CYCLE + TILE_CYCLES)
-                    continue
-                dma = np.where(single, params_tile[C], l1_in) + P * tcs * (2 if g.residual else 1)
-                total += count * (np.maximum(comp, dma / DMA_BYTES_PER_CYCLE) + TILE_CYCLES)
+    for P, tcs, count in _tile_classes(g, th, tw, tc, H, W, C):
+        comp = _core_cycles(g, P, tcs, px)
+        if g.kernel == "im2col":
+            comp = comp + -(-P // g.cores) * g.kh * g.kw * g.c * IM2COL_CYCLES
+        if g.residual:          # the fused add's pass over the tile (its own fork)
+            comp = comp + -(-(P * tcs) // g.cores) * ADD_CYCLES + FORK_CYCLES
+        # spatial: the next input and this output move meanwhile; channel: parameters
+        if serial_params:
+            total += count * (np.maximum(comp, P * tcs * (2 if g.residual else 1) / DMA_BYTES_PER_CYCLE) +
+                              params_tile[C] / DMA_BYTES_PER_CYCLE + TILE_CYCLES)
+            continue
+        dma = np.where(single, params_tile[C], l1_in) + P * tcs * (2 if g.residual else 1)
+        total += count * (np.maximum(comp, dma / DMA_BYTES_PER_CYCLE) + TILE_CYCLES)
     n_c = -(-g.oc // tc)[C]
     return total + np.where(single, l1_in, n_c * params_tile[C]) / DMA_BYTES_PER_CYCLE
 
@@ -228,18 +232,14 @@ def _inner_cycles(g: Window, th, tw, tc, H, W, C, l1_in, params_tile, in_bufs, p
     k_words = g.kh * g.kw * g.c / 4
     px = k_words * FLIP_WORD_CYCLES + g.kh * ROW_CYCLES + PIXEL_CYCLES
     total = np.zeros(H.shape)
-    for sh, nh in _classes(g.oh, th):
-        for sw, nw in _classes(g.ow, tw):
-            for sc, nc in _classes(g.oc, tc):
-                P, tcs = sh[H] * sw[W], sc[C]
-                count = nh[H] * nw[W] * nc[C]
-                comp = _core_cycles(g, P, tcs, px)
-                if par_bufs == 1:       # the next parameters load after this tile's compute
-                    total += count * (np.maximum(comp, P * tcs / DMA_BYTES_PER_CYCLE) +
-                                      params_tile[C] / DMA_BYTES_PER_CYCLE + TILE_CYCLES)
-                else:
-                    total += count * (np.maximum(comp, (params_tile[C] + P * tcs) / DMA_BYTES_PER_CYCLE) +
-                                      TILE_CYCLES)
+    for P, tcs, count in _tile_classes(g, th, tw, tc, H, W, C):
+        comp = _core_cycles(g, P, tcs, px)
+        if par_bufs == 1:       # the next parameters load after this tile's compute
+            total += count * (np.maximum(comp, P * tcs / DMA_BYTES_PER_CYCLE) +
+                              params_tile[C] / DMA_BYTES_PER_CYCLE + TILE_CYCLES)
+        else:
+            total += count * (np.maximum(comp, (params_tile[C] + P * tcs) / DMA_BYTES_PER_CYCLE) +
+                              TILE_CYCLES)
     n_sp = (-(-g.oh // th))[H] * (-(-g.ow // tw))[W]
     per_sp = l1_in / 4 / g.cores * FLIP_CYCLES + FORK_CYCLES
     if in_bufs == 1:

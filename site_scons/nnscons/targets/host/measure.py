@@ -256,7 +256,6 @@ def chosen(layer, orig, graph, g: dict, spec: dict, build, own: dict, tuning: di
     `build(own=..., auto=...)` plans the layer again with a variant order.  A forced isa (the
     layer's or the target's `isa`, or `isa` in the layer's tuning entry) is kept; so is a layer
     only the portable variant can run (its vector epilogue is not proven safe)."""
-    from ... import kernelgen
     from .gemm import AUTO
     if spec["gemm"]["isa"] != "auto":      # forced: the layer's key, its tuning entry or the target's
         return g, spec
@@ -271,24 +270,33 @@ def chosen(layer, orig, graph, g: dict, spec: dict, build, own: dict, tuning: di
     path = cache_path(opts["build"]["dir"], info)
     entries = load(path, info)
     key = shape_key(spec_all["gemm"], g_all["report"]["gemm"].get("u8", {}).get("correction_quads"))
-    entry = entries.get(key)
-    if choose(entry, cands, info) is None:
-        spec_all["gemm"]["threads"] = 1          # the variants' speed on one core
-        blob = g_all["pack"](orig, graph, g_all["layout"])
-        entry = time_variants(layer.name, (spec_all, blob, kernelgen.scratch(spec_all)["bytes"]), info,
-                              opts["toolchain"]["cc"], opts["run"]["timeout"])
-        entries[key] = entry
-        save(path, info, entries)
-        print(f"VARIANTS {layer.name}: " + ", ".join(f"{v} {ms:.4f} ms" for v, ms in entry["median_ms"].items())
-              + f" -> {entry['best']}" + "".join(f"; {v} not timed: {r}" for v, r in entry["skipped"].items()))
+    entry = _cached_entry(layer.name, "", orig, graph, g_all, spec_all, key, cands, (path, info, entries), opts)
     best = entry["best"]
     g, spec = build(own=own_d, auto=tuple([best] + [v for v in AUTO if v != best and v in cands]))
     g["report"]["gemm"]["choice"] = {"by": "measure", "median_ms": entry["median_ms"], "skipped": entry["skipped"],
                                      "cache": os.path.relpath(path, opts["build"]["dir"])}
-    return _winograd_or_direct(layer, orig, graph, g, spec, build, own, tuning, opts, entry, path)
+    return _winograd_or_direct(layer, orig, graph, g, spec, build, own, tuning, opts, entry, (path, info, entries))
 
 
-def _winograd_or_direct(layer, orig, graph, g, spec, build, own, tuning, opts, direct, path) -> tuple:
+def _cached_entry(name, what, orig, graph, g, spec, key, cands, cache, opts) -> dict:
+    """The variant cache's entry `key` when it still decides among `cands`, else every variant
+    of layer `name` timed on one core, cached and printed (`VARIANTS <name><what>: ...`)."""
+    from ... import kernelgen
+    path, info, entries = cache
+    entry = entries.get(key)
+    if choose(entry, cands, info) is None:
+        spec["gemm"]["threads"] = 1          # the variants' speed on one core
+        blob = g["pack"](orig, graph, g["layout"])
+        entry = time_variants(name, (spec, blob, kernelgen.scratch(spec)["bytes"]), info,
+                              opts["toolchain"]["cc"], opts["run"]["timeout"])
+        entries[key] = entry
+        save(path, info, entries)
+        print(f"VARIANTS {name}{what}: " + ", ".join(f"{v} {ms:.4f} ms" for v, ms in entry["median_ms"].items())
+              + f" -> {entry['best']}" + "".join(f"; {v} not timed: {r}" for v, r in entry["skipped"].items()))
+    return entry
+
+
+def _winograd_or_direct(layer, orig, graph, g, spec, build, own, tuning, opts, direct, cache) -> tuple:
     """A 3x3 stride-1 layer with no `winograd` key: its Winograd variants (kernelgen.wino)
     timed as the direct ones are (their own cache entry); the faster kernel wins."""
     from ... import kernelgen
@@ -299,19 +307,8 @@ def _winograd_or_direct(layer, orig, graph, g, spec, build, own, tuning, opts, d
     if not spec_w["gemm"].get("wino"):        # not allowed (bound, epilogue): the report says why
         g["report"]["gemm"]["winograd"] = g_w["report"]["gemm"]["winograd"]
         return g, spec
-    info = cpu_info()
-    entries = load(path, info)
-    key = shape_key(spec_w["gemm"], None)
-    entry = entries.get(key)
-    if choose(entry, spec_w["gemm"]["variants"], info) is None:
-        spec_w["gemm"]["threads"] = 1
-        blob = g_w["pack"](orig, graph, g_w["layout"])
-        entry = time_variants(layer.name, (spec_w, blob, kernelgen.scratch(spec_w)["bytes"]), info,
-                              opts["toolchain"]["cc"], opts["run"]["timeout"])
-        entries[key] = entry
-        save(path, info, entries)
-        print(f"VARIANTS {layer.name} winograd: " + ", ".join(f"{v} {ms:.4f} ms" for v, ms in entry["median_ms"].items())
-              + f" -> {entry['best']}")
+    entry = _cached_entry(layer.name, " winograd", orig, graph, g_w, spec_w, shape_key(spec_w["gemm"], None),
+                          spec_w["gemm"]["variants"], cache, opts)
     if entry["median_ms"][entry["best"]] >= direct["median_ms"][direct["best"]]:
         g["report"]["gemm"]["winograd"] = f"measured slower ({entry['median_ms'][entry['best']]} ms)"
         return g, spec
@@ -319,7 +316,7 @@ def _winograd_or_direct(layer, orig, graph, g, spec, build, own, tuning, opts, d
     g_w, spec_w = build(own=dict(own, winograd=True), auto=(best,))
     g_w["report"]["gemm"]["choice"] = {"by": "measure", "median_ms": direct["median_ms"],
                                        "winograd_ms": entry["median_ms"], "skipped": entry["skipped"],
-                                       "cache": os.path.relpath(path, opts["build"]["dir"])}
+                                       "cache": os.path.relpath(cache[0], opts["build"]["dir"])}
     g_w["report"]["gemm"]["winograd"] = "measured faster"
     return g_w, spec_w
 
