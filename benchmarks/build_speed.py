@@ -1,10 +1,13 @@
 """Cold planning + codegen of one model, with where the time goes.
 
-A copy of the project's sources in a temporary folder, no build/ in it: each run is
-`scons -Q model=M codegen` from nothing (the zoo model generated and written, imported,
-calibrated, planned, every layer's source rendered; no compiler runs).
+A copy of the project's sources in a temporary folder, as a fresh clone after `./nnscons`'s
+set-up (which compiles the project's modules into the venv, `nnscons-pycache`), no build/ in
+it: each run is `scons -Q model=M codegen` from nothing (the zoo model generated and written,
+imported, calibrated, planned, every layer's source rendered; no compiler runs). The copy's
+set-up bytecode is removed from the venv at the end; `--no-setup` leaves it out (every run
+also compiles the ~150 modules it imports into build/.pycache).
 
-    .venv/bin/python benchmarks/build_speed.py [model] [runs] [--against CHECKOUT]
+    .venv/bin/python benchmarks/build_speed.py [model] [runs] [--against CHECKOUT] [--no-setup]
 
 Prints the median wall time of `runs` plain runs, then one run's phases under cProfile
 (cumulative seconds of the functions that do each phase; the profiler adds its own
@@ -94,10 +97,20 @@ def _imports(text):
     return total, heavy
 
 
-def _copy(root, dest):
+def _copy(root, dest, setup):
     for name in COPY:
         src = os.path.join(root, name)
         (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(dest, name))
+    if setup:       # what ./nnscons's set-up does for a clone
+        subprocess.run([sys.executable, os.path.join(ROOT, "site_scons", "precompile.py"), dest],
+                       check=True, stdout=subprocess.DEVNULL)
+
+
+SETUP_PYC = os.path.join(sys.prefix, "nnscons-pycache")     # site_scons/precompile.py's
+
+
+def _drop_setup(dest):
+    shutil.rmtree(os.path.join(SETUP_PYC, os.path.abspath(dest).lstrip(os.sep)), ignore_errors=True)
 
 
 def main():
@@ -107,38 +120,48 @@ def main():
         i = args.index("--against")
         against = os.path.abspath(args[i + 1])
         del args[i:i + 2]
+    setup = "--no-setup" not in args
+    args = [a for a in args if a != "--no-setup"]
     model = args[0] if args else "resnet18"
     runs = int(args[1]) if len(args) > 1 else 3
     cmd = [SCONS, "-Q", f"model={model}", "codegen"]
     with tempfile.TemporaryDirectory() as cold, tempfile.TemporaryDirectory() as other:
-        _copy(ROOT, cold)
-        if against:
-            _copy(against, other)
-            pairs = [(_cold(other, cmd), _cold(cold, cmd)) for _ in range(runs)]
-            base = [b for b, _ in pairs]
-            times = [t for _, t in pairs]
-            print(f"cold planning + codegen {model}, paired rounds (this checkout / {against}):")
-            for b, t in pairs:
-                print(f"  {t:.3f} s / {b:.3f} s = {t / b:.2f}")
-            print(f"  medians {statistics.median(times):.3f} s / {statistics.median(base):.3f} s; "
-                  f"median ratio {statistics.median(t / b for b, t in pairs):.2f}")
-            mine = [c for d, c in CPU if d == cold]
-            theirs = [c for d, c in CPU if d == other]
-            print(f"  CPU time (user + sys) medians {statistics.median(mine):.3f} s / "
-                  f"{statistics.median(theirs):.3f} s; median ratio "
-                  f"{statistics.median(m / o for m, o in zip(mine, theirs)):.2f}")
-        else:
-            times = [_cold(cold, cmd) for _ in range(runs)]
-        prof = os.path.join(cold, "..", os.path.basename(cold) + ".prof")
-        _cold(cold, [sys.executable, "-m", "cProfile", "-o", prof] + cmd)
-        phases, total = _phases(prof)
-        os.unlink(prof)
-        shutil.rmtree(os.path.join(cold, "build"), ignore_errors=True)
-        imp = subprocess.run([sys.executable, "-X", "importtime"] + cmd, cwd=cold, env=_env(), check=True,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True).stderr
-    print(f"cold planning + codegen {model}: median {statistics.median(times):.3f} s "
-          f"({', '.join(f'{t:.3f}' for t in times)}); CPU time (user + sys) median "
-          f"{statistics.median(c for d, c in CPU[:len(CPU) - 1] if d == cold):.3f} s; "
+        try:
+            _measure(cold, other, against, setup, model, runs, cmd)
+        finally:
+            _drop_setup(cold)
+            _drop_setup(other)
+
+
+def _measure(cold, other, against, setup, model, runs, cmd):
+    _copy(ROOT, cold, setup)
+    if against:
+        _copy(against, other, setup)
+        pairs = [(_cold(other, cmd), _cold(cold, cmd)) for _ in range(runs)]
+        base = [b for b, _ in pairs]
+        times = [t for _, t in pairs]
+        print(f"cold planning + codegen {model}, paired rounds (this checkout / {against}):")
+        for b, t in pairs:
+            print(f"  {t:.3f} s / {b:.3f} s = {t / b:.2f}")
+        print(f"  medians {statistics.median(times):.3f} s / {statistics.median(base):.3f} s; "
+              f"median ratio {statistics.median(t / b for b, t in pairs):.2f}")
+        mine = [c for d, c in CPU if d == cold]
+        theirs = [c for d, c in CPU if d == other]
+        print(f"  CPU time (user + sys) medians {statistics.median(mine):.3f} s / "
+              f"{statistics.median(theirs):.3f} s; median ratio "
+              f"{statistics.median(m / o for m, o in zip(mine, theirs)):.2f}")
+    else:
+        times = [_cold(cold, cmd) for _ in range(runs)]
+    prof = os.path.join(cold, "..", os.path.basename(cold) + ".prof")
+    _cold(cold, [sys.executable, "-m", "cProfile", "-o", prof] + cmd)
+    phases, total = _phases(prof)
+    os.unlink(prof)
+    shutil.rmtree(os.path.join(cold, "build"), ignore_errors=True)
+    imp = subprocess.run([sys.executable, "-X", "importtime"] + cmd, cwd=cold, env=_env(), check=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True).stderr
+    print(f"cold planning + codegen {model}{'' if setup else ' (no set-up bytecode)'}: median "
+          f"{statistics.median(times):.3f} s ({', '.join(f'{t:.3f}' for t in times)}); CPU time "
+          f"(user + sys) median {statistics.median(c for d, c in CPU[:len(CPU) - 1] if d == cold):.3f} s; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"one run under cProfile: {total:.3f} s")
     for label, cum in phases:
@@ -147,6 +170,7 @@ def main():
     print(f"imports (-X importtime, one run): {total:.3f} s, of which (each where first imported):")
     for name in sorted(heavy, key=heavy.get, reverse=True):
         print(f"  {name:<40} {heavy[name]:6.3f} s")
+
 
 if __name__ == "__main__":
     main()
