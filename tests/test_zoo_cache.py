@@ -144,3 +144,34 @@ def test_generated_on_another_thread_while_the_caller_works(generated):
     proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a, meanwhile=lambda: calls.append(1))
     wait()
     assert proto is None and calls[1:] == [1] and len(generated) == 1
+
+
+def test_generated_ahead_is_taken_by_the_planning(generated):
+    """prefetch (the SConstruct's first steps): the same arguments take its generation, run
+    once, on another thread; other arguments generate on their own."""
+    import threading
+    a = os.path.join("build", "host", "m", "model.onnx")
+    zoo_cache.prefetch("simplecnn", 0, list(SHAPE), a)
+    calls = []
+    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, os.path.abspath(a),
+                                              meanwhile=lambda: calls.append(threading.current_thread()))
+    wait()
+    assert calls == [threading.main_thread()] and len(generated) == 1
+    assert proto.SerializeToString(deterministic=True) == open(a, "rb").read() == _want()
+    assert zoo_cache._AHEAD == {}
+    zoo_cache.prefetch("simplecnn", 1, SHAPE, a)      # not asked for: left alone
+    proto, wait = zoo_cache.materialize_async("simplecnn", 2, SHAPE, a)
+    wait()
+    assert len(generated) == 3 and proto is not None
+    zoo_cache._AHEAD.clear()
+
+
+def test_what_the_generation_ahead_raised_is_raised_by_the_planning(generated, monkeypatch):
+    def broken(*args):
+        raise ValueError("input shape [1, 2] does not fit simplecnn")
+    monkeypatch.setattr(zoo(), "build", broken)
+    a = os.path.join("build", "host", "m", "model.onnx")
+    zoo_cache.prefetch("simplecnn", 0, SHAPE, a)
+    with pytest.raises(ValueError, match="does not fit"):
+        zoo_cache.materialize_async("simplecnn", 0, SHAPE, a, meanwhile=lambda: None)
+    assert zoo_cache._AHEAD == {} and not os.path.exists(a)

@@ -6,25 +6,36 @@ from __future__ import annotations
 import threading
 
 
-def beside(work, meanwhile, name: str = "nnscons-beside"):
-    """work()'s result, work run on another thread while this one calls meanwhile().  What
-    work raised is raised here, after meanwhile (a head start only: what it raises, it
-    raises after work ended).  The thread is not a daemon: an interrupted build lets work
-    end (an onnxruntime pass, an atomic write) before the process exits."""
-    result = []
+class Ahead:
+    """work() started on another thread now; result() waits for it.  The thread is not a
+    daemon: an interrupted build lets work end (an onnxruntime pass, an atomic write)
+    before the process exits."""
 
-    def run():
+    def __init__(self, work, name: str = "nnscons-beside"):
+        self._result = []
+
+        def run():
+            try:
+                self._result.append((True, work()))
+            except BaseException as e:       # noqa: BLE001 - raised again by result()
+                self._result.append((False, e))
+        self._thread = threading.Thread(target=run, name=name)
+        self._thread.start()
+
+    def result(self, meanwhile=None):
+        """work()'s result, after meanwhile() on this thread; what work raised is raised here
+        (after meanwhile: a head start only, what it raises it raises after work ended)."""
         try:
-            result.append((True, work()))
-        except BaseException as e:       # noqa: BLE001 - raised again on the caller's thread
-            result.append((False, e))
-    thread = threading.Thread(target=run, name=name)
-    thread.start()
-    try:
-        meanwhile()
-    finally:
-        thread.join()
-    ok, value = result[0]
-    if not ok:
-        raise value
-    return value
+            if meanwhile is not None:
+                meanwhile()
+        finally:
+            self._thread.join()
+        ok, value = self._result[0]
+        if not ok:
+            raise value
+        return value
+
+
+def beside(work, meanwhile, name: str = "nnscons-beside"):
+    """work()'s result, work run on another thread while this one calls meanwhile()."""
+    return Ahead(work, name).result(meanwhile)

@@ -96,11 +96,13 @@ def main() -> None:
         Decider("content")
         # a source's #includes are rescanned only when it changes (CPPPATH is fixed per target)
         SetOption("implicit_cache", 1)
-        from .graph import network
-        manifest = network.load_manifest(MANIFEST)
+        from .. import manifest as manifest_mod
+        from ..targets import schemas
+        manifest = manifest_mod.load_manifest(MANIFEST, schemas())
         if GetOption("help"):
             Help(_help_text(variables, env, manifest), append=False)
             return
+        _generate_ahead(env, manifest)
         _build(env, manifest, root)
     except UserError as e:
         if GetOption("help"):
@@ -177,6 +179,29 @@ def _record_noop(key, roots, results, is_matrix) -> None:
         rows = json.load(open(matrix.MATRIX_JSON, encoding="utf-8"))["combinations"]
         extra = [matrix.table(rows).splitlines()[-1]]
     noop.record(key, roots, [c.session for c in results if c.session], extra)
+
+
+def _generate_ahead(env, manifest) -> None:
+    """A cold build of one zoo model: its generator started on another thread now, while this
+    one imports the planner (zoo_cache.prefetch; the planning takes the result).  Only where
+    the model's import will run (no model cache yet) and the planning will ask for exactly
+    these arguments; anything wrong is left to the planning to report."""
+    try:
+        combos, is_matrix = _combinations(env, manifest)
+        if is_matrix:
+            return
+        target_cfg, model_cfg = manifest.select(*combos[0])
+    except UserError:
+        return
+    if not model_cfg.zoo:
+        return
+    from ..planning import zoo_cache
+    from ..resources import zoo
+    from .graph.paths import model_dir
+    folder = model_dir(target_cfg, model_cfg)
+    if not os.path.exists(os.path.join(folder, "cache", "model.pkl")):
+        zoo_cache.prefetch(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape,
+                           os.path.join(folder, zoo().model_file(model_cfg.zoo)))
 
 
 def _build(env, manifest, root) -> None:

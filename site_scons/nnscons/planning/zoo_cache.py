@@ -22,7 +22,7 @@ import tempfile
 import threading
 
 from ..fileio import file_digest, write_if_changed
-from ..overlap import beside
+from ..overlap import Ahead
 from ..resources import zoo, zoo_dir
 from .keys import digest
 
@@ -132,41 +132,48 @@ def materialize(name: str, seed, input_shape, path: str):
     return _from_entry(entry, have, path), None
 
 
+# generations started ahead (prefetch): {arguments: overlap.Ahead}
+_AHEAD = {}
+
+
+def _arguments(name, seed, input_shape, path) -> tuple:
+    return name, seed, tuple(input_shape or ()), os.path.abspath(path)
+
+
+def _start(name: str, seed, input_shape, path: str) -> Ahead:
+    import onnx  # noqa: F401 - the generator's imports, done here: no import on two threads
+    zoo().ZOO[name]
+    return Ahead(lambda: _generate(name, seed, input_shape, path), "nnscons-zoo-generate")
+
+
+def prefetch(name: str, seed, input_shape, path: str) -> None:
+    """Start generating the model on another thread now (the SConstruct's first steps, while
+    this one imports the planner): the materialize_async call with the same arguments takes
+    its result, or what it raised."""
+    _AHEAD[_arguments(name, seed, input_shape, path)] = _start(name, seed, input_shape, path)
+
+
 def materialize_async(name: str, seed, input_shape, path: str, meanwhile=None):
     """materialize() whose files are written by another thread: (the generated proto or
     None, wait).  The model is imported from the proto meanwhile (hashing and writing 47 MB
     release the GIL); wait() returns once the files are in place and raises what writing
     them raised.  meanwhile: called on this thread while the generator runs on another
-    (NumPy's random fills release the GIL), or at once when there is nothing to generate."""
-    if meanwhile is None:
-        proto, data, entry, have = _generate(name, seed, input_shape, path)
-    else:
-        import onnx  # noqa: F401 - the generator's imports, done here: no import on two threads
-        zoo().ZOO[name]
-        proto, data, entry, have = beside(lambda: _generate(name, seed, input_shape, path),
-                                          meanwhile, "nnscons-zoo-generate")
+    (NumPy's random fills release the GIL; started ahead by prefetch or now), or at once
+    when there is nothing to generate."""
+    ahead = _AHEAD.pop(_arguments(name, seed, input_shape, path), None)
+    if ahead is None and meanwhile is not None:
+        ahead = _start(name, seed, input_shape, path)
+    proto, data, entry, have = (ahead.result(meanwhile) if ahead is not None
+                                else _generate(name, seed, input_shape, path))
     if data is None or proto is None:       # no proto (a .tflite model's bytes): read from path
         if data is None:
             _from_entry(entry, have, path)
         else:
             _store(entry, data, path)
         return None, lambda: None
-    failed = []
-
-    def store():
-        try:
-            _store(entry, data, path)
-        except BaseException as e:       # noqa: BLE001 - raised again by wait()
-            failed.append(e)
-    # not a daemon: an interrupted build still finishes the (atomic) writes before it exits
-    thread = threading.Thread(target=store, name="nnscons-zoo-store")
-    thread.start()
-
-    def wait():
-        thread.join()
-        if failed:
-            raise failed[0]
-    return proto, wait
+    # the files written meanwhile; wait() raises what writing them raised
+    writing = Ahead(lambda: _store(entry, data, path), "nnscons-zoo-store")
+    return proto, writing.result
 
 
 def _generate(name: str, seed, input_shape, path: str):

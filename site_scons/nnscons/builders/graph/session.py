@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import threading
 
 import numpy as np
@@ -17,13 +16,7 @@ from ...errors import UserError
 from ...planning import keys
 from ...planning.model_cache import load_graph
 from ...targets import kind_module, schema, schemas
-
-
-def path_component(name: str) -> str:
-    """A manifest or file-stem name as one safe directory name under build/."""
-    if re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*", name) and name not in (".", ".."):
-        return name
-    return names.c_names([name])[name]
+from .paths import model_dir
 
 
 def warm_up(kind: str) -> None:
@@ -49,8 +42,7 @@ class Session:
         self.target_cfg = target_cfg
         self.model_cfg = model_cfg
         self._check_platform(platform)
-        self.build_dir = build_dir or os.path.join("build", path_component(target_cfg.name),
-                                                   path_component(model_cfg.folder or model_cfg.name))
+        self.build_dir = build_dir or model_dir(target_cfg, model_cfg)
         os.makedirs(self.build_dir, exist_ok=True)
         # the kind is imported while onnxruntime calibrates a float model (warm_up)
         self.graph = load_graph(model_cfg, root, self.build_dir,

@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 from ...errors import UserError
-from .session import path_component
+from .paths import path_component
 
 BUILD = "build"
 
