@@ -94,7 +94,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ne16_geometry import dense_cols, dr_rows, dr_slots, in_rows
+from .ne16_geometry import dense_cols, dr_rows, dr_slots, in_rows, taps_slots
 
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
@@ -113,6 +113,7 @@ DENSE_PREP_FORK_CYCLES = 1000  # the same for a dense tile's flip (ne16_geometry
                            # measured 1.15k per tile with the bytes on 64->128 1x1/2's 2x28 tiles)
 DR_PREP_CYCLES = 1.0       # per byte of the dense kernel-row buffers (ne16_geometry.dense_rows): flip
                            # and pads per pixel
+TAP_JOB_CYCLES = 100       # NE16's own gap per tap job (ne16_geometry.taps: queued back to back)
 DR_CMD_CYCLES = 160        # per DMA command of a dense kernel-row tile, core 0 serial: fitted on ic_resnet8's
                            # 3x3/2 convs (16->32 32->16 63,693 cycles measured, 32->64 16->8 50,321: 1.2x and 1.12x
                            # the estimate without it, 34 commands per row tile)
@@ -155,11 +156,30 @@ def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
     return total + JOB_CYCLES * n_g
 
 
+def _taps_cycles(i, o, kh, t, cores) -> int:
+    """Tap jobs on the whole map (ne16_geometry.taps): the input's DMA, its commands and prep
+    once, then per channel tile kh x kw jobs of ic channels queued back to back (the next
+    job's weights come while NE16 runs this one, the tile before requantized beside NE16),
+    TAP_JOB_CYCLES of NE16 per job between them, and the last tile's requantization."""
+    kw = o["pw"] - (o["w"] - 1) * o["s"]
+    n_taps, in_bytes = kh * kw, sum(taps_slots(o, kh)) * kw * i["c"]
+    total = LAYER_CYCLES + in_bytes / DMA_BYTES_PER_CYCLE + PREP_FORK_CYCLES + DR_PREP_CYCLES * in_bytes / cores \
+        + DR_CMD_CYCLES * sum(dr_rows(o, o["h"], kh)) * (1 + t["dr_edges"]) + t["tc"] * i["c"] / DMA_BYTES_PER_CYCLE
+    pix = o["h"] * o["w"]
+    for co in range(t["n_c"]):
+        chans = min(t["tc"], o["c"] - co * t["tc"])
+        total += _engine("1x1", 3, dense_cols(pix), chans, n_taps * i["c"], i["c"], n_taps) \
+            + (TAP_JOB_CYCLES - JOB_CYCLES) * n_taps
+    return int(total + ROWS_RQ_FORK_CYCLES + (ROWS_RQ_CYCLES * pix * chans + ROWS_CH_CYCLES * max(chans, cores)) / cores)
+
+
 def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
     """"rows" mode (stride 2): the template's pipeline, per tile TILE_CYCLES + the input's DMA
     and prep when it has one input buffer + max(NE16's jobs, the cores' requantization of the
     tile before and, with two input buffers, the next tile's prep); a new channel tile drains
     the pipeline (the tile before requantized alone) and waits for its weights."""
+    if t.get("taps"):
+        return _taps_cycles(i, o, kh, t, cores)
     first = sum(dr_slots(o, t["th"], kh)) * k_job if t.get("dr") else min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"]
     total = LAYER_CYCLES + first / DMA_BYTES_PER_CYCLE
     req_prev = 0.0
