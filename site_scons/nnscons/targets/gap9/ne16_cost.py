@@ -113,7 +113,9 @@ DENSE_PREP_FORK_CYCLES = 1000  # the same for a dense tile's flip (ne16_geometry
                            # measured 1.15k per tile with the bytes on 64->128 1x1/2's 2x28 tiles)
 DR_PREP_CYCLES = 1.0       # per byte of the dense kernel-row buffers (ne16_geometry.dense_rows): flip
                            # and pads per pixel
-TAP_JOB_CYCLES = 100       # NE16's own gap per tap job (ne16_geometry.taps: queued back to back)
+TAP_JOB_CYCLES = 590       # per tap job (ne16_geometry.taps) beyond _engine's figures: NE16's L1 latencies beside
+                           # the weights' DMA, the cores' prep and requantization (256->504 14->7: 144 jobs of
+                           # ~7,000 cycles measured, 6,458 by _engine; 6,801 without the weights' DMA)
 DR_CMD_CYCLES = 160        # per DMA command of a dense kernel-row tile, core 0 serial: fitted on ic_resnet8's
                            # 3x3/2 convs (16->32 32->16 63,693 cycles measured, 32->64 16->8 50,321: 1.2x and 1.12x
                            # the estimate without it, 34 commands per row tile)
@@ -157,14 +159,15 @@ def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
 
 
 def _taps_cycles(i, o, kh, t, cores) -> int:
-    """Tap jobs on the whole map (ne16_geometry.taps): the input's DMA, its commands and prep
-    once, then per channel tile kh x kw jobs of ic channels queued back to back (the next
-    job's weights come while NE16 runs this one, the tile before requantized beside NE16),
-    TAP_JOB_CYCLES of NE16 per job between them, and the last tile's requantization."""
+    """Tap jobs on the whole map (ne16_geometry.taps): before NE16's first job buffer 0's DMA and
+    its first tap's prep (the other pieces are prepared beside NE16, tap_prep); then per channel
+    tile kh x kw jobs of ic channels queued back to back (the next job's weights come while NE16
+    runs one, the tile before requantized beside NE16) with TAP_JOB_CYCLES per job beyond the
+    engine's figures, and the last tile's requantization."""
     kw = o["pw"] - (o["w"] - 1) * o["s"]
-    n_taps, in_bytes = kh * kw, sum(taps_slots(o, kh)) * kw * i["c"]
-    total = LAYER_CYCLES + in_bytes / DMA_BYTES_PER_CYCLE + PREP_FORK_CYCLES + DR_PREP_CYCLES * in_bytes / cores \
-        + DR_CMD_CYCLES * sum(dr_rows(o, o["h"], kh)) * (1 + t["dr_edges"]) + t["tc"] * i["c"] / DMA_BYTES_PER_CYCLE
+    n_taps, q0_bytes = kh * kw, taps_slots(o, kh)[0] * kw * i["c"]
+    total = LAYER_CYCLES + q0_bytes / DMA_BYTES_PER_CYCLE + PREP_FORK_CYCLES + DR_PREP_CYCLES * q0_bytes / kw / cores \
+        + DR_CMD_CYCLES * dr_rows(o, o["h"], kh)[0] * (1 + t["dr_edges"])
     pix = o["h"] * o["w"]
     for co in range(t["n_c"]):
         chans = min(t["tc"], o["c"] - co * t["tc"])
