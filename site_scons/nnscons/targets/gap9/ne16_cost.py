@@ -71,7 +71,9 @@ Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels 
   a tiling option beside the padded tile): NE16's 3 rows of dense_cols, the buffers' bytes
   flipped, DR_CMD_CYCLES per DMA command serial on core 0 (measured one-layer: 64->128 56->28
   1,164,966 cycles, estimated 1,172,802; 256->504 14->7 2,099,660 / 2,117,589; ic_resnet8's
-  3x3/2 convs 1.2x / 1.12x slower on them, which the command term keeps them off). With the channel tiles inner (c_inner) the input is
+  3x3/2 convs 1.2x / 1.12x slower on them, which the command term keeps them off). Tap jobs
+  (ne16_geometry.taps, the whole map per channel tile, one job per kernel tap): _taps_cycles
+  (256->504 14->7: 1,030,639 estimated, 1,022,693 measured). With the channel tiles inner (c_inner) the input is
   prepared once per row tile, and the weights come all at once or (w_stream) the next
   channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 3,944,692
   measured against 4,593,530. The tiling is the one this estimate finds cheapest.

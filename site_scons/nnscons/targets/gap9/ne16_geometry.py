@@ -96,12 +96,14 @@ def dr_slots(o, th, kh) -> list:
     return [max(n * o["w"], (n - th) * o["w"] + dense_slots(th * o["w"])) for n in dr_rows(o, th, kh)]
 
 
-def taps(m, kh, stride, ic) -> bool:
+def taps(m, kh, kw, stride, ic) -> bool:
     """dense_rows with ic a multiple of NE16's 16: the tile may run one 1x1 job per kernel tap
     (dy, dx) instead of per kernel row, each over the ic bytes of its window at dx * ic (the
     windows' 16-channel groups split at dx: the tap's weights are the bytes dx * ic .. of the
-    kernel row's), so a job's weights are tc x ic bytes and stream in two small buffers."""
-    return dense_rows(m, kh, stride, ic) and ic % 16 == 0
+    kernel row's), so a job's weights are tc x ic bytes and stream in two small buffers. Buffer 0
+    must hold the first two taps (ceil(kh / stride) x kw >= 2): the template prepares the input
+    for those two before the other buffers' DMA goes out."""
+    return dense_rows(m, kh, stride, ic) and ic % 16 == 0 and -(-kh // stride) * kw >= 2
 
 
 def taps_slots(o, kh) -> list:

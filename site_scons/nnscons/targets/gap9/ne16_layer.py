@@ -19,7 +19,9 @@ streamin. NE16 computes only the outputs the layer keeps, at 1x1 mode's rate (31
 per 16 channels and 3x3 pixels, against 4x the outputs at 43 + 8k before). Where the
 estimate says faster, a 3x3/2 tile's windows are gathered densely instead
 (ne16_geometry.dense_rows: the DMA brings each output pixel's kw * ic bytes per kernel row,
-every 3x3 subtile of NE16 full).
+every 3x3 subtile of NE16 full), and where the whole map's buffers fit L1, as tap jobs
+(ne16_geometry.taps: one 1x1 job per kernel tap over ic channels, its weights streamed per job,
+so the tile keeps 32 output channels and all output rows).
 
 Tiles: whole output rows (NE16's padding needs the full width), tc output channels (a
 multiple of NE16's 32 per step, or all), every input channel in one job; or, when the weights
@@ -221,7 +223,7 @@ def plan_tiling(layer, graph, m, budget):
                             if best is None or est < best[0]:
                                 best = (est, t)
                             break
-        if taps(m, kh, o["s"], i["c"]):     # the whole map per channel tile, one job per tap (dy, dx)
+        if taps(m, kh, kw, o["s"], i["c"]):     # the whole map per channel tile, one job per tap (dy, dx)
             for tc in tcs:
                 d = _tile_bytes(i, o, kh, row, o["h"], tc, 1, taps=True)
                 if d["l1_bytes"] <= budget:
