@@ -115,6 +115,10 @@ DENSE_PREP_FORK_CYCLES = 1000  # the same for a dense tile's flip (ne16_geometry
                            # measured 1.15k per tile with the bytes on 64->128 1x1/2's 2x28 tiles)
 DR_PREP_CYCLES = 1.0       # per byte of the dense kernel-row buffers (ne16_geometry.dense_rows): flip
                            # and pads per pixel
+TAPS_MARGIN = 0.85         # tap jobs when their estimate < this x the best other form's: measured one-layer, taps
+                           # against the form chosen without them, 256->504 14->7 1,022,693 / 2,136,091 (estimates
+                           # 0.49x), 128->200 14x14 246,247 / 281,526 (0.82x), 128->64 18x18 126,957 / 117,376 (0.92x:
+                           # slower; the rows-mode estimates run 1.06-1.19x high on such small layers, tap jobs' 0.99-1.01x)
 TAP_JOB_CYCLES = 590       # per tap job (ne16_geometry.taps) beyond _engine's figures: NE16's L1 latencies beside
                            # the weights' DMA, the cores' prep and requantization (256->504 14->7: 144 jobs of
                            # ~7,000 cycles measured, 6,458 by _engine; 6,801 without the weights' DMA)
@@ -223,7 +227,13 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
                 # 1.16 / 1.17 / 1.11x of that with TILE_CYCLES here; the stem and the 1x1/2 keep it
                 serial = 0.0
         serial += dr_cmd
-        if h == 0 and not inner:
+        if h == 0 and co and not inner and t["in_bufs"] == 2 and n_jobs > 1 and not t.get("dense"):
+            # a new channel tile: the tile before is requantized beside NE16, its weights come kernel
+            # row by kernel row behind the jobs that read the old ones, only the last row's serial
+            # (128->256 28->14: 1,085,118 cycles measured; the drain and whole load this charged
+            # made 128->64 18x18's estimate 1.13x high and chose tap jobs, 8% slower there)
+            serial += chans * row / n_jobs / DMA_BYTES_PER_CYCLE
+        elif h == 0 and not inner:
             serial += req_prev + chans * row / DMA_BYTES_PER_CYCLE
             req_prev = 0.0
         if t["in_bufs"] == 1:

@@ -230,7 +230,7 @@ def plan_tiling(layer, graph, m, budget):
                     t = dict(tile(d, o["h"], tc, 1), dr=True, dr_edges=edges, taps=True)
                     t["l2_l1_bytes"] = kw * i["c"] * o["w"] * sum(dr_rows(o, o["h"], kh)) + params + o["h"] * o["w"] * o["c"]
                     est = ne16_cost.ne16_cycles(layer, graph, m, t, 9)
-                    if best is None or est < best[0]:
+                    if best is None or est < ne16_cost.TAPS_MARGIN * best[0]:
                         best = (est, t)
                     break
         return best and best[1]
