@@ -185,8 +185,10 @@ def _taps_cycles(i, o, kh, t, cores) -> int:
 def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
     """"rows" mode (stride 2): the template's pipeline, per tile TILE_CYCLES + the input's DMA
     and prep when it has one input buffer + max(NE16's jobs, the cores' requantization of the
-    tile before and, with two input buffers, the next tile's prep); a new channel tile drains
-    the pipeline (the tile before requantized alone) and waits for its weights."""
+    tile before and, with two input buffers, the next tile's prep); a new channel tile waits for
+    its last weight row (kernel-row jobs, two input buffers: the template loads the new weights
+    row by row behind the old jobs) or drains the pipeline (the tile before requantized alone)
+    and waits for all its weights."""
     if t.get("taps"):
         return _taps_cycles(i, o, kh, t, cores)
     first = sum(dr_slots(o, t["th"], kh)) * k_job if t.get("dr") else min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"]
