@@ -198,6 +198,26 @@ def test_dense_kernel_rows_bit_exact_and_faster_than_the_cluster(project):
     assert "prep_dr_worker(void" in src and "#define JOBS 3 " in src and ".streamin = dy > 0" in src
 
 
+@needs_model
+def test_tap_jobs_bit_exact_and_faster_than_the_cluster(project):
+    """A 3x3/2 conv on tap jobs (ne16_geometry.taps: the whole map's dense kernel-row buffers in
+    L1, one 1x1 job per kernel tap, its weights streamed per job): 128->200 at 14x14 with SAME-style
+    pads (0, 0, 1, 1) (the bottom and right pads inside the last windows), channel tiles of 64 and
+    a short last one of 8; the input prepared in pieces beside NE16. Bit-exact and faster than the
+    cluster on the same layer."""
+    import glob
+    _strided_onnx(project.file("taps.onnx"), [(200, 3, 2, (0, 0, 1, 1))], (128, 14, 14))
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  taps:\n    source: taps.onnx\n", 1))
+    both = _both(project, "taps", timeout=900)
+    ne, cl = both["gap9"][0], both["gap9c"][0]
+    assert ne["conv0"]["engine"] == "ne16", ne["conv0"].get("engine_why")
+    assert ne["conv0"]["tile"]["taps"] and ne["conv0"]["tile"]["tc"] == 64, ne["conv0"]["tile"]
+    _check_faster(ne, cl)
+    src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
+    assert "tap_commit(int n" in src and "TAP_FIRST[TAPS] = { 1, 1, 1, 0, 0, 0, 1, 1, 1 }" in src
+
+
 def test_short_rule_shifts_only_where_exact():
     """ne16_layer.short_rule_shifts (the WEIGHTS node's nn_xp_rq_short_ok per channel, read by the
     dense 1x1/S template as shift < 0): where it says k, ((s mult) >> 32 + 2^(k-1) + zp 2^k) >> k
@@ -439,8 +459,11 @@ def test_rows_mode_jobs_weights_and_tiles():
     for c, h, oc, k, p in ((16, 32, 32, 3, 1), (32, 16, 64, 3, 1)):
         # ic_resnet8's 3x3/2 shapes: 1.2x / 1.12x slower on dense kernel rows (core 0's DMA commands)
         assert not ne16_layer.plan_tiling(*layer(c, h, oc, k, p), "rows", 112 * 1024).get("dr"), (c, h)
-    t = ne16_layer.plan_tiling(*layer(256, 14, 504, 3, 1), "rows", 112 * 1024)
-    assert t["dr"] and t["th"] == 1, t      # 256->512 (504-ch slice): 1 subtile a row, not 3
+    for oc in (504, 512):
+        # 256->512 (and its 504-ch slice): tap jobs on the whole 7x7 map, 6 full subtiles a job
+        # (1 row tiles of kernel-row jobs took 7, in 16-channel steps; 2,136,091 -> 1,022,693 cycles)
+        t = ne16_layer.plan_tiling(*layer(256, 14, oc, 3, 1), "rows", 112 * 1024)
+        assert t["taps"] and t["dr"] and t["th"] == 7 and t["tc"] == 32 and t["l1_bytes"] <= 112 * 1024, t
     for c, h, oc, k, p in ((64, 56, 128, 3, 1), (128, 28, 256, 3, 1), (64, 56, 128, 1, 0), (3, 224, 64, 7, 3)):
         lay, g = layer(c, h, oc, k, p)
         t = ne16_layer.plan_tiling(lay, g, "rows", 112 * 1024)

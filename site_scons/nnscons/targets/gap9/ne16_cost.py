@@ -71,7 +71,9 @@ Stride 2 ("rows" mode, ne16_layer.py): kh 1x1 jobs per tile of kw * ic channels 
   a tiling option beside the padded tile): NE16's 3 rows of dense_cols, the buffers' bytes
   flipped, DR_CMD_CYCLES per DMA command serial on core 0 (measured one-layer: 64->128 56->28
   1,164,966 cycles, estimated 1,172,802; 256->504 14->7 2,099,660 / 2,117,589; ic_resnet8's
-  3x3/2 convs 1.2x / 1.12x slower on them, which the command term keeps them off). With the channel tiles inner (c_inner) the input is
+  3x3/2 convs 1.2x / 1.12x slower on them, which the command term keeps them off). Tap jobs
+  (ne16_geometry.taps, the whole map per channel tile, one job per kernel tap): _taps_cycles
+  (256->504 14->7: 1,030,639 estimated, 1,022,693 measured). With the channel tiles inner (c_inner) the input is
   prepared once per row tile, and the weights come all at once or (w_stream) the next
   channel tile's beside NE16. The stem (stacked rows, channel tiles inner): 3,944,692
   measured against 4,593,530. The tiling is the one this estimate finds cheapest.
@@ -94,7 +96,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ne16_geometry import dense_cols, dr_rows, dr_slots, in_rows
+from .ne16_geometry import dense_cols, dr_rows, dr_slots, in_rows, taps_slots
 
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
@@ -113,6 +115,13 @@ DENSE_PREP_FORK_CYCLES = 1000  # the same for a dense tile's flip (ne16_geometry
                            # measured 1.15k per tile with the bytes on 64->128 1x1/2's 2x28 tiles)
 DR_PREP_CYCLES = 1.0       # per byte of the dense kernel-row buffers (ne16_geometry.dense_rows): flip
                            # and pads per pixel
+TAPS_MARGIN = 0.85         # tap jobs when their estimate < this x the best other form's: measured one-layer, taps
+                           # against the form chosen without them, 256->504 14->7 1,022,693 / 2,136,091 (estimates
+                           # 0.49x), 128->200 14x14 246,247 / 281,526 (0.82x), 128->64 18x18 126,957 / 117,376 (0.92x:
+                           # slower; the rows-mode estimates run 1.06-1.19x high on such small layers, tap jobs' 0.99-1.01x)
+TAP_JOB_CYCLES = 590       # per tap job (ne16_geometry.taps) beyond _engine's figures: NE16's L1 latencies beside
+                           # the weights' DMA, the cores' prep and requantization (256->504 14->7: 144 jobs of
+                           # ~7,000 cycles measured, 6,458 by _engine; 6,801 without the weights' DMA)
 DR_CMD_CYCLES = 160        # per DMA command of a dense kernel-row tile, core 0 serial: fitted on ic_resnet8's
                            # 3x3/2 convs (16->32 32->16 63,693 cycles measured, 32->64 16->8 50,321: 1.2x and 1.12x
                            # the estimate without it, 34 commands per row tile)
@@ -155,11 +164,33 @@ def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
     return total + JOB_CYCLES * n_g
 
 
+def _taps_cycles(i, o, kh, t, cores) -> int:
+    """Tap jobs on the whole map (ne16_geometry.taps): before NE16's first job buffer 0's DMA and
+    its first tap's prep (the other pieces are prepared beside NE16, tap_prep); then per channel
+    tile kh x kw jobs of ic channels queued back to back (the next job's weights come while NE16
+    runs one, the tile before requantized beside NE16) with TAP_JOB_CYCLES per job beyond the
+    engine's figures, and the last tile's requantization."""
+    kw = o["pw"] - (o["w"] - 1) * o["s"]
+    n_taps, q0_bytes = kh * kw, taps_slots(o, kh)[0] * kw * i["c"]
+    total = LAYER_CYCLES + q0_bytes / DMA_BYTES_PER_CYCLE + PREP_FORK_CYCLES + DR_PREP_CYCLES * q0_bytes / kw / cores \
+        + DR_CMD_CYCLES * dr_rows(o, o["h"], kh)[0] * (1 + t["dr_edges"])
+    pix = o["h"] * o["w"]
+    for co in range(t["n_c"]):
+        chans = min(t["tc"], o["c"] - co * t["tc"])
+        total += _engine("1x1", 3, dense_cols(pix), chans, n_taps * i["c"], i["c"], n_taps) \
+            + (TAP_JOB_CYCLES - JOB_CYCLES) * n_taps
+    return int(total + ROWS_RQ_FORK_CYCLES + (ROWS_RQ_CYCLES * pix * chans + ROWS_CH_CYCLES * max(chans, cores)) / cores)
+
+
 def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
     """"rows" mode (stride 2): the template's pipeline, per tile TILE_CYCLES + the input's DMA
     and prep when it has one input buffer + max(NE16's jobs, the cores' requantization of the
-    tile before and, with two input buffers, the next tile's prep); a new channel tile drains
-    the pipeline (the tile before requantized alone) and waits for its weights."""
+    tile before and, with two input buffers, the next tile's prep); a new channel tile waits for
+    its last weight row (kernel-row jobs, two input buffers: the template loads the new weights
+    row by row behind the old jobs) or drains the pipeline (the tile before requantized alone)
+    and waits for all its weights."""
+    if t.get("taps"):
+        return _taps_cycles(i, o, kh, t, cores)
     first = sum(dr_slots(o, t["th"], kh)) * k_job if t.get("dr") else min(in_rows(o, t["th"], kh), i["h"]) * i["w"] * i["c"]
     total = LAYER_CYCLES + first / DMA_BYTES_PER_CYCLE
     req_prev = 0.0
@@ -198,7 +229,13 @@ def _rows_cycles(i, o, kh, row, n_jobs, k_job, t, cores) -> int:
                 # 1.16 / 1.17 / 1.11x of that with TILE_CYCLES here; the stem and the 1x1/2 keep it
                 serial = 0.0
         serial += dr_cmd
-        if h == 0 and not inner:
+        if h == 0 and co and not inner and t["in_bufs"] == 2 and n_jobs > 1 and not t.get("dense"):
+            # a new channel tile: the tile before is requantized beside NE16, its weights come kernel
+            # row by kernel row behind the jobs that read the old ones, only the last row's serial
+            # (128->256 28->14: 1,085,118 cycles measured; the drain and whole load this charged
+            # made 128->64 18x18's estimate 1.13x high and chose tap jobs, 8% slower there)
+            serial += chans * row / n_jobs / DMA_BYTES_PER_CYCLE
+        elif h == 0 and not inner:
             serial += req_prev + chans * row / DMA_BYTES_PER_CYCLE
             req_prev = 0.0
         if t["in_bufs"] == 1:

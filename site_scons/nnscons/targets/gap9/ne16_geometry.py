@@ -94,3 +94,20 @@ def dr_slots(o, th, kh) -> list:
     """Pixels (kw * ic bytes each) of each buffer: its rows and NE16's margin past the last
     job's 3 x dense_cols (dense_slots)."""
     return [max(n * o["w"], (n - th) * o["w"] + dense_slots(th * o["w"])) for n in dr_rows(o, th, kh)]
+
+
+def taps(m, kh, kw, stride, ic) -> bool:
+    """dense_rows with ic a multiple of NE16's 16: the tile may run one 1x1 job per kernel tap
+    (dy, dx) instead of per kernel row, each over the ic bytes of its window at dx * ic (the
+    windows' 16-channel groups split at dx: the tap's weights are the bytes dx * ic .. of the
+    kernel row's), so a job's weights are tc x ic bytes and stream in two small buffers. Buffer 0
+    must hold the first two taps (ceil(kh / stride) x kw >= 2): the template prepares the input
+    for those two before the other buffers' DMA goes out."""
+    return dense_rows(m, kh, stride, ic) and ic % 16 == 0 and -(-kh // stride) * kw >= 2
+
+
+def taps_slots(o, kh) -> list:
+    """Pixels of each dense kernel-row buffer of a whole-map tap tile: its rows, no margin (NE16's
+    reads past a buffer's last pixel only feed the 3 x dense_cols slots past the map's outputs,
+    which nobody requantizes: they land in the next buffer or the accumulators)."""
+    return [n * o["w"] for n in dr_rows(o, o["h"], kh)]

@@ -19,7 +19,9 @@ streamin. NE16 computes only the outputs the layer keeps, at 1x1 mode's rate (31
 per 16 channels and 3x3 pixels, against 4x the outputs at 43 + 8k before). Where the
 estimate says faster, a 3x3/2 tile's windows are gathered densely instead
 (ne16_geometry.dense_rows: the DMA brings each output pixel's kw * ic bytes per kernel row,
-every 3x3 subtile of NE16 full).
+every 3x3 subtile of NE16 full), and where the whole map's buffers fit L1, as tap jobs
+(ne16_geometry.taps: one 1x1 job per kernel tap over ic channels, its weights streamed per job,
+so the tile keeps 32 output channels and all output rows).
 
 Tiles: whole output rows (NE16's padding needs the full width), tc output channels (a
 multiple of NE16's 32 per step, or all), every input channel in one job; or, when the weights
@@ -37,7 +39,8 @@ from ... import ops as nnsops
 from ...errors import UserError
 from .. import base
 from . import ne16_weights, tiling
-from .ne16_geometry import dense, dense_rows, dense_slots, dr_rows, dr_slots, geometry as _geometry, in_rows, jobs, stack_bytes, stacked, weight_row
+from .ne16_geometry import (dense, dense_cols, dense_rows, dense_slots, dr_rows, dr_slots, geometry as _geometry, in_rows, jobs,
+                            stack_bytes, stacked, taps, taps_slots, weight_row)
 
 ENGINES = ("ne16", "cluster")
 TP_OUT = 32
@@ -102,7 +105,7 @@ def _rows_per_tile(oh) -> list:
 
 
 def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner=False, w_stream=False,
-                dense_tile=False, dr=False) -> dict:
+                dense_tile=False, dr=False, taps=False) -> dict:
     """L1 bytes of a tile; w_grp (bytes of one output channel's input-channel group) when the
     input channels are split: two group buffers (the DMA brings group g + 1 while NE16 runs g)
     and two bias/mult/shift buffers (tile k's load while the cores requantize tile k - 1);
@@ -116,6 +119,12 @@ def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner
     if dr:                  # ne16_geometry.dense_rows: kw * ic bytes per pixel of each kernel-row buffer
         kw = o["pw"] - (o["w"] - 1) * o["s"]
         d.update(l1_in=tiling._align4(sum(dr_slots(o, th, kh)) * kw * i["c"]), l1_acc=4 * dense_slots(th * o["w"]) * tc)
+    if taps:                # ne16_geometry.taps: the whole map, tap jobs, weights streamed per job
+        kw = o["pw"] - (o["w"] - 1) * o["s"]
+        d.update(l1_in=tiling._align4(sum(taps_slots(o, kh)) * kw * i["c"]), l1_acc=4 * 3 * dense_cols(th * o["w"]) * tc,
+                 l1_w=2 * tiling._align4(tc * i["c"]), l1_par=2 * 3 * 4 * tc)
+        d["l1_bytes"] = d["l1_in"] + 2 * (d["l1_acc"] + d["l1_out"]) + d["l1_w"] + d["l1_par"]
+        return d
     if c_inner:
         n_c = -(-o["c"] // tc)
         d.update(l1_w=(2 if w_stream else n_c) * tiling._align4(tc * row), l1_par=n_c * 3 * 4 * tc,
@@ -214,6 +223,16 @@ def plan_tiling(layer, graph, m, budget):
                             if best is None or est < best[0]:
                                 best = (est, t)
                             break
+        if taps(m, kh, kw, o["s"], i["c"]):     # the whole map per channel tile, one job per tap (dy, dx)
+            for tc in tcs:
+                d = _tile_bytes(i, o, kh, row, o["h"], tc, 1, taps=True)
+                if d["l1_bytes"] <= budget:
+                    t = dict(tile(d, o["h"], tc, 1), dr=True, dr_edges=edges, taps=True)
+                    t["l2_l1_bytes"] = kw * i["c"] * o["w"] * sum(dr_rows(o, o["h"], kh)) + params + o["h"] * o["w"] * o["c"]
+                    est = ne16_cost.ne16_cycles(layer, graph, m, t, 9)
+                    if best is None or est < ne16_cost.TAPS_MARGIN * best[0]:
+                        best = (est, t)
+                    break
         return best and best[1]
     for th_set in (full, [r for r in rows if r not in full]):
         for tc in tcs:
@@ -314,7 +333,8 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
         "jobs": n_jobs, "k_job": k_job, "w_job": weight_row(layer, m) // n_jobs, "stack": stacked(m, i["c"]),
         "dense": dense(m, kh, kw, o["s"], (pt, pl) + tuple(layer.attrs["pads"][2:]), i["c"]),
         "dr": bool(til.get("dr")),     # ne16_geometry.dense_rows: each kernel-row buffer's byte offset
-        "dr_off": [int(x) * kw * i["c"] for x in np.cumsum([0] + dr_slots(o, til["th"], kh))[:-1]] if til.get("dr") else [],
+        "dr_off": [int(x) * kw * i["c"] for x in np.cumsum([0] + (taps_slots(o, kh) if til.get("taps") else dr_slots(o, til["th"], kh)))[:-1]]
+        if til.get("dr") else [],
         "l1_pad": tiling._align4(in_rows(o, til["th"], kh) * o["pw"] * i["c"]),   # stack: the DMA's padded tile
         "in_cols": min(i["w"], o["pw"] - pl),      # input columns inside the padded tile
         "op": "conv2d", "engine": "ne16", "name": layer.name, "cname": cname, "mode": m,
