@@ -292,7 +292,10 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
                      (names["bias"], "int32", kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"])]
     wn, why_not = winograd(layer, g, wm, isa, safe, own, tuning, opts, auto)
     if wn:     # its transformed weights ([panel][36][ICP/2][16][2] int16) and per-16 epilogue arrays
+        # only: the choice is made at build time (host-measured's too), so no kernel of the
+        # image reads the direct kernels' copies (dead bytes in the .bin)
         wd = kernelgen.wino.dims(g)
+        sections, alias, u8, vns = [], {}, None, {}
         sections += [("wino_u", "int16", wd["np"] * 36 * wd["icp"] * kernelgen.wino.NR)] + \
             [(k, "int32", wd["np"] * kernelgen.wino.NR) for k in ("wino_bias", "wino_mult", "wino_shift")]
     for section, dtype, count in sections:
@@ -306,12 +309,14 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         n = wm.shape[0]
         fb = kernelgen.folded_bias(wm, layer.bias, graph.tensor(layer.inputs[0]).q.zero_point)
         rq = registry.requant_params(layer, graph)
-        arrays = {"weight": kernelgen.pack_weights(kernelgen.segments(wm, g), seg, nr),
-                  "bias": np.zeros(npad, np.int64), "mult": np.zeros(npad, np.int64),
-                  "shift": np.full(npad, 31, np.int64)}   # padding: a shift the fma epilogue takes (nn_epi_t.fma)
-        arrays["bias"][:n] = fb
-        arrays["mult"][:n] = rq["mult"]
-        arrays["shift"][:n] = rq["shift"]
+        arrays = {}
+        if not wn:
+            arrays = {"weight": kernelgen.pack_weights(kernelgen.segments(wm, g), seg, nr),
+                      "bias": np.zeros(npad, np.int64), "mult": np.zeros(npad, np.int64),
+                      "shift": np.full(npad, 31, np.int64)}   # padding: a shift the fma epilogue takes (nn_epi_t.fma)
+            arrays["bias"][:n] = fb
+            arrays["mult"][:n] = rq["mult"]
+            arrays["shift"][:n] = rq["shift"]
         if u8:
             pu = kernelgen.pack_u8(wm, g, u8["nr"])
             arrays["weight_u8"] = pu["weight"]
