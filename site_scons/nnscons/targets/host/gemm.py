@@ -212,7 +212,8 @@ def resolve(layer, graph, opts, own: dict, tuning: dict, limits: tuple = LIMITS)
 # avx512vnni512 (zmm) neither: on a Zen 4 (256-bit units) it measured level with avx512vnni
 # (ResNet-18's convs within 1-2% either way) for a second weights copy; `kernel: {choose:
 # measure}` or a tuning file's isa compiles it in where it measures fastest (Zen 5).  avxvnni runs
-# where AVX-512 VNNI does not (Intel since Alder Lake).
+# where AVX-512 VNNI does not (Intel since Alder Lake).  A Winograd layer's order is wino.CPUID:
+# its zmm variant measured faster on the Zen 4 and reads the same weights.
 AUTO = ("avx512vnni", "avxvnni", "avx2", "portable")
 
 
@@ -425,9 +426,11 @@ def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, 
         return None, f"isa {isa} forced (winograd: true runs its Winograd variant)"
     if mode is None and not ("avx2" in auto and winograd_pays(g)):
         return None, "cost rule: direct"
-    # under isa auto the transform's variants in the order given (a measured one first)
-    order = [v for v in auto if v in wino.VARIANTS]
-    variants = order + [v for v in wino.VARIANTS if v not in order] if isa == "auto" else [isa]
+    # under isa auto the transform's variants in the order given (a measured one first); the
+    # CPUID order runs the zmm one where AVX-512 VNNI is (wino.CPUID: it measured faster)
+    order = [v for v in (wino.CPUID if auto == AUTO else auto) if v in wino.VARIANTS]
+    variants = order + [v for v in wino.FALLBACK if v not in order and not (
+        v == "avx512vnni" and "avx512vnni512" in order)] if isa == "auto" else [isa]
     return {"variants": variants, "band": wino.band_rows(g, budget),
             "why": "winograd key" if mode else "cost rule"}, None
 
