@@ -9,7 +9,7 @@ Per band of tile rows (4 output rows each), each thread in its own scratch:
   channels in int16 pairs into wrapping int32 (mb[position][tile][16]), then per tile the
   output transform AS^T M' AS (wrapping int32), y = (z * 9^-1) >> 6, and the direct kernels'
   epilogue (bias, requantization, clamp, fused residual add) on each row of 4 pixels.
-Weights U' = GS g GS^T (int16) are prepacked as [panel][36][ICP/2][16][2] (pack_u)."""
+Weights U'' = diag(L / S) GS g GS^T (int16, winomath) are prepacked as [panel][36][ICP/2][16][2] (pack_u)."""
 from __future__ import annotations
 
 import numpy as np
@@ -194,18 +194,24 @@ def _at(m: list, add, sub, shl) -> list:
         add("a1", shl("a2", 2)), add(add("b1", shl("b2", 3)), add(shl(m[5], 4), shl(m[5], 3)))]
 
 
+def _a(m: list, add, sub, shl) -> list:
+    """A^T (unscaled: winomath folds its row scale into U'') on 6 expressions: 4 results."""
+    return [("a1", add(m[1], m[2])), ("b1", sub(m[1], m[2])), ("a2", add(m[3], m[4])), ("b2", sub(m[3], m[4]))], [
+        add(m[0], add("a1", "a2")), add("b1", shl("b2", 1)), add("a1", shl("a2", 2)), add(add("b1", shl("b2", 3)), m[5])]
+
+
 def _transform_out(ind: str, isa: str, width: int = 256) -> list:
-    """z_i_j (4x4) from m_i_j (6x6), wrapping 32-bit arithmetic."""
+    """z_i_j (4x4) from m_i_j (6x6), wrapping 32-bit arithmetic: A^T over i, AS over j."""
     add, sub, shl, ty = _ops(isa, 32, width)
     out = [ind + ty + " " + ", ".join(f"s{i}_{j}" for i in range(4) for j in range(6)) + ";",
            ind + ty + " " + ", ".join(f"z{i}_{j}" for i in range(4) for j in range(4)) + ";"]
 
-    def at(src, dst):
-        tmp, res = _at(src, add, sub, shl)
+    def at(src, dst, f=_at):
+        tmp, res = f(src, add, sub, shl)
         out.append(ind + "{ const " + ty + " " + ", ".join(f"{n} = {x}" for n, x in tmp) + ";")
         out.append(ind + "  " + " ".join(f"{dst[i]} = {res[i]};" for i in range(4)) + " }")
     for j in range(6):
-        at([f"m{i}_{j}" for i in range(6)], [f"s{i}_{j}" for i in range(4)])
+        at([f"m{i}_{j}" for i in range(6)], [f"s{i}_{j}" for i in range(4)], _a)
     for i in range(4):
         at([f"s{i}_{j}" for j in range(6)], [f"z{i}_{j}" for j in range(4)])
     return out
