@@ -137,3 +137,17 @@ def test_resnet8_host_and_2t_with_winograd_layers(project):
     assert bench["stack1.conv2"]["variant"].startswith("wino-")
     assert bench["stack1.conv2"]["algorithm"] == "winograd F(4,3)"
     assert not bench["stack0.conv1"]["variant"].startswith("wino-") and "algorithm" not in bench["stack0.conv1"]
+
+
+def test_cost_rule():
+    """gemm.winograd_pays on ResNet-18's and ResNet-8's 3x3 stride-1 convs (README "winograd"):
+    layer1-3 pay (layer3 where its l1_budget holds a tile row's V), layer4's 18 MiB of int16
+    weights do not, nor 16-channel layers."""
+    from nnscons.kernelgen import wino
+    from nnscons.targets.host.gemm import winograd_pays
+
+    def g(hw, c):
+        return {"oh": hw, "ow": hw, "ic": c, "oc": c}
+    assert [winograd_pays(g(hw, c)) for hw, c in ((56, 64), (28, 128), (14, 256), (7, 512))] == [True, True, True, False]
+    assert [winograd_pays(g(hw, c)) for hw, c in ((32, 16), (16, 32), (8, 64))] == [False, True, True]
+    assert wino.row_bytes(dict(g(14, 256), oh=14)) == 73728 > 64 * 1024    # layer3: direct at the default budget
