@@ -155,6 +155,15 @@ def _tin(isa: str, g: dict, d: dict, vs: int, zp: int) -> list:
         L += [f"            _mm256_storeu_si256((__m256i *)(void *)(vt + {(i * 6 + j) * vs} + c), v{i}_{j});"
               for i in range(6) for j in range(6)]
         L.append("        }")
+    if isa == "avx512vnni512" and ic % 16:    # the last ic % 16 channels under a mask (avx512bw)
+        k = f"(__mmask16){hex((1 << ic % 16) - 1)}"
+        L.append("        {")
+        L += [f"            const __m256i d{i}_{j} = _mm256_cvtepi8_epi16(_mm_maskz_loadu_epi8({k}, p[{i * 6 + j}] + c));"
+              for i in range(6) for j in range(6)]
+        L += _transform_in("            ", isa)
+        L += [f"            _mm256_mask_storeu_epi16(vt + {(i * 6 + j) * vs} + c, {k}, v{i}_{j});"
+              for i in range(6) for j in range(6)]
+        L += [f"            c = {ic};", "        }"]
     L.append(f"        for (; c < {ic}; ++c) {{")
     L += [f"            const int32_t d{i}_{j} = p[{i * 6 + j}][c];" for i in range(6) for j in range(6)]
     L += _transform_in("            ", "portable")
