@@ -142,7 +142,7 @@ def test_resnet8_host_and_2t_with_winograd_layers(project):
 def test_cost_rule():
     """gemm.winograd_pays on ResNet-18's and ResNet-8's 3x3 stride-1 convs (README "winograd"):
     layer1-3 pay (layer3 where its l1_budget holds a tile row's V), layer4's 18 MiB of int16
-    weights do not, nor 16-channel layers."""
+    weights do not, nor layers of 16 input channels."""
     from nnscons.kernelgen import wino
     from nnscons.targets.host.gemm import winograd_pays
 
@@ -150,4 +150,7 @@ def test_cost_rule():
         return {"oh": hw, "ow": hw, "ic": c, "oc": c}
     assert [winograd_pays(g(hw, c)) for hw, c in ((56, 64), (28, 128), (14, 256), (7, 512))] == [True, True, True, False]
     assert [winograd_pays(g(hw, c)) for hw, c in ((32, 16), (16, 32), (8, 64))] == [False, True, True]
+    # 56x56, input -> output channels (README "winograd")
+    assert [winograd_pays(dict(g(56, i), oc=o)) for i, o in ((16, 32), (16, 64), (24, 64), (64, 16))] == \
+        [False, False, True, True]
     assert wino.row_bytes(dict(g(14, 256), oh=14)) == 73728 > 64 * 1024    # layer3: direct at the default budget

@@ -361,7 +361,7 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         spec.update(wino=wn, variants=list(wn["variants"]), u8={})
         variants = list(wn["variants"])
     report = {"blocking": (f"winograd F(4,3) {kernelgen.wino.block(variants[0], wn['band'] * kernelgen.wino.dims(g)['tw'])}t"
-                           f" x{16 * kernelgen.wino.PANELS.get(variants[0], 1)} band {wn['band']}" if wn else
+                           f" x{16 * min(kernelgen.wino.PANELS.get(variants[0], 1), kernelgen.wino.dims(g)['np'])} band {wn['band']}" if wn else
                            f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}"),
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
@@ -392,10 +392,11 @@ def winograd_pays(g: dict) -> bool:
     int16 (8x the direct kernel's bytes), streamed once per band, must stay within a few MiB
     (ResNet-18 with the zmm variant: 56x56x64 0.73, 28x28x128 0.62, 14x14x256 0.84 -- its 4.5
     MiB, where a layer's l1_budget holds one tile row's V, 73,728 B --, 7x7x512's 18 MiB 2.4
-    with ymm), and the per-tile transforms need enough channels to amortise (ResNet-8:
-    32x32x16 1.1, 16x16x32 0.88, 8x8x64 0.71)."""
+    with ymm), and the per-tile transforms and the GEMM's K need enough input channels to
+    amortise (ResNet-8: 32x32 16 -> 16 1.04-1.07, 16x16x32 0.88, 8x8x64 0.71; 56x56 IC -> OC
+    with zmm: 16 -> 32 1.04, 16 -> 64 0.98, 24 -> 64 0.82, 64 -> 16 0.83)."""
     tiles = -(-g["oh"] // 4) * -(-g["ow"] // 4)
-    return g["ic"] >= 32 and g["oc"] >= 32 and tiles >= 4 and 72 * g["ic"] * g["oc"] <= 5 * 1024 * 1024
+    return g["ic"] >= 24 and g["oc"] >= 16 and tiles >= 4 and 72 * g["ic"] * g["oc"] <= 5 * 1024 * 1024
 
 
 def winograd_key(layer, own: dict, tuning: dict, opts: dict):
