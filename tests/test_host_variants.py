@@ -21,7 +21,7 @@ model name\t: AMD EPYC 7763 64-Core Processor
 flags\t\t: fpu sse2 avx avx2 fma bmi2
 """
 ZEN4 = ZEN3.replace("model\t\t: 1", "model\t\t: 17").replace("7763", "9654").replace(
-    "bmi2", "bmi2 avx512f avx512vl avx512_vnni")
+    "bmi2", "bmi2 avx512f avx512bw avx512vl avx512_vnni")
 
 
 def test_cpu_key_and_what_a_cpu_runs():

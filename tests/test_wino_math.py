@@ -21,6 +21,7 @@ def test_constants():
     assert np.abs(wm.BT).sum(1).max() == 10          # |V| <= 100 * 128: int16
     assert np.abs(wm.GS).sum(1).max() == 7           # |U'| <= 49 * 128: int16
     assert (wm.AS_T == wm.AT * np.array([6, 4, 4, 1, 1, 24])).all()
+    assert wm.U_LIMIT == 128 * 7 * max(6 * 1, 4 * 3, 1 * 7, 24 * 1)
 
 
 def test_random_tiles_exact():
@@ -36,9 +37,13 @@ def test_extremes_int16_ranges():
     x[::2, 1::2, 0] = 127
     w = np.full((1, 1, 3, 3), -128)
     assert np.abs(wm.inputs(np.moveaxis(x, -1, 0))).max() <= 12800
-    assert np.abs(wm.weights(w)).max() <= 6272
+    assert np.abs(wm.weights(w)).max() <= wm.U_LIMIT
     worst = wm.weights(np.array([[1, -1, 1], [-1, 1, -1], [1, -1, 1]]) * -128)
-    assert np.abs(worst).max() <= 32767
+    assert np.abs(worst).max() <= wm.U_LIMIT <= 32767
+    # every sign pattern of full-scale weights: |U''| reaches U_LIMIT (row 5 x column 3) and no more
+    signs = (np.arange(512)[:, None] >> np.arange(9)) & 1
+    us = wm.weights((signs * 255 - 128).reshape(512, 3, 3))
+    assert np.abs(us).max() == wm.U_LIMIT
 
 
 def test_near_the_bound_both_signs():

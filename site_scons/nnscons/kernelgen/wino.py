@@ -9,22 +9,29 @@ Per band of tile rows (4 output rows each), each thread in its own scratch:
   channels in int16 pairs into wrapping int32 (mb[position][tile][16]), then per tile the
   output transform AS^T M' AS (wrapping int32), y = (z * 9^-1) >> 6, and the direct kernels'
   epilogue (bias, requantization, clamp, fused residual add) on each row of 4 pixels.
-Weights U' = GS g GS^T (int16) are prepacked as [panel][36][ICP/2][16][2] (pack_u)."""
+Weights U'' = diag(L / S) GS g GS^T (int16, winomath) are prepacked as [panel][36][ICP/2][16][2] (pack_u)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..cstrings import c_comment
-from . import winomath
-from .isa_x86 import _avx2_epilogue, _pin, _vnni_epilogue
+from . import winogemm, winomath
+from .isa_x86 import _avx2_epilogue, _vnni_epilogue
 from .microkernel import Micro
+from .winogemm import _ATTR, NR
 
-NR = 16
-VARIANTS = ("avx512vnni", "avx2", "portable")
-MR = {"avx512vnni": 12, "avx2": 6, "portable": 4}       # tiles per GEMM block (x 2 accumulators)
-_ATTR = {"avx512vnni": "NN_VNNI ", "avx2": "NN_AVX2 ", "portable": ""}
-_GUARD = {"avx512vnni": "NN_HAVE_X86", "avx2": "NN_HAVE_X86", "portable": "1"}
-RUNTIME = {"avx512vnni": "nn_cpu_has_avx512vnni()", "avx2": "nn_cpu_has_avx2()", "portable": "1"}
+# avx512vnni512: the GEMM and the output transform on zmm (16 channels a vector), two panels
+# per GEMM block; the input transform is avx512vnni's.  Not among FALLBACK: under isa auto it
+# is compiled in only where chosen (host-measured's timing, a tuning file's or the layer's isa)
+VARIANTS = ("avx512vnni", "avx512vnni512", "avx2", "portable")
+FALLBACK = ("avx512vnni", "avx2", "portable")
+CPUID = ("avx512vnni512", "avx2", "portable")
+MR = {"avx512vnni": 12, "avx512vnni512": 14, "avx2": 6, "portable": 4}   # tiles per GEMM block
+PANELS = {"avx512vnni512": 2}          # 16-channel panels per GEMM block (others: 1)
+_GUARD = {"avx512vnni": "NN_HAVE_X86", "avx512vnni512": "NN_HAVE_X86", "avx2": "NN_HAVE_X86", "portable": "1"}
+RUNTIME = {"avx512vnni": "nn_cpu_has_avx512vnni()",
+           "avx512vnni512": "nn_cpu_has_avx512vnni() && __builtin_cpu_supports(\"avx512bw\")",
+           "avx2": "nn_cpu_has_avx2()", "portable": "1"}
 
 
 def supports(g: dict) -> bool:
@@ -74,7 +81,7 @@ def scratch(spec: dict) -> dict:
     g, w = gm["geom"], gm["wino"]
     d = dims(g)
     vb = -(-(36 * w["band"] * d["tw"] * d["icp"] * 2) // 64) * 64
-    mb = 36 * w["band"] * d["tw"] * NR * 4
+    mb = 36 * w["band"] * d["tw"] * NR * 4 * max(PANELS.get(v, 1) for v in w["variants"])
     stride = vb + mb
     return {"buf": 0, "buf_stride": stride, "mb": vb, "bytes": stride * gm["threads"]}
 
@@ -85,7 +92,7 @@ def _bt(d: list, add, sub, shl) -> list:
             shl(sub(d[3], d[1]), 1), sub(d[5], d[3]), shl(sub(d[1], d[3]), 2)]
 
 
-def _ops(isa: str, bits: int) -> tuple:
+def _ops(isa: str, bits: int, width: int = 256) -> tuple:
     """(add, sub, shift left, type) emitters of a transform: int16 lanes for the input's (int32
     in portable C, shifted by multiplying: a negative value is not left-shifted in C), wrapping
     32-bit ones for the output's (uint32_t in portable C)."""
@@ -93,13 +100,13 @@ def _ops(isa: str, bits: int) -> tuple:
         shl = (lambda a, n: f"({a} * {1 << n})") if bits == 16 else (lambda a, n: f"({a} << {n})")
         return (lambda a, b: f"({a} + {b})"), (lambda a, b: f"({a} - {b})"), shl, \
             "int32_t" if bits == 16 else "uint32_t"
-    return (lambda a, b: f"_mm256_add_epi{bits}({a}, {b})"), (lambda a, b: f"_mm256_sub_epi{bits}({a}, {b})"), \
-        (lambda a, n: f"_mm256_slli_epi{bits}({a}, {n})"), "__m256i"
+    return (lambda a, b: f"_mm{width}_add_epi{bits}({a}, {b})"), (lambda a, b: f"_mm{width}_sub_epi{bits}({a}, {b})"), \
+        (lambda a, n: f"_mm{width}_slli_epi{bits}({a}, {n})"), f"__m{width}i"
 
 
-def _transform_in(ind: str, isa: str) -> list:
+def _transform_in(ind: str, isa: str, width: int = 256) -> list:
     """Statements computing the 36 V values v_i_j from the 36 loads d_i_j (rows i, columns j)."""
-    add, sub, shl, ty = _ops(isa, 16)
+    add, sub, shl, ty = _ops(isa, 16, width)
     out = []
 
     def bt(src: list, dst: list):
@@ -132,6 +139,14 @@ def _tin(isa: str, g: dict, d: dict, vs: int, zp: int) -> list:
          f"                p[i * 6 + j] = iy >= 0 && iy < {g['ih']} && ix >= 0 && ix < {g['iw']} ? "
          f"x + ((long)iy * {g['iw']} + ix) * {ic} : zrow;",
          "            }"]
+    if isa == "avx512vnni512":     # 32 channels a zmm (avx512bw), then avx512vnni's steps
+        L.append(f"        for (; c + 32 <= {ic}; c += 32) {{")
+        L += [f"            const __m512i d{i}_{j} = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)"
+              f"(p[{i * 6 + j}] + c)));" for i in range(6) for j in range(6)]
+        L += _transform_in("            ", isa, 512)
+        L += [f"            _mm512_storeu_si512((void *)(vt + {(i * 6 + j) * vs} + c), v{i}_{j});"
+              for i in range(6) for j in range(6)]
+        L.append("        }")
     if isa != "portable":
         L.append(f"        for (; c + 16 <= {ic}; c += 16) {{")
         L += [f"            const __m256i d{i}_{j} = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)"
@@ -140,6 +155,15 @@ def _tin(isa: str, g: dict, d: dict, vs: int, zp: int) -> list:
         L += [f"            _mm256_storeu_si256((__m256i *)(void *)(vt + {(i * 6 + j) * vs} + c), v{i}_{j});"
               for i in range(6) for j in range(6)]
         L.append("        }")
+    if isa == "avx512vnni512" and ic % 16:    # the last ic % 16 channels under a mask (avx512bw)
+        k = f"(__mmask16){hex((1 << ic % 16) - 1)}"
+        L.append("        {")
+        L += [f"            const __m256i d{i}_{j} = _mm256_cvtepi8_epi16(_mm_maskz_loadu_epi8({k}, p[{i * 6 + j}] + c));"
+              for i in range(6) for j in range(6)]
+        L += _transform_in("            ", isa)
+        L += [f"            _mm256_mask_storeu_epi16(vt + {(i * 6 + j) * vs} + c, {k}, v{i}_{j});"
+              for i in range(6) for j in range(6)]
+        L += [f"            c = {ic};", "        }"]
     L.append(f"        for (; c < {ic}; ++c) {{")
     L += [f"            const int32_t d{i}_{j} = p[{i * 6 + j}][c];" for i in range(6) for j in range(6)]
     L += _transform_in("            ", "portable")
@@ -148,42 +172,6 @@ def _tin(isa: str, g: dict, d: dict, vs: int, zp: int) -> list:
     if icp > ic:
         L.append(f"        for (int q = 0; q < 36; ++q) vt[(long)q * {vs} + {ic}] = 0;")
     L += ["    }", "}", ""]
-    return L
-
-
-def _gemm(isa: str, r: int, d: dict) -> list:
-    """gemm_<isa>_<r>(v, w, mb): one position's r tiles x 16 channels over K = ICP/2 pairs."""
-    icp = d["icp"]
-    L = [f"static {_ATTR[isa]}void gemm_{isa}_{r}(const int16_t *v, const int16_t *w, int32_t *mb)", "{"]
-    if isa == "portable":
-        L += [f"    uint32_t c[{r}][16];", "    memset(c, 0, sizeof c);",
-              f"    for (int k = 0; k < {icp // 2}; ++k, w += 32)",
-              f"        for (int m = 0; m < {r}; ++m) {{",
-              f"            const int16_t *a = v + (long)m * {icp};",
-              "            for (int j = 0; j < 16; ++j)",
-              "                c[m][j] += (uint32_t)((int32_t)a[2 * k] * w[2 * j] + (int32_t)a[2 * k + 1] * w[2 * j + 1]);",
-              "        }",
-              "    memcpy(mb, c, sizeof c);", "}", ""]
-        return L
-    L += [f"    const int16_t *a{m} = v + {m * icp};" for m in range(r)]
-    op = ("_mm256_dpwssd_epi32({c}, {b}, {w})" if isa == "avx512vnni"
-          else "_mm256_add_epi32({c}, _mm256_madd_epi16({b}, {w}))")
-    for m in range(r):
-        L.append(f"    __m256i c{m}_0 = _mm256_setzero_si256(), c{m}_1 = _mm256_setzero_si256();")
-    L += [f"    for (int k = 0; k < {icp // 2}; ++k, w += 32) {{",
-          "        const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)w), "
-          "w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 16));"]
-    for m in range(r):
-        L.append(f"        {{ const __m256i b = _mm256_set1_epi32(nn_load_pair(a{m} + 2 * k));")
-        L.append(f"          c{m}_0 = {op.format(c=f'c{m}_0', b='b', w='w0')}; "
-                 f"c{m}_1 = {op.format(c=f'c{m}_1', b='b', w='w1')}; }}")
-    accs = [f"c{m}_{v}" for m in range(r) for v in range(2)]
-    L += ["    " + a for a in _pin(accs, "v" if isa == "avx512vnni" else "x")]
-    L.append("    }")
-    for m in range(r):
-        for v in range(2):
-            L.append(f"    _mm256_storeu_si256((__m256i *)(void *)(mb + {m * 16 + v * 8}), c{m}_{v});")
-    L += ["}", ""]
     return L
 
 
@@ -202,7 +190,7 @@ def _epi(isa: str, cols: int, nv: int, g: dict, gm: dict) -> list:
                 f"    for (int m = 0; m < {cols}; ++m)",
                 f"        for (int j = 0; j < {(nv - 1) * 8} + last; ++j)",
                 f"            out[m * {g['oc']} + j] = {q};", "}", ""]
-    body = (_vnni_epilogue if isa == "avx512vnni" else _avx2_epilogue)(mk, lambda m, v: f"y[{m * 2 + v}]")
+    body = (_vnni_epilogue if isa.startswith("avx512") else _avx2_epilogue)(mk, lambda m, v: f"y[{m * 2 + v}]")
     return [head, "{"] + body + ["}", ""]
 
 
@@ -215,18 +203,24 @@ def _at(m: list, add, sub, shl) -> list:
         add("a1", shl("a2", 2)), add(add("b1", shl("b2", 3)), add(shl(m[5], 4), shl(m[5], 3)))]
 
 
-def _transform_out(ind: str, isa: str) -> list:
-    """z_i_j (4x4) from m_i_j (6x6), wrapping 32-bit arithmetic."""
-    add, sub, shl, ty = _ops(isa, 32)
+def _a(m: list, add, sub, shl) -> list:
+    """A^T (unscaled: winomath folds its row scale into U'') on 6 expressions: 4 results."""
+    return [("a1", add(m[1], m[2])), ("b1", sub(m[1], m[2])), ("a2", add(m[3], m[4])), ("b2", sub(m[3], m[4]))], [
+        add(m[0], add("a1", "a2")), add("b1", shl("b2", 1)), add("a1", shl("a2", 2)), add(add("b1", shl("b2", 3)), m[5])]
+
+
+def _transform_out(ind: str, isa: str, width: int = 256) -> list:
+    """z_i_j (4x4) from m_i_j (6x6), wrapping 32-bit arithmetic: A^T over i, AS over j."""
+    add, sub, shl, ty = _ops(isa, 32, width)
     out = [ind + ty + " " + ", ".join(f"s{i}_{j}" for i in range(4) for j in range(6)) + ";",
            ind + ty + " " + ", ".join(f"z{i}_{j}" for i in range(4) for j in range(4)) + ";"]
 
-    def at(src, dst):
-        tmp, res = _at(src, add, sub, shl)
+    def at(src, dst, f=_at):
+        tmp, res = f(src, add, sub, shl)
         out.append(ind + "{ const " + ty + " " + ", ".join(f"{n} = {x}" for n, x in tmp) + ";")
         out.append(ind + "  " + " ".join(f"{dst[i]} = {res[i]};" for i in range(4)) + " }")
     for j in range(6):
-        at([f"m{i}_{j}" for i in range(6)], [f"s{i}_{j}" for i in range(4)])
+        at([f"m{i}_{j}" for i in range(6)], [f"s{i}_{j}" for i in range(4)], _a)
     for i in range(4):
         at([f"s{i}_{j}" for j in range(6)], [f"z{i}_{j}" for j in range(4)])
     return out
@@ -262,6 +256,15 @@ def _tout(isa: str, g: dict, qs: int) -> list:
         L += [f"            y[{i}][{j} * 16 + ch] = (int32_t)(z{i}_{j} * {winomath.INV9}u) >> 6;"
               for i in range(4) for j in range(4)]
         L.append("        }")
+    elif isa == "avx512vnni512":    # 16 channels a vector; the epilogue on its halves
+        L += ["        __m256i y[4][8];", f"        const __m512i inv9 = _mm512_set1_epi32({winomath.INV9});"]
+        L += [f"        const __m512i m{i}_{j} = _mm512_loadu_si512((const void *)(mb + (long)m * 16 + {(i * 6 + j) * qs}));"
+              for i in range(6) for j in range(6)]
+        L += _transform_out("        ", isa, 512)
+        for i in range(4):
+            for j in range(4):
+                L += [f"        {{ const __m512i t = _mm512_srai_epi32(_mm512_mullo_epi32(z{i}_{j}, inv9), 6);",
+                      f"          y[{i}][{j * 2}] = _mm512_castsi512_si256(t); y[{i}][{j * 2 + 1}] = _mm512_extracti64x4_epi64(t, 1); }}"]
     else:
         L += ["        __m256i y[4][8];",
               f"        const __m256i inv9 = _mm256_set1_epi32({winomath.INV9});",
@@ -285,6 +288,35 @@ def _tout(isa: str, g: dict, qs: int) -> list:
             first = False
     L += ["        }", "    }", "}", ""]
     return L
+
+
+def _band(iv: str, d: dict, tiles: int, vs: int, counts: set) -> list:
+    """The GEMMs and band_<iv>(c, ty0, nty): the input transform of a band, then per group of
+    PANELS panels and position one 2-4 KiB slice of U per panel, in L1 across the band's tile
+    blocks (streamed from L2 once per band, not once per block), then the output transforms."""
+    mr = block(iv, tiles)
+    rs = sorted({mr for n in counts if n >= mr} | {n % mr for n in counts if n % mr})
+    pp = PANELS.get(iv, 1)
+    groups = ([(f"int pn = 0; pn + {pp} <= {d['np']}; pn += {pp}", pp)] if d["np"] >= pp else []) + \
+        ([(f"int pn = {d['np'] - 1}; pn < {d['np']}; ++pn", 1)] if pp > 1 and d["np"] % pp else [])
+    L = [ln for p in sorted({p for _, p in groups}) for r in rs for ln in winogemm.gemm(iv, r, d["icp"], p)]
+    L += [f"static {_ATTR[iv]}void band_{iv}(const ctx_t *c, int ty0, int nty)", "{",
+          f"    const int nt = nty * {d['tw']};", f"    tin_{iv}(c->v, c->x, ty0, nt);"]
+    for loop, p in groups:
+        second = f"u + {36 * d['icp'] * NR}, mq + {36 * tiles * NR} + t0 * 16" if p == 2 else "0, 0"
+        L += [f"    for ({loop}) {{", "        for (int q = 0; q < 36; ++q) {",
+              f"            const int16_t *u = c->u + ((long)pn * 36 + q) * {d['icp'] * NR};",
+              f"            const int16_t *vq = c->v + (long)q * {vs};",
+              f"            int32_t *mq = c->mb + (long)q * {tiles * NR};",
+              f"            for (int t0 = 0; t0 < nt; t0 += {mr}) {{",
+              f"                const int cnt = nt - t0 < {mr} ? nt - t0 : {mr};"]
+        L += [f"                {'if' if k == 0 else 'else if'} (cnt == {r}) {winogemm.name(iv, r, p)}"
+              f"(vq + (long)t0 * {d['icp']}, u, mq + t0 * 16, {second});" for k, r in enumerate(rs)]
+        L += ["            }", "        }"]
+        L += [f"        tout_{iv}(c, c->mb + {k * 36 * tiles * NR}, ty0, 0, nt, pn + {k});" for k in range(p)] \
+            if p > 1 else [f"        tout_{iv}(c, c->mb, ty0, 0, nt, pn);"]
+        L.append("    }")
+    return L + ["}"]
 
 
 def _bands(g: dict, band: int, threads: int) -> list:
@@ -334,33 +366,14 @@ def layer_source(spec: dict) -> str:
         for _, nty in cell:
             counts.add(nty * d["tw"])
     for iv in variants:
-        mr = block(iv, w["band"] * d["tw"])
-        rs = sorted({mr for n in counts if n >= mr} | {n % mr for n in counts if n % mr})
         if _GUARD[iv] != "1":
             L.append(f"#if {_GUARD[iv]}")
         L += _tin(iv, g, d, vs, zp_in)
-        for r in rs:
-            L += _gemm(iv, r, d)
         for cols in _cols(g):
             for nv in sorted({nv for _, nv, _ in _classes(g)}):
                 L += _epi(iv, cols, nv, g, gm)
         L += _tout(iv, g, w["band"] * d["tw"] * NR)
-        L += [f"static {_ATTR[iv]}void band_{iv}(const ctx_t *c, int ty0, int nty)", "{",
-              f"    const int nt = nty * {d['tw']};",
-              f"    tin_{iv}(c->v, c->x, ty0, nt);",
-              # per channel panel and position: one 2-4 KiB slice of U, in L1 across the
-              # band's tile blocks (streamed from L2 once per band, not once per block)
-              f"    for (int pn = 0; pn < {d['np']}; ++pn) {{",
-              "        for (int q = 0; q < 36; ++q) {",
-              f"            const int16_t *u = c->u + ((long)pn * 36 + q) * {d['icp'] * NR};",
-              f"            const int16_t *vq = c->v + (long)q * {vs};",
-              f"            int32_t *mq = c->mb + (long)q * {w['band'] * d['tw'] * NR};",
-              f"            for (int t0 = 0; t0 < nt; t0 += {mr}) {{",
-              f"                const int cnt = nt - t0 < {mr} ? nt - t0 : {mr};"]
-        L += [f"                {'if' if k == 0 else 'else if'} (cnt == {r}) gemm_{iv}_{r}(vq + (long)t0 * {d['icp']}, u, mq + t0 * 16);"
-              for k, r in enumerate(rs)]
-        L += ["            }", "        }",
-              f"        tout_{iv}(c, c->mb, ty0, 0, nt, pn);", "    }", "}"]
+        L += _band(iv, d, w["band"] * d["tw"], vs, counts)
         if _GUARD[iv] != "1":
             L.append("#endif")
         L.append("")

@@ -212,7 +212,8 @@ def resolve(layer, graph, opts, own: dict, tuning: dict, limits: tuple = LIMITS)
 # avx512vnni512 (zmm) neither: on a Zen 4 (256-bit units) it measured level with avx512vnni
 # (ResNet-18's convs within 1-2% either way) for a second weights copy; `kernel: {choose:
 # measure}` or a tuning file's isa compiles it in where it measures fastest (Zen 5).  avxvnni runs
-# where AVX-512 VNNI does not (Intel since Alder Lake).
+# where AVX-512 VNNI does not (Intel since Alder Lake).  A Winograd layer's order is wino.CPUID:
+# its zmm variant measured faster on the Zen 4 and reads the same weights.
 AUTO = ("avx512vnni", "avxvnni", "avx2", "portable")
 
 
@@ -292,7 +293,10 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
                      (names["bias"], "int32", kernelgen.panels(g["oc"], vb["nr"]) * vb["nr"])]
     wn, why_not = winograd(layer, g, wm, isa, safe, own, tuning, opts, auto)
     if wn:     # its transformed weights ([panel][36][ICP/2][16][2] int16) and per-16 epilogue arrays
+        # only: the choice is made at build time (host-measured's too), so no kernel of the
+        # image reads the direct kernels' copies (dead bytes in the .bin)
         wd = kernelgen.wino.dims(g)
+        sections, alias, u8, vns = [], {}, None, {}
         sections += [("wino_u", "int16", wd["np"] * 36 * wd["icp"] * kernelgen.wino.NR)] + \
             [(k, "int32", wd["np"] * kernelgen.wino.NR) for k in ("wino_bias", "wino_mult", "wino_shift")]
     for section, dtype, count in sections:
@@ -306,12 +310,14 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         n = wm.shape[0]
         fb = kernelgen.folded_bias(wm, layer.bias, graph.tensor(layer.inputs[0]).q.zero_point)
         rq = registry.requant_params(layer, graph)
-        arrays = {"weight": kernelgen.pack_weights(kernelgen.segments(wm, g), seg, nr),
-                  "bias": np.zeros(npad, np.int64), "mult": np.zeros(npad, np.int64),
-                  "shift": np.full(npad, 31, np.int64)}   # padding: a shift the fma epilogue takes (nn_epi_t.fma)
-        arrays["bias"][:n] = fb
-        arrays["mult"][:n] = rq["mult"]
-        arrays["shift"][:n] = rq["shift"]
+        arrays = {}
+        if not wn:
+            arrays = {"weight": kernelgen.pack_weights(kernelgen.segments(wm, g), seg, nr),
+                      "bias": np.zeros(npad, np.int64), "mult": np.zeros(npad, np.int64),
+                      "shift": np.full(npad, 31, np.int64)}   # padding: a shift the fma epilogue takes (nn_epi_t.fma)
+            arrays["bias"][:n] = fb
+            arrays["mult"][:n] = rq["mult"]
+            arrays["shift"][:n] = rq["shift"]
         if u8:
             pu = kernelgen.pack_u8(wm, g, u8["nr"])
             arrays["weight_u8"] = pu["weight"]
@@ -355,7 +361,7 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         spec.update(wino=wn, variants=list(wn["variants"]), u8={})
         variants = list(wn["variants"])
     report = {"blocking": (f"winograd F(4,3) {kernelgen.wino.block(variants[0], wn['band'] * kernelgen.wino.dims(g)['tw'])}t"
-                           f" x16 band {wn['band']}" if wn else
+                           f" x{16 * min(kernelgen.wino.PANELS.get(variants[0], 1), kernelgen.wino.dims(g)['np'])} band {wn['band']}" if wn else
                            f"{blk['mr']}x{nr} u{blk['k_unroll']} {blk['order']}"),
               "gemm": {"m": g["oh"] * g["ow"], "n": g["oc"], "k": g["kh"] * g["kw"] * g["ic"],
                        "mr": blk["mr"], "nr": nr, "k_unroll": blk["k_unroll"], "order": blk["order"],
@@ -383,12 +389,14 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
 def winograd_pays(g: dict) -> bool:
     """The cost rule of an unset `winograd` key, fitted on a Zen 4 (family 25 model 17; the
     ratios Winograd / direct of README "winograd"): the transformed weights, 36 x IC x OC
-    int16 (8x the direct kernel's bytes), streamed once per band, must stay within about the
-    L2 cache (ResNet-18: 56x56x64 0.71, 28x28x128 0.69, 14x14x256 0.97, 7x7x512 2.4), and
-    the per-tile transforms need enough channels to amortise (ResNet-8: 32x32x16 1.1,
-    16x16x32 0.88, 8x8x64 0.71)."""
+    int16 (8x the direct kernel's bytes), streamed once per band, must stay within a few MiB
+    (ResNet-18 with the zmm variant: 56x56x64 0.73, 28x28x128 0.62, 14x14x256 0.84 -- its 4.5
+    MiB, where a layer's l1_budget holds one tile row's V, 73,728 B --, 7x7x512's 18 MiB 2.4
+    with ymm), and the per-tile transforms and the GEMM's K need enough input channels to
+    amortise (ResNet-8: 32x32 16 -> 16 1.04-1.07, 16x16x32 0.88, 8x8x64 0.71; 56x56 IC -> OC
+    with zmm: 16 -> 32 1.04, 16 -> 64 0.98, 24 -> 64 0.82, 64 -> 16 0.83)."""
     tiles = -(-g["oh"] // 4) * -(-g["ow"] // 4)
-    return g["ic"] >= 32 and g["oc"] >= 32 and tiles >= 4 and 72 * g["ic"] * g["oc"] <= 2 * 1024 * 1024
+    return g["ic"] >= 24 and g["oc"] >= 16 and tiles >= 4 and 72 * g["ic"] * g["oc"] <= 5 * 1024 * 1024
 
 
 def winograd_key(layer, own: dict, tuning: dict, opts: dict):
@@ -420,9 +428,11 @@ def winograd(layer, g: dict, wm, isa: str, safe: bool, own: dict, tuning: dict, 
         return None, f"isa {isa} forced (winograd: true runs its Winograd variant)"
     if mode is None and not ("avx2" in auto and winograd_pays(g)):
         return None, "cost rule: direct"
-    # under isa auto the transform's variants in the order given (a measured one first)
-    order = [v for v in auto if v in wino.VARIANTS]
-    variants = order + [v for v in wino.VARIANTS if v not in order] if isa == "auto" else [isa]
+    # under isa auto the transform's variants in the order given (a measured one first); the
+    # CPUID order runs the zmm one where AVX-512 VNNI is (wino.CPUID: it measured faster)
+    order = [v for v in (wino.CPUID if auto == AUTO else auto) if v in wino.VARIANTS]
+    variants = order + [v for v in wino.FALLBACK if v not in order and not (
+        v == "avx512vnni" and "avx512vnni512" in order)] if isa == "auto" else [isa]
     return {"variants": variants, "band": wino.band_rows(g, budget),
             "why": "winograd key" if mode else "cost rule"}, None
 

@@ -38,7 +38,7 @@ CHOICES = ("cpuid", "measure")
 ORDER = ("avx512vnni", "avx512vnni512", "avxvnni", "avx2u8", "avx2", "portable")
 # /proc/cpuinfo flags each variant's run-time check needs (kernels/common/nn_gemm.h)
 NEEDS = {"portable": (), "avx2": ("avx2",), "avx2u8": ("avx2",), "avx512vnni": ("avx512_vnni", "avx512vl"),
-         "avx512vnni512": ("avx512_vnni", "avx512vl"), "avxvnni": ("avx_vnni",)}
+         "avx512vnni512": ("avx512_vnni", "avx512vl", "avx512bw"), "avxvnni": ("avx_vnni",)}   # bw: Winograd's zmm input transform
 # the vector width each variant's microkernels run (bits; 0: scalar C)
 WIDTH = {"portable": 0, "avx2": 256, "avx2u8": 256, "avx512vnni": 256, "avx512vnni512": 512, "avxvnni": 256}
 ROUNDS = 5          # alternated rounds per variant
@@ -303,7 +303,7 @@ def _winograd_or_direct(layer, orig, graph, g, spec, build, own, tuning, opts, d
     from .gemm import winograd_key
     if winograd_key(layer, own, tuning, opts) is not None or not kernelgen.wino.supports(spec["gemm"]["geom"]):
         return g, spec
-    g_w, spec_w = build(own=dict(own, winograd=True))
+    g_w, spec_w = build(own=dict(own, winograd=True), auto=ORDER)     # the zmm variant too
     if not spec_w["gemm"].get("wino"):        # not allowed (bound, epilogue): the report says why
         g["report"]["gemm"]["winograd"] = g_w["report"]["gemm"]["winograd"]
         return g, spec
