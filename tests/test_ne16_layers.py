@@ -179,6 +179,22 @@ def test_stride_2_on_ne16_bit_exact_and_faster_than_the_cluster(project):
     assert "#define JOBS 3 " in src and ".streamin = dy > 0" in src
 
 
+def _one_strided_conv_on_both(project, name, conv, in_shape):
+    """A one-conv model (relu -> conv -> relu) built for NE16 and for the cluster on the GAP9
+    model: its conv on NE16, bit-exact (the builds check it) and faster than the cluster; the
+    NE16 layers' report and conv0's generated source."""
+    import glob
+    _strided_onnx(project.file(f"{name}.onnx"), [conv], in_shape)
+    y = project.read("targets.yaml")
+    project.write("targets.yaml", y.replace("\nmodels:\n", f"\nmodels:\n  {name}:\n    source: {name}.onnx\n", 1))
+    both = _both(project, name, timeout=900)
+    ne, cl = both["gap9"][0], both["gap9c"][0]
+    assert ne["conv0"]["engine"] == "ne16", ne["conv0"].get("engine_why")
+    _check_faster(ne, cl)
+    src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
+    return ne, src
+
+
 @needs_model
 def test_dense_kernel_rows_bit_exact_and_faster_than_the_cluster(project):
     """A 3x3/2 conv on dense kernel-row buffers (ne16_geometry.dense_rows: each output pixel's
@@ -186,15 +202,7 @@ def test_dense_kernel_rows_bit_exact_and_faster_than_the_cluster(project):
     of its 13 output rows and a short last one, padding on every side (the right and bottom pads
     inside the last column's and row's windows), channel tiles inner; bit-exact and faster than
     the cluster on the same layer."""
-    import glob
-    _strided_onnx(project.file("drows.onnx"), [(128, 3, 2, (1, 1, 1, 1))], (96, 25, 25))
-    y = project.read("targets.yaml")
-    project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  drows:\n    source: drows.onnx\n", 1))
-    both = _both(project, "drows", timeout=900)
-    ne, cl = both["gap9"][0], both["gap9c"][0]
-    assert ne["conv0"]["engine"] == "ne16", ne["conv0"].get("engine_why")
-    _check_faster(ne, cl)
-    src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
+    ne, src = _one_strided_conv_on_both(project, "drows", (128, 3, 2, (1, 1, 1, 1)), (96, 25, 25))
     assert "prep_dr_worker(void" in src and "#define JOBS 3 " in src and ".streamin = dy > 0" in src
 
 
@@ -205,16 +213,8 @@ def test_tap_jobs_bit_exact_and_faster_than_the_cluster(project):
     pads (0, 0, 1, 1) (the bottom and right pads inside the last windows), channel tiles of 64 and
     a short last one of 8; the input prepared in pieces beside NE16. Bit-exact and faster than the
     cluster on the same layer."""
-    import glob
-    _strided_onnx(project.file("taps.onnx"), [(200, 3, 2, (0, 0, 1, 1))], (128, 14, 14))
-    y = project.read("targets.yaml")
-    project.write("targets.yaml", y.replace("\nmodels:\n", "\nmodels:\n  taps:\n    source: taps.onnx\n", 1))
-    both = _both(project, "taps", timeout=900)
-    ne, cl = both["gap9"][0], both["gap9c"][0]
-    assert ne["conv0"]["engine"] == "ne16", ne["conv0"].get("engine_why")
+    ne, src = _one_strided_conv_on_both(project, "taps", (200, 3, 2, (0, 0, 1, 1)), (128, 14, 14))
     assert ne["conv0"]["tile"]["taps"] and ne["conv0"]["tile"]["tc"] == 64, ne["conv0"]["tile"]
-    _check_faster(ne, cl)
-    src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
     assert "tap_commit(int n" in src and "TAP_FIRST[TAPS] = { 1, 1, 1, 0, 0, 0, 1, 1, 1 }" in src
 
 
