@@ -215,7 +215,7 @@ def test_tap_jobs_bit_exact_and_faster_than_the_cluster(project):
     assert ne["conv0"]["tile"]["taps"] and ne["conv0"]["tile"]["tc"] == 64, ne["conv0"]["tile"]
     _check_faster(ne, cl)
     src = project.read(glob.glob(project.file("build/gap9/*/src/layers/conv0.c"))[0][len(project.path) + 1:])
-    assert "tap_commit(int n" in src and "TAP_FIRST[TAPS] = { 1, 1, 1, 0, 0, 0, 1, 1, 1 }" in src
+    assert "tap_job(nn_ne16_job_t *job, int n" in src and "TAP_FIRST[TAPS] = { 1, 1, 1, 0, 0, 0, 1, 1, 1 }" in src
 
 
 def test_short_rule_shifts_only_where_exact():
