@@ -215,7 +215,7 @@ def test_tap_jobs_bit_exact_and_faster_than_the_cluster(project):
     cluster on the same layer."""
     ne, src = _one_strided_conv_on_both(project, "taps", (200, 3, 2, (0, 0, 1, 1)), (128, 14, 14))
     assert ne["conv0"]["tile"]["taps"] and ne["conv0"]["tile"]["tc"] == 64, ne["conv0"]["tile"]
-    assert "tap_commit(int n" in src and "TAP_FIRST[TAPS] = { 1, 1, 1, 0, 0, 0, 1, 1, 1 }" in src
+    assert "tap_job(nn_ne16_job_t *job, int n" in src and "TAP_FIRST[TAPS] = { 1, 1, 1, 0, 0, 0, 1, 1, 1 }" in src
 
 
 def test_short_rule_shifts_only_where_exact():
