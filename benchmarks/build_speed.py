@@ -36,6 +36,7 @@ COPY = ("site_scons", "models", "templates", "kernels", "targets.yaml", "SConstr
 
 # phase: (file suffix, function name) whose cumulative time is the phase's
 PHASES = (
+    ("zoo generator started ahead (imports + thread start)", "nnscons/planning/zoo_cache.py", "prefetch"),
     ("zoo model generated (+ frontends imported beside it)", "nnscons/planning/zoo_cache.py", "materialize_async"),
     ("zoo model generated + written", "nnscons/planning/zoo_cache.py", "materialize"),
     ("zoo model generated + written (before materialize)", "nnscons/planning/zoo_cache.py", "write"),
@@ -45,7 +46,7 @@ PHASES = (
     ("  of which onnx shape inference", "nnscons/frontends/onnx_graph.py", "_static_shapes"),
     ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
     ("session: import + target plan + keys", "nnscons/builders/graph/session.py", "__init__"),
-    ("manifest (targets.yaml, the kinds' schemas)", "nnscons/builders/graph/network.py", "load_manifest"),
+    ("manifest (targets.yaml, the kinds' schemas)", "nnscons/manifest.py", "load_manifest"),
     ("declare nodes", "nnscons/builders/graph/network.py", "declare"),
     ("codegen: render sources", "nnscons/builders/graph/actions.py", "render_source"),
 )
