@@ -33,7 +33,7 @@ def _slice_step(lp) -> int:
     them: a partial last tile costs less than its channels' share (NE16 on 504 of 512 channels
     ran 15 tiles of 32 and one of 24: scaled by 512/504, 1.6% up, where 16 whole tiles cost about
     0.9% more than those)."""
-    tc = (lp.report.get("tile") or {}).get("tc")
+    tc = ((lp.spec or {}).get("tile") or {}).get("tc")
     return math.lcm(SLICE_STEP, int(tc)) if tc else SLICE_STEP
 
 
