@@ -219,9 +219,16 @@ def merge_logs(target, source, env):
         size = _numel(graph, name)
         own = [ln for ln in texts[k].splitlines() if ln.startswith("output ")]
         if simrun.output_bytes("\n".join(own), size) is None:
-            sliced = "slice" in session.plan.layers[k].report
-            print(f"RUN FAILED [{session.target_cfg.name}]: the run of layer '{session.plan.layers[k].layer.name}' "
-                  f"holds no complete network output '{name}'{' (it ran on a slice of its channels)' if sliced else ''}")
+            lp = session.plan.layers[k]
+            why = ""
+            if "slice" in lp.report:
+                sl = lp.report["slice"]
+                why = (f": the layer does not fit L2 even alone, so it ran on {sl['channels']} of its "
+                       f"{sl['of']} output channels (that slice checked like every layer); the network's "
+                       f"whole output needs it whole: run it on platform=emul or qemu (L3 holds what L2 "
+                       f"cannot) or on a board")
+            print(f"RUN FAILED [{session.target_cfg.name}]: the run of layer '{lp.layer.name}' "
+                  f"holds no complete network output '{name}'{why}")
             return 1
         for ln in own:
             _, off, hexes = ln.split()
