@@ -43,6 +43,7 @@ from .ne16_geometry import (dense, dense_cols, dense_rows, dense_slots, dr_rows,
                             stack_bytes, stacked, taps, taps_slots, weight_row)
 
 ENGINES = ("ne16", "cluster")
+TAP_SECTION = "weight_taps"     # + tc: the weights of a tap-job tiling, tap_tiles' layout
 TP_OUT = 32
 TP_IN = ne16_weights.TP_IN
 
@@ -260,12 +261,14 @@ def plan_tiling(layer, graph, m, budget):
     return None
 
 
-def param_layout(layer, graph, m) -> list:
-    """weight (NE16's bytes, one row per output channel), bias (always: the folded one),
-    mult, shift: channel-major sections, so a slice of the first k channels is a prefix."""
+def param_layout(layer, graph, m, til=None) -> list:
+    """weight (NE16's bytes, one row per output channel; a tap-job tiling's: TAP_SECTION + tc,
+    tap_tiles), bias (always: the folded one), mult, shift: channel-major sections, so a slice of
+    the first k channels (whole channel tiles) is a prefix."""
     from ... import ops as registry
     oc = int(layer.weight.shape[0])
-    counts = [("weight", "int8", oc * weight_row(layer, m)), ("bias", "int32", oc)]
+    wname = f"{TAP_SECTION}{til['tc']}" if til and til.get("taps") else "weight"
+    counts = [(wname, "int8", oc * weight_row(layer, m)), ("bias", "int32", oc)]
     counts += [(s, "int32", n) for s, n in registry.requant_counts(layer, graph).items()]
     layout, off = [], 0
     for section, dtype, count in counts:
@@ -283,6 +286,15 @@ def weight_bytes(w, m) -> bytes:
     if stacked(m, ic):
         return ne16_weights.pack(w.transpose(0, 3, 2, 1).reshape(o, 1, 1, kw * kh * ic), "1x1", "OHWI")
     return ne16_weights.pack(w.transpose(0, 2, 3, 1).reshape(o * kh, 1, 1, kw * ic), "1x1", "OHWI")
+
+
+def tap_tiles(rows: bytes, oc, kh, kw, ic, tc) -> bytes:
+    """weight_bytes' "rows" bytes ([oc][dy][dx][ic]: 1x1 packing, one byte per input channel)
+    as [channel tile of tc][dy][dx][the tile's channels][ic]: a tap job's weights are one
+    contiguous run (one DMA chunk train instead of one chunk per channel), and the first k
+    channels, k a multiple of tc, are still a prefix (layerwise.slice_layout)."""
+    w = np.frombuffer(rows, np.uint8).reshape(oc, kh, kw, ic)
+    return b"".join(w[c0:c0 + tc].transpose(1, 2, 0, 3).tobytes() for c0 in range(0, oc, tc))
 
 
 def short_rule_shifts(bias, mult, shift, zp, span) -> np.ndarray:
@@ -304,14 +316,19 @@ def short_rule_shifts(bias, mult, shift, zp, span) -> np.ndarray:
 
 
 def pack(layer, graph, layout) -> bytes:
-    """The .bin of an NE16 layer (param_layout); a dense 1x1/S layer's shift section holds
-    short_rule_shifts (conv2d_ne16.c.j2's requant_worker reads shift < 0 as k = -shift)."""
+    """The .bin of an NE16 layer (param_layout); a dense 1x1/S layer's and a tap-job layer's
+    shift section holds short_rule_shifts (conv2d_ne16.c.j2's requant_worker reads shift < 0 as
+    k = -shift: no per-channel check at run time, ~140 cycles a (channel, pixel chunk) unit)."""
     m = mode(layer, graph)
     arrays = dict(base.param_arrays(layer, graph))
     arrays["weight"] = np.frombuffer(weight_bytes(np.asarray(layer.weight), m), np.int8)
+    tap = next((int(sec[len(TAP_SECTION):]) for sec, *_ in layout if sec.startswith(TAP_SECTION)), None)
+    if tap:
+        o, ic, kh, kw = layer.weight.shape
+        arrays[f"{TAP_SECTION}{tap}"] = np.frombuffer(tap_tiles(arrays["weight"].tobytes(), o, kh, kw, ic, tap), np.int8)
     arrays["bias"] = fold_bias(layer, graph).astype(np.int32)
     i, o, kh, kw = _geometry(layer, graph)
-    if dense(m, kh, kw, o["s"], tuple(layer.attrs["pads"]), i["c"]) and kh * kw * i["c"] <= 32768:
+    if (tap or dense(m, kh, kw, o["s"], tuple(layer.attrs["pads"]), i["c"])) and kh * kw * i["c"] <= 32768:
         arrays["shift"] = short_rule_shifts(arrays["bias"], arrays["mult"], arrays["shift"],
                                             int(graph.tensor(layer.output).q.zero_point), kh * kw * i["c"] << 15)
     blob = bytearray(base.layout_bytes(layout))
@@ -342,7 +359,9 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
         "out": dict(o, zp=int(graph.tensor(layer.output).q.zero_point), size=o["h"] * o["w"] * o["c"]),
         "act": [layer.act_min, layer.act_max], "kernel": [kh, kw], "pads": [pt, pl], "stride": o["s"],
         "pad_u8": (zp + 128) & 0xFF, "w_row": weight_row(layer, m),
-        "params": {s: {"dtype": d, "count": n, "offset": off} for s, d, n, off in layout},
+        "params": {("weight" if s.startswith(TAP_SECTION) else s): {"dtype": d, "count": n, "offset": off}
+                   for s, d, n, off in layout},
+        "w_taps": next((int(s[len(TAP_SECTION):]) for s, *_ in layout if s.startswith(TAP_SECTION)), 0),
         "tier": "L2", "tile": til, "l3_stream": False,
         "sections": [{"name": s, "offset": 0, "src": off, "per_oc": n // o["c"]} for s, _, n, off in layout],
     }
@@ -383,7 +402,7 @@ def plan_layer(layer, graph, cname, budget, cluster_til=None, cores=9, xpulp=Tru
         on, why = True, dict(why, why="on: ne16 (targets.yaml); " + why["why"])
     if not on:
         return None, why
-    layout = param_layout(layer, graph, m)
+    layout = param_layout(layer, graph, m, til)
     return (layer_spec(layer, graph, cname, layout, m, til), layout), why
 
 
@@ -410,4 +429,9 @@ def reslice(lp, graph, budget):
     if til is None:
         return None
     layout = [tuple(x) for x in lp.report["slice"]["layout"]]
-    return layer_spec(sl, view, lp.cname, layout, m, til)
+    spec = layer_spec(sl, view, lp.cname, layout, m, til)
+    if spec["w_taps"] and not (til.get("taps") and til["tc"] == spec["w_taps"] and k % til["tc"] == 0):
+        raise UserError(f"layer '{layer.name}': its {k}-channel slice plans NE16 tiles of {til['tc']} channels"
+                        f"{'' if til.get('taps') else ' without tap jobs'}, its weights are laid out in tap-job tiles "
+                        f"of {spec['w_taps']}: set on: cluster for it in targets.yaml")
+    return spec
