@@ -218,6 +218,32 @@ def test_tap_jobs_bit_exact_and_faster_than_the_cluster(project):
     assert "tap_job(nn_ne16_job_t *job, int n" in src and "TAP_FIRST[TAPS] = { 1, 1, 1, 0, 0, 0, 1, 1, 1 }" in src
 
 
+def test_tap_tiles_weights_one_run_per_job_and_slices_a_prefix():
+    """ne16_layer.tap_tiles (a tap-job layer's weight section): job (channel tile co, tap dy, dx)
+    reads chans x IC bytes at co tc w_row + (dy KW + dx) chans IC, the "rows" layout's bytes
+    dy w_job + dx IC .. of each of its channels' rows; the first k channels (k a multiple of tc,
+    layerwise.slice_layout's prefix) are the k-channel layer's own tap tiles, and a short last
+    tile is laid out at its own width."""
+    import numpy as np
+    rng = np.random.default_rng(5)
+    oc, ic, kh, kw, tc = 72, 32, 3, 3, 32
+    w = rng.integers(-128, 128, (oc, ic, kh, kw)).astype(np.int8)
+    rows = np.frombuffer(ne16_layer.weight_bytes(w, "rows"), np.uint8).reshape(oc, kh * kw * ic)
+    tiles = np.frombuffer(ne16_layer.tap_tiles(rows.tobytes(), oc, kh, kw, ic, tc), np.uint8)
+    assert tiles.size == rows.size
+    for c0 in range(0, oc, tc):
+        chans = min(tc, oc - c0)
+        for dy in range(kh):
+            for dx in range(kw):
+                at = c0 * kh * kw * ic + (dy * kw + dx) * chans * ic
+                job = tiles[at:at + chans * ic].reshape(chans, ic)
+                assert (job == rows[c0:c0 + chans, (dy * kw + dx) * ic:(dy * kw + dx + 1) * ic]).all(), (c0, dy, dx)
+    k = 64
+    sliced = ne16_layer.tap_tiles(np.frombuffer(ne16_layer.weight_bytes(w[:k], "rows"), np.uint8).tobytes(),
+                                  k, kh, kw, ic, tc)
+    assert sliced == tiles[:k * kh * kw * ic].tobytes()
+
+
 def test_short_rule_shifts_only_where_exact():
     """ne16_layer.short_rule_shifts (the WEIGHTS node's nn_xp_rq_short_ok per channel, read by the
     dense 1x1/S template as shift < 0): where it says k, ((s mult) >> 32 + 2^(k-1) + zp 2^k) >> k
