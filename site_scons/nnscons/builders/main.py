@@ -196,12 +196,11 @@ def _generate_ahead(env, manifest) -> None:
     if not model_cfg.zoo:
         return
     from ..planning import zoo_cache
-    from ..resources import zoo
-    from .graph.paths import model_dir
-    folder = model_dir(target_cfg, model_cfg)
-    if not os.path.exists(os.path.join(folder, "cache", "model.pkl")):
+    from .graph.paths import model_cache_file, model_dir
+    folder = model_dir(target_cfg, model_cfg)      # the paths the planning will ask for
+    if not os.path.exists(model_cache_file(folder)):
         zoo_cache.prefetch(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape,
-                           os.path.join(folder, zoo().model_file(model_cfg.zoo)))
+                           zoo_cache.model_path(folder, model_cfg.zoo))
 
 
 def _build(env, manifest, root) -> None:

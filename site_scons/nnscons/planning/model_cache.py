@@ -60,7 +60,7 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
     from . import zoo_cache
     source, fmt, generated = model_cfg.source, model_cfg.fmt or "auto", None
     if model_cfg.zoo:
-        source = os.path.join(model_dir, zoo().model_file(model_cfg.zoo))
+        source = zoo_cache.model_path(model_dir, model_cfg.zoo)
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
         # the frontends imported while the generator runs on another thread, the files

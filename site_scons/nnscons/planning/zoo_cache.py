@@ -48,6 +48,11 @@ def cache_dir(model_dir: str) -> str:
     return os.path.join(model_dir, "cache")
 
 
+def model_path(model_dir: str, name: str) -> str:
+    """Where a build folder holds zoo model `name` (the planning imports it from there)."""
+    return os.path.join(model_dir, zoo().model_file(name))
+
+
 def entry_path(name: str, seed, input_shape, model_dir: str) -> str:
     """The cache entry of these generator arguments (its digest is beside it: + .sha256)."""
     ext = os.path.splitext(zoo().model_file(name))[1]

@@ -208,8 +208,8 @@ def declare(env, session) -> dict:
     extra = []
     if session.model_cfg.zoo:
         m = session.model_cfg
-        from ...resources import zoo
-        zoo_node = env.NnsZooModel(os.path.join(b, zoo().model_file(m.zoo)),
+        from ...planning import zoo_cache
+        zoo_node = env.NnsZooModel(zoo_cache.model_path(b, m.zoo),
                                    value(env, [m.zoo, m.seed, list(m.input_shape or [])]),
                                    NNS_VERB="MODEL", NNS_LABEL=m.zoo)
         env.Depends(zoo_node, sorted(glob.glob(os.path.join(zoo_dir(), "*.py"))))

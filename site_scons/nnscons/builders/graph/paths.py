@@ -19,3 +19,8 @@ def model_dir(target_cfg, model_cfg) -> str:
     """build/<target>/<model folder>: the default build folder of a combination."""
     return os.path.join("build", path_component(target_cfg.name),
                         path_component(model_cfg.folder or model_cfg.name))
+
+
+def model_cache_file(folder: str) -> str:
+    """The imported model's cache in a build folder (planning/model_cache.py)."""
+    return os.path.join(folder, "cache", "model.pkl")

@@ -16,7 +16,7 @@ from ...errors import UserError
 from ...planning import keys
 from ...planning.model_cache import load_graph
 from ...targets import kind_module, schema, schemas
-from .paths import model_dir
+from .paths import model_cache_file, model_dir
 
 
 def warm_up(kind: str) -> None:
@@ -46,7 +46,7 @@ class Session:
         os.makedirs(self.build_dir, exist_ok=True)
         # the kind is imported while onnxruntime calibrates a float model (warm_up)
         self.graph = load_graph(model_cfg, root, self.build_dir,
-                                os.path.join(self.build_dir, "cache", "model.pkl"),
+                                model_cache_file(self.build_dir),
                                 meanwhile=lambda: warm_up(target_cfg.kind))
         self.kind = kind_module(target_cfg.kind)
         self.options = self.kind.options(target_cfg)
