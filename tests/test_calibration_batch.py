@@ -111,7 +111,7 @@ def test_weights_handed_over_as_arrays_give_the_same_values(tmp_path):
     x = {f.input: np.random.default_rng(0).standard_normal(f.input_shape).astype(np.float32)}
     outs = [n.output[0] for n in f.proto.graph.node][::7] + [f.output]
     plain = ort.InferenceSession(ptq._observer_model(f, outs), providers=["CPUExecutionProvider"])
-    arrays = ptq._observer_session(f, outs, ort.SessionOptions())
+    arrays = ptq._observer_session(ptq._observer_parts(f, outs), ort.SessionOptions())
     assert arrays._nnscons_weights is not None          # the weights did go as arrays
     for a, b in zip(plain.run(outs, x), arrays.run(outs, x)):
         assert a.shape == b.shape and (a == b).all()

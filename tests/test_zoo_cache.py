@@ -183,3 +183,28 @@ def test_what_the_generation_ahead_raised_is_raised_by_the_planning(generated, m
     with pytest.raises(ValueError, match="does not fit"):
         zoo_cache.materialize_async("simplecnn", 0, SHAPE, a, meanwhile=lambda: None)
     assert zoo_cache._AHEAD == {} and not os.path.exists(a)
+
+
+@pytest.mark.parametrize("name,shape", [("simplecnn", SHAPE), ("dscnn", None), ("mobilenetv2", (1, 3, 32, 32)),
+                                        ("tfl_dscnn", None)])
+def test_the_import_leaves_the_generated_proto_as_the_file_holds_it(generated, name, shape):
+    """The planning imports and calibrates the generated proto before it is serialized
+    (model_cache.load_graph starts the writing beside onnxruntime): the file must still hold
+    exactly the generator's bytes, and every build folder links to it.  The caller's own
+    work runs on its thread beside the generator."""
+    import threading
+
+    from nnscons.manifest_schema import ModelConfig
+    from nnscons.planning import model_cache
+    cfg = ModelConfig(name=name, zoo=name, source=None, fmt="auto", seed=0, input_shape=shape,
+                      calibration={} if name.startswith("tfl_") else {"count": 2, "seed": 0})
+    folder = os.path.join("build", "host", name)
+    path = zoo_cache.model_path(folder, name)
+    called = []
+    graph = model_cache.load_graph(cfg, os.getcwd(), folder, os.path.join(folder, "graph.pkl"),
+                                   meanwhile=lambda: called.append(threading.current_thread()))
+    assert graph.layers and called == [threading.main_thread()] and len(generated) == 1
+    want = zoo().ZOO[name].build(0, *([shape] if shape else []))
+    want = want if isinstance(want, bytes) else want.SerializeToString(deterministic=True)
+    entry = zoo_cache.entry_path(name, 0, shape, folder)
+    assert open(path, "rb").read() == want and os.path.samefile(path, entry)

@@ -167,14 +167,14 @@ def _copy_fields(dst, src, skip: str) -> None:
 _EXTERNAL_MIN_BYTES = 4096
 
 
-def _observer_session(f: OnnxFile, tensors: list, opts, batch_dim: bool = False):
-    """An onnxruntime session of _observer_model(f, tensors, batch_dim) whose large float
-    weights are handed over as arrays (SessionOptions.add_external_initializers): the model
-    is neither deep-copied nor serialized with its weights (for resnet18, 47 MB twice).
-    onnxruntime computes the same values either way (tests/test_calibration_batch.py)."""
+def _observer_parts(f: OnnxFile, tensors: list, batch_dim: bool = False) -> tuple:
+    """(model bytes, weight names, weight arrays) of _observer_model(f, tensors, batch_dim)
+    whose large float weights are handed over as arrays (SessionOptions.add_external_initializers):
+    the model is neither deep-copied nor serialized with its weights (for resnet18, 47 MB
+    twice).  onnxruntime computes the same values either way (tests/test_calibration_batch.py).
+    Python work that holds the GIL: made before onnxruntime's thread starts, which then
+    holds it only briefly."""
     import sys
-
-    import onnxruntime as ort
     source = f.proto
     light = onnx.ModelProto()
     _copy_fields(light, source, "graph")
@@ -195,6 +195,13 @@ def _observer_session(f: OnnxFile, tensors: list, opts, batch_dim: bool = False)
             light.graph.initializer.add().CopyFrom(init)
     model = _observer_model(OnnxFile(f.path, light, f.input, f.output, f.input_shape, f.opset,
                                      f.inputs, f.input_shapes, f.outputs), tensors, batch_dim)
+    return model, names, arrays
+
+
+def _observer_session(parts: tuple, opts):
+    """An onnxruntime session of _observer_parts' model (its creation releases the GIL)."""
+    import onnxruntime as ort
+    model, names, arrays = parts
     if names:
         values = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays]
         opts.add_external_initializers(names, values)
@@ -257,13 +264,14 @@ def _options_copy(opts):
     return new
 
 
-def _run_batched(f: OnnxFile, opts, observed: list, samples: list, g: OpGraph):
-    """[outputs] of batched passes over `samples` (one list of arrays per pass), or None when
-    onnxruntime refuses the batch or an output's shape is not the per-sample one times the
-    batch (a model whose graph fixes batch 1 somewhere): then one pass per sample."""
+def _run_batched(parts: tuple, opts, observed: list, samples: list, g: OpGraph):
+    """[outputs] of batched passes over `samples` (one list of arrays per pass) with the
+    session of `parts` (_observer_parts with batch_dim), or None when onnxruntime refuses
+    the batch or an output's shape is not the per-sample one times the batch (a model whose
+    graph fixes batch 1 somewhere): then one pass per sample."""
     runs = []
     try:
-        sess = _observer_session(f, observed, _options_copy(opts), batch_dim=True)
+        sess = _observer_session(parts, _options_copy(opts))
     except Exception:              # noqa: BLE001 - the per-sample session says what is wrong
         return None
     for start in range(0, len(samples), BATCH):
@@ -302,14 +310,20 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None)
     if len(samples) <= UNOPTIMIZED_MAX_SAMPLES:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     batchable = observed and len(samples) > 1 and _batchable(f, g, observed)
+    # one pass per BATCH samples: onnxruntime's per-run and per-layer overheads once
+    batched = None
+    if batchable:
+        try:
+            batched = _observer_parts(f, observed, batch_dim=True)
+        except Exception:          # noqa: BLE001 - the per-sample session says what is wrong
+            pass
 
     def passes():
         runs = None
-        if batchable:
-            # one pass per BATCH samples: onnxruntime's per-run and per-layer overheads once
-            runs = _run_batched(f, opts, observed, samples, g)
+        if batched is not None:
+            runs = _run_batched(batched, opts, observed, samples, g)
         if observed and runs is None:
-            sess = _observer_session(f, observed, _options_copy(opts))
+            sess = _observer_session(_observer_parts(f, observed), _options_copy(opts))
             runs = [sess.run(observed, feed) for feed in samples]
         elif not observed:  # only range-preserving ops: the input's range is every range
             runs = []

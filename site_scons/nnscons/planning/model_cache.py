@@ -47,7 +47,8 @@ def cache_key(model_cfg, root: str) -> str:
 
 def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=None):
     """Return the IR graph for model_cfg, importing it only when the cache is stale.
-    meanwhile: called while onnxruntime calibrates a float model (frontends.load_model)."""
+    meanwhile: called while the zoo generator runs or, for a model file, while onnxruntime
+    calibrates it (frontends.load_model); not called when the cache is fresh."""
     key = cache_key(model_cfg, root)
     try:
         with open(cache_path, "rb") as f:
@@ -63,11 +64,13 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
         source = zoo_cache.model_path(model_dir, model_cfg.zoo)
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
-        # the frontends imported while the generator runs on another thread, the files
-        # written by a third while the model is imported from the proto
+        # the frontends imported and the caller's work done while the generator runs on
+        # another thread; the files written by a third while the model is imported from
+        # the proto, which this thread serializes while onnxruntime calibrates it
         generated, stored = zoo_cache.materialize_async(model_cfg.zoo, model_cfg.seed,
                                                         model_cfg.input_shape, source,
-                                                        meanwhile=_import_frontends)
+                                                        meanwhile=_both(_import_frontends, meanwhile))
+        meanwhile = stored.start
     else:
         stored = lambda: None      # noqa: E731
     frontends = _import_frontends()
@@ -82,6 +85,14 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
         graph.float_source = _given_float_source(graph, model_cfg)
     write_if_changed(cache_path, pickle.dumps({"key": key, "graph": graph}, protocol=5))
     return graph
+
+
+def _both(first, then):
+    def both():
+        first()
+        if then is not None:
+            then()
+    return both
 
 
 def _import_frontends():

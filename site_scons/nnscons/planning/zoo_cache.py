@@ -131,10 +131,12 @@ def materialize(name: str, seed, input_shape, path: str):
     """write(), and (path (re)written, the onnx.ModelProto whose bytes path holds when this
     call generated it, else None): the planning imports that model without parsing the
     47 MB it just wrote (resnet18) back."""
-    proto, data, entry, have = _generate(name, seed, input_shape, path)
-    if data is not None:
-        return _store(entry, data, path), proto
-    return _from_entry(entry, have, path), None
+    model, entry, have = _generate(name, seed, input_shape, path)
+    if model is None:
+        return _from_entry(entry, have, path), None
+    proto = None if isinstance(model, bytes) else model
+    data = model if proto is None else proto.SerializeToString(deterministic=True)
+    return _store(entry, data, path), proto
 
 
 # generations started ahead (prefetch): {arguments: overlap.Ahead}
@@ -160,37 +162,55 @@ def prefetch(name: str, seed, input_shape, path: str) -> None:
 
 def materialize_async(name: str, seed, input_shape, path: str, meanwhile=None):
     """materialize() whose files are written by another thread: (the generated proto or
-    None, wait).  The model is imported from the proto meanwhile (hashing and writing 47 MB
-    release the GIL); wait() returns once the files are in place and raises what writing
-    them raised.  meanwhile: called on this thread while the generator runs on another
-    (NumPy's random fills release the GIL; started ahead by prefetch or now), or at once
-    when there is nothing to generate."""
+    None, wait).  The model is imported from the proto meanwhile; wait() returns once the
+    files are in place and raises what writing them raised.  A generated proto is serialized
+    only when wait.start() (or wait()) is called: protobuf holds the GIL for it (resnet18:
+    ~0.1 s), so the caller calls start where it would otherwise wait (beside onnxruntime's
+    calibration) instead of the generator keeping the planning waiting for it; the import
+    must leave the proto as generated (tests/test_zoo_cache.py checks the file).
+    meanwhile: called on this thread while the generator runs on another (NumPy's random
+    fills release the GIL; started ahead by prefetch or now), or at once when there is
+    nothing to generate."""
     ahead = _AHEAD.pop(_arguments(name, seed, input_shape, path), None)
     if ahead is None and meanwhile is not None:
         ahead = _start(name, seed, input_shape, path)
-    proto, data, entry, have = (ahead.result(meanwhile) if ahead is not None
-                                else _generate(name, seed, input_shape, path))
-    if data is None or proto is None:       # no proto (a .tflite model's bytes): read from path
-        if data is None:
-            _from_entry(entry, have, path)
-        else:
-            _store(entry, data, path)
-        return None, lambda: None
-    # the files written meanwhile; wait() raises what writing them raised
-    writing = Ahead(lambda: _store(entry, data, path), "nnscons-zoo-store")
-    return proto, writing.result
+    model, entry, have = (ahead.result(meanwhile) if ahead is not None
+                          else _generate(name, seed, input_shape, path))
+    if model is None:
+        _from_entry(entry, have, path)
+        return None, _Writing(None, entry, path)
+    if isinstance(model, bytes):            # no proto (a .tflite model): read from path
+        _store(entry, model, path)
+        return None, _Writing(None, entry, path)
+    return model, _Writing(model, entry, path)
+
+
+class _Writing:
+    """A generated model's files: start() serializes the proto on the calling thread and
+    writes (hashing and writing release the GIL) on another; calling it waits for them."""
+
+    def __init__(self, proto, entry: str, path: str):
+        self._proto, self._entry, self._path, self._ahead = proto, entry, path, None
+
+    def start(self) -> None:
+        if self._proto is not None and self._ahead is None:
+            data = self._proto.SerializeToString(deterministic=True)
+            self._ahead = Ahead(lambda: _store(self._entry, data, self._path), "nnscons-zoo-store")
+
+    def __call__(self) -> None:
+        self.start()
+        if self._ahead is not None:
+            self._ahead.result()
 
 
 def _generate(name: str, seed, input_shape, path: str):
-    """(proto or None, its bytes, entry, None) when no intact entry holds the model, else
-    (None, None, entry, the entry's digest)."""
+    """(the generated proto, or its bytes where the generator makes bytes, entry, None) when
+    no intact entry holds the model, else (None, entry, the entry's digest)."""
     entry = entry_path(name, seed, input_shape, os.path.dirname(path))
     have = _intact(entry)
     if have is not None:
-        return None, None, entry, have
-    model = zoo().build(name, seed, input_shape)
-    data = model if isinstance(model, bytes) else model.SerializeToString(deterministic=True)
-    return (None if isinstance(model, bytes) else model), data, entry, None
+        return None, entry, have
+    return zoo().build(name, seed, input_shape), entry, None
 
 
 def _from_entry(entry: str, have: str, path: str) -> bool:

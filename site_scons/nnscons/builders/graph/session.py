@@ -20,10 +20,11 @@ from .paths import model_cache_file, model_dir
 
 
 def warm_up(kind: str) -> None:
-    """What the planning needs after a float model's import, done while onnxruntime
-    calibrates it on other threads (it releases the GIL): the target kind's package imported
-    (its modules compiled, cold) and its templates compiled by Jinja.  Only a head start:
-    whatever fails here fails again, and is reported, where it is needed."""
+    """What the planning needs after a model's import, done while the zoo generator or
+    onnxruntime's calibration runs on another thread (both release the GIL): the target
+    kind's package imported (its modules compiled, cold) and its templates compiled by
+    Jinja.  Only a head start: whatever fails here fails again, and is reported, where it
+    is needed."""
     try:
         module = kind_module(kind)
         templates = getattr(module, "TEMPLATES", None)
@@ -44,7 +45,7 @@ class Session:
         self._check_platform(platform)
         self.build_dir = build_dir or model_dir(target_cfg, model_cfg)
         os.makedirs(self.build_dir, exist_ok=True)
-        # the kind is imported while onnxruntime calibrates a float model (warm_up)
+        # the kind is imported while the zoo generator or onnxruntime runs (warm_up)
         self.graph = load_graph(model_cfg, root, self.build_dir,
                                 model_cache_file(self.build_dir),
                                 meanwhile=lambda: warm_up(target_cfg.kind))
