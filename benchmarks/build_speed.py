@@ -2,8 +2,9 @@
 
 A copy of the project's sources in a temporary folder, as a fresh clone after `./nnscons`'s
 set-up (which compiles the project's modules into the venv, `nnscons-pycache`), no build/ in
-it: each run is `scons -Q model=M codegen` from nothing (the zoo model generated and written,
-imported, calibrated, planned, every layer's source rendered; no compiler runs). The copy's
+it: each run is `scons -Q model=M codegen` from nothing (the zoo model generated, imported,
+calibrated, planned, every layer's source rendered; no compiler runs, and the zoo model's
+file is not written: that is the MODEL step's, which codegen does not need). The copy's
 set-up bytecode is removed from the venv at the end; `--no-setup` leaves it out (every run
 also compiles the ~150 modules it imports into build/.pycache).
 
@@ -12,8 +13,8 @@ also compiles the ~150 modules it imports into build/.pycache).
 Prints the median wall time of `runs` plain runs, then one run's phases under cProfile
 (cumulative seconds of the functions that do each phase; the profiler adds its own
 overhead, so they sum to more than a plain run; a phase that runs work on another thread
-counts what the main thread did beside it: the frontends' import beside the zoo generator,
-the target kind's import and templates beside onnxruntime) and one run's imports (python
+counts what the main thread did beside it: the frontends' and the target kind's imports and
+templates beside the zoo generator, its share of onnxruntime's passes) and one run's imports (python
 -X importtime: the heaviest top-level packages).  --against CHECKOUT: another checkout (e.g. a `git
 worktree` of main) copied the same way; each round runs both, one after the other, and the
 ratio of each round is printed (a shared machine's load moves both alike), with the median
@@ -37,12 +38,10 @@ COPY = ("site_scons", "models", "templates", "kernels", "targets.yaml", "SConstr
 # phase: (file suffix, function name) whose cumulative time is the phase's
 PHASES = (
     ("zoo generator started ahead (imports + thread start)", "nnscons/planning/zoo_cache.py", "prefetch"),
-    ("zoo model generated (+ frontends imported beside it)", "nnscons/planning/zoo_cache.py", "materialize_async"),
-    ("zoo model generated + written", "nnscons/planning/zoo_cache.py", "materialize"),
-    ("zoo model generated + written (before materialize)", "nnscons/planning/zoo_cache.py", "write"),
-    ("zoo model generated + written (before build/.zoo)", "models/zoo/__init__.py", "write"),
+    ("zoo model generated (+ frontends, kind imported beside it)", "nnscons/planning/zoo_cache.py", "materialize_async"),
+    ("zoo model written (the MODEL step: not in codegen)", "nnscons/planning/zoo_cache.py", "write"),
     ("model import (read, walk, passes)", "nnscons/frontends/__init__.py", "load_model"),
-    ("  of which calibration (+ kind, templates beside it)", "nnscons/frontends/ptq.py", "calibrate"),
+    ("  of which calibration", "nnscons/frontends/ptq.py", "calibrate"),
     ("  of which onnx shape inference", "nnscons/frontends/onnx_graph.py", "_static_shapes"),
     ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
     ("session: import + target plan + keys", "nnscons/builders/graph/session.py", "__init__"),

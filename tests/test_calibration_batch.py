@@ -21,13 +21,13 @@ from test_frontend_onnx import cnn, save_model  # noqa: E402
 def _qparams(path, monkeypatch, batched: bool, count=5):
     """The imported graph's tensor parameters, and how many onnxruntime runs calibration made."""
     calls = []
-    real = ptq._run_batched
+    real = ptq._BatchedPasses.run
 
-    def spy(*args):
-        runs = real(*args)
+    def spy(self):
+        runs = real(self)
         calls.append(runs is not None)
         return runs
-    monkeypatch.setattr(ptq, "_run_batched", spy)
+    monkeypatch.setattr(ptq._BatchedPasses, "run", spy)
     monkeypatch.setattr(ptq, "BATCH", 2)          # 5 samples: passes of 2, 2 and 1
     if not batched:
         monkeypatch.setattr(ptq, "_batchable", lambda *a: False)
@@ -52,6 +52,28 @@ def test_a_zoo_network_batched_equals_per_sample(tmp_path, monkeypatch):
     batched, calls = _qparams(path, monkeypatch, True, count=3)
     assert calls == [True]
     assert batched == _qparams(path, monkeypatch, False, count=3)[0]
+
+
+def test_the_caller_runs_passes_beside_the_calibration_thread(tmp_path, monkeypatch):
+    """Once its own work is done, the caller runs chunks of the batched passes on the same
+    session instead of waiting: here the calibration thread's chunk waits until the caller
+    has taken the other, so both threads certainly ran one; the ranges are the same."""
+    import threading
+    path = cnn(tmp_path / "f.onnx", bn=True)
+    alone = load_model(path, name="n", calibration={"count": 4, "seed": 1})
+    real, ran, caller_took = ptq._BatchedPasses._pass, [], threading.Event()
+
+    def pass_(self, chunk):
+        ran.append(threading.current_thread())
+        if threading.current_thread() is threading.main_thread():
+            caller_took.set()
+        else:
+            assert caller_took.wait(60), "the caller never took a chunk"
+        return real(self, chunk)
+    monkeypatch.setattr(ptq._BatchedPasses, "_pass", pass_)
+    beside = load_model(path, name="n", calibration={"count": 4, "seed": 1}, meanwhile=lambda: None)
+    assert len(ran) == 2 and threading.main_thread() in ran and ran[0] is not ran[1]
+    assert {k: v.q for k, v in alone.tensors.items()} == {k: v.q for k, v in beside.tensors.items()}
 
 
 def _reshape_net(tmp_path, shape):

@@ -36,6 +36,7 @@ def generated(monkeypatch, tmp_path):
         except Exception:      # noqa: BLE001 - what a test's generator raised
             pass
     zoo_cache._AHEAD.clear()
+    zoo_cache._GENERATED.clear()
 
 
 def _want() -> bytes:
@@ -108,26 +109,33 @@ def test_copied_where_no_link_can_be_made(generated, monkeypatch):
                 if f.startswith(".tmp-")]
 
 
-def test_written_by_another_thread_while_imported(generated):
+def test_the_planning_imports_the_proto_and_the_model_step_writes_it(generated):
+    """A generated model is not written while the planning imports it: the MODEL step
+    (write) serializes the proto the planning generated, without generating it again."""
     a = os.path.join("build", "host", "m", "model.onnx")
-    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a)
+    proto = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a)
     assert proto.SerializeToString(deterministic=True) == _want()
-    wait()
-    assert open(a, "rb").read() == _want() and os.path.samefile(a, _entry())
-    # an intact entry: linked at once, nothing generated, nothing to wait for
+    assert not os.path.exists(a) and not os.path.exists(os.path.join("build", ".zoo"))
+    assert zoo_cache.write("simplecnn", 0, SHAPE, a)
+    assert open(a, "rb").read() == _want() and os.path.samefile(a, _entry()) and len(generated) == 1
+    # an intact entry: linked at once, nothing generated
     b = os.path.join("build", "gap9", "m", "model.onnx")
-    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, b)
-    wait()
-    assert proto is None and len(generated) == 1 and open(b, "rb").read() == _want()
+    assert zoo_cache.materialize_async("simplecnn", 0, SHAPE, b) is None
+    assert len(generated) == 1 and open(b, "rb").read() == _want()
+    # a MODEL step in a later process (the proto is gone): generated again from nothing
+    zoo_cache._GENERATED.clear()
+    os.unlink(_entry())
+    assert zoo_cache.write("simplecnn", 0, SHAPE, a) is False and len(generated) == 2
 
 
-def test_a_failed_write_is_raised_by_wait(generated, monkeypatch):
+def test_a_failed_write_is_raised_by_the_model_step(generated, monkeypatch):
     def full(path, data, executable=False):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(zoo_cache, "write_if_changed", full)
-    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, os.path.join("build", "host", "m", "model.onnx"))
+    a = os.path.join("build", "host", "m", "model.onnx")
+    assert zoo_cache.materialize_async("simplecnn", 0, SHAPE, a) is not None
     with pytest.raises(OSError, match="No space left"):
-        wait()
+        zoo_cache.write("simplecnn", 0, SHAPE, a)
 
 
 def test_a_foreign_build_folder_keeps_its_entries_in_its_cache(generated):
@@ -142,14 +150,13 @@ def test_generated_on_another_thread_while_the_caller_works(generated):
     import threading
     a = os.path.join("build", "host", "m", "model.onnx")
     calls = []
-    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a,
-                                              meanwhile=lambda: calls.append(threading.current_thread()))
-    wait()
+    proto = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a,
+                                        meanwhile=lambda: calls.append(threading.current_thread()))
+    zoo_cache.write("simplecnn", 0, SHAPE, a)
     assert calls == [threading.main_thread()] and len(generated) == 1
     assert proto.SerializeToString(deterministic=True) == open(a, "rb").read() == _want()
     # nothing to generate: meanwhile is called all the same
-    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a, meanwhile=lambda: calls.append(1))
-    wait()
+    proto = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a, meanwhile=lambda: calls.append(1))
     assert proto is None and calls[1:] == [1] and len(generated) == 1
 
 
@@ -160,15 +167,14 @@ def test_generated_ahead_is_taken_by_the_planning(generated):
     a = os.path.join("build", "host", "m", "model.onnx")
     zoo_cache.prefetch("simplecnn", 0, list(SHAPE), a)
     calls = []
-    proto, wait = zoo_cache.materialize_async("simplecnn", 0, SHAPE, os.path.abspath(a),
-                                              meanwhile=lambda: calls.append(threading.current_thread()))
-    wait()
+    proto = zoo_cache.materialize_async("simplecnn", 0, SHAPE, os.path.abspath(a),
+                                        meanwhile=lambda: calls.append(threading.current_thread()))
+    zoo_cache.write("simplecnn", 0, SHAPE, a)
     assert calls == [threading.main_thread()] and len(generated) == 1
     assert proto.SerializeToString(deterministic=True) == open(a, "rb").read() == _want()
     assert zoo_cache._AHEAD == {}
     zoo_cache.prefetch("simplecnn", 1, SHAPE, a)      # not asked for: left alone
-    proto, wait = zoo_cache.materialize_async("simplecnn", 2, SHAPE, a)
-    wait()
+    proto = zoo_cache.materialize_async("simplecnn", 2, SHAPE, a)
     assert proto is not None and list(zoo_cache._AHEAD) == [zoo_cache._arguments("simplecnn", 1, SHAPE, a)]
     zoo_cache._AHEAD.popitem()[1].result()            # the one ahead ends: each generated once
     assert sorted(args[1] for args in generated) == [0, 1, 2]
@@ -188,10 +194,10 @@ def test_what_the_generation_ahead_raised_is_raised_by_the_planning(generated, m
 @pytest.mark.parametrize("name,shape", [("simplecnn", SHAPE), ("dscnn", None), ("mobilenetv2", (1, 3, 32, 32)),
                                         ("tfl_dscnn", None)])
 def test_the_import_leaves_the_generated_proto_as_the_file_holds_it(generated, name, shape):
-    """The planning imports and calibrates the generated proto before it is serialized
-    (model_cache.load_graph starts the writing beside onnxruntime): the file must still hold
-    exactly the generator's bytes, and every build folder links to it.  The caller's own
-    work runs on its thread beside the generator."""
+    """The planning imports and calibrates the generated proto, and the MODEL step
+    serializes it afterwards: the file must still hold exactly the generator's bytes,
+    generated once, and link to the cache entry.  The caller's own work runs on its thread
+    beside the generator."""
     import threading
 
     from nnscons.manifest_schema import ModelConfig
@@ -203,6 +209,7 @@ def test_the_import_leaves_the_generated_proto_as_the_file_holds_it(generated, n
     called = []
     graph = model_cache.load_graph(cfg, os.getcwd(), folder, os.path.join(folder, "graph.pkl"),
                                    meanwhile=lambda: called.append(threading.current_thread()))
+    zoo_cache.write(name, 0, shape, path)      # the MODEL step
     assert graph.layers and called == [threading.main_thread()] and len(generated) == 1
     want = zoo().ZOO[name].build(0, *([shape] if shape else []))
     want = want if isinstance(want, bytes) else want.SerializeToString(deterministic=True)

@@ -6,6 +6,7 @@ params. Weights and biases are quantized later, when lowering (passes/quantize.p
 """
 from __future__ import annotations
 
+import threading
 
 import numpy as np
 import onnx
@@ -264,28 +265,76 @@ def _options_copy(opts):
     return new
 
 
-def _run_batched(parts: tuple, opts, observed: list, samples: list, g: OpGraph):
-    """[outputs] of batched passes over `samples` (one list of arrays per pass) with the
-    session of `parts` (_observer_parts with batch_dim), or None when onnxruntime refuses
-    the batch or an output's shape is not the per-sample one times the batch (a model whose
-    graph fixes batch 1 somewhere): then one pass per sample."""
-    runs = []
-    try:
-        sess = _observer_session(parts, _options_copy(opts))
-    except Exception:              # noqa: BLE001 - the per-sample session says what is wrong
-        return None
-    for start in range(0, len(samples), BATCH):
-        chunk = samples[start:start + BATCH]
+class _BatchedPasses:
+    """Batched passes over `samples` with the session of `parts` (_observer_parts with
+    batch_dim), in chunks that two threads can run at once on the one session (onnxruntime's
+    Run is thread-safe and releases the GIL): the calibration thread creates the session and
+    runs chunks (run()); the caller, once its own work beside it is done, runs chunks too
+    (help()) instead of waiting.  On a quiet 2-core machine that halves the passes (resnet18,
+    4 samples: 0.105 against 0.213 s, Zen 4); on a busy one the same work is merely shared."""
+
+    def __init__(self, parts: tuple, opts, observed: list, samples: list, g: OpGraph):
+        self.parts, self.opts, self.observed, self.g = parts, opts, observed, g
+        size = min(BATCH, -(-len(samples) // 2))
+        self.chunks = [samples[i:i + size] for i in range(0, len(samples), size)]
+        self.outs = [None] * len(self.chunks)
+        self.next = 0
+        self.busy = 0
+        self.lock = threading.Condition()
+        self.ready = threading.Event()
+        self.session = None
+
+    def run(self):
+        """[outputs] of every chunk (one list of arrays per chunk), or None when onnxruntime
+        refuses the batch or an output's shape is not the per-sample one times the batch (a
+        model whose graph fixes batch 1 somewhere): then one pass per sample."""
+        try:
+            self.session = _observer_session(self.parts, _options_copy(self.opts))
+        except Exception:          # noqa: BLE001 - the per-sample session says what is wrong
+            return None
+        finally:
+            self.ready.set()
+        self._take_chunks()
+        with self.lock:
+            self.lock.wait_for(lambda: self.busy == 0)
+        return None if any(o is None for o in self.outs) else self.outs
+
+    def help(self) -> None:
+        self.ready.wait()
+        if self.session is not None:
+            self._take_chunks()
+
+    def _take_chunks(self) -> None:
+        while True:
+            with self.lock:
+                if self.next == len(self.chunks):
+                    return
+                i, self.next = self.next, self.next + 1
+                self.busy += 1
+            try:
+                self.outs[i] = self._pass(self.chunks[i])
+            finally:
+                with self.lock:
+                    self.busy -= 1
+                    self.lock.notify_all()
+
+    def _pass(self, chunk: list):
         feed = {name: np.concatenate([s[name] for s in chunk]) for name in chunk[0]}
         try:
-            outs = sess.run(observed, feed)
+            outs = self.session.run(self.observed, feed)
         except Exception:          # noqa: BLE001 - a fixed batch of 1 somewhere: one per sample
             return None
-        for t, v in zip(observed, outs):
-            if tuple(v.shape) != (len(chunk),) + tuple(g.shapes[t][1:]):
+        for t, v in zip(self.observed, outs):
+            if tuple(v.shape) != (len(chunk),) + tuple(self.g.shapes[t][1:]):
                 return None
-        runs.append(outs)
-    return runs
+        return outs
+
+
+def _then(first, second):
+    def both():
+        first()
+        second()
+    return both
 
 
 def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None) -> None:
@@ -310,18 +359,21 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None)
     if len(samples) <= UNOPTIMIZED_MAX_SAMPLES:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     batchable = observed and len(samples) > 1 and _batchable(f, g, observed)
-    # one pass per BATCH samples: onnxruntime's per-run and per-layer overheads once
+    # passes of up to BATCH samples: onnxruntime's per-run and per-layer overheads once
     batched = None
     if batchable:
         try:
-            batched = _observer_parts(f, observed, batch_dim=True)
+            batched = _BatchedPasses(_observer_parts(f, observed, batch_dim=True), opts,
+                                     observed, samples, g)
         except Exception:          # noqa: BLE001 - the per-sample session says what is wrong
             pass
+    if meanwhile is not None and batched is not None:
+        meanwhile = _then(meanwhile, batched.help)
 
     def passes():
         runs = None
         if batched is not None:
-            runs = _run_batched(batched, opts, observed, samples, g)
+            runs = batched.run()
         if observed and runs is None:
             sess = _observer_session(_observer_parts(f, observed), _options_copy(opts))
             runs = [sess.run(observed, feed) for feed in samples]

@@ -65,26 +65,23 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
         # the frontends imported and the caller's work done while the generator runs on
-        # another thread; the files written by a third while the model is imported from
-        # the proto, which this thread serializes while onnxruntime calibrates it
-        generated, stored = zoo_cache.materialize_async(model_cfg.zoo, model_cfg.seed,
-                                                        model_cfg.input_shape, source,
-                                                        meanwhile=_both(_import_frontends, meanwhile))
-        meanwhile = stored.start
-    else:
-        stored = lambda: None      # noqa: E731
+        # another thread
+        generated = zoo_cache.materialize_async(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape,
+                                                source, meanwhile=_both(_import_frontends, meanwhile))
+        meanwhile = _nothing    # calibrated on another thread all the same: this one runs passes too
     frontends = _import_frontends()
-    try:
-        graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
-                                     fmt=fmt, calibration=model_cfg.calibration, generated=generated,
-                                     meanwhile=meanwhile)
-    finally:
-        stored()
+    graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
+                                 fmt=fmt, calibration=model_cfg.calibration, generated=generated,
+                                 meanwhile=meanwhile)
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)
     if model_cfg.float_source:
         graph.float_source = _given_float_source(graph, model_cfg)
     write_if_changed(cache_path, pickle.dumps({"key": key, "graph": graph}, protocol=5))
     return graph
+
+
+def _nothing():
+    pass
 
 
 def _both(first, then):

@@ -9,8 +9,8 @@ hard link to it (a copy across filesystems).  Both files are published atomicall
 (write_if_changed); an entry whose bytes do not match its digest (damaged, edited) is
 generated again, never copied.  Only under
 build/: a foreign SConstruct's build folder keeps its entries in <folder>/cache/.
-The call that generates a model also hands its proto to the caller (materialize), so that
-the planning does not parse back the file it has just written.
+The planning imports the proto it generates (materialize_async) and leaves the file to the
+MODEL step, which serializes that proto when a build needs the file.
 """
 from __future__ import annotations
 
@@ -122,21 +122,21 @@ def _store(entry: str, data: bytes, path: str) -> bool:
 
 
 def write(name: str, seed, input_shape, path: str) -> bool:
-    """Write zoo model `name` to path unless path holds its bytes already; generated only
-    when no intact cache entry has them.  Returns True if path was (re)written."""
-    return materialize(name, seed, input_shape, path)[0]
-
-
-def materialize(name: str, seed, input_shape, path: str):
-    """write(), and (path (re)written, the onnx.ModelProto whose bytes path holds when this
-    call generated it, else None): the planning imports that model without parsing the
-    47 MB it just wrote (resnet18) back."""
-    model, entry, have = _generate(name, seed, input_shape, path)
+    """Write zoo model `name` to path (the MODEL step) unless path holds its bytes already:
+    the proto this process's planning generated, serialized, or an intact cache entry's
+    bytes, or generated now.  Returns True if path was (re)written."""
+    entry = entry_path(name, seed, input_shape, os.path.dirname(path))
+    model = _GENERATED.pop(entry, None)
     if model is None:
-        return _from_entry(entry, have, path), None
-    proto = None if isinstance(model, bytes) else model
-    data = model if proto is None else proto.SerializeToString(deterministic=True)
-    return _store(entry, data, path), proto
+        model, entry, have = _generate(name, seed, input_shape, path)
+        if model is None:
+            return _from_entry(entry, have, path)
+    data = model if isinstance(model, bytes) else model.SerializeToString(deterministic=True)
+    return _store(entry, data, path)
+
+
+# protos the planning generated and imported, which no file holds yet: {entry: proto}
+_GENERATED = {}
 
 
 # generations started ahead (prefetch): {arguments: overlap.Ahead}
@@ -161,13 +161,13 @@ def prefetch(name: str, seed, input_shape, path: str) -> None:
 
 
 def materialize_async(name: str, seed, input_shape, path: str, meanwhile=None):
-    """materialize() whose files are written by another thread: (the generated proto or
-    None, wait).  The model is imported from the proto meanwhile; wait() returns once the
-    files are in place and raises what writing them raised.  A generated proto is serialized
-    only when wait.start() (or wait()) is called: protobuf holds the GIL for it (resnet18:
-    ~0.1 s), so the caller calls start where it would otherwise wait (beside onnxruntime's
-    calibration) instead of the generator keeping the planning waiting for it; the import
-    must leave the proto as generated (tests/test_zoo_cache.py checks the file).
+    """The model for the planning to import: the generated onnx.ModelProto, or None when
+    path holds it (linked to an intact cache entry, or a generator's bytes written there).
+    A generated proto is not written here: the planning never reads the file, and the MODEL
+    step (write) serializes this proto when a build asks for the file, so a cold
+    `scons codegen` of resnet18 neither serializes nor writes its 47 MB (protobuf holds the
+    GIL ~0.1 s for it, the page-cache writes took ~0.3 s of a core beside onnxruntime on a
+    2-core Zen 4).  The planning must leave the proto as generated (tests/test_zoo_cache.py).
     meanwhile: called on this thread while the generator runs on another (NumPy's random
     fills release the GIL; started ahead by prefetch or now), or at once when there is
     nothing to generate."""
@@ -178,29 +178,12 @@ def materialize_async(name: str, seed, input_shape, path: str, meanwhile=None):
                           else _generate(name, seed, input_shape, path))
     if model is None:
         _from_entry(entry, have, path)
-        return None, _Writing(None, entry, path)
+        return None
     if isinstance(model, bytes):            # no proto (a .tflite model): read from path
         _store(entry, model, path)
-        return None, _Writing(None, entry, path)
-    return model, _Writing(model, entry, path)
-
-
-class _Writing:
-    """A generated model's files: start() serializes the proto on the calling thread and
-    writes (hashing and writing release the GIL) on another; calling it waits for them."""
-
-    def __init__(self, proto, entry: str, path: str):
-        self._proto, self._entry, self._path, self._ahead = proto, entry, path, None
-
-    def start(self) -> None:
-        if self._proto is not None and self._ahead is None:
-            data = self._proto.SerializeToString(deterministic=True)
-            self._ahead = Ahead(lambda: _store(self._entry, data, self._path), "nnscons-zoo-store")
-
-    def __call__(self) -> None:
-        self.start()
-        if self._ahead is not None:
-            self._ahead.result()
+        return None
+    _GENERATED[entry] = model
+    return model
 
 
 def _generate(name: str, seed, input_shape, path: str):

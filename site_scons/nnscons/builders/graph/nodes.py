@@ -99,6 +99,31 @@ def network_labels(files) -> list:
     return [name if names.count(name) == 1 else path for (path, _, _), name in zip(files, names)]
 
 
+def _zoo_key(session) -> str:
+    """The zoo model's cache entry: its name holds the digest of the generator and its
+    arguments, so of the model's bytes."""
+    from ...planning.zoo_cache import entry_path
+    m = session.model_cfg
+    return os.path.basename(entry_path(m.zoo, m.seed, m.input_shape, session.build_dir))
+
+
+def _zoo_model(env, session) -> list:
+    """The MODEL step of a zoo model (its file, written from the cache entry or the proto
+    the planning generated), or []."""
+    if not session.model_cfg.zoo:
+        return []
+    m, b = session.model_cfg, session.build_dir
+    from ...planning import zoo_cache
+    zoo_node = env.NnsZooModel(zoo_cache.model_path(b, m.zoo),
+                               value(env, [m.zoo, m.seed, list(m.input_shape or [])]),
+                               NNS_VERB="MODEL", NNS_LABEL=m.zoo)
+    env.Depends(zoo_node, sorted(glob.glob(os.path.join(zoo_dir(), "*.py"))))
+    env.Precious(zoo_node)
+    entry = zoo_cache.entry_path(m.zoo, m.seed, m.input_shape, b)
+    env.Clean(zoo_node, [entry, entry + ".sha256"])      # -c removes the zoo cache's entry too
+    return list(zoo_node)
+
+
 def declare(env, session) -> dict:
     """Create every node; return the aliases {name: nodes}."""
     b = session.build_dir
@@ -171,13 +196,16 @@ def declare(env, session) -> dict:
     # report_extra: JSON files a target adds to the report ({"layers": {name: {...}}, ...})
     report_extra = list(target_nodes.pop("report_extra", []))
     float_source = getattr(session.graph, "float_source", None)
+    zoo_model = _zoo_model(env, session)
     if float_source:        # a float model quantized here: its fidelity joins the report
+        # a zoo model's file is the MODEL step's (its content a function of the zoo key)
+        model_key = _zoo_key(session) if zoo_model else file_digest(float_source["path"])
         fid = env.NnsFidelity(os.path.join(b, "fidelity.json"),
                               value(env, [session.input_key, session.golden_keys[session.graph.output],
                                           {k: v for k, v in float_source.items() if k != "path"},
-                                          file_digest(float_source["path"])]),
+                                          model_key]),
                               NNS_VERB="FIDELITY", NNS_LABEL=session.model_cfg.name)
-        env.Depends(fid, py_sources("builders/reports/fidelity.py"))
+        env.Depends(fid, py_sources("builders/reports/fidelity.py") + zoo_model)
         report_extra += fid
     graph_key = keys.digest([session.numeric_keys[l.name] for l in session.graph.layers],
                             [(l.name, l.inputs, l.output, l.fused) for l in session.graph.layers])
@@ -204,21 +232,7 @@ def declare(env, session) -> dict:
     verdict = env.AlwaysBuild(env.Alias(f"verdict-{session.target_cfg.name}-{session.model_cfg.name}",
                                         [check, rep[0]], SCons.Action.Action(actions.print_verdict, None)))
 
-
-    extra = []
-    if session.model_cfg.zoo:
-        m = session.model_cfg
-        from ...planning import zoo_cache
-        zoo_node = env.NnsZooModel(zoo_cache.model_path(b, m.zoo),
-                                   value(env, [m.zoo, m.seed, list(m.input_shape or [])]),
-                                   NNS_VERB="MODEL", NNS_LABEL=m.zoo)
-        env.Depends(zoo_node, sorted(glob.glob(os.path.join(zoo_dir(), "*.py"))))
-        env.Precious(zoo_node)
-        from ...planning.zoo_cache import entry_path      # -c removes the zoo cache's entry too
-        entry = entry_path(m.zoo, m.seed, m.input_shape, b)
-        env.Clean(zoo_node, [entry, entry + ".sha256"])
-        extra += zoo_node
-
+    extra = zoo_model
     env.Clean(target_nodes["firmware"], [os.path.join(b, "cache")])
     sources = [n for files in layer_files.values() for n in files.values()] + list(network_files.values())
     aliases = {
