@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ne16_geometry import dense_cols, dr_rows, dr_slots, in_rows, taps_slots
+from .ne16_geometry import dense_cols, dr_rows, dr_slots, in_rows, tap_jobs, taps_slots
 
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
@@ -171,14 +171,14 @@ def _taps_cycles(i, o, kh, t, cores) -> int:
     runs one, the tile before requantized beside NE16) with TAP_JOB_CYCLES per job beyond the
     engine's figures, and the last tile's requantization."""
     kw = o["pw"] - (o["w"] - 1) * o["s"]
-    n_taps, q0_bytes = kh * kw, taps_slots(o, kh)[0] * kw * i["c"]
+    n_taps, n_jobs, q0_bytes = kh * kw, len(tap_jobs(kh, o["s"])), taps_slots(o, kh)[0] * kw * i["c"]
     total = LAYER_CYCLES + q0_bytes / DMA_BYTES_PER_CYCLE + PREP_FORK_CYCLES + DR_PREP_CYCLES * q0_bytes / kw / cores \
         + DR_CMD_CYCLES * dr_rows(o, o["h"], kh)[0] * (1 + t["dr_edges"])
     pix = o["h"] * o["w"]
     for co in range(t["n_c"]):
         chans = min(t["tc"], o["c"] - co * t["tc"])
-        total += _engine("1x1", 3, dense_cols(pix), chans, n_taps * i["c"], i["c"], n_taps) \
-            + (TAP_JOB_CYCLES - JOB_CYCLES) * n_taps
+        total += _engine("1x1", 3, dense_cols(pix), chans, n_taps * i["c"], i["c"], n_jobs) \
+            + (TAP_JOB_CYCLES - JOB_CYCLES) * n_jobs
     return int(total + ROWS_RQ_FORK_CYCLES + (ROWS_RQ_CYCLES * pix * chans + ROWS_CH_CYCLES * max(chans, cores)) / cores)
 
 
