@@ -121,7 +121,9 @@ TAPS_MARGIN = 0.85         # tap jobs when their estimate < this x the best othe
                            # slower; the rows-mode estimates run 1.06-1.19x high on such small layers, tap jobs' 0.99-1.01x)
 TAP_JOB_CYCLES = 590       # per tap job (ne16_geometry.taps) beyond _engine's figures: NE16's L1 latencies beside
                            # the weights' DMA, the cores' prep and requantization (256->504 14->7: 144 jobs of
-                           # ~7,000 cycles measured, 6,458 by _engine; 6,801 without the weights' DMA)
+                           # ~7,000 cycles measured, 6,458 by _engine; 6,801 without the weights' DMA). Still in
+                           # line with jobs of two taps (ne16_geometry.tap_jobs): 256->480 929,742 estimated,
+                           # 934,042 / 933,963 measured; 128->200 14x14 224,494 and 233,928
 DR_CMD_CYCLES = 160        # per DMA command of a dense kernel-row tile, core 0 serial: fitted on ic_resnet8's
                            # 3x3/2 convs (16->32 32->16 63,693 cycles measured, 32->64 16->8 50,321: 1.2x and 1.12x
                            # the estimate without it, 34 commands per row tile)
@@ -167,9 +169,9 @@ def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
 def _taps_cycles(i, o, kh, t, cores) -> int:
     """Tap jobs on the whole map (ne16_geometry.taps): before NE16's first job buffer 0's DMA and
     its first tap's prep (the other pieces are prepared beside NE16, tap_prep); then per channel
-    tile kh x kw jobs of ic channels queued back to back (the next job's weights come while NE16
-    runs one, the tile before requantized beside NE16) with TAP_JOB_CYCLES per job beyond the
-    engine's figures, and the last tile's requantization."""
+    tile the tap_jobs (one or two taps: ic or 2 ic channels) queued back to back (the next job's
+    weights come while NE16 runs one, the tile before requantized beside NE16) with TAP_JOB_CYCLES
+    per job beyond the engine's figures, and the last tile's requantization."""
     kw = o["pw"] - (o["w"] - 1) * o["s"]
     n_taps, n_jobs, q0_bytes = kh * kw, len(tap_jobs(kh, o["s"])), taps_slots(o, kh)[0] * kw * i["c"]
     total = LAYER_CYCLES + q0_bytes / DMA_BYTES_PER_CYCLE + PREP_FORK_CYCLES + DR_PREP_CYCLES * q0_bytes / kw / cores \
