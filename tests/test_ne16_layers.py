@@ -14,7 +14,7 @@ import pytest
 from conftest import GAP9_MODEL
 from test_gap9_model import needs_model, scons
 
-from nnscons.targets.gap9 import ne16_layer
+from nnscons.targets.gap9 import ne16_geometry, ne16_layer
 
 
 def _add_cluster_only_target(p):
@@ -209,21 +209,23 @@ def test_dense_kernel_rows_bit_exact_and_faster_than_the_cluster(project):
 @needs_model
 def test_tap_jobs_bit_exact_and_faster_than_the_cluster(project):
     """A 3x3/2 conv on tap jobs (ne16_geometry.taps: the whole map's dense kernel-row buffers in
-    L1, one 1x1 job per kernel tap, its weights streamed per job): 128->200 at 14x14 with SAME-style
-    pads (0, 0, 1, 1) (the bottom and right pads inside the last windows), channel tiles of 64 and
+    L1, per kernel row a 1x1 job over tap dx 2 and one over taps dx 0 and 1, their weights streamed
+    per job, a pair's over the accumulator buffer not in use): 128->200 at 14x14 with SAME-style
+    pads (0, 0, 1, 1) (the bottom and right pads inside the last windows), channel tiles of 96 and
     a short last one of 8; the input prepared in pieces beside NE16. Bit-exact and faster than the
     cluster on the same layer."""
     ne, src = _one_strided_conv_on_both(project, "taps", (200, 3, 2, (0, 0, 1, 1)), (128, 14, 14))
-    assert ne["conv0"]["tile"]["taps"] and ne["conv0"]["tile"]["tc"] == 64, ne["conv0"]["tile"]
-    assert "tap_job(nn_ne16_job_t *job, int n" in src and "TAP_FIRST[TAPS] = { 1, 1, 1, 0, 0, 0, 1, 1, 1 }" in src
+    assert ne["conv0"]["tile"]["taps"] and ne["conv0"]["tile"]["tc"] == 96, ne["conv0"]["tile"]
+    assert "tap_job(nn_ne16_job_t *job, int n" in src and "TAP_FIRST[TJOBS] = { 1, 1, 0, 0, 1, 1 }" in src
+    assert "TAP_NT[TJOBS] = { 1, 2, 1, 2, 1, 2 }" in src
 
 
 def test_tap_tiles_weights_one_run_per_job_and_slices_a_prefix():
-    """ne16_layer.tap_tiles (a tap-job layer's weight section): job (channel tile co, tap dy, dx)
-    reads chans x IC bytes at co tc w_row + (dy KW + dx) chans IC, the "rows" layout's bytes
-    dy w_job + dx IC .. of each of its channels' rows; the first k channels (k a multiple of tc,
-    layerwise.slice_layout's prefix) are the k-channel layer's own tap tiles, and a short last
-    tile is laid out at its own width."""
+    """ne16_layer.tap_tiles (a tap-job layer's weight section): job (channel tile co, dy, dx, taps
+    nt; ne16_geometry.tap_jobs) reads chans x nt IC bytes at co tc w_row + (dy KW + dx) chans IC,
+    the "rows" layout's bytes dy w_job + dx IC .. + nt IC of each of its channels' rows; the first
+    k channels (k a multiple of tc, layerwise.slice_layout's prefix) are the k-channel layer's own
+    tap tiles, and a short last tile is laid out at its own width."""
     import numpy as np
     rng = np.random.default_rng(5)
     oc, ic, kh, kw, tc = 72, 32, 3, 3, 32
@@ -233,11 +235,10 @@ def test_tap_tiles_weights_one_run_per_job_and_slices_a_prefix():
     assert tiles.size == rows.size
     for c0 in range(0, oc, tc):
         chans = min(tc, oc - c0)
-        for dy in range(kh):
-            for dx in range(kw):
-                at = c0 * kh * kw * ic + (dy * kw + dx) * chans * ic
-                job = tiles[at:at + chans * ic].reshape(chans, ic)
-                assert (job == rows[c0:c0 + chans, (dy * kw + dx) * ic:(dy * kw + dx + 1) * ic]).all(), (c0, dy, dx)
+        for dy, dx, nt in ne16_geometry.tap_jobs(kh, 2):
+            at = c0 * kh * kw * ic + (dy * kw + dx) * chans * ic
+            job = tiles[at:at + chans * nt * ic].reshape(chans, nt * ic)
+            assert (job == rows[c0:c0 + chans, (dy * kw + dx) * ic:(dy * kw + dx + nt) * ic]).all(), (c0, dy, dx)
     k = 64
     sliced = ne16_layer.tap_tiles(np.frombuffer(ne16_layer.weight_bytes(w[:k], "rows"), np.uint8).tobytes(),
                                   k, kh, kw, ic, tc)

@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ne16_geometry import dense_cols, dr_rows, dr_slots, in_rows, taps_slots
+from .ne16_geometry import dense_cols, dr_rows, dr_slots, in_rows, tap_jobs, taps_slots
 
 JOB_CYCLES = 700
 PREP_CYCLES = 1.0          # per input byte on one core (word xor, load + store)
@@ -121,7 +121,9 @@ TAPS_MARGIN = 0.85         # tap jobs when their estimate < this x the best othe
                            # slower; the rows-mode estimates run 1.06-1.19x high on such small layers, tap jobs' 0.99-1.01x)
 TAP_JOB_CYCLES = 590       # per tap job (ne16_geometry.taps) beyond _engine's figures: NE16's L1 latencies beside
                            # the weights' DMA, the cores' prep and requantization (256->504 14->7: 144 jobs of
-                           # ~7,000 cycles measured, 6,458 by _engine; 6,801 without the weights' DMA)
+                           # ~7,000 cycles measured, 6,458 by _engine; 6,801 without the weights' DMA). Still in
+                           # line with jobs of two taps (ne16_geometry.tap_jobs): 256->480 929,742 estimated,
+                           # 934,042 / 933,963 measured; 128->200 14x14 224,494 and 233,928
 DR_CMD_CYCLES = 160        # per DMA command of a dense kernel-row tile, core 0 serial: fitted on ic_resnet8's
                            # 3x3/2 convs (16->32 32->16 63,693 cycles measured, 32->64 16->8 50,321: 1.2x and 1.12x
                            # the estimate without it, 34 commands per row tile)
@@ -167,18 +169,18 @@ def _engine(m, rows, ow, chans, ic, kg, n_g) -> float:
 def _taps_cycles(i, o, kh, t, cores) -> int:
     """Tap jobs on the whole map (ne16_geometry.taps): before NE16's first job buffer 0's DMA and
     its first tap's prep (the other pieces are prepared beside NE16, tap_prep); then per channel
-    tile kh x kw jobs of ic channels queued back to back (the next job's weights come while NE16
-    runs one, the tile before requantized beside NE16) with TAP_JOB_CYCLES per job beyond the
-    engine's figures, and the last tile's requantization."""
+    tile the tap_jobs (one or two taps: ic or 2 ic channels) queued back to back (the next job's
+    weights come while NE16 runs one, the tile before requantized beside NE16) with TAP_JOB_CYCLES
+    per job beyond the engine's figures, and the last tile's requantization."""
     kw = o["pw"] - (o["w"] - 1) * o["s"]
-    n_taps, q0_bytes = kh * kw, taps_slots(o, kh)[0] * kw * i["c"]
+    n_taps, n_jobs, q0_bytes = kh * kw, len(tap_jobs(kh, o["s"])), taps_slots(o, kh)[0] * kw * i["c"]
     total = LAYER_CYCLES + q0_bytes / DMA_BYTES_PER_CYCLE + PREP_FORK_CYCLES + DR_PREP_CYCLES * q0_bytes / kw / cores \
         + DR_CMD_CYCLES * dr_rows(o, o["h"], kh)[0] * (1 + t["dr_edges"])
     pix = o["h"] * o["w"]
     for co in range(t["n_c"]):
         chans = min(t["tc"], o["c"] - co * t["tc"])
-        total += _engine("1x1", 3, dense_cols(pix), chans, n_taps * i["c"], i["c"], n_taps) \
-            + (TAP_JOB_CYCLES - JOB_CYCLES) * n_taps
+        total += _engine("1x1", 3, dense_cols(pix), chans, n_taps * i["c"], i["c"], n_jobs) \
+            + (TAP_JOB_CYCLES - JOB_CYCLES) * n_jobs
     return int(total + ROWS_RQ_FORK_CYCLES + (ROWS_RQ_CYCLES * pix * chans + ROWS_CH_CYCLES * max(chans, cores)) / cores)
 
 

@@ -97,13 +97,22 @@ def dr_slots(o, th, kh) -> list:
 
 
 def taps(m, kh, kw, stride, ic) -> bool:
-    """dense_rows with ic a multiple of NE16's 16: the tile may run one 1x1 job per kernel tap
-    (dy, dx) instead of per kernel row, each over the ic bytes of its window at dx * ic (the
-    windows' 16-channel groups split at dx: the tap's weights are the bytes dx * ic .. of the
-    kernel row's), so a job's weights are tc x ic bytes and stream in two small buffers. Buffer 0
-    must hold the first two taps (ceil(kh / stride) x kw >= 2): the template prepares the input
+    """dense_rows with ic a multiple of NE16's 16 and kw 3: the tile may run 1x1 jobs over one or
+    two kernel taps (tap_jobs) instead of one per kernel row, each over the bytes of its window at
+    dx * ic (the windows' 16-channel groups split at dx: the job's weights are the bytes dx * ic ..
+    of the kernel row's), so a job's weights are tc x ic or tc x 2 ic bytes and stream in per job.
+    Buffer 0 holds the first two jobs (each kernel row has two): the template prepares the input
     for those two before the other buffers' DMA goes out."""
-    return dense_rows(m, kh, stride, ic) and ic % 16 == 0 and -(-kh // stride) * kw >= 2
+    return dense_rows(m, kh, stride, ic) and ic % 16 == 0 and kw == 3
+
+
+def tap_jobs(kh, stride) -> list:
+    """A tap tile's jobs (dy, dx, taps) in run order: per kernel row the single tap dx 2, then the pair
+    dx 0, 1 (their 2 ic bytes are contiguous in each window: one job of 2 ic input channels, one
+    streamin and streamout of the sums fewer than two jobs), buffer 0's rows (dy = 0, s, ..) first.
+    Singles and pairs alternate, so the template keeps singles' weights in one tc x ic buffer and
+    pairs' in a 2 tc x ic region that overlaps the accumulator buffer free at the time."""
+    return [j for q in range(min(stride, kh)) for dy in range(q, kh, stride) for j in ((dy, 2, 1), (dy, 0, 2))]
 
 
 def taps_slots(o, kh) -> list:

@@ -40,7 +40,7 @@ from ...errors import UserError
 from .. import base
 from . import ne16_weights, tiling
 from .ne16_geometry import (dense, dense_cols, dense_rows, dense_slots, dr_rows, dr_slots, geometry as _geometry, in_rows, jobs,
-                            stack_bytes, stacked, taps, taps_slots, weight_row)
+                            stack_bytes, stacked, tap_jobs, taps, taps_slots, weight_row)
 
 ENGINES = ("ne16", "cluster")
 TAP_SECTION = "weight_taps"     # + tc: the weights of a tap-job tiling, tap_tiles' layout
@@ -121,10 +121,15 @@ def _tile_bytes(i, o, kh, row, th, tc, in_bufs, w_grp=None, stack=False, c_inner
         kw = o["pw"] - (o["w"] - 1) * o["s"]
         d.update(l1_in=tiling._align4(sum(dr_slots(o, th, kh)) * kw * i["c"]), l1_acc=4 * dense_slots(th * o["w"]) * tc)
     if taps:                # ne16_geometry.taps: the whole map, tap jobs, weights streamed per job
+        # L1: input, acc0, wmid, acc1, w_single, out, par. A pair's weights (l1_wp) lie over the
+        # accumulator buffer not in use and wmid beside it (acc0 + wmid or wmid + acc1); one output
+        # and one bias/mult/shift buffer (a tile's are used up before the next tile's come)
         kw = o["pw"] - (o["w"] - 1) * o["s"]
         d.update(l1_in=tiling._align4(sum(taps_slots(o, kh)) * kw * i["c"]), l1_acc=4 * 3 * dense_cols(th * o["w"]) * tc,
-                 l1_w=2 * tiling._align4(tc * i["c"]), l1_par=2 * 3 * 4 * tc)
-        d["l1_bytes"] = d["l1_in"] + 2 * (d["l1_acc"] + d["l1_out"]) + d["l1_w"] + d["l1_par"]
+                 l1_ws=tiling._align4(tc * i["c"]), l1_wp=tiling._align4(2 * tc * i["c"]), l1_par=3 * 4 * tc)
+        d["l1_wmid"] = max(0, d["l1_wp"] - d["l1_acc"])
+        d["l1_w"] = d["l1_wmid"] + d["l1_ws"]
+        d["l1_bytes"] = d["l1_in"] + 2 * d["l1_acc"] + d["l1_out"] + d["l1_w"] + d["l1_par"]
         return d
     if c_inner:
         n_c = -(-o["c"] // tc)
@@ -290,11 +295,15 @@ def weight_bytes(w, m) -> bytes:
 
 def tap_tiles(rows: bytes, oc, kh, kw, ic, tc) -> bytes:
     """weight_bytes' "rows" bytes ([oc][dy][dx][ic]: 1x1 packing, one byte per input channel)
-    as [channel tile of tc][dy][dx][the tile's channels][ic]: a tap job's weights are one
-    contiguous run (one DMA chunk train instead of one chunk per channel), and the first k
-    channels, k a multiple of tc, are still a prefix (layerwise.slice_layout)."""
+    as [channel tile of tc][dy][job's dx .. dx + taps - 1 (ne16_geometry.tap_jobs)][the tile's
+    channels][taps x ic]: a tap job's weights are one contiguous run (one DMA chunk train instead
+    of one chunk per channel), each channel's NE16 bytes for its taps together, at the same
+    offset (dy kw + dx) x chans x ic as one job per tap had; the first k channels, k a multiple
+    of tc, are still a prefix (layerwise.slice_layout)."""
     w = np.frombuffer(rows, np.uint8).reshape(oc, kh, kw, ic)
-    return b"".join(w[c0:c0 + tc].transpose(1, 2, 0, 3).tobytes() for c0 in range(0, oc, tc))
+    groups = sorted({(dx, nt) for _, dx, nt in tap_jobs(kh, 1)})
+    return b"".join(w[c0:c0 + tc, dy, dx:dx + nt].reshape(-1, nt * ic).tobytes()
+                    for c0 in range(0, oc, tc) for dy in range(kh) for dx, nt in groups)
 
 
 def short_rule_shifts(bias, mult, shift, zp, span) -> np.ndarray:
@@ -361,6 +370,7 @@ def layer_spec(layer, graph, cname, layout, m, til) -> dict:
         "pad_u8": (zp + 128) & 0xFF, "w_row": weight_row(layer, m),
         "params": {("weight" if s.startswith(TAP_SECTION) else s): {"dtype": d, "count": n, "offset": off}
                    for s, d, n, off in layout},
+        "tap_jobs": [list(j) for j in tap_jobs(kh, o["s"])] if til.get("taps") else [],
         "w_taps": next((int(s[len(TAP_SECTION):]) for s, *_ in layout if s.startswith(TAP_SECTION)), 0),
         "tier": "L2", "tile": til, "l3_stream": False,
         "sections": [{"name": s, "offset": 0, "src": off, "per_oc": n // o["c"]} for s, _, n, off in layout],
