@@ -39,3 +39,13 @@ class Ahead:
 def beside(work, meanwhile, name: str = "nnscons-beside"):
     """work()'s result, work run on another thread while this one calls meanwhile()."""
     return Ahead(work, name).result(meanwhile)
+
+
+def in_turn(*calls):
+    """One callable that makes each of `calls` in turn (None: skipped; none: does nothing),
+    for a meanwhile made of several pieces of work."""
+    def run():
+        for call in calls:
+            if call is not None:
+                call()
+    return run

@@ -13,7 +13,7 @@ import onnx
 
 from .. import ops
 from ..errors import ModelError
-from ..overlap import beside
+from ..overlap import beside, in_turn
 from ..opkit.opgraph import OpGraph
 from ..passes.quantize import inherit_qparams, inherit_qparams_backward, minmax_qparams
 from .onnx_file import OnnxFile, cap_ir_version
@@ -330,13 +330,6 @@ class _BatchedPasses:
         return outs
 
 
-def _then(first, second):
-    def both():
-        first()
-        second()
-    return both
-
-
 def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None) -> None:
     """Fill g.qparams for the inputs and every op output from min/max over `samples`
     ({input name: array} each; only: just these tensors, keeping the model's other
@@ -368,7 +361,7 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None)
         except Exception:          # noqa: BLE001 - the per-sample session says what is wrong
             pass
     if meanwhile is not None and batched is not None:
-        meanwhile = _then(meanwhile, batched.help)
+        meanwhile = in_turn(meanwhile, batched.help)
 
     def passes():
         runs = None

@@ -15,6 +15,7 @@ import pickle
 from .. import ops
 from ..errors import ModelError
 from ..fileio import file_digest, write_if_changed
+from ..overlap import in_turn
 from ..resources import zoo
 from .keys import digest
 from .zoo_cache import code_digest, zoo_code_digest
@@ -66,9 +67,10 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
         fmt = "auto" if fmt == "onnx" else fmt
         # the frontends imported and the caller's work done while the generator runs on
         # another thread
-        generated = zoo_cache.materialize_async(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape,
-                                                source, meanwhile=_both(_import_frontends, meanwhile))
-        meanwhile = _nothing    # calibrated on another thread all the same: this one runs passes too
+        generated = zoo_cache.materialize_async(model_cfg.zoo, model_cfg.seed,
+                                                model_cfg.input_shape, source,
+                                                meanwhile=in_turn(_import_frontends, meanwhile))
+        meanwhile = in_turn()    # calibrated beside all the same: this thread runs passes too
     frontends = _import_frontends()
     graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
                                  fmt=fmt, calibration=model_cfg.calibration, generated=generated,
@@ -78,18 +80,6 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
         graph.float_source = _given_float_source(graph, model_cfg)
     write_if_changed(cache_path, pickle.dumps({"key": key, "graph": graph}, protocol=5))
     return graph
-
-
-def _nothing():
-    pass
-
-
-def _both(first, then):
-    def both():
-        first()
-        if then is not None:
-            then()
-    return both
 
 
 def _import_frontends():
