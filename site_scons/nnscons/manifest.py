@@ -109,6 +109,12 @@ def _zoo() -> dict:
     return zoo().ZOO
 
 
+def _unreadable(display: str, data: bytes, e) -> ManifestError:
+    line = data[:max(e.position, 0)].count(b"\n") + 1
+    return ManifestError(f"{display}:{line}: invalid YAML: character #x{e.character:04x} is not allowed "
+                         f"in a YAML file; is the file binary or mis-encoded? Save it as UTF-8 text")
+
+
 def load_manifest(path, kinds: dict) -> Manifest:
     """Load and validate `path`; every problem raises ManifestError with file:line."""
     path = os.fspath(path)
@@ -121,11 +127,11 @@ def load_manifest(path, kinds: dict) -> Manifest:
     try:
         loader = _Loader(data)
     except yaml.reader.ReaderError as e:     # a character YAML does not allow (a NUL, ...)
-        line = data[:max(e.position, 0)].count(b"\n") + 1
-        raise ManifestError(f"{display}:{line}: invalid YAML: character #x{e.character:04x} is not allowed "
-                            f"in a YAML file; is the file binary or mis-encoded? Save it as UTF-8 text") from None
+        raise _unreadable(display, data, e) from None
     try:
         root = loader.get_single_data()
+    except yaml.reader.ReaderError as e:     # libyaml's reader finds it while parsing
+        raise _unreadable(display, data, e) from None
     except _DuplicateKey as e:
         raise ManifestError(f"{display}:{e.line}: {_dotted(e.path)}: duplicate key (first "
                             f"defined on line {e.first_line})\n  hint: YAML keeps only one; "
