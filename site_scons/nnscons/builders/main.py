@@ -11,6 +11,7 @@ import os
 import sys
 
 import atexit
+import gc
 import json
 import time
 
@@ -103,7 +104,13 @@ def main() -> None:
             Help(_help_text(variables, env, manifest), append=False)
             return
         _generate_ahead(env, manifest)
-        _build(env, manifest, root)
+        # no cycle collections while planning (~40 ms of a cold resnet18 build: its import
+        # makes few cycles, and what it keeps it keeps); on again for SCons's build phase
+        gc.disable()
+        try:
+            _build(env, manifest, root)
+        finally:
+            gc.enable()
     except UserError as e:
         if GetOption("help"):
             Help(_help_text(variables, env, None) + f"\n(could not read {MANIFEST}: {e})\n")
