@@ -128,6 +128,19 @@ def test_the_planning_imports_the_proto_and_the_model_step_writes_it(generated):
     assert zoo_cache.write("simplecnn", 0, SHAPE, a) is False and len(generated) == 2
 
 
+def test_a_matrix_plans_every_build_folder_from_one_generation(generated):
+    """Two targets of one zoo model in one process (a matrix): the second planning takes the
+    proto the first generated (no file holds it yet), and each MODEL step writes its file
+    from it: generated once."""
+    a, b = os.path.join("build", "host", "m", "model.onnx"), os.path.join("build", "gap9", "m", "model.onnx")
+    calls = []
+    first = zoo_cache.materialize_async("simplecnn", 0, SHAPE, a)
+    second = zoo_cache.materialize_async("simplecnn", 0, SHAPE, b, meanwhile=lambda: calls.append(1))
+    assert second is first and calls == [1] and len(generated) == 1
+    assert zoo_cache.write("simplecnn", 0, SHAPE, b) and zoo_cache.write("simplecnn", 0, SHAPE, a)
+    assert open(a, "rb").read() == open(b, "rb").read() == _want() and len(generated) == 1
+
+
 def test_a_failed_write_is_raised_by_the_model_step(generated, monkeypatch):
     def full(path, data, executable=False):
         raise OSError(28, "No space left on device")

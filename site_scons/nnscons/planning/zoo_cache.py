@@ -172,6 +172,13 @@ def materialize_async(name: str, seed, input_shape, path: str, meanwhile=None):
     fills release the GIL; started ahead by prefetch or now), or at once when there is
     nothing to generate."""
     ahead = _AHEAD.pop(_arguments(name, seed, input_shape, path), None)
+    generated = _GENERATED.get(entry_path(name, seed, input_shape, os.path.dirname(path)))
+    if ahead is None and generated is not None:
+        # another build folder's planning in this process generated it (a matrix: every
+        # target of one zoo model shares the entry, which no file holds yet): the same proto
+        if meanwhile is not None:
+            meanwhile()
+        return generated
     if ahead is None and meanwhile is not None:
         ahead = _start(name, seed, input_shape, path)
     model, entry, have = (ahead.result(meanwhile) if ahead is not None
