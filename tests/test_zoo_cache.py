@@ -21,6 +21,7 @@ SHAPE = (1, 1, 28, 28)
 def generated(monkeypatch, tmp_path):
     """Run in tmp_path (build/ relative to it); counts the zoo generator's calls."""
     monkeypatch.chdir(tmp_path)
+    zoo_cache._GENERATED.clear()       # protos another test's planning left in this process
     calls = []
     real = zoo().build
 

@@ -126,7 +126,7 @@ def write(name: str, seed, input_shape, path: str) -> bool:
     the proto this process's planning generated, serialized, or an intact cache entry's
     bytes, or generated now.  Returns True if path was (re)written."""
     entry = entry_path(name, seed, input_shape, os.path.dirname(path))
-    model = _GENERATED.pop(entry, None)
+    model = _GENERATED.pop(os.path.abspath(entry), None)
     if model is None:
         model, entry, have = _generate(name, seed, input_shape, path)
         if model is None:
@@ -135,7 +135,8 @@ def write(name: str, seed, input_shape, path: str) -> bool:
     return _store(entry, data, path)
 
 
-# protos the planning generated and imported, which no file holds yet: {entry: proto}
+# protos the planning generated and imported, which no file holds yet: {entry's absolute
+# path: proto} (absolute: the same relative entry under another working folder is another file)
 _GENERATED = {}
 
 
@@ -172,7 +173,8 @@ def materialize_async(name: str, seed, input_shape, path: str, meanwhile=None):
     fills release the GIL; started ahead by prefetch or now), or at once when there is
     nothing to generate."""
     ahead = _AHEAD.pop(_arguments(name, seed, input_shape, path), None)
-    generated = _GENERATED.get(entry_path(name, seed, input_shape, os.path.dirname(path)))
+    entry = entry_path(name, seed, input_shape, os.path.dirname(path))
+    generated = _GENERATED.get(os.path.abspath(entry))
     if ahead is None and generated is not None:
         # another build folder's planning in this process generated it (a matrix: every
         # target of one zoo model shares the entry, which no file holds yet): the same proto
@@ -189,7 +191,7 @@ def materialize_async(name: str, seed, input_shape, path: str, meanwhile=None):
     if isinstance(model, bytes):            # no proto (a .tflite model): read from path
         _store(entry, model, path)
         return None
-    _GENERATED[entry] = model
+    _GENERATED[os.path.abspath(entry)] = model
     return model
 
 
