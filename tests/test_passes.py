@@ -51,7 +51,12 @@ def test_bn_folding_is_numerically_exact():
     ref = conv2d_float(x, w, b, 1)
     k = (bn["scale"] / np.sqrt(bn["var"] + bn["eps"])).reshape(1, -1, 1, 1)
     ref = (ref - bn["mean"].reshape(1, -1, 1, 1)) * k + bn["bias"].reshape(1, -1, 1, 1)
-    np.testing.assert_allclose(conv2d_float(x, conv.weight, conv.bias, 1), ref, atol=1e-5)
+    np.testing.assert_allclose(conv2d_float(x, conv.real_weight(), conv.bias, 1), ref, atol=1e-5)
+    # lowering quantizes the products weight * factor without holding them all at once
+    folded = conv.weight * conv.weight_factor.reshape(-1, 1, 1, 1)
+    for got, want in zip(symmetric_per_channel(conv.weight, conv.weight_factor),
+                         symmetric_per_channel(folded)):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
 def test_bn_needs_a_private_conv_output():
@@ -115,6 +120,29 @@ def test_quantization_rules():
     qw, s = symmetric_per_channel(w)
     assert s[1] == 1.0 and (qw[1] == 0).all()      # all-zero channel guarded
     assert list(qw[0]) == [64, -127, 32] and s[0] == pytest.approx(1 / 127)
+
+
+@pytest.mark.parametrize("shape", [(300, 64, 3, 3), (7, 5), (1000, 1)])
+def test_weights_quantized_in_blocks_as_a_whole(shape):
+    """symmetric_per_channel works a block of channels at a time (and applies a folded BN's
+    factor there): the result is the whole-array formula's, bit for bit, float32 weights
+    included (ties, negative and zero factors, an all-zero channel)."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal(shape).astype(np.float32)
+    w[1] = 0
+    w.reshape(shape[0], -1)[2, 0] = 127 * 0.5 / 127     # a tie after division
+    k = rng.uniform(-2, 2, shape[0])
+    k[4] = 0.0
+
+    def whole(real):
+        amax = np.abs(real.reshape(real.shape[0], -1)).max(axis=1).astype(np.float64)
+        scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32).astype(np.float64)
+        q = np.clip(np.round(real / scale.reshape((-1,) + (1,) * (real.ndim - 1))), -127, 127)
+        return q.astype(np.int8), scale
+    for got, want in ((symmetric_per_channel(w), whole(w)),
+                      (symmetric_per_channel(w, k), whole(w * k.reshape((-1,) + (1,) * (w.ndim - 1))))):
+        assert got[0].dtype == np.int8 and got[0].shape == w.shape
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
 
 def test_unique_names():

@@ -133,3 +133,31 @@ def test_generators_are_imported_when_their_model_is_used():
             "assert tuple(mobilenetv1.VARIANTS) == zoo.MOBILENETV1\n"
             "assert all(zoo.ZOO[n] is mobilenetv1.VARIANTS[n] for n in zoo.MOBILENETV1)\n")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+@pytest.mark.parametrize("name", ["simplecnn", "mobilenetv2", "tcn", "encdec"])
+def test_weights_handed_over_are_the_initializers(name, tmp_path):
+    """build_with_weights: the arrays the importer takes instead of decoding the proto hold
+    exactly every float initializer's values, read-only; the import gives the same IR."""
+    from onnx import numpy_helper
+
+    from nnscons.frontends import load_model
+    model, weights = zoo.build_with_weights(name, 0)
+    floats = [i for i in model.graph.initializer if i.data_type == onnx.TensorProto.FLOAT]
+    # every weight the Builder wrote (Clip bounds made by helper are decoded as before)
+    assert weights and set(weights) <= {i.name for i in floats}
+    assert all(i.name in weights for i in floats if len(i.dims) > 1)
+    for init in (i for i in floats if i.name in weights):
+        a = weights[init.name]
+        assert not a.flags.writeable
+        assert a.dtype == np.float32 and np.array_equal(a, numpy_helper.to_array(init))
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    handed = load_model(str(path), name=name, generated=model, weights=weights)
+    read = load_model(str(path), name=name)
+    for a, b in zip(handed.layers, read.layers):
+        assert a.name == b.name
+        for field in ("weight", "weight_scale", "bias"):
+            x, y = getattr(a, field), getattr(b, field)
+            assert (x is None and y is None) or np.array_equal(x, y)
+    assert [t.q for t in handed.tensors.values()] == [t.q for t in read.tensors.values()]

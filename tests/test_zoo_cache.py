@@ -22,6 +22,7 @@ def generated(monkeypatch, tmp_path):
     """Run in tmp_path (build/ relative to it); counts the zoo generator's calls."""
     monkeypatch.chdir(tmp_path)
     zoo_cache._GENERATED.clear()       # protos another test's planning left in this process
+    zoo_cache._WEIGHTS.clear()
     calls = []
     real = zoo().build
 
@@ -38,6 +39,7 @@ def generated(monkeypatch, tmp_path):
             pass
     zoo_cache._AHEAD.clear()
     zoo_cache._GENERATED.clear()
+    zoo_cache._WEIGHTS.clear()
 
 
 def _want() -> bytes:
@@ -125,6 +127,7 @@ def test_the_planning_imports_the_proto_and_the_model_step_writes_it(generated):
     assert len(generated) == 1 and open(b, "rb").read() == _want()
     # a MODEL step in a later process (the proto is gone): generated again from nothing
     zoo_cache._GENERATED.clear()
+    zoo_cache._WEIGHTS.clear()
     os.unlink(_entry())
     assert zoo_cache.write("simplecnn", 0, SHAPE, a) is False and len(generated) == 2
 

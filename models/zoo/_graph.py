@@ -5,12 +5,28 @@ opset versions, and the order of nodes and initializers (the order of the calls)
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 
 PRODUCER = "nnscons.zoo"
 PRODUCER_VERSION = "1"
 IR_VERSION = 8     # pinned: onnx's default follows its release, which would change the bytes
 OPSET = 13
+
+_COLLECTING = threading.local()     # .builders: the list collecting() fills on this thread
+
+
+@contextlib.contextmanager
+def collecting():
+    """The Builders made on this thread inside the block, in a list (their weight arrays)."""
+    outer = getattr(_COLLECTING, "builders", None)
+    _COLLECTING.builders = builders = []
+    try:
+        yield builders
+    finally:
+        _COLLECTING.builders = outer
 
 
 class Builder:
@@ -24,6 +40,11 @@ class Builder:
         self.proto = ModelProto()
         self.nodes = self.proto.graph.node
         self.initializers = self.proto.graph.initializer
+        # initializer name -> the read-only float32 array its raw_data was written from
+        self.arrays = {}
+        collector = getattr(_COLLECTING, "builders", None)
+        if collector is not None:
+            collector.append(self)
 
     def param(self, name: str, array: np.ndarray) -> str:
         """A float32 initializer, written as numpy_helper.from_array writes it."""
@@ -34,6 +55,8 @@ class Builder:
         tensor.name = name
         tensor.raw_data = array.tobytes()
         tensor.data_type = TensorProto.FLOAT
+        array.flags.writeable = False       # it must keep the bytes written
+        self.arrays[name] = array
         return name
 
     def normal(self, shape, std: float) -> np.ndarray:

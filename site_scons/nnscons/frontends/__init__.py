@@ -44,10 +44,11 @@ def _finite_initializers(proto, source) -> None:
                              f"weights are finite")
 
 
-def _load_onnx(source, name, input_shape, fmt, calibration, generated=None, meanwhile=None) -> Graph:
+def _load_onnx(source, name, input_shape, fmt, calibration, generated=None, weights=None,
+               meanwhile=None) -> Graph:
     from .ptq import calibrate, calibration_feeds
 
-    f = read_onnx(source, input_shape, generated)
+    f = read_onnx(source, input_shape, generated, weights)
     quantized = is_qdq(f.proto)
     if fmt in ("auto", "onnx"):
         fmt = "qdq" if quantized else "float"
@@ -162,10 +163,11 @@ def _calibration_text(calibration) -> str:
 
 def load_model(source: str, *, name: str, input_shape: tuple | None = None,
                fmt: str = "auto", calibration: dict | None = None, generated=None,
-               meanwhile=None) -> Graph:
+               weights=None, meanwhile=None) -> Graph:
     """Import a model into the quantized IR; every user error raises ModelError.
     generated: the onnx.ModelProto the .onnx file `source` holds, as the zoo generated it
-    in this process (read_onnx).  meanwhile: a callable run on this thread while
+    in this process (read_onnx), weights the arrays its float initializers were written
+    from (by name; not decoded from the proto again).  meanwhile: a callable run on this thread while
     onnxruntime calibrates a float model on others (the caller's head start on what it
     needs next; not called for other models)."""
     source = os.fspath(source)
@@ -197,7 +199,7 @@ def load_model(source: str, *, name: str, input_shape: tuple | None = None,
         raise ModelError(f"{source}: cannot tell the model format; expected a .onnx file, a "
                          f".tflite file or an ARES export directory (declare the model in "
                          f"targets.yaml with 'format: onnx', 'format: tflite' or 'format: ares')")
-    return _load_onnx(source, name, input_shape, fmt, calibration, generated, meanwhile)
+    return _load_onnx(source, name, input_shape, fmt, calibration, generated, weights, meanwhile)
 
 
 __all__ = ["load_model", "FORMATS"]

@@ -19,7 +19,7 @@ from ..opkit.onnx_qoperator import QuantConst, along_axis
 from ..opkit.opgraph import Op, OpGraph, rename_tensor
 from . import onnx_ops
 from ..opkit.onnx_attrs import attributes
-from .onnx_file import OnnxFile, constant_value, node_label, tensor_array
+from .onnx_file import OnnxFile, constant_value, node_label
 
 PASS_THROUGH = ("Identity", "Dropout")
 
@@ -37,7 +37,7 @@ class OnnxWalker:
         self.f = f
         self.shapes_proto = shapes_proto
         graph = f.proto.graph
-        self.consts = {i.name: tensor_array(f.path, i) for i in graph.initializer}
+        self.consts = {i.name: f.initializer_array(i) for i in graph.initializer}
         self.qconsts: dict = {}
         self.alias: dict = {}
         self.qparams: dict = {}

@@ -183,7 +183,8 @@ def _observer_parts(f: OnnxFile, tensors: list, batch_dim: bool = False) -> tupl
     names, arrays = [], []
     for init in source.graph.initializer:
         if (sys.byteorder == "little" and init.data_type == onnx.TensorProto.FLOAT
-                and init.HasField("raw_data") and len(init.raw_data) >= _EXTERNAL_MIN_BYTES):
+                and init.HasField("raw_data")
+                and 4 * int(np.prod(init.dims)) >= _EXTERNAL_MIN_BYTES):
             header = light.graph.initializer.add()
             _copy_fields(header, init, "raw_data")
             header.data_location = onnx.TensorProto.EXTERNAL
@@ -191,11 +192,12 @@ def _observer_parts(f: OnnxFile, tensors: list, batch_dim: bool = False) -> tupl
             entry = header.external_data.add()
             entry.key, entry.value = "location", "nnscons-calibration-weights"
             names.append(init.name)
-            arrays.append(np.frombuffer(init.raw_data, np.float32).reshape(tuple(init.dims)))
+            # the walker's decoded array (its raw_data is copied out of the proto once)
+            arrays.append(np.ascontiguousarray(f.initializer_array(init), np.float32))
         else:
             light.graph.initializer.add().CopyFrom(init)
     model = _observer_model(OnnxFile(f.path, light, f.input, f.output, f.input_shape, f.opset,
-                                     f.inputs, f.input_shapes, f.outputs), tensors, batch_dim)
+                                     f.inputs, f.input_shapes, f.outputs, f.decoded), tensors, batch_dim)
     return model, names, arrays
 
 

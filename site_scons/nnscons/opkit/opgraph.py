@@ -27,6 +27,10 @@ class Op:
     source_op: str             # e.g. "Conv", "QuantConv2d"
     attrs: dict = field(default_factory=dict)
     weight: Optional[np.ndarray] = None    # real values, output channel first
+    # a folded BatchNormalization's per-output-channel factor not yet applied: the real
+    # weights are weight (as float64) * weight_factor, computed when lowering quantizes them
+    # (a block at a time: resnet18's folded weights were a fresh 94 MB float64 array)
+    weight_factor: Optional[np.ndarray] = None
     bias: Optional[np.ndarray] = None      # real values, one per output channel
     weight_q: Optional[tuple] = None       # (int8 array like weight, scale float64[O]) as given
     bias_q: Optional[tuple] = None         # (int32[O], scale float64[O]) as given
@@ -38,6 +42,12 @@ class Op:
     def __post_init__(self):
         if not self.source_ops:
             self.source_ops = [self.source_op]
+
+    def real_weight(self) -> Optional[np.ndarray]:
+        """The real weights: weight with a pending weight_factor applied (float64)."""
+        if self.weight is None or self.weight_factor is None:
+            return self.weight
+        return self.weight * self.weight_factor.reshape((-1,) + (1,) * (self.weight.ndim - 1))
 
 
 @dataclass

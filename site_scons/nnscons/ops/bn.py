@@ -47,7 +47,8 @@ def fold(g, bn, op_def):
     if k.shape != (n_out,):
         raise g.fail(bn, f"has {k.shape[0]} channels but {src.name!r} has {n_out} outputs")
     bias = src.bias if src.bias is not None else np.zeros(n_out)
-    src.weight = src.weight * k.reshape((-1,) + (1,) * (src.weight.ndim - 1))
+    src.weight = src.real_weight()          # a second fold: the first one's products first
+    src.weight_factor = k                   # weight * k, when lowering (Op.weight_factor)
     src.bias = (bias - a["mean"]) * k + a["bias"]
     # The model's integer weights stay, each channel's scale times |k| (rounded to float32
     # as every scale is, the sign moved into the integers); its integer bias does not.
@@ -57,6 +58,7 @@ def fold(g, bn, op_def):
         s_new = (s_w * np.abs(k)).astype(np.float32).astype(np.float64)
         src.weight_q = (X.narrowest(q.astype(np.int16) * sign), s_new)
         src.weight = (q.astype(np.float64) * sign) * s_new.reshape((-1,) + (1,) * (q.ndim - 1))
+        src.weight_factor = None
     else:
         src.weight_q = None
     src.bias_q = None

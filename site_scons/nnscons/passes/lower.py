@@ -46,7 +46,8 @@ def _layer(g: OpGraph, op: Op, name: str) -> Layer:
                   inputs=list(op.inputs), output=op.output, attrs=attrs,
                   fused=list(op.fused), source_ops=list(op.source_ops))
     if d.weighted:
-        w, s_w = op.weight_q if op.weight_q is not None else symmetric_per_channel(op.weight)
+        w, s_w = (op.weight_q if op.weight_q is not None
+                  else symmetric_per_channel(op.weight, op.weight_factor))
         layer.weight, layer.weight_scale = w, s_w
         layer.bias = bias_int32(g, op, g.qparams[op.inputs[0]].scale, s_w)
     layer.act_min, layer.act_max = (op.act_range if op.act_range is not None

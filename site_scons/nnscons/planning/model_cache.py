@@ -60,7 +60,7 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
         pass  # missing or from another version of the code: import again
 
     from . import zoo_cache
-    source, fmt, generated = model_cfg.source, model_cfg.fmt or "auto", None
+    source, fmt, generated, weights = model_cfg.source, model_cfg.fmt or "auto", None, None
     if model_cfg.zoo:
         source = zoo_cache.model_path(model_dir, model_cfg.zoo)
         fmt = zoo().model_format(model_cfg.zoo)
@@ -71,10 +71,12 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
                                                 model_cfg.input_shape, source,
                                                 meanwhile=in_turn(_import_frontends, meanwhile))
         meanwhile = in_turn()    # calibrated beside all the same: this thread runs passes too
+        weights = zoo_cache.generated_weights(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape,
+                                              source)
     frontends = _import_frontends()
     graph = frontends.load_model(source, name=model_cfg.name, input_shape=model_cfg.input_shape,
                                  fmt=fmt, calibration=model_cfg.calibration, generated=generated,
-                                 meanwhile=meanwhile)
+                                 weights=weights, meanwhile=meanwhile)
     _check_requantization(graph, model_cfg.source or model_cfg.zoo)
     if model_cfg.float_source:
         graph.float_source = _given_float_source(graph, model_cfg)
