@@ -16,18 +16,20 @@ import os
 
 from ..errors import ModelError
 from ..ir import Graph
+from ..overlap import in_turn
 from ..passes import prepare, to_ir
+from ..passes.lower import quantize_weights
 from ..passes.quantize import inherit_qparams, inherit_qparams_backward, minmax_qparams, requantize_aliases
 from .onnx_file import is_qdq, read_onnx
 
 FORMATS = ("auto", "onnx", "qdq", "float", "tflite", "ares")
 
 
-def _finite_initializers(proto, source) -> None:
+def _finite_initializers(f) -> None:
     """A float model's weights hold numbers: a NaN or an infinity (a diverged training, a
     damaged export) cannot be quantized, and would otherwise fail deep in the scales."""
     import numpy as np
-    from .onnx_file import tensor_array
+    proto, source = f.proto, f.path
     users = {}
     for node in proto.graph.node:
         for i in node.input:
@@ -35,7 +37,7 @@ def _finite_initializers(proto, source) -> None:
     for init in proto.graph.initializer:
         if init.data_type not in (1, 10, 11, 16):       # float, float16, double, bfloat16
             continue
-        a = tensor_array(source, init)
+        a = f.initializer_array(init)
         bad = int(a.size - np.count_nonzero(np.isfinite(a)))
         if bad:
             raise ModelError(f"{source}: weights {init.name!r} (used by {users.get(init.name, 'no node')!r}) hold "
@@ -68,9 +70,11 @@ def _load_onnx(source, name, input_shape, fmt, calibration, generated=None, weig
     from .onnx_graph import OnnxWalker
     g = OnnxWalker(f, shapes_proto=to_qdq(f.proto)).walk()
     prepare(g)
-    notes = []
+    notes, quantized = [], {}
     if fmt == "float":
-        _finite_initializers(f.proto, source)
+        _finite_initializers(f)
+        if meanwhile is not None:   # this thread's wait for onnxruntime's session
+            meanwhile = in_turn(meanwhile, lambda: quantized.update(quantize_weights(g)))
         calibrate(f, g, calibration_feeds(f, calibration), meanwhile=meanwhile)
         float_source = {"path": os.path.abspath(source), "input_shape": list(f.input_shape),
                         "input_shapes": {n: list(s) for n, s in zip(f.inputs, f.input_shapes)},
@@ -101,7 +105,7 @@ def _load_onnx(source, name, input_shape, fmt, calibration, generated=None, weig
                          f"were quantized with the built-in calibration: "
                          f"{', '.join((bare + islands)[:8])}{' ...' if len(bare + islands) > 8 else ''}")
     requantize_aliases(g)
-    graph = to_ir(g, name)
+    graph = to_ir(g, name, quantized)
     graph.float_source = float_source if fmt == "float" else None   # builders/reports/fidelity.py
     if len(f.inputs) > 1 and any(len(s) == 3 for s in f.input_shapes):
         raise ModelError(f"{source}: a 1-D model (rank-3 inputs) with several inputs is not "

@@ -287,7 +287,7 @@ class _BatchedPasses:
         self.session = None
 
     def run(self):
-        """[outputs] of every chunk (one list of arrays per chunk), or None when onnxruntime
+        """[(min, max) of each observed tensor] of every chunk, or None when onnxruntime
         refuses the batch or an output's shape is not the per-sample one times the batch (a
         model whose graph fixes batch 1 somewhere): then one pass per sample."""
         try:
@@ -329,7 +329,13 @@ class _BatchedPasses:
         for t, v in zip(self.observed, outs):
             if tuple(v.shape) != (len(chunk),) + tuple(self.g.shapes[t][1:]):
                 return None
-        return outs
+        return _extremes(outs)
+
+
+def _extremes(outs: list) -> list:
+    """(min, max) of each output array: reduced by the thread that ran the pass (NumPy's
+    reductions release the GIL), and the arrays let go at once."""
+    return [(v.min(), v.max()) for v in outs]
 
 
 def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None) -> None:
@@ -371,7 +377,7 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None)
             runs = batched.run()
         if observed and runs is None:
             sess = _observer_session(_observer_parts(f, observed), _options_copy(opts))
-            runs = [sess.run(observed, feed) for feed in samples]
+            runs = [_extremes(sess.run(observed, feed)) for feed in samples]
         elif not observed:  # only range-preserving ops: the input's range is every range
             runs = []
         return runs
@@ -381,12 +387,12 @@ def calibrate(f: OnnxFile, g: OpGraph, samples: list, only=None, meanwhile=None)
     except Exception as e:
         raise ModelError(f"{f.path}: onnxruntime cannot run the float model for calibration "
                          f"({type(e).__name__}: {e})") from None
-    ranges = {} if only is not None else {t: [np.stack([feed[t] for feed in samples])]
+    ranges = {} if only is not None else {t: [_extremes([np.stack([feed[t] for feed in samples])])[0]]
                                           for t in g.inputs}
-    for outs in runs:
-        for t, v in zip(observed, outs):
-            ranges.setdefault(t, []).append(v)
-    got = {t: minmax_qparams(min(v.min() for v in vs), max(v.max() for v in vs))
+    for extremes in runs:
+        for t, lo_hi in zip(observed, extremes):
+            ranges.setdefault(t, []).append(lo_hi)
+    got = {t: minmax_qparams(min(lo for lo, _ in vs), max(hi for _, hi in vs))
            for t, vs in ranges.items()}
     if only is not None:
         g.qparams.update(got)

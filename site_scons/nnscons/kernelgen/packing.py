@@ -35,9 +35,28 @@ def pack_weights(wm: np.ndarray, icp: int, nr: int) -> np.ndarray:
     return np.ascontiguousarray(full.reshape(npad // nr, nr, k2, 2).transpose(0, 2, 1, 3)).reshape(-1)
 
 
+# Output channels summed at a time: an int64 copy of a whole layer's weights was a fresh
+# 94 MB array for resnet18, made four times per layer by the checks below (page faults:
+# 50-100 ms of a cold build's plan, Zen 4)
+_SUM_BLOCK_VALUES = 1 << 16
+
+
+def channel_sums(wm: np.ndarray, absolute: bool = False) -> np.ndarray:
+    """Per output channel (axis 0) the sum of the integer weights (of |w| if absolute), int64."""
+    rows = wm.reshape(wm.shape[0], -1)
+    sums = np.empty(rows.shape[0], np.int64)
+    step = max(1, _SUM_BLOCK_VALUES // max(rows.shape[1], 1))
+    for i in range(0, rows.shape[0], step):
+        block = rows[i:i + step].astype(np.int64)
+        if absolute:
+            np.abs(block, out=block)
+        sums[i:i + step] = block.sum(axis=1)
+    return sums
+
+
 def folded_bias(wm: np.ndarray, bias, in_zp: int) -> np.ndarray:
     """bias - zp_in * sum(w), int64 (the caller checks it fits int32)."""
-    s = wm.astype(np.int64).reshape(wm.shape[0], -1).sum(axis=1)
+    s = channel_sums(wm)
     b = np.zeros(wm.shape[0], dtype=np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
     return b - int(in_zp) * s
 
@@ -45,14 +64,14 @@ def folded_bias(wm: np.ndarray, bias, in_zp: int) -> np.ndarray:
 def vector_safe(wm: np.ndarray, fb: np.ndarray) -> bool:
     """True when acc + bias' fits int32 for every input: the vector epilogues add in int32.
     |acc| <= 128 * sum|w| per channel."""
-    bound = np.abs(fb) + 128 * np.abs(wm.astype(np.int64)).reshape(wm.shape[0], -1).sum(axis=1)
+    bound = np.abs(fb) + 128 * channel_sums(wm, absolute=True)
     return bool(bound.max(initial=0) < 2 ** 31)
 
 
 def f64_safe(wm: np.ndarray, fb: np.ndarray, mult) -> bool:
     """True when |acc + bias'| * mult < 2**53 for every channel and input: the vector
     epilogue may requantize in double, exactly (nn_avx2_requant8_f64)."""
-    bound = np.abs(fb) + 128 * np.abs(wm.astype(np.int64)).reshape(wm.shape[0], -1).sum(axis=1)
+    bound = np.abs(fb) + 128 * channel_sums(wm, absolute=True)
     m = np.asarray(mult, dtype=np.int64)
     return bool(np.all(bound.astype(object) * m.astype(object) < 2 ** 53))
 
@@ -137,6 +156,6 @@ def pack_u8(wm: np.ndarray, g: dict, nr: int, split: bool = True) -> dict:
 def bias_u8(wm: np.ndarray, fb: np.ndarray) -> np.ndarray:
     """The u8-buffer variants' bias (avx2u8, avx512vnni), wrapped to int32: fb - 128 * sum(w)
     (their activations are x + 128)."""
-    s = wm.astype(np.int64).reshape(wm.shape[0], -1).sum(axis=1)
+    s = channel_sums(wm)
     v = (np.asarray(fb, np.int64) - 128 * s) & 0xFFFFFFFF
     return np.where(v >= 2 ** 31, v - 2 ** 32, v)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .packing import channel_sums
+
 BT = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
                [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], np.int64)
 GS = np.array([[1, 0, 0], [-1, -1, -1], [-1, 1, -1], [1, 2, 4], [1, -2, 4], [0, 0, 1]], np.int64)
@@ -57,7 +59,7 @@ def recover(z: np.ndarray) -> np.ndarray:
 
 def bound_ok(wm: np.ndarray) -> bool:
     """(N, 9, IC) int8 weights: |sum(w * x)| < 2^25 for every int8 x (|x| <= 128)."""
-    return 128 * int(np.abs(wm.astype(np.int64)).reshape(wm.shape[0], -1).sum(1).max(initial=0)) < Y_LIMIT
+    return 128 * int(channel_sums(wm, absolute=True).max(initial=0)) < Y_LIMIT
 
 
 def tile_conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -38,7 +38,27 @@ def _require_qparams(g: OpGraph) -> None:
                              f"quantized")
 
 
-def _layer(g: OpGraph, op: Op, name: str) -> Layer:
+def quantize_weights(g: OpGraph) -> dict:
+    """What to_ir quantizes (the real weights of every weighted op the model gives no
+    integers for), computed ahead: while onnxruntime creates its calibration session on
+    another thread, which no later pass's weights change (prepare ran; passes that change
+    weights replace the arrays, and to_ir then quantizes again)."""
+    return {id(op): (op.weight, op.weight_factor, symmetric_per_channel(op.weight, op.weight_factor))
+            for op in g.ops
+            if ops.get(op.kind).weighted and op.weight_q is None and op.weight is not None}
+
+
+def _weights(op: Op, ahead: dict) -> tuple:
+    """(int8 weights, float64 scale[O]) of a weighted op."""
+    if op.weight_q is not None:
+        return op.weight_q
+    weight, factor, quantized = ahead.get(id(op), (None, None, None))
+    if weight is op.weight and factor is op.weight_factor and quantized is not None:
+        return quantized
+    return symmetric_per_channel(op.weight, op.weight_factor)
+
+
+def _layer(g: OpGraph, op: Op, name: str, ahead: dict) -> Layer:
     out_q = g.qparams[op.output]
     d = ops.get(op.kind)
     attrs = {k: op.attrs[k] for k in d.attrs if k in op.attrs}
@@ -46,8 +66,7 @@ def _layer(g: OpGraph, op: Op, name: str) -> Layer:
                   inputs=list(op.inputs), output=op.output, attrs=attrs,
                   fused=list(op.fused), source_ops=list(op.source_ops))
     if d.weighted:
-        w, s_w = (op.weight_q if op.weight_q is not None
-                  else symmetric_per_channel(op.weight, op.weight_factor))
+        w, s_w = _weights(op, ahead)
         layer.weight, layer.weight_scale = w, s_w
         layer.bias = bias_int32(g, op, g.qparams[op.inputs[0]].scale, s_w)
     layer.act_min, layer.act_max = (op.act_range if op.act_range is not None
@@ -57,11 +76,12 @@ def _layer(g: OpGraph, op: Op, name: str) -> Layer:
     return layer
 
 
-def to_ir(g: OpGraph, name: str) -> Graph:
+def to_ir(g: OpGraph, name: str, quantized: dict | None = None) -> Graph:
+    """quantized: quantize_weights(g) made earlier, where the weights are still those."""
     _require_qparams(g)
     split_wide_weights(g)
     names = unique_names([op.name for op in g.ops])
-    layers = [_layer(g, op, n) for op, n in zip(g.ops, names)]
+    layers = [_layer(g, op, n, quantized or {}) for op, n in zip(g.ops, names)]
     used = g.inputs + [op.output for op in g.ops]
     tensors = {t: Tensor(t, g.shapes[t], g.qparams[t]) for t in used}
     graph = Graph(name=name, input=g.input, output=g.output, tensors=tensors, layers=layers,

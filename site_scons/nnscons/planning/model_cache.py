@@ -66,10 +66,10 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
         fmt = zoo().model_format(model_cfg.zoo)
         fmt = "auto" if fmt == "onnx" else fmt
         # the frontends imported and the caller's work done while the generator runs on
-        # another thread
+        # another thread (and onnxruntime, for the calibration of an ONNX model)
+        beside = in_turn(_import_frontends, meanwhile, _import_calibration if fmt == "auto" else None)
         generated = zoo_cache.materialize_async(model_cfg.zoo, model_cfg.seed,
-                                                model_cfg.input_shape, source,
-                                                meanwhile=in_turn(_import_frontends, meanwhile))
+                                                model_cfg.input_shape, source, meanwhile=beside)
         meanwhile = in_turn()    # calibrated beside all the same: this thread runs passes too
         weights = zoo_cache.generated_weights(model_cfg.zoo, model_cfg.seed, model_cfg.input_shape,
                                               source)
@@ -87,6 +87,12 @@ def load_graph(model_cfg, root: str, model_dir: str, cache_path: str, meanwhile=
 def _import_frontends():
     from .. import frontends  # onnx/onnxruntime load only on a cache miss
     return frontends
+
+
+def _import_calibration():
+    """onnxruntime, which a zoo model's calibration needs next: loading its library (~25 ms)
+    holds the GIL, so it is done while the generator still runs, not after it."""
+    import onnxruntime  # noqa: F401
 
 
 def _given_float_source(graph, model_cfg) -> dict:
