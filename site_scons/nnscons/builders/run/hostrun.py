@@ -24,15 +24,18 @@ def run_program(cmd, timeout, cwd=None, env=None, show=False):
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
-def run_native(target, source, env, prefix=()):
+def run_native(target, source, env, prefix=(), clean=None):
     """target: [run.log, output.npy]; source[0]: the firmware; bins live in NNS_BIN_DIR.
-    prefix: an emulator's command line in front of the program (qemu-aarch64 -cpu X)."""
+    prefix: an emulator's command line in front of the program (qemu-aarch64 -cpu X);
+    clean: text -> text, the emulator's own lines taken out of what the program printed."""
     session = env["NNS_SESSION"]
     log_path, npy_path = str(target[0]), str(target[1])
     output_bin = binfiles.output_path(os.path.dirname(log_path))
     cmd = list(prefix) + [source[0].abspath, env["NNS_BIN_DIR"], output_bin]
     timeout = session.options["run"]["timeout"]
     status, text = run_program(cmd, timeout, show=env["NNS_VERBOSE"])
+    if clean is not None:
+        text = clean(text)
     if status is None:
         print(f"RUN FAILED [{session.target_cfg.name}]: no result after {timeout} s "
               f"(targets.{session.target_cfg.name}.run.timeout)")

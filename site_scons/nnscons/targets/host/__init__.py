@@ -1,4 +1,5 @@
-"""The `host` target: C kernels built with the machine's C compiler and run natively.
+"""The `host` target: C kernels built with the machine's C compiler and run natively (or under
+qemu-x86_64 as another x86-64 CPU: platform qemu).
 
 Activations are HWC int8 in one arena.  Conv (groups 1) and linear layers get generated
 BRGEMM microkernels (nnscons.kernelgen: portable C, AVX2 and AVX-512 VNNI, chosen from CPUID at run
@@ -10,6 +11,7 @@ so tile settings are real and tested here.
 from __future__ import annotations
 
 import os
+import platform as _platform
 
 from ...resources import data_path
 
@@ -37,13 +39,26 @@ DEFAULTS = {
     "memory": {"l1": 128 * 1024, "l2": 256 * 1024 * 1024},
     "tiling": {"l1_budget": 64 * 1024},
     "kernel": {"isa": "auto", "threads": 1, "spin_us": SPIN_US},
-    "run": {"platform": "native", "timeout": 600, "iterations": 0},
+    # platform qemu: the firmware under qemu-x86_64 -cpu <cpu> (qemu-user), as an x86-64 CPU
+    # this machine is not: EPYC-Rome (Zen 2) has AVX2 and no AVX-512, qemu64 only SSE2
+    "run": {"platform": "native", "timeout": 600, "iterations": 0, "cpu": "EPYC-Rome",
+            "qemu": "qemu-x86_64"},
 }
 
 
 def options(target_cfg) -> dict:
     """The target's sections with defaults filled in."""
     return base.merged_options(DEFAULTS, target_cfg)
+
+
+def resolve_platform(opts, target_name, explicit) -> str:
+    """qemu-x86_64 runs x86-64 programs: the firmware this machine's compiler makes must be one."""
+    p = opts["run"]["platform"]
+    if p == "qemu" and _platform.machine() not in ("x86_64", "AMD64"):
+        raise UserError(f"target '{target_name}': platform=qemu runs the firmware under qemu-x86_64 "
+                        f"as another x86-64 CPU, but this machine ({_platform.machine()}) compiles "
+                        f"for itself; use platform=native")
+    return p
 
 
 def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO, isa_codes=None,

@@ -11,7 +11,9 @@ from ... import binfiles
 
 
 def declare_nodes(env, session, common, bench: bool = True) -> dict:
-    """bench: the bench and tune nodes too (they time the firmware on this machine)."""
+    """bench: the bench and tune nodes too (they time the firmware on this machine: not
+    for a run under qemu)."""
+    bench = bench and session.options["run"]["platform"] == "native"
     b = session.build_dir
     t = session.target_cfg.name
     verbose = env["NNS_VERBOSE"]
@@ -26,10 +28,13 @@ def declare_nodes(env, session, common, bench: bool = True) -> dict:
     lib_nodes, harness = declare_library(env, session, common, os.path.join(b, "obj"))
     firmware = env.Program(os.path.join(b, "firmware"), harness + lib_nodes[:1],
                            LINKCOMSTR=None if verbose else f"LINK firmware [{t}]")
+    # where and as what the firmware runs (the platform, qemu's -cpu, a board): a change runs
+    # it again, the verdict never stands for another CPU (the timeout changes no result)
+    where = {k: v for k, v in session.options["run"].items() if k not in ("timeout", "iterations")}
     run = env.NnsRun([os.path.join(b, "run.log"),
                       os.path.join(b, binfiles.output_array(len(session.graph.outputs))),
                       binfiles.output_path(b)],
-                     firmware + common.input + common.goldens,
+                     firmware + common.input + common.goldens + [value(env, where)],
                      NNS_VERB="RUN", NNS_LABEL=session.model_cfg.name)
     cdb = env.CompilationDatabase(os.path.join(b, "compile_commands.json"))
     nodes = {"firmware": firmware, "run": run, "compiledb": cdb, "library": lib_nodes}
