@@ -215,6 +215,18 @@ def resolve(layer, graph, opts, own: dict, tuning: dict, limits: tuple = LIMITS)
 # where AVX-512 VNNI does not (Intel since Alder Lake).  A Winograd layer's order is wino.CPUID:
 # its zmm variant measured faster on the Zen 4 and reads the same weights.
 AUTO = ("avx512vnni", "avxvnni", "avx2", "portable")
+# CPUID's order runs the 512-bit VNNI variant in place of the 256-bit one on a layer this
+# wide: on a Zen 4 (double-pumped 512-bit units) the two widths are level there (ResNet-18's
+# direct convs 0.997 in sum, each within 4%; `host-measured`'s VARIANTS lines), and a core
+# with full-width units (Zen 5, Intel's servers) does twice the vpdpbusd work per
+# instruction; narrower layers (MobileNetV2's 8-32-channel projections: zmm 20-60% slower on
+# Zen 4) and widths that pad a 16-lane vector keep 256 bits
+ZMM_MIN_CHANNELS = 64
+
+
+def vnni_width(oc: int) -> str:
+    """The AVX-512 VNNI variant CPUID's order gives a layer of oc output channels."""
+    return "avx512vnni512" if oc >= ZMM_MIN_CHANNELS and oc % 16 == 0 else "avx512vnni"
 
 
 def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limits: tuple = LIMITS) -> dict:
@@ -250,6 +262,8 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
                         f"weights do not guarantee; use auto or portable")
     if isa == "auto":
         variants = list(auto) if safe else ["portable"]
+        if auto == AUTO and safe:
+            variants[0] = vnni_width(g["oc"])
     else:
         variants = [isa]
     for iv in kernelgen.U8_ISAS:     # the variants on the u8 buffer need merged kernel rows
