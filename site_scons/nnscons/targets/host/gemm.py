@@ -215,12 +215,9 @@ def resolve(layer, graph, opts, own: dict, tuning: dict, limits: tuple = LIMITS)
 # where AVX-512 VNNI does not (Intel since Alder Lake).  A Winograd layer's order is wino.CPUID:
 # its zmm variant measured faster on the Zen 4 and reads the same weights.
 AUTO = ("avx512vnni", "avxvnni", "avx2", "portable")
-# CPUID's order runs the 512-bit VNNI variant in place of the 256-bit one on a layer this
-# wide: on a Zen 4 (double-pumped 512-bit units) the two widths are level there (ResNet-18's
-# direct convs 0.997 in sum, each within 4%; `host-measured`'s VARIANTS lines), and a core
-# with full-width units (Zen 5, Intel's servers) does twice the vpdpbusd work per
-# instruction; narrower layers (MobileNetV2's 8-32-channel projections: zmm 20-60% slower on
-# Zen 4) and widths that pad a 16-lane vector keep 256 bits
+# CPUID's order runs the 512-bit VNNI variant in place of the 256-bit one from this width:
+# level on a Zen 4 (double-pumped), twice the work per vpdpbusd on full-width cores (Zen 5,
+# Intel); narrower layers ran 20-60% slower on zmm on Zen 4 (README, avx512vnni512)
 ZMM_MIN_CHANNELS = 64
 
 
