@@ -1,0 +1,31 @@
+"""What third-party model files (from package registries: TFLite from Silicon Labs' MLTK,
+MediaPipe, openWakeWord; ONNX from RapidOCR, openWakeWord, silero-vad) showed, each as a
+small synthetic model with the same feature (no third-party file is kept here)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nnscons.errors import ModelError
+from nnscons.frontends import load_model
+from nnscons.frontends.tflite_writer import TfliteWriter, bias_int32
+
+
+def test_sparse_tflite_weights_are_named_not_called_a_corrupt_file(tmp_path):
+    """MediaPipe's face_detection_full_range_sparse.tflite keeps pruned weights in TFLite's
+    sparse format (the buffer holds the non-zero values only): that was read as a dense
+    buffer of the wrong size and called a corrupt file."""
+    rng = np.random.default_rng(0)
+    w = rng.integers(-127, 128, (6, 16)) * (rng.random((6, 16)) < 0.3)
+    b = TfliteWriter()
+    x = b.input("x", (1, 16), 0.05, -1)
+    wt = b.sparse_const("fc_w", w, "int8", scale=0.02)
+    bt = b.const("fc_b", bias_int32(rng.standard_normal(6) * 0.1, 0.05, 0.02), "int32")
+    b.output(b.op("FULLY_CONNECTED", [x, wt, bt], "y", (1, 6), 0.1, 4))
+    path = tmp_path / "sparse.tflite"
+    path.write_bytes(b.finish())
+    with pytest.raises(ModelError) as e:
+        load_model(str(path), name="sparse")
+    msg = str(e.value)
+    assert "operator #0 FULLY_CONNECTED reads tensor #1 'fc_w'" in msg, msg
+    assert "sparse format" in msg and "corrupt" not in msg, msg
