@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import helper
 
+import opsgen
 from nnscons.errors import ModelError
 from nnscons.frontends import load_model
 from nnscons.frontends.tflite_writer import TfliteWriter, bias_int32
+from test_ops import check_against_oracle
 
 
 def test_sparse_tflite_weights_are_named_not_called_a_corrupt_file(tmp_path):
@@ -29,3 +32,21 @@ def test_sparse_tflite_weights_are_named_not_called_a_corrupt_file(tmp_path):
     msg = str(e.value)
     assert "operator #0 FULLY_CONNECTED reads tensor #1 'fc_w'" in msg, msg
     assert "sparse format" in msg and "corrupt" not in msg, msg
+
+
+ONE_VALUE = {"k": np.full((1, 1, 1, 1), -0.4)}
+
+
+@pytest.mark.parametrize("nodes", [
+    [helper.make_node("Add", ["c", "k"], ["y"], "add")],
+    [helper.make_node("Max", ["c", "k"], ["y"], "max")],
+    [helper.make_node("LeakyRelu", ["c"], ["l"], "leaky", alpha=0.2),
+     helper.make_node("Max", ["l", "k"], ["y"], "max")],
+], ids=["add", "max", "leakyrelu_max"])
+def test_a_one_value_constant_of_rank_4_makes_a_table(tmp_path, nodes):
+    """openWakeWord's embedding model (tf2onnx): Max(LeakyRelu(x), c) with c of shape
+    (1, 1, 1, 1). Its table is computed on the 256 codes as a vector, which the constant's
+    rank broadcast to (1, 1, 1, 256): a numpy ValueError escaped as a traceback."""
+    path = opsgen.conv_then(tmp_path / "m.onnx", nodes, ONE_VALUE, c=4, hw=4)
+    g = check_against_oracle(tmp_path, path, roundtrip=False)
+    assert g.layers[-1].op == "lut"
