@@ -4,6 +4,7 @@ small synthetic model with the same feature (no third-party file is kept here)."
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 
@@ -50,3 +51,25 @@ def test_a_one_value_constant_of_rank_4_makes_a_table(tmp_path, nodes):
     path = opsgen.conv_then(tmp_path / "m.onnx", nodes, ONE_VALUE, c=4, hw=4)
     g = check_against_oracle(tmp_path, path, roundtrip=False)
     assert g.layers[-1].op == "lut"
+
+
+def _with_input_dims(path, dims):
+    m = onnx.load(path)
+    shape = m.graph.input[0].type.tensor_type.shape
+    shape.Clear()
+    for d in dims:
+        shape.dim.add().dim_value = d
+    onnx.save(m, path)
+
+
+def test_a_minus_one_dimension_is_dynamic(tmp_path):
+    """RapidOCR's Paddle2ONNX models declare their input [-1, 3, -1, -1]: -1 was taken as a
+    fixed size, so no input_shape could match it."""
+    path = opsgen.conv_then(tmp_path / "m.onnx", [helper.make_node("Relu", ["c"], ["y"])])
+    _with_input_dims(path, [-1, 3, -1, -1])
+    g = load_model(path, name="m", input_shape=(1, 3, 6, 6))
+    assert g.tensor(g.input).shape == (1, 3, 6, 6)
+    with pytest.raises(ModelError, match="symbolic dimensions"):
+        load_model(path, name="m")
+    with pytest.raises(ModelError, match="at axis 1"):
+        load_model(path, name="m", input_shape=(1, 4, 6, 6))

@@ -73,7 +73,9 @@ def _declared_shape(path: str, value_info) -> list:
                          f"tensor")
     if not t.tensor_type.HasField("shape"):
         return []
-    return [d.dim_value if d.HasField("dim_value") else None for d in t.tensor_type.shape.dim]
+    # -1 (Paddle2ONNX, keras2onnx) and 0 mark a dynamic dimension as a dim_param does
+    return [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+            for d in t.tensor_type.shape.dim]
 
 
 def resolve_input_shape(path: str, name: str, declared: list, override) -> tuple:
