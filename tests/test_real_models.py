@@ -73,3 +73,19 @@ def test_a_minus_one_dimension_is_dynamic(tmp_path):
         load_model(path, name="m")
     with pytest.raises(ModelError, match="at axis 1"):
         load_model(path, name="m", input_shape=(1, 4, 6, 6))
+
+
+def test_a_batch_other_than_one_names_the_input(tmp_path):
+    """silero-vad's OpenVINO export has a second input 'state' of shape (2, 1, 128): the
+    message said 'batch size 2 in input shape (2, 1, 128)' without saying which input."""
+    f32 = onnx.TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["state"], ["z"])],
+        "two", [helper.make_tensor_value_info("x", f32, [1, 3, 4, 4]),
+                helper.make_tensor_value_info("state", f32, [2, 1, 8])],
+        [helper.make_tensor_value_info("y", f32, [1, 3, 4, 4]),
+         helper.make_tensor_value_info("z", f32, [2, 1, 8])])
+    path = str(tmp_path / "two.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with pytest.raises(ModelError, match=r"batch size 2 in the shape \(2, 1, 8\) of input 'state'"):
+        load_model(path, name="two")

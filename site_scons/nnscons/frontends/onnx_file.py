@@ -104,8 +104,9 @@ def resolve_input_shape(path: str, name: str, declared: list, override) -> tuple
     if len(shape) not in (2, 3, 4):
         raise ModelError(f"{path}: input shape {shape} must be (1, C, H, W), (1, C, L) or (1, F)")
     if shape[0] != 1:
-        raise ModelError(f"{path}: batch size {shape[0]} in input shape {shape}; only batch 1 "
-                         f"is supported -- export the model with batch 1 or a dynamic batch")
+        raise ModelError(f"{path}: batch size {shape[0]} in the shape {shape} of input "
+                         f"{name!r}; only batch 1 is supported -- export the model with batch 1 "
+                         f"or a dynamic batch")
     if min(shape) < 1:
         raise ModelError(f"{path}: input shape {shape} has an empty dimension")
     return shape
