@@ -89,3 +89,20 @@ def test_a_batch_other_than_one_names_the_input(tmp_path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     with pytest.raises(ModelError, match=r"batch size 2 in the shape \(2, 1, 8\) of input 'state'"):
         load_model(path, name="two")
+
+
+def test_a_dead_channel_with_a_bias_is_quantized(tmp_path):
+    """RapidOCR's PP-OCRv4 detector (float) has output channels whose weights are ~1e-34
+    (dead channels of a trained network) and whose bias is not: the built-in quantization
+    gave them scale max|w| / 127, where the bias was no int32 ('bias does not fit int32')."""
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((4, 3, 3, 3)) * 0.4
+    w[1] = 1.2e-34 * np.sign(w[1])
+    w[3] = 0.0
+    b = np.array([0.1, 0.2, -0.3, 0.5])
+    path = opsgen.save([helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1]),
+                        helper.make_node("Relu", ["c"], ["y"], "relu")],
+                       {"w": w, "b": b}, (1, 3, 6, 6), (1, 4, 6, 6), tmp_path / "m.onnx")
+    g = check_against_oracle(tmp_path, path, roundtrip=False)
+    conv = g.layers[0]
+    assert np.all(conv.weight[1] == 0) and np.abs(conv.bias).max() < 2 ** 30
