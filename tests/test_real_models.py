@@ -106,3 +106,17 @@ def test_a_dead_channel_with_a_bias_is_quantized(tmp_path):
     g = check_against_oracle(tmp_path, path, roundtrip=False)
     conv = g.layers[0]
     assert np.all(conv.weight[1] == 0) and np.abs(conv.bias).max() < 2 ** 30
+
+
+def test_the_host_harness_writes_the_run_log_on_one_stream(prebuilt, tmp_path):
+    """DenseNet-121 (onnx's light_densenet121.onnx, 487 layers) failed its check with 'the
+    run log has no result for layer #223': the harness wrote each layer's kernel variant to
+    stderr, unbuffered, which landed inside a 4 KiB block of stdout's layer lines
+    ('lay' ... 'er 223 n416: OK') when run.log took both. Everything is on stdout now."""
+    import subprocess
+    from pathlib import Path
+    project, _ = prebuilt("target=host", "model=simplecnn")
+    b = Path(project.path) / "build" / "host" / "simplecnn"
+    proc = subprocess.run([str(b / "firmware"), str(b / "bin"), str(tmp_path / "out.bin")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
+    assert proc.stderr == "" and "variant conv1 " in proc.stdout, proc.stderr
