@@ -120,3 +120,20 @@ def test_the_host_harness_writes_the_run_log_on_one_stream(prebuilt, tmp_path):
     proc = subprocess.run([str(b / "firmware"), str(b / "bin"), str(tmp_path / "out.bin")],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
     assert proc.stderr == "" and "variant conv1 " in proc.stdout, proc.stderr
+
+
+def test_symbolic_dimensions_of_a_model_with_several_inputs(tmp_path):
+    """silero_vad.onnx (inputs 'input' [?, ?], 'state', 'sr'): the message told to give
+    input_shape, which a model with several inputs then refuses."""
+    f32 = onnx.TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["s"], ["z"])],
+        "two", [helper.make_tensor_value_info("x", f32, ["batch", "n"]),
+                helper.make_tensor_value_info("s", f32, [1, 8])],
+        [helper.make_tensor_value_info("y", f32, ["batch", "n"]),
+         helper.make_tensor_value_info("z", f32, [1, 8])])
+    path = str(tmp_path / "two.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with pytest.raises(ModelError, match="fix the shapes of its 2 inputs in the model") as e:
+        load_model(path, name="two")
+    assert "targets.yaml" not in str(e.value)
