@@ -112,6 +112,27 @@ def flatten_fc(shape=(1, 3, 4, 5), n_out=6):
     return build
 
 
+def fc_dynamic_reshape(n_in=12, rows=5, cols=8):
+    """FULLY_CONNECTED, then RESHAPE to (1, rows, cols, 1) with the batch read back from the
+    tensor (SHAPE -> STRIDED_SLICE -> PACK), as Keras's Reshape layer converts (MLPerf Tiny's
+    anomaly detector in Silicon Labs' MLTK)."""
+    def build(rng):
+        b = TfliteWriter()
+        x = b.input("x", (1, n_in), 0.05, -1)
+        w, bb = weights(b, rng, "fc", (rows * cols, n_in), 0, 0.05)
+        fc = b.op("FULLY_CONNECTED", [x, w, bb], "fc", (1, rows * cols), 0.1, 4)
+        sh = b.op("SHAPE", [fc], "sh", (2,), out_dtype="int32")
+        n = b.op("STRIDED_SLICE", [sh, _i32(b, "begin", [0]), _i32(b, "end", [1]),
+                                   _i32(b, "strides", [1])], "n", (), out_dtype="int32",
+                 options=dict(shrink_axis_mask=1))
+        dims = [n] + [b.const(f"d{k}", np.int32(d)) for k, d in enumerate((rows, cols, 1))]
+        packed = b.op("PACK", dims, "packed", (4,), out_dtype="int32",
+                      options=dict(values_count=4, axis=0))
+        b.output(b.op("RESHAPE", [fc, packed], "y", (1, rows, cols, 1), 0.1, 4))
+        return b, [rand_in(rng, (1, n_in))]
+    return build
+
+
 def _rescaled(b, rng, x, shape, scale, zp):
     """A second operand from the input: a 1x1 depthwise conv (per-channel gains)."""
     c = shape[-1]
@@ -349,6 +370,7 @@ CASES = {
     "maximum/const_per_channel": minmax("MAXIMUM"),
     "minimum/const_first_other_scale": minmax("MINIMUM", per_channel=False, const_first=True, q=(0.02, -5)),
     "reshape/flatten": moves("RESHAPE", (1, 2, 2, 8), (1, 32), consts=([1, 32],), options=dict(new_shape=[1, 32])),
+    "reshape/dynamic_batch": fc_dynamic_reshape(),
     "reshape/rank3": moves("RESHAPE", (1, 2, 2, 8), (1, 4, 8), consts=([1, 4, 8],), options=dict(new_shape=[1, 4, 8])),
     "squeeze": moves("SQUEEZE", (1, 1, 1, 16), (1, 16), options=dict(squeeze_dims=[1, 2])),
     "expand_dims": moves("EXPAND_DIMS", (1, 16), (1, 1, 16), consts=([1],)),

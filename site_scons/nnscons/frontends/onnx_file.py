@@ -73,12 +73,18 @@ def _declared_shape(path: str, value_info) -> list:
                          f"tensor")
     if not t.tensor_type.HasField("shape"):
         return []
-    return [d.dim_value if d.HasField("dim_value") else None for d in t.tensor_type.shape.dim]
+    # -1 (Paddle2ONNX, keras2onnx) and 0 mark a dynamic dimension as a dim_param does
+    return [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+            for d in t.tensor_type.shape.dim]
 
 
-def resolve_input_shape(path: str, name: str, declared: list, override) -> tuple:
+def resolve_input_shape(path: str, name: str, declared: list, override, inputs: int = 1) -> tuple:
     """The batch-1 input shape: `override` checked against the model, else the declared one
-    (a symbolic batch dimension means 1; other symbolic dims need `override`)."""
+    (a symbolic batch dimension means 1; other symbolic dims need `override`, which only a
+    model of one input takes: `inputs` of them)."""
+    fix = ("declare the model in targets.yaml with 'input_shape: [1, C, H, W]'" if inputs == 1
+           else f"fix the shapes of its {inputs} inputs in the model (input_shape applies to a "
+                f"model with one input)")
     if override is not None:
         try:
             shape = tuple(int(d) for d in override)
@@ -93,17 +99,17 @@ def resolve_input_shape(path: str, name: str, declared: list, override) -> tuple
                                  f"{name!r} {declared} at axis {i}")
     else:
         if not declared:
-            raise ModelError(f"{path}: the model input {name!r} has no declared shape; declare "
-                             f"the model in targets.yaml with 'input_shape: [1, C, H, W]'")
+            raise ModelError(f"{path}: the model input {name!r} has no declared shape; {fix}")
         if any(d is None for d in declared[1:]):
             raise ModelError(f"{path}: the model input {name!r} has symbolic dimensions "
-                             f"{declared}; declare the model in targets.yaml with 'input_shape: [1, C, H, W]'")
+                             f"{declared}; {fix}")
         shape = (1 if declared[0] is None else declared[0],) + tuple(declared[1:])
     if len(shape) not in (2, 3, 4):
         raise ModelError(f"{path}: input shape {shape} must be (1, C, H, W), (1, C, L) or (1, F)")
     if shape[0] != 1:
-        raise ModelError(f"{path}: batch size {shape[0]} in input shape {shape}; only batch 1 "
-                         f"is supported -- export the model with batch 1 or a dynamic batch")
+        raise ModelError(f"{path}: batch size {shape[0]} in the shape {shape} of input "
+                         f"{name!r}; only batch 1 is supported -- export the model with batch 1 "
+                         f"or a dynamic batch")
     if min(shape) < 1:
         raise ModelError(f"{path}: input shape {shape} has an empty dimension")
     return shape
@@ -166,8 +172,8 @@ def read_onnx(path: str, input_shape=None, generated: onnx.ModelProto | None = N
     from .onnx_integer import to_float
     proto = to_float(proto, path)       # onnxruntime's dynamic quantization: its float model
     graph = proto.graph
-    shapes = tuple(resolve_input_shape(path, i.name, _declared_shape(path, i), input_shape)
-                   for i in inputs)
+    shapes = tuple(resolve_input_shape(path, i.name, _declared_shape(path, i), input_shape,
+                                       len(inputs)) for i in inputs)
     names = tuple(i.name for i in inputs)
     outputs = tuple(o.name for o in graph.output)
     if len(set(outputs)) != len(outputs) or set(outputs) & set(names):

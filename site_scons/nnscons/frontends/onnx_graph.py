@@ -243,8 +243,11 @@ class OnnxWalker:
             shape = self._static_shapes().get(inputs[0]) or self._static_shapes().get(
                 self.resolve(inputs[0]))
             if shape is None:
-                raise self.fail(name, node, "the shape of its input is not static; export the "
-                                            "model with a fixed input shape")
+                raise self.fail(name, node, f"onnx's shape inference gives its input "
+                                            f"{inputs[0]!r} no static shape, even with the "
+                                            f"network input's shape fixed (a shape computed "
+                                            f"at run time before it); export the model with "
+                                            f"static shapes")
             a = attributes(node)
             start, end = a.get("start", 0), a.get("end", len(shape))
             self.consts[node.output[0]] = np.array(shape[start:end], dtype=np.int64)

@@ -25,6 +25,7 @@ class TflTensor:
     zero_point: Optional[np.ndarray] = None  # int64
     quantized_dimension: int = 0
     data: Optional[np.ndarray] = None       # constant contents in `shape`, or None
+    sparse: bool = False                    # stored in TFLite's sparse format (not decoded)
 
     @property
     def quantized(self) -> bool:
@@ -142,6 +143,11 @@ def _tensor(model, raw, t, index: int, path: str) -> TflTensor:
             tensor.zero_point = (np.zeros(tensor.scale.size, np.int64) if isinstance(zp, int)
                                  else np.asarray(zp, dtype=np.int64))
             tensor.quantized_dimension = int(q.QuantizedDimension())
+    if t.Sparsity() is not None:
+        # the buffer holds only the stored values (DENSIFY or a sparse kernel expands them),
+        # so its size never matches the shape: read_tflite names the operator that reads it
+        tensor.sparse = True
+        return tensor
     data = _buffer_data(model, raw, t.Buffer())
     if data is not None:
         if dtype not in DTYPES.values():
@@ -207,4 +213,9 @@ def read_tflite(path: str) -> TfliteFile:
         if not 0 <= t < len(tensors):
             raise ModelError(f"{path}: tensor index {t} is out of range ({len(tensors)} "
                              f"tensors); the file is corrupt -- export it again")
+    for op in ops:
+        for t in (x for x in op.inputs if x >= 0 and tensors[x].sparse):
+            raise ModelError(f"{path}: operator #{op.index} {op.code} reads tensor #{t} "
+                             f"{tensors[t].name!r}, stored in TFLite's sparse format; nnscons "
+                             f"reads dense constants only (convert the model without sparsity)")
     return TfliteFile(path, tensors, ops, inputs, outputs, description)

@@ -191,9 +191,30 @@ class TfliteWalker:
                                  f"DEQUANTIZE operator (a float model is not supported)")
             self.output_index = prod[0].inputs[0]
 
+    def _shape_computations(self) -> set:
+        """The operators that only compute a RESHAPE's shape operand from integer tensors
+        (Keras's Reshape keeps the batch dynamic: SHAPE -> STRIDED_SLICE -> PACK): RESHAPE
+        takes the shape the file declares for its output, which is static, so they are
+        skipped. TFLite lists operators in execution order: readers come later."""
+        readers: dict = {}
+        for op in self.f.ops:
+            for k, t in enumerate(op.inputs):
+                readers.setdefault(t, []).append((op, k))
+        skip: set = set()
+        for op in reversed(self.f.ops):
+            uses = [r for t in op.outputs for r in readers.get(t, [])]
+            if uses and all(self.tensor(t).dtype in ("int32", "int64") and t not in self.f.outputs
+                            for t in op.outputs) and \
+                    all(r.index in skip or (r.code == "RESHAPE" and k == 1) for r, k in uses):
+                skip.add(op.index)
+        return skip
+
     def walk(self) -> OpGraph:
         self._ends()
+        shape_ops = self._shape_computations()
         for op in self.f.ops:
+            if op.index in shape_ops:
+                continue
             if op.code == "QUANTIZE" and self.tensor(op.inputs[0]).dtype == "float32":
                 if op.outputs[0] != self.input_index:
                     raise self.fail(op, "QUANTIZE of a float tensor is supported at the network "

@@ -59,6 +59,8 @@ OPTIONS = {
     "DEQUANTIZE": ("DequantizeOptions", {}),
     "MAXIMUM": ("MaximumMinimumOptions", {}),
     "MINIMUM": ("MaximumMinimumOptions", {}),
+    "SHAPE": ("ShapeOptions", dict(out_type=2)),            # TensorType INT32
+    "PACK": ("PackOptions", dict(values_count=1, axis=0)),
 }
 
 # Operator versions written for the int8 variants, as the TFLite converter writes them

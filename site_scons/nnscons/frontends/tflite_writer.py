@@ -95,6 +95,7 @@ class Tensor:
     quantized_dimension: int = 0
     buffer: int = 0                     # 0 = no data (an activation)
     data: np.ndarray | None = field(default=None, repr=False)
+    csr: tuple | None = None            # (row segments, column indices): stored sparse
 
     @property
     def is_const(self) -> bool:
@@ -183,6 +184,18 @@ class TfliteWriter:
             if dtype is None:
                 raise ValueError(f"{name}: give dtype for data of dtype {arr.dtype}")
         return self.tensor(name, arr.shape, dtype, scale, zero_point, arr, quantized_dimension)
+
+    def sparse_const(self, name, data, dtype, scale=None, zero_point=None) -> Tensor:
+        """A 2-D constant in TFLite's sparse format, as the converter stores pruned weights:
+        rows dense, each row's non-zero values in CSR (the buffer holds only those)."""
+        dense = np.asarray(data)
+        if dense.ndim != 2:
+            raise ValueError(f"{name}: sparse_const takes a 2-D array, not {dense.shape}")
+        rows, cols = np.nonzero(dense)
+        segments = np.searchsorted(rows, np.arange(dense.shape[0] + 1)).astype(np.int32)
+        t = self.tensor(name, (rows.size,), dtype, scale, zero_point, dense[rows, cols])
+        t.shape, t.csr = tuple(dense.shape), (segments, cols.astype(np.int32))
+        return t
 
     def input(self, name, shape, scale=None, zero_point=None, dtype="int8") -> Tensor:
         if dtype != "float32" and scale is None:
@@ -298,6 +311,7 @@ class TfliteWriter:
                 tfl.QuantizationParametersAddZeroPoint(fb, zp)
                 tfl.QuantizationParametersAddQuantizedDimension(fb, t.quantized_dimension)
                 quant = tfl.QuantizationParametersEnd(fb)
+            sparsity = self._sparsity(fb, tfl, t) if t.csr is not None else None
             tfl.TensorStart(fb)
             tfl.TensorAddShape(fb, shape)
             tfl.TensorAddType(fb, getattr(tfl.TensorType, DTYPES[t.dtype][0]))
@@ -305,6 +319,8 @@ class TfliteWriter:
             tfl.TensorAddName(fb, name)
             if quant is not None:
                 tfl.TensorAddQuantization(fb, quant)
+            if sparsity is not None:
+                tfl.TensorAddSparsity(fb, sparsity)
             ten_offs.append(tfl.TensorEnd(fb))
         tensors_vec = self._offsets(fb, tfl.SubGraphStartTensorsVector, ten_offs)
 
@@ -356,6 +372,33 @@ class TfliteWriter:
         model = tfl.ModelEnd(fb)
         fb.Finish(model, file_identifier=b"TFL3")
         return bytes(fb.Output())
+
+    @staticmethod
+    def _sparsity(fb, tfl, t):
+        """SparsityParameters of a CSR tensor: dimension 0 dense, dimension 1 SPARSE_CSR."""
+        def int32_vector(values):
+            vec = fb.CreateNumpyVector(np.asarray(values, dtype=np.int32))
+            tfl.Int32VectorStart(fb)
+            tfl.Int32VectorAddValues(fb, vec)
+            return tfl.Int32VectorEnd(fb)
+        segments, indices = (int32_vector(v) for v in t.csr)
+        tfl.DimensionMetadataStart(fb)
+        tfl.DimensionMetadataAddFormat(fb, tfl.DimensionType.DENSE)
+        tfl.DimensionMetadataAddDenseSize(fb, t.shape[0])
+        dims = [tfl.DimensionMetadataEnd(fb)]
+        tfl.DimensionMetadataStart(fb)
+        tfl.DimensionMetadataAddFormat(fb, tfl.DimensionType.SPARSE_CSR)
+        tfl.DimensionMetadataAddArraySegmentsType(fb, tfl.SparseIndexVector.Int32Vector)
+        tfl.DimensionMetadataAddArraySegments(fb, segments)
+        tfl.DimensionMetadataAddArrayIndicesType(fb, tfl.SparseIndexVector.Int32Vector)
+        tfl.DimensionMetadataAddArrayIndices(fb, indices)
+        dims.append(tfl.DimensionMetadataEnd(fb))
+        order = fb.CreateNumpyVector(np.asarray([0, 1], dtype=np.int32))
+        dim_vec = TfliteWriter._offsets(fb, tfl.SparsityParametersStartDimMetadataVector, dims)
+        tfl.SparsityParametersStart(fb)
+        tfl.SparsityParametersAddTraversalOrder(fb, order)
+        tfl.SparsityParametersAddDimMetadata(fb, dim_vec)
+        return tfl.SparsityParametersEnd(fb)
 
     @staticmethod
     def _offsets(fb, start, offs):

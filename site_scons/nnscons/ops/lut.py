@@ -157,6 +157,9 @@ def island_values(steps, tables, in_q) -> np.ndarray:
     per_channel = tables > 1 or any(f in CHANNEL_OPERANDS for f, _, _, _ in steps)
     xs = np.broadcast_to(x, (1, tables, 1, 256)).copy() if per_channel else x
     for f, f_attrs, f_consts, f_pos in steps:
+        # a one-value operand of any rank (TF exports' (1, 1, 1, 1)) is that value: against
+        # the 256 codes its rank would broadcast them to (1, 1, 1, 256)
+        f_consts = [(p, (1,) if int(np.prod(s)) == 1 else s, v) for p, s, v in f_consts]
         if tables > 1 and f not in CHANNEL_OPERANDS:   # broadcast along axis 1 of (1, C, 1, 256)
             f_consts = [(p, (1, tables, 1, 1) if int(np.prod(s)) == tables else s, v)
                         for p, s, v in f_consts]

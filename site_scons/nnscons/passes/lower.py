@@ -5,7 +5,7 @@ from .. import ops
 from ..errors import ModelError
 from ..ir import Graph, Layer, Tensor
 from ..opkit.opgraph import Op, OpGraph, clamp_bounds
-from .quantize import bias_int32, symmetric_per_channel
+from .quantize import bias_int32, symmetric_per_channel, widen_for_bias
 from .weight_slots import split_wide_weights
 
 
@@ -67,8 +67,11 @@ def _layer(g: OpGraph, op: Op, name: str, ahead: dict) -> Layer:
                   fused=list(op.fused), source_ops=list(op.source_ops))
     if d.weighted:
         w, s_w = _weights(op, ahead)
+        s_in = g.qparams[op.inputs[0]].scale
+        if op.weight_q is None:    # our own weights: a dead channel's scale fits its bias
+            w, s_w = widen_for_bias(w, s_w, op, s_in)
         layer.weight, layer.weight_scale = w, s_w
-        layer.bias = bias_int32(g, op, g.qparams[op.inputs[0]].scale, s_w)
+        layer.bias = bias_int32(g, op, s_in, s_w)
     layer.act_min, layer.act_max = (op.act_range if op.act_range is not None
                                     else clamp_bounds(*op.clamp, out_q))
     if d.lower:
