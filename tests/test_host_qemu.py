@@ -86,3 +86,11 @@ def test_an_unknown_cpu_model_is_named(project):
     err = proc.stderr.strip().splitlines()[-1]
     assert "has no CPU model 'epyc-rome'" in err and "did you mean: EPYC-Rome" in err, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@needs_qemu
+def test_bench_on_a_qemu_target_is_one_line(project):
+    proc = project.scons("target=host-avx2", "model=simplecnn", "bench", check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    err = proc.stderr.strip().splitlines()[-1]
+    assert "'bench': no target of this build has a bench step" in err and "qemu" in err, proc.stderr

@@ -270,6 +270,10 @@ def _build(env, manifest, root) -> None:
             all_aliases.setdefault(name, []).extend(nodes)
     for name, nodes in all_aliases.items():
         Alias(name, nodes)
+    for step in ("bench", "tune"):     # SCons would say `Do not know how to make File target`
+        if step in COMMAND_LINE_TARGETS and not all_aliases.get(step):
+            raise UserError(f"'{step}': no target of this build has a {step} step (it times the "
+                            f"firmware on this machine: host targets that run natively, not under qemu)")
     _known_targets(COMMAND_LINE_TARGETS, set(all_aliases) | {"explain", "bench"}, root)
     if "explain" in COMMAND_LINE_TARGETS:
         _explain_alias(env, results)
