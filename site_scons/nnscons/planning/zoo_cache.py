@@ -38,11 +38,11 @@ def code_digest(patterns) -> str:
 def zoo_code_digest() -> str:
     """The zoo generators' code: a change regenerates every zoo model.  Hashed once per
     process while the files' sizes and mtimes stay (a cold planning asks ~5 times)."""
-    files = sorted(glob.glob(os.path.join(zoo_dir(), "*.py")))
-    stamp = tuple((f, st.st_size, st.st_mtime_ns) for f in files for st in [os.stat(f)])
+    pattern = os.path.join(zoo_dir(), "*.py")
+    stamp = tuple((f, st.st_size, st.st_mtime_ns) for f in sorted(glob.glob(pattern))
+                  for st in [os.stat(f)])
     if _ZOO_DIGEST.get("stamp") != stamp:
-        _ZOO_DIGEST.update(stamp=stamp, digest=digest([os.path.relpath(f, _PKG) for f in files],
-                                                      *[file_digest(f) for f in files]))
+        _ZOO_DIGEST.update(stamp=stamp, digest=code_digest([pattern]))
     return _ZOO_DIGEST["digest"]
 
 
