@@ -1,0 +1,93 @@
+/* LD_PRELOAD library for benchmarks/cpu_mask.py: a program whose cpuid and xgetbv
+ * instructions were patched to int3 (cpuid 0f a2 -> cc a2, xgetbv 0f 01 d0 -> cc 01 d0)
+ * traps here; the handler runs the real instruction and hides what the mask removes
+ * (AVX-512, AVX-VNNI, AMX: an AVX2-only x86-64), then resumes after the instruction.
+ * Only the patched copies trap: everything else in the process runs unchanged, at full
+ * speed (the sites are CPU-feature checks, run at start-up).
+ *
+ * NNSCONS_CPU_MASK_REPORT=path: at exit, append "pid cpuid=N xgetbv=M" (how many
+ * patched instructions were emulated) so the caller can tell the mask was in effect. */
+#define _GNU_SOURCE
+#include <cpuid.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+static volatile unsigned long n_cpuid, n_xgetbv;
+
+#define BIT(n) (1u << (n))
+
+static void mask_cpuid(unsigned leaf, unsigned sub, unsigned r[4])
+{
+    if (leaf == 7 && sub == 0) {
+        /* EBX: AVX512F, DQ, IFMA, PF, ER, CD, BW, VL */
+        r[1] &= ~(BIT(16) | BIT(17) | BIT(21) | BIT(26) | BIT(27) | BIT(28) | BIT(30) | BIT(31));
+        /* ECX: AVX512_VBMI, VBMI2, VNNI, BITALG, VPOPCNTDQ */
+        r[2] &= ~(BIT(1) | BIT(6) | BIT(11) | BIT(12) | BIT(14));
+        /* EDX: AVX512_4VNNIW, 4FMAPS, VP2INTERSECT, AMX-BF16, FP16, AMX-TILE, AMX-INT8 */
+        r[3] &= ~(BIT(2) | BIT(3) | BIT(8) | BIT(22) | BIT(23) | BIT(24) | BIT(25));
+    } else if (leaf == 7 && sub == 1) {
+        /* EAX: AVX-VNNI, AVX512_BF16, AMX-FP16, AVX-IFMA */
+        r[0] &= ~(BIT(4) | BIT(5) | BIT(21) | BIT(23));
+        /* EDX: AVX-VNNI-INT8, AVX-NE-CONVERT, AVX-VNNI-INT16, AVX10 */
+        r[3] &= ~(BIT(4) | BIT(5) | BIT(10) | BIT(19));
+    }
+}
+
+static void on_trap(int sig, siginfo_t *info, void *ctx)
+{
+    ucontext_t *uc = ctx;
+    greg_t *g = uc->uc_mcontext.gregs;
+    const uint8_t *at = (const uint8_t *)g[REG_RIP];   /* just past the int3 */
+    (void)info;
+    if (at[0] == 0xa2) {
+        unsigned r[4];
+        const unsigned leaf = (unsigned)g[REG_RAX], sub = (unsigned)g[REG_RCX];
+        __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+        mask_cpuid(leaf, sub, r);
+        g[REG_RAX] = r[0];
+        g[REG_RBX] = r[1];
+        g[REG_RCX] = r[2];
+        g[REG_RDX] = r[3];
+        g[REG_RIP] += 1;
+        ++n_cpuid;
+    } else if (at[0] == 0x01 && at[1] == 0xd0) {
+        unsigned lo, hi;
+        const unsigned which = (unsigned)g[REG_RCX];
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(which));
+        if (which == 0)
+            lo &= ~(BIT(5) | BIT(6) | BIT(7) | BIT(17) | BIT(18));   /* opmask, zmm, AMX state */
+        g[REG_RAX] = lo;
+        g[REG_RDX] = hi;
+        g[REG_RIP] += 2;
+        ++n_xgetbv;
+    } else {           /* an int3 that is not ours: what it would have done */
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+}
+
+static void report(void)
+{
+    const char *path = getenv("NNSCONS_CPU_MASK_REPORT");
+    FILE *f;
+    if (!path || !*path || !(f = fopen(path, "a")))
+        return;
+    fprintf(f, "%ld cpuid=%lu xgetbv=%lu\n", (long)getpid(), n_cpuid, n_xgetbv);
+    fclose(f);
+}
+
+__attribute__((constructor)) static void install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_trap;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTRAP, &sa, NULL);
+    atexit(report);
+}
