@@ -69,3 +69,28 @@ def test_what_cannot_be_masked_is_said(tmp_path):
         cpu_mask.patch_elf(str(text), str(tmp_path / "out"))
     exe = _compile(tmp_path, "int main(void) { return 0; }\n", "plain")
     assert cpu_mask.patch_elf(exe, str(tmp_path / "plain.masked")) == 0
+
+
+def _masked_run(firmware, b, tmp_path, *iterations):
+    report = str(tmp_path / f"report{iterations}")
+    out = subprocess.run([firmware, os.path.join(b, "bin"), str(tmp_path / "out.bin"), *iterations],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=cpu_mask.env(report, out=str(tmp_path / "shim"))).stdout
+    (counts,) = cpu_mask.emulated(report).values()
+    return out, counts
+
+
+def test_firmware_asks_cpuid_at_start_only(project, tmp_path):
+    """Under the mask the firmware takes its AVX2 kernels, bit exact at this core's speed, and
+    asks CPUID only while starting: a cpuid instruction per layer call (the AVX-VNNI check an
+    AVX2-only CPU reaches) leaves a VM for the hypervisor every time."""
+    project.scons("target=host", "model=simplecnn")
+    b = os.path.join(project.path, "build", "host", "simplecnn")
+    firmware = str(tmp_path / "firmware.masked")
+    assert cpu_mask.patch_elf(os.path.join(b, "firmware"), firmware) > 0
+    out, _ = _masked_run(firmware, b, tmp_path)
+    ran = {line.split()[2] for line in out.splitlines() if line.startswith("variant ")}
+    assert "Test PASSED" in out and ran and ran <= {"avx2", "wino-avx2", "avx2u8", "portable"}, out
+    _, once = _masked_run(firmware, b, tmp_path, "1")
+    _, many = _masked_run(firmware, b, tmp_path, "40")
+    assert once == many, (once, many)

@@ -658,7 +658,17 @@ static inline int nn_cpu_has_avx512vnni(void)
     return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") ? 1 : 0;
 }
 
-/* AVX-VNNI (CPUID.(7,1):EAX bit 4) with AVX2 and the OS saving the ymm state (XCR0 bits 1, 2) */
+/* AVX-VNNI (CPUID.(7,1):EAX bit 4) with AVX2 and the OS saving the ymm state (XCR0 bits 1, 2).
+ * Asked on every layer call where AVX-512 VNNI is not (an AVX2-only CPU): GCC 12's libgcc
+ * answers from what it read at start-up, as for the other features; a cpuid instruction per
+ * call would leave a VM for the hypervisor each time (microseconds per layer) */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+static inline int nn_cpu_has_avxvnni(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx2") ? 1 : 0;
+}
+#else
 static inline int nn_cpu_has_avxvnni(void)
 {
     unsigned a, b, c, d, lo, hi;
@@ -674,6 +684,7 @@ static inline int nn_cpu_has_avxvnni(void)
     (void)hi; (void)b; (void)c; (void)d;
     return (lo & 6u) == 6u;
 }
+#endif
 static inline NN_AVX2 void nn_avx2_widen(int16_t *d, const int8_t *s, long n)
 {
     const long blocks = n / 16;
