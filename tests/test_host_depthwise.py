@@ -1,5 +1,5 @@
 """The host's depthwise kernels on their own (kernels/host/nn_dw_vnni.c, nn_simd.c): the
-AVX-512 VNNI kernel, with the tables the build packs (targets/host/gemm.dw_vnni_tables),
+AVX-512 VNNI kernel, with the tables the build packs (targets/host/dwtables.dw_vnni_tables),
 and the AVX2 one give the portable kernel's codes over a sweep of channel counts (1 to
 336: partial vectors, several pixels per vector), kernels, strides, dilations, padding,
 zero points (-128, 127, random), clamps, negative multipliers and rounding ties; the
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, adhoc, kernel_library
-from nnscons.targets.host import gemm
+from nnscons.targets.host import dwtables
 
 I32, P, L = ctypes.c_int32, ctypes.c_void_p, ctypes.c_long
 
@@ -38,7 +38,8 @@ def lib(tmp_path_factory):
     dll.nn_dwconv_vnni_bytes.restype = L
     dll.nn_dwconv_vnni_table_bytes.restype = L
     dll.nn_dwconv_band_fast.argtypes = [ctypes.c_int, P, P, P, P, P, P, P, ctypes.c_int, P, ctypes.c_int, P, P,
-                                        P, P, L]
+                                        P, P, P, L]
+    dll.nn_dwconv_band_fast.restype = ctypes.c_char_p
     dll.nn_dwconv_hwc_fast.argtypes = [ctypes.c_int, P, P, P, P, P, P, P, ctypes.c_int, ctypes.c_int]
     return dll
 
@@ -75,8 +76,9 @@ def _cases(rng):
     return fixed
 
 
-def _run(lib, isa, cfg, x, w, bias, mult, shift, tables):
-    """nn_dwconv_band_fast with its scratch as the host template gives it (band of 2 rows)."""
+def _run(lib, isa, cfg, x, w, bias, mult, shift, tables, atables=None, ran=None):
+    """nn_dwconv_band_fast with its scratch as the host template gives it (band of 2 rows);
+    ran: the kernel it must say it ran."""
     c, kh, kw = cfg.in_c, cfg.k_h, cfg.k_w
     wp = max(cfg.in_w + cfg.pad_left, (cfg.out_w - 1) * cfg.stride_w + (kw - 1) * cfg.dil_w + 1)
     band_in = cfg.stride_h + (kh - 1) * cfg.dil_h + 1
@@ -86,15 +88,18 @@ def _run(lib, isa, cfg, x, w, bias, mult, shift, tables):
     nv = lib.nn_dwconv_vnni_bytes(ctypes.byref(cfg))
     vq = np.zeros(nv + 1, np.uint8)
     out = np.full(cfg.out_h * cfg.out_w * c + 64, 0x55, np.uint8).view(np.int8)
-    lib.nn_dwconv_band_fast(isa, ctypes.byref(cfg), _p(x), _p(w), _p(bias), _p(mult), _p(shift), _p(out), 2,
-                            _p(buf), wp, _p(wq), _p(epi), _p(tables) if tables is not None else None,
-                            ctypes.c_void_p(vq.ctypes.data + 1), nv)   # an unaligned scratch
+    name = lib.nn_dwconv_band_fast(isa, ctypes.byref(cfg), _p(x), _p(w), _p(bias), _p(mult), _p(shift), _p(out), 2,
+                                   _p(buf), wp, _p(wq), _p(epi), _p(tables) if tables is not None else None,
+                                   _p(atables) if atables is not None else None,
+                                   ctypes.c_void_p(vq.ctypes.data + 1), nv)   # an unaligned scratch
+    assert ran is None or name.decode() == ran, (name, ran)
     return out
 
 
 def test_vnni_and_avx2_depthwise_match_the_portable_kernel(lib):
     rng = np.random.default_rng(7)
     vnni = _vnni()
+    tabled = 0
     for n, (c, (kh, kw), (sh, sw), (dh, dw), (pt, pl), (ih, iw)) in enumerate(_cases(rng)):
         oh = (ih + 2 * pt - (kh - 1) * dh - 1) // sh + 1
         ow = (iw + 2 * pl - (kw - 1) * dw - 1) // sw + 1
@@ -118,10 +123,10 @@ def test_vnni_and_avx2_depthwise_match_the_portable_kernel(lib):
         mult = mult.astype(np.int32)
         ref = np.full(oh * ow * c + 64, 0x55, np.uint8).view(np.int8)
         lib.nn_dwconv_hwc_fast(1, ctypes.byref(cfg), _p(x), _p(wt), _p(bias), _p(mult), _p(shift), _p(ref), 0, oh * ow)
-        geo = gemm.dw_vnni_geometry(c, ow, (kh, kw), (sh, sw), (dh, dw))
+        geo = dwtables.dw_vnni_geometry(c, ow, (kh, kw), (sh, sw), (dh, dw))
         assert geo["bytes"] == lib.nn_dwconv_vnni_bytes(ctypes.byref(cfg))
         assert geo["table_bytes"] == lib.nn_dwconv_vnni_table_bytes(ctypes.byref(cfg))
-        tables = gemm.dw_vnni_tables(w, bias, mult, shift, zp_in, geo)
+        tables = dwtables.dw_vnni_tables(w, bias, mult, shift, zp_in, geo)
         packed = np.zeros(geo["table_bytes"], np.uint8)
         assert lib.nn_dwconv_vnni_pack(ctypes.byref(cfg), _p(wt), _p(bias), _p(mult), _p(shift), _p(packed)) == 1
         assert np.array_equal(tables, packed), f"case {n}: the build's tables differ from the C packer's"
@@ -129,6 +134,16 @@ def test_vnni_and_avx2_depthwise_match_the_portable_kernel(lib):
         if vnni:
             assert np.array_equal(_run(lib, 3, cfg, x, wt, bias, mult, shift, tables), ref), "vnni " + what
         assert np.array_equal(_run(lib, 2, cfg, x, wt, bias, mult, shift, None), ref), "avx2 " + what
+        # the AVX2 kernel on the build's tables (16 (pixel, channel) positions per vector)
+        atables = dwtables.dw_avx2_tables(w, bias, mult, shift)
+        assert atables.size == dwtables.dw_avx2_geometry(c, kh, kw)["table_bytes"]
+        bound = [abs(int(b)) + 255 * int(np.abs(w[i].astype(np.int64)).sum()) for i, b in enumerate(bias)]
+        assert (atables[0] == 1) == all(v * abs(int(m)) < 2 ** 53 for v, m in zip(bound, mult)), what
+        used = atables[0] == 1 and (sw == 1 or c % 16 == 0)
+        tabled += used
+        assert np.array_equal(_run(lib, 2, cfg, x, wt, bias, mult, shift, None, atables, "avx2" if used else None),
+                              ref), "avx2 tables " + what
+    assert tabled > 40          # the sweep reaches the tables' kernel, not only its fallback
     if not vnni:
         pytest.skip("the AVX2 kernel and the tables checked; this CPU lacks AVX-512 VNNI (the VNNI kernel not run)")
 
@@ -145,14 +160,22 @@ def test_vnni_depthwise_declines_outside_the_fma_range(lib):
     mult = np.full(c, 1 << 30, np.int32)
     shift = np.full(c, 40, np.int32)
     shift[5] = 10
-    geo = gemm.dw_vnni_geometry(c, iw, (3, 3), (1, 1), (1, 1))
-    tables = gemm.dw_vnni_tables(w, bias, mult, shift, 5, geo)
+    geo = dwtables.dw_vnni_geometry(c, iw, (3, 3), (1, 1), (1, 1))
+    tables = dwtables.dw_vnni_tables(w, bias, mult, shift, 5, geo)
     assert tables[0] == 0
     packed = np.zeros(geo["table_bytes"], np.uint8)
     assert lib.nn_dwconv_vnni_pack(ctypes.byref(cfg), _p(wt), _p(bias), _p(mult), _p(shift), _p(packed)) == 0
     ref = np.full(ih * iw * c + 64, 0x55, np.uint8).view(np.int8)
     lib.nn_dwconv_hwc_fast(1, ctypes.byref(cfg), _p(x), _p(wt), _p(bias), _p(mult), _p(shift), _p(ref), 0, ih * iw)
     assert np.array_equal(_run(lib, 3, cfg, x, wt, bias, mult, shift, tables), ref)
+    # a bias so large that (|bias| + 255 * sum|w|) * mult reaches 2**53: no exact double
+    # epilogue, the AVX2 tables decline (the per-call kernel runs, on the same codes)
+    bias[3] = 1 << 24
+    ref = np.full(ih * iw * c + 64, 0x55, np.uint8).view(np.int8)
+    lib.nn_dwconv_hwc_fast(1, ctypes.byref(cfg), _p(x), _p(wt), _p(bias), _p(mult), _p(shift), _p(ref), 0, ih * iw)
+    atables = dwtables.dw_avx2_tables(w, bias, mult, shift)
+    assert atables[0] == 0
+    assert np.array_equal(_run(lib, 2, cfg, x, wt, bias, mult, shift, None, atables, "avx2"), ref)
 
 
 def test_measured_choice_times_the_depthwise_kernels(project):

@@ -228,6 +228,127 @@ static NN_AVX2 void dw_band_avx2(const nn_hwc_conv_cfg_t *cfg, const int16_t *bu
         }
 }
 
+/* The AVX2 depthwise tables (targets/host/dwtables.py, dw_avx2_tables): a 64-byte header
+ * (byte 0 is 1 when the double-precision epilogue is exact for every channel), then for
+ * lcm(c, 16) lanes (lane j: channel j % c) in chunks of 16 the weights of each tap pair in
+ * the lane order of unpacklo/hi_epi16 (lanes 0-3, 8-11, then 4-7, 12-15; a last odd tap's
+ * partner 0), then per lane the bias (int32) and mult / 2**shift (double). */
+typedef struct {
+    int pairs, L;
+    long w_at, b_at, m_at;
+} dw_a2_geo_t;
+
+static void a2_geometry(const nn_hwc_conv_cfg_t *cfg, dw_a2_geo_t *g)
+{
+    int a = cfg->in_c, b = 16;
+    while (b) {
+        const int t = a % b;
+        a = b;
+        b = t;
+    }
+    g->pairs = (cfg->k_h * cfg->k_w + 1) / 2;
+    g->L = cfg->in_c / a * 16;
+    g->w_at = 64;
+    g->b_at = g->w_at + (long)(g->L / 16) * g->pairs * 64;
+    g->m_at = g->b_at + (long)g->L * 4;
+}
+
+/* 16 lanes (lo: 0-3, 8-11; hi: 4-7, 12-15) + bias, times mult / 2**shift in double (exact:
+ * the build checked |acc + bias| * |mult| < 2**53), rounded to nearest even, clamped to the
+ * bounds less zp, + zp: 16 int8 in order. */
+static inline NN_AVX2 __m128i a2_requant16(__m256i lo, __m256i hi, const int32_t *b, const double *m,
+                                           __m256d dlo, __m256d dhi, __m256i zp)
+{
+    const __m256i v0 = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20),
+                                        _mm256_loadu_si256((const __m256i *)(const void *)b));
+    const __m256i v1 = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x31),
+                                        _mm256_loadu_si256((const __m256i *)(const void *)(b + 8)));
+    const __m128i q[4] = {_mm256_castsi256_si128(v0), _mm256_extracti128_si256(v0, 1),
+                          _mm256_castsi256_si128(v1), _mm256_extracti128_si256(v1, 1)};
+    __m128i r[4];
+    __m256i p;
+    int i;
+    for (i = 0; i < 4; ++i) {
+        const __m256d d = _mm256_round_pd(_mm256_mul_pd(_mm256_cvtepi32_pd(q[i]), _mm256_loadu_pd(m + 4 * i)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r[i] = _mm256_cvtpd_epi32(_mm256_min_pd(_mm256_max_pd(d, dlo), dhi));
+    }
+    p = _mm256_packs_epi32(_mm256_add_epi32(_mm256_set_m128i(r[1], r[0]), zp),
+                           _mm256_add_epi32(_mm256_set_m128i(r[3], r[2]), zp));
+    p = _mm256_permute4x64_epi64(p, 0xd8);
+    return _mm_packs_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+}
+
+/* 16 (pixel, channel) positions: the taps from xs + off[t], weights and epilogue from the
+ * tables' lanes [lane, lane + 16); n of them stored at o. */
+static inline NN_AVX2 NN_ALWAYS_INLINE void a2_chunk(const int16_t *xs, const long *off, int pairs,
+                                                     const int16_t *wv, const int32_t *b, const double *m,
+                                                     __m256d dlo, __m256d dhi, __m256i zp, int8_t *o, long n)
+{
+    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+    __m128i q;
+    int p;
+    for (p = 0; p < pairs; ++p, wv += 32) {
+        const __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(xs + off[2 * p]));
+        const __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(xs + off[2 * p + 1]));
+        lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1),
+                                                    _mm256_loadu_si256((const __m256i *)(const void *)wv)));
+        hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1),
+                                                    _mm256_loadu_si256((const __m256i *)(const void *)(wv + 16))));
+    }
+    q = a2_requant16(lo, hi, b, m, dlo, dhi, zp);
+    if (n >= 16) {
+        _mm_storeu_si128((__m128i *)(void *)o, q);
+    } else {
+        int8_t last[16];
+        _mm_storeu_si128((__m128i *)(void *)last, q);
+        memcpy(o, last, (size_t)n);
+    }
+}
+
+/* Output rows of a band from its int16 buffer (as dw_band_avx2's), 16 (pixel, channel)
+ * positions of a row at a time: with stride 1 they are 16 consecutive values of the
+ * buffer's row for every tap (any channel count: small ones fill the vector with several
+ * pixels), with a larger stride 16 channels of one pixel (c a multiple of 16).  A row's
+ * last positions read up to 15 values past it (the buffer has them; those lanes are not
+ * stored). */
+static NN_AVX2 void dw_rows_avx2(const nn_hwc_conv_cfg_t *cfg, const int16_t *buf, int wp, int rows,
+                                 const long *off, const uint8_t *t, int8_t *out)
+{
+    const int c = cfg->in_c;
+    const long r = (long)cfg->out_w * c;
+    const __m256d dlo = _mm256_set1_pd(cfg->act_min - cfg->out_zp), dhi = _mm256_set1_pd(cfg->act_max - cfg->out_zp);
+    const __m256i zp = _mm256_set1_epi32(cfg->out_zp);
+    dw_a2_geo_t g;
+    const int16_t *wt;
+    const int32_t *bt;
+    const double *mt;
+    int y;
+    a2_geometry(cfg, &g);
+    wt = (const int16_t *)(const void *)(t + g.w_at);
+    bt = (const int32_t *)(const void *)(t + g.b_at);
+    mt = (const double *)(const void *)(t + g.m_at);
+    for (y = 0; y < rows; ++y) {
+        const int16_t *row = buf + (long)y * cfg->stride_h * wp * c;
+        int8_t *o = out + (long)y * r;
+        if (cfg->stride_w == 1) {
+            long f;
+            int lane = 0;        /* the tables' lane of position f: f mod lcm(c, 16) */
+            for (f = 0; f < r; f += 16) {
+                a2_chunk(row + f, off, g.pairs, wt + (long)(lane / 16) * g.pairs * 32, bt + lane, mt + lane,
+                         dlo, dhi, zp, o + f, r - f);
+                lane = lane + 16 == g.L ? 0 : lane + 16;
+            }
+        } else {
+            int ox, c0;
+            for (ox = 0; ox < cfg->out_w; ++ox)
+                for (c0 = 0; c0 < c; c0 += 16)
+                    a2_chunk(row + (long)ox * cfg->stride_w * c + c0, off, g.pairs, wt + (long)(c0 / 16) * g.pairs * 32,
+                             bt + c0, mt + c0, dlo, dhi, zp, o + (long)ox * c + c0, 16);
+        }
+    }
+}
+
 /* x - zp of input rows [r_first, r_first + n) into buf (wp columns from -pad_left), 0 outside. */
 static NN_AVX2 void dw_fill_avx2(const nn_hwc_conv_cfg_t *cfg, const int8_t *in, int16_t *buf, int wp,
                                  int r_first, int n)
@@ -381,12 +502,27 @@ void nn_maxpool_hwc_fast(int isa, const nn_hwc_pool_cfg_t *cfg, const int8_t *in
 const char *nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                          int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi,
-                         const uint8_t *vtables, uint8_t *vbuf, long vbytes)
+                         const uint8_t *vtables, const uint8_t *atables, uint8_t *vbuf, long vbytes)
 {
     if ((isa == 0 || isa == 3) && nn_dwconv_vnni(cfg, in, out, vtables, vbuf, vbytes))
         return "avx512vnni";
 #if NN_HAVE_X86
     const int c = cfg->in_c, taps = cfg->k_h * cfg->k_w;
+    if (use_avx2(isa) && atables && atables[0] == 1 && taps <= NN_DW_MAX_TAPS
+        && (cfg->stride_w == 1 || c % 16 == 0)) {   /* the build's tables: nothing to prepare here */
+        long off[NN_DW_MAX_TAPS + 1];
+        int t, oh0;
+        for (t = 0; t < taps; ++t)
+            off[t] = ((long)(t / cfg->k_w) * cfg->dil_h * wp + (long)(t % cfg->k_w) * cfg->dil_w) * c;
+        off[taps] = off[0];            /* an odd tap count: the last pair's second tap has weight 0 */
+        for (oh0 = 0; oh0 < cfg->out_h; oh0 += band_rows) {
+            const int rows = cfg->out_h - oh0 < band_rows ? cfg->out_h - oh0 : band_rows;
+            dw_fill_avx2(cfg, in, buf, wp, oh0 * cfg->stride_h - cfg->pad_top,
+                         (rows - 1) * cfg->stride_h + (cfg->k_h - 1) * cfg->dil_h + 1);
+            dw_rows_avx2(cfg, buf, wp, rows, off, atables, out + (long)oh0 * cfg->out_w * c);
+        }
+        return "avx2";
+    }
     if (use_avx2(isa) && c >= 16 && taps <= NN_DW_MAX_TAPS) {
         const int pairs = (taps + 1) / 2, c16 = c / 16 * 16;
         long off[NN_DW_MAX_TAPS + 1];
@@ -428,7 +564,7 @@ const char *nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int
         return "avx2";
     }
 #endif
-    (void)band_rows; (void)buf; (void)wp; (void)wq; (void)epi;
+    (void)band_rows; (void)buf; (void)wp; (void)wq; (void)epi; (void)atables;
     nn_dwconv_hwc_fast(isa, cfg, in, weight, bias, mult, shift, out, 0, cfg->out_h * cfg->out_w);
     return use_avx2(isa) && cfg->in_c >= 8 ? "avx2" : "portable";
 }

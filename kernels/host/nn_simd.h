@@ -26,7 +26,11 @@ void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in,
                         int pix_begin, int pix_end);
 
 /* The same on a whole layer (returns the kernel that ran: "avx512vnni", "avx2" or
- * "portable"; nn_dwconv_vnni first under isa 0 and 3): with AVX2, 16 channels at a time, in row bands of band_rows
+ * "portable"; nn_dwconv_vnni first under isa 0 and 3).  With AVX2 and atables (the build's,
+ * targets/host/dwtables.py; byte 0 is 1 when its exact double epilogue holds), stride 1 or
+ * in_c a multiple of 16: 16 (pixel, channel) positions of an output row at a time from the
+ * band buffer below, nothing prepared per call (buf needs 16 values past the band's rows).
+ * Otherwise with AVX2, 16 channels at a time, in row bands of band_rows
  * output rows, each band's input converted once into buf (int16 x - zp_in, zero padding,
  * wp columns: every window whole) and the taps in pairs by vpmaddwd with the weights
  * widened and pair-interleaved into wq; channels past the last multiple of 16 by the
@@ -37,7 +41,7 @@ void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in,
 const char *nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                          int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi,
-                         const uint8_t *vtables, uint8_t *vbuf, long vbytes);
+                         const uint8_t *vtables, const uint8_t *atables, uint8_t *vbuf, long vbytes);
 
 /* The depthwise conv of a whole layer on AVX-512 VNNI (nn_dw_vnni.c): 16 (pixel, channel)
  * positions of an output row per vector, any channel count, taps in groups of four along

@@ -19,7 +19,7 @@ from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base, library
 from ... import kernelgen
-from . import gemm, measure
+from . import dwtables, gemm, measure
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .tool import check_tools  # noqa: F401  (the kind's hook: its compiler is here)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
@@ -137,16 +137,16 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             g = None
             layout = base.param_layout(layer, graph)
             if dw and kind == "host":       # the VNNI kernel's tables (kernels/host/nn_dw_vnni.c)
-                layout = gemm.dw_vnni_layout(layer, graph, layout)
+                layout = dwtables.dw_tables_layout(layer, graph, layout)
             spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"
         report = {"l1_budget": budget}
         if getattr(impl, "isa", False):              # vectorized kernels: nn_simd.c
             spec["isa"] = isa_codes.get(overrides.get(layer.name, {}).get("isa", opts["kernel"]["isa"]), 1)
-            if dw and not gemm.depthwise_vector_safe(layer):
+            if dw and not dwtables.depthwise_vector_safe(layer):
                 spec["isa"] = isa_codes["portable"]
             if dw and kind == "host":   # its dispatch order (nn_dwconv_band_fast): bench and the report say
-                report["depthwise"] = {"variants": gemm.dw_variants(layer, graph, spec["isa"])}
+                report["depthwise"] = {"variants": dwtables.dw_variants(layer, graph, spec["isa"])}
         if g is not None:
             report.update(g["report"])
             if "gemm" in report:     # how its threads share it (kernelgen.thread_split)
@@ -157,14 +157,14 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
                 and len(report["depthwise"]["variants"]) > 1 and "build" in opts):
             # the depthwise kernels timed on this CPU as the generated layers' variants are
             spec["isa"], choice = measure.chosen_depthwise(
-                layer.name, spec, report["depthwise"]["variants"], gemm.pack_depthwise(layer, graph, layout), opts)
-            report["depthwise"] = {"variants": gemm.dw_variants(layer, graph, spec["isa"]), "choice": choice}
+                layer.name, spec, report["depthwise"]["variants"], dwtables.pack_depthwise(layer, graph, layout), opts)
+            report["depthwise"] = {"variants": dwtables.dw_variants(layer, graph, spec["isa"]), "choice": choice}
             plan_inputs.add(os.path.join(opts["build"]["dir"], choice["cache"]))
         layers.append(base.LayerPlan(layer=layer, cname=cnames[layer.name], template=impl.template,
                                      kernels=impl.kernels, spec=spec, param_layout=layout,
                                      macs=base.macs(layer, graph),
                                      param_bytes=base.layout_bytes(layout),
-                                     pack=g["pack"] if g else gemm.pack_depthwise if dw else gemm.pack_hwc,
+                                     pack=g["pack"] if g else dwtables.pack_depthwise if dw else gemm.pack_hwc,
                                      pack_key=g["pack_key"] if g else None, report=report))
         kernels.update(impl.kernels)
         calls |= base.template_calls(TEMPLATES, impl.template)
@@ -208,9 +208,9 @@ def scratch(spec: dict, impl) -> tuple:
         (kh, kw), (sh, sw), (dh, dw) = spec["kernel"], spec["stride"], spec["dilation"]
         wp = max(i["w"] + spec["pads"][1], (o["w"] - 1) * sw + (kw - 1) * dw + 1)
         band_in = (spec["tile"]["tile_oh"] - 1) * sh + (kh - 1) * dh + 1
-        buf = _align(band_in * wp * i["c"] * 2)
+        buf = _align((band_in * wp * i["c"] + 16) * 2)    # + 16: the AVX2 kernel's last reads
         wq = buf + _align(((i["c"] // 16) * ((kh * kw + 1) // 2) * 32 + 1) * 2)
-        vq = gemm.dw_vnni_geometry(i["c"], o["w"], (kh, kw), (sh, sw), (dh, dw))["bytes"]
+        vq = dwtables.dw_vnni_geometry(i["c"], o["w"], (kh, kw), (sh, sw), (dh, dw))["bytes"]
         return {"buf": 0, "wq": buf, "vq": wq, "vq_bytes": vq}, wq + _align(vq)
     if "tile" in spec and getattr(impl, "bands", False):
         t = spec["tile"]

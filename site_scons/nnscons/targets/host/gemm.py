@@ -4,7 +4,6 @@ and packing, and the report fields."""
 from __future__ import annotations
 
 import json
-import math
 import os
 
 import numpy as np
@@ -29,7 +28,7 @@ def generated(layer) -> bool:
 
 
 def weights_py() -> list:
-    return py_sources("kernelgen/*.py", "targets/host/gemm.py")
+    return py_sources("kernelgen/*.py", "targets/host/gemm.py", "targets/host/dwtables.py")
 
 
 def pack_hwc(layer, graph, layout) -> bytes:
@@ -37,99 +36,6 @@ def pack_hwc(layer, graph, layout) -> bytes:
     slots (as on gap9)."""
     from ..base import pack_hwc as hwc
     return hwc(layer, graph, layout)
-
-
-def pack_depthwise(layer, graph, layout) -> bytes:
-    """Depthwise conv weights [k_h*k_w][channels] (channels contiguous for the vector
-    kernel); bias, mult, shift as usual."""
-    from ..base import layout_bytes, param_arrays
-    c, _, kh, kw = layer.weight.shape
-    arrays = dict(param_arrays(layer, graph))
-    arrays["weight"] = np.ascontiguousarray(layer.weight.reshape(c, kh * kw).T)
-    if any(section == "vnni" for section, *_ in layout):
-        arrays["vnni"] = dw_vnni_tables(layer.weight, None if layer.bias is None else arrays["bias"],
-                                        arrays["mult"], arrays["shift"],
-                                        graph.tensor(layer.inputs[0]).q.zero_point, _dw_geometry(layer, graph))
-    blob = bytearray(layout_bytes(layout))
-    for section, dtype, count, offset in layout:
-        raw = np.ascontiguousarray(arrays[section], dtype=np.dtype(dtype).newbyteorder("<")).reshape(-1)
-        assert raw.size == count, (section, raw.size, count)
-        blob[offset:offset + raw.nbytes] = raw.tobytes()
-    return bytes(blob)
-
-
-def dw_vnni_geometry(c: int, out_w: int, kernel, stride, dilation) -> dict:
-    """The VNNI depthwise kernel's sizes (kernels/host/nn_dw_vnni.c, geometry(): the same
-    formulas; the kernel checks it is given enough scratch): `bytes` of scratch (a padded u8
-    input row, a ring of quad rows), and its tables: a 64-byte header, the weights as
-    [k_h][quads][lanes] dwords, bias and multipliers, tiled to lcm(c, 16) lanes."""
-    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
-    nq, nr = (kw + 3) // 4, (kh - 1) * dh + 1
-    pw = (out_w - 1) * sw + (4 * nq - 1) * dw + 1
-    lanes = c // math.gcd(c, 16) * 16
-    qs = (out_w * c + 15) // 16 * 16 + 16
-    w_at = 64
-    b_at = w_at + kh * nq * lanes * 4
-    m_at = b_at + lanes * 4
-    return {"bytes": -(-(pw * c + 64) // 64) * 64 + nr * nq * qs * 4 + 64, "nq": nq, "lanes": lanes,
-            "w_at": w_at, "b_at": b_at, "m_at": m_at, "table_bytes": m_at + lanes * 8}
-
-
-def _dw_geometry(layer, graph) -> dict:
-    a = layer.attrs
-    c, _, kh, kw = layer.weight.shape
-    return dw_vnni_geometry(int(c), int(graph.tensor(layer.output).shape[3]), (kh, kw),
-                            tuple(a["stride"]), tuple(a["dilation"]))
-
-
-def dw_vnni_layout(layer, graph, layout) -> list:
-    """The depthwise layer's sections plus the VNNI kernel's tables (`vnni`, 64-byte aligned
-    in the .bin), sized from shapes only like the others."""
-    end = max(off + count * np.dtype(dt).itemsize for _s, dt, count, off in layout)
-    return layout + [("vnni", "uint8", _dw_geometry(layer, graph)["table_bytes"], -(-end // 64) * 64)]
-
-
-def dw_vnni_tables(weight, bias, mult, shift, zp_in: int, geo: dict) -> np.ndarray:
-    """The tables nn_dwconv_vnni reads (nn_dwconv_vnni_pack's bytes; weight [c, 1, kh, kw],
-    per-channel bias/mult/shift, geo from dw_vnni_geometry): per lane j (channel j % c) the
-    k_w taps of each kernel row in groups of four as dwords (0 past k_w), the bias less
-    (128 + zp_in) * sum(w) (the kernel's u8 activations are x + 128), wrapping as its int32
-    accumulator does, and mult / 2**shift; the header's first byte 1 when every shift is in
-    [11, 62] (the fma epilogue's range), else 0 (the kernel declines)."""
-    c, _, kh, kw = weight.shape
-    nq, lanes = geo["nq"], geo["lanes"]
-    out = np.zeros(geo["table_bytes"], np.uint8)
-    shift = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (c,))
-    if shift.min() < 11 or shift.max() > 62:
-        return out
-    mult = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (c,))
-    ch = np.arange(lanes) % c
-    w = np.zeros((c, kh, 4 * nq), np.int8)
-    w[:, :, :kw] = weight.reshape(c, kh, kw)
-    words = w[ch].reshape(lanes, kh, nq, 4).transpose(1, 2, 0, 3)      # [kh][nq][lanes][4]
-    bias = np.zeros(c, np.int64) if bias is None else np.asarray(bias, np.int64).reshape(-1)
-    folded = (bias - (128 + int(zp_in)) * weight.reshape(c, -1).astype(np.int64).sum(1))[ch]
-    out[0] = 1
-    out[geo["w_at"]:geo["b_at"]] = np.ascontiguousarray(words).view(np.uint8).reshape(-1)
-    out[geo["b_at"]:geo["m_at"]] = ((folded + 2 ** 31) % 2 ** 32 - 2 ** 31).astype("<i4").view(np.uint8)
-    out[geo["m_at"]:] = (mult[ch].astype(np.float64) / np.exp2(shift[ch].astype(np.float64))).astype("<f8").view(np.uint8)
-    return out
-
-
-def dw_variants(layer, graph, isa_code: int) -> list:
-    """The depthwise kernels nn_dwconv_band_fast may run, in its order (the first this CPU
-    runs is the one): the VNNI kernel under isa auto or avx512vnni when every shift is in its
-    range (dw_vnni_tables), AVX2 unless portable is forced, the portable kernel.  isa codes:
-    0 auto, 1 portable, 2 avx2, 3 avx512vnni, 4 auto without VNNI (kernels/host/nn_simd.h)."""
-    shift = np.asarray(registry.requant_params(layer, graph)["shift"], np.int64)
-    vnni = isa_code in (0, 3) and shift.min() >= 11 and shift.max() <= 62
-    return (["avx512vnni"] if vnni else []) + (["avx2"] if isa_code != 1 else []) + ["portable"]
-
-
-def depthwise_vector_safe(layer) -> bool:
-    """The vector depthwise epilogue adds bias in int32: |acc + bias| < 2**31."""
-    bias = 0 if layer.bias is None else int(np.abs(np.asarray(layer.bias, np.int64)).max(initial=0))
-    return bias + 255 * 128 * int(np.prod(layer.weight.shape[1:])) < 2 ** 31
 
 
 def load_tuning(path, at, model: str) -> dict:

@@ -344,7 +344,7 @@ static const char *layer(int isa)
                                (const int32_t *)(const void *)(params + %(mult)d),
                                (const int32_t *)(const void *)(params + %(shift)d), out, %(band)d,
                                (int16_t *)(void *)(scratch + %(buf)d), %(wp)d, (int16_t *)(void *)(scratch + %(wq)d),
-                               epi, params + %(vnni)d, scratch + %(vq)d, %(vq_bytes)d);
+                               epi, params + %(vnni)d, params + %(avx2dw)d, scratch + %(vq)d, %(vq_bytes)d);
 }
 int main(int argc, char **argv)
 {
@@ -402,6 +402,7 @@ def _dw_program(spec: dict, blob: bytes, work: str, cc: str) -> list:
         "bias": f"(const int32_t *)(const void *)(params + {par['bias']['offset']})" if "bias" in par else "NULL",
         "mult": par["mult"]["offset"], "shift": par["shift"]["offset"], "band": spec["tile"]["tile_oh"],
         "buf": at["buf"], "wq": at["wq"], "vq": at["vq"], "vq_bytes": at["vq_bytes"], "vnni": par["vnni"]["offset"],
+        "avx2dw": par["avx2dw"]["offset"],
         "wp": max(i["w"] + spec["pads"][1], (o["w"] - 1) * sw + (kw - 1) * dw + 1),
         "reps": REPS, "inner": max(1, INNER_MACS // max(1, macs))}
     base = os.path.join(work, "dw")
