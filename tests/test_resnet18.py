@@ -23,21 +23,21 @@ def test_resnet18_runs_and_one_layer_edit_rebuilds_only_that_layer(project):
              "    quantization:\n      calibration: {count: 4, seed: 0}\n")
     assert entry in text                    # the override goes under resnet18's own entry
     project.write("targets.yaml", text.replace(entry, entry + "    targets:\n      host:\n        layers:\n"
-                                               "          layer3.1.conv1: {l1_budget: 16KiB}\n"))
-    # (a direct-kernel layer: on a Winograd one, layer1-2's, a budget under one tile row's
+                                               "          layer4.1.conv1: {l1_budget: 16KiB}\n"))
+    # (a direct-kernel layer: on a Winograd one, layer1-3's, a budget under one tile row's
     # transformed input turns the layer direct, which changes the network's scratch too)
     assert steps(project.scons("model=resnet18").stdout) == [
-        "CODEGEN layer3.1.conv1", "CC layer3.1.conv1", "AR libnns_resnet18.a", "LINK firmware", "RUN resnet18", "REPORT resnet18",
+        "CODEGEN layer4.1.conv1", "CC layer4.1.conv1", "AR libnns_resnet18.a", "LINK firmware", "RUN resnet18", "REPORT resnet18",
         "CHECK resnet18"]
     layers = json.loads(project.read("build/host/resnet18/report.json"))["layers"]
-    tile = next(l for l in layers if l["name"] == "layer3.1.conv1")["tile"]
+    tile = next(l for l in layers if l["name"] == "layer4.1.conv1")["tile"]
     assert tile["l1_bytes"] <= 16 * 1024
     # a Winograd layer (cost rule) whose budget no longer holds one tile row's transformed input
     # (7 tiles x 36 x 128 channels x 2 B = 64,512 B) runs the direct kernel, and says why
     assert "winograd" in next(l for l in layers if l["name"] == "layer2.1.conv1")["blocking"]
     text = project.read("targets.yaml")
-    project.write("targets.yaml", text.replace("          layer3.1.conv1: {l1_budget: 16KiB}\n",
-                                               "          layer3.1.conv1: {l1_budget: 16KiB}\n"
+    project.write("targets.yaml", text.replace("          layer4.1.conv1: {l1_budget: 16KiB}\n",
+                                               "          layer4.1.conv1: {l1_budget: 16KiB}\n"
                                                "          layer2.1.conv1: {l1_budget: 32KiB}\n"))
     proc = project.scons("model=resnet18")
     assert "Test PASSED [host] resnet18" in proc.stdout and "CODEGEN layer2.1.conv1" in steps(proc.stdout)

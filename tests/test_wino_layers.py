@@ -153,4 +153,4 @@ def test_cost_rule():
     # 56x56, input -> output channels (README "winograd")
     assert [winograd_pays(dict(g(56, i), oc=o)) for i, o in ((16, 32), (16, 64), (24, 64), (64, 16))] == \
         [False, False, True, True]
-    assert wino.row_bytes(dict(g(14, 256), oh=14)) == 73728 > 64 * 1024    # layer3: direct at the default budget
+    assert wino.row_bytes(dict(g(14, 256), oh=14)) == 73728 == 72 * 1024    # layer3: the default budget holds it
