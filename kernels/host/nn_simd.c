@@ -253,29 +253,29 @@ static void a2_geometry(const nn_hwc_conv_cfg_t *cfg, dw_a2_geo_t *g)
     g->m_at = g->b_at + (long)g->L * 4;
 }
 
+/* 4 lanes times mult / 2**shift in double, rounded to nearest even, clamped: int32 */
+static inline NN_AVX2 NN_ALWAYS_INLINE __m128i a2_round4(__m128i v, const double *m, __m256d dlo, __m256d dhi)
+{
+    const __m256d d = _mm256_round_pd(_mm256_mul_pd(_mm256_cvtepi32_pd(v), _mm256_loadu_pd(m)),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_cvtpd_epi32(_mm256_min_pd(_mm256_max_pd(d, dlo), dhi));
+}
+
 /* 16 lanes (lo: 0-3, 8-11; hi: 4-7, 12-15) + bias, times mult / 2**shift in double (exact:
  * the build checked |acc + bias| * |mult| < 2**53), rounded to nearest even, clamped to the
  * bounds less zp, + zp: 16 int8 in order. */
-static inline NN_AVX2 __m128i a2_requant16(__m256i lo, __m256i hi, const int32_t *b, const double *m,
-                                           __m256d dlo, __m256d dhi, __m256i zp)
+static inline NN_AVX2 NN_ALWAYS_INLINE __m128i a2_requant16(__m256i lo, __m256i hi, const int32_t *b, const double *m,
+                                                            __m256d dlo, __m256d dhi, __m256i zp)
 {
     const __m256i v0 = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20),
                                         _mm256_loadu_si256((const __m256i *)(const void *)b));
     const __m256i v1 = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x31),
                                         _mm256_loadu_si256((const __m256i *)(const void *)(b + 8)));
-    const __m128i q[4] = {_mm256_castsi256_si128(v0), _mm256_extracti128_si256(v0, 1),
-                          _mm256_castsi256_si128(v1), _mm256_extracti128_si256(v1, 1)};
-    __m128i r[4];
-    __m256i p;
-    int i;
-    for (i = 0; i < 4; ++i) {
-        const __m256d d = _mm256_round_pd(_mm256_mul_pd(_mm256_cvtepi32_pd(q[i]), _mm256_loadu_pd(m + 4 * i)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        r[i] = _mm256_cvtpd_epi32(_mm256_min_pd(_mm256_max_pd(d, dlo), dhi));
-    }
-    p = _mm256_packs_epi32(_mm256_add_epi32(_mm256_set_m128i(r[1], r[0]), zp),
-                           _mm256_add_epi32(_mm256_set_m128i(r[3], r[2]), zp));
-    p = _mm256_permute4x64_epi64(p, 0xd8);
+    const __m256i r0 = _mm256_set_m128i(a2_round4(_mm256_extracti128_si256(v0, 1), m + 4, dlo, dhi),
+                                        a2_round4(_mm256_castsi256_si128(v0), m, dlo, dhi));
+    const __m256i r1 = _mm256_set_m128i(a2_round4(_mm256_extracti128_si256(v1, 1), m + 12, dlo, dhi),
+                                        a2_round4(_mm256_castsi256_si128(v1), m + 8, dlo, dhi));
+    const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_add_epi32(r0, zp), _mm256_add_epi32(r1, zp)), 0xd8);
     return _mm_packs_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
 }
 
