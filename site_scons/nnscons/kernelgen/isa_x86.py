@@ -69,6 +69,15 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
                 rs = ", ".join(_REQUANT8_I32[mk.epilogue].format(a=acc(m, v), v=v) for v in range(v0, v0 + n))
                 out.append(f"    nn_avx2_store{n * 8}(out + {m * mk.ostride + v0 * 8}, {rs});")
                 v0 += n
+            if mk.nv - v0 == 2:     # the last pair: 16 channels in one store when `last` is 8
+                rs = ", ".join(_REQUANT8_I32[mk.epilogue].format(a=acc(m, v), v=v) for v in (v0, v0 + 1))
+                out += ["    if (last == 8) {", f"        nn_avx2_store16(out + {m * mk.ostride + v0 * 8}, {rs});",
+                        "    } else {",
+                        f"        nn_avx2_store8(out + {m * mk.ostride + v0 * 8}, {_REQUANT8[mk.epilogue]}({acc(m, v0)}, e, {v0}), 8);",
+                        f"        nn_avx2_store8(out + {m * mk.ostride + v0 * 8 + 8}, "
+                        f"{_REQUANT8[mk.epilogue]}({acc(m, v0 + 1)}, e, {v0 + 1}), last);",
+                        "    }"]
+                continue
         for v in range(v0, mk.nv):
             cnt = "last" if v == mk.nv - 1 else "8"
             off = m * mk.ostride + v * 8
