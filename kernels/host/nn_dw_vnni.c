@@ -34,16 +34,6 @@ static long al64(long n)
     return (n + 63) / 64 * 64;
 }
 
-static int gcd(int a, int b)
-{
-    while (b) {
-        const int t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* The geometry every part of the kernel derives from the layer. */
 typedef struct {
     int nq, nr, pw, L;          /* quads per kernel row, ring rows, padded row columns, table lanes */
@@ -58,7 +48,7 @@ static void geometry(const nn_hwc_conv_cfg_t *cfg, dw_geo_t *g)
     g->nq = (cfg->k_w + 3) / 4;
     g->nr = (cfg->k_h - 1) * cfg->dil_h + 1;
     g->pw = (cfg->out_w - 1) * cfg->stride_w + (4 * g->nq - 1) * cfg->dil_w + 1;
-    g->L = c / gcd(c, 16) * 16;
+    g->L = nn_dw_lanes(c);
     g->r = (long)cfg->out_w * c;
     g->qs = (g->r + 15) / 16 * 16 + 16;
     g->q_at = al64((long)g->pw * c + 64);

@@ -240,14 +240,8 @@ typedef struct {
 
 static void a2_geometry(const nn_hwc_conv_cfg_t *cfg, dw_a2_geo_t *g)
 {
-    int a = cfg->in_c, b = 16;
-    while (b) {
-        const int t = a % b;
-        a = b;
-        b = t;
-    }
     g->pairs = (cfg->k_h * cfg->k_w + 1) / 2;
-    g->L = cfg->in_c / a * 16;
+    g->L = nn_dw_lanes(cfg->in_c);
     g->w_at = 64;
     g->b_at = g->w_at + (long)(g->L / 16) * g->pairs * 64;
     g->m_at = g->b_at + (long)g->L * 4;
@@ -508,56 +502,50 @@ const char *nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int
         return "avx512vnni";
 #if NN_HAVE_X86
     const int c = cfg->in_c, taps = cfg->k_h * cfg->k_w;
-    if (use_avx2(isa) && atables && atables[0] == 1 && taps <= NN_DW_MAX_TAPS
-        && (cfg->stride_w == 1 || c % 16 == 0)) {   /* the build's tables: nothing to prepare here */
-        long off[NN_DW_MAX_TAPS + 1];
-        int t, oh0;
-        for (t = 0; t < taps; ++t)
-            off[t] = ((long)(t / cfg->k_w) * cfg->dil_h * wp + (long)(t % cfg->k_w) * cfg->dil_w) * c;
-        off[taps] = off[0];            /* an odd tap count: the last pair's second tap has weight 0 */
-        for (oh0 = 0; oh0 < cfg->out_h; oh0 += band_rows) {
-            const int rows = cfg->out_h - oh0 < band_rows ? cfg->out_h - oh0 : band_rows;
-            dw_fill_avx2(cfg, in, buf, wp, oh0 * cfg->stride_h - cfg->pad_top,
-                         (rows - 1) * cfg->stride_h + (cfg->k_h - 1) * cfg->dil_h + 1);
-            dw_rows_avx2(cfg, buf, wp, rows, off, atables, out + (long)oh0 * cfg->out_w * c);
-        }
-        return "avx2";
-    }
-    if (use_avx2(isa) && c >= 16 && taps <= NN_DW_MAX_TAPS) {
-        const int pairs = (taps + 1) / 2, c16 = c / 16 * 16;
+    /* the build's tables (stride 1, or whole groups of 16 channels): nothing to prepare here */
+    const int tabled = atables && atables[0] == 1 && (cfg->stride_w == 1 || c % 16 == 0);
+    if (use_avx2(isa) && (tabled || c >= 16) && taps <= NN_DW_MAX_TAPS) {
+        const int pairs = (taps + 1) / 2, c16 = tabled ? c : c / 16 * 16;
         long off[NN_DW_MAX_TAPS + 1];
         int32_t b64[64];
         int t, ch, k, oh0, f64 = shift[0] >= 0;   /* not under TFLite's rule (negative shifts) */
-        for (t = 0; t < taps; ++t)
+        off[0] = 0;
+        for (t = 1; t < taps; ++t)
             off[t] = ((long)(t / cfg->k_w) * cfg->dil_h * wp + (long)(t % cfg->k_w) * cfg->dil_w) * c;
         off[taps] = off[0];                /* an odd tap count: the last pair's second tap has weight 0 */
-        for (ch = 0; ch < c16; ch += 16)   /* [c/16][pairs][32]: the lane order of unpacklo/hi_epi16 */
-            for (t = 0; t < pairs; ++t)
-                for (k = 0; k < 16; ++k) {
-                    const int j = ch + (k & 3) + (k & 4 ? 8 : 0) + (k & 8 ? 4 : 0);
-                    int16_t *d = wq + ((long)(ch / 16) * pairs + t) * 32 + (k & 8 ? 16 : 0) + (k & 4 ? 8 : 0) + (k & 3) * 2;
-                    d[0] = weight[(long)(2 * t) * c + j];
-                    d[1] = 2 * t + 1 < taps ? weight[(long)(2 * t + 1) * c + j] : 0;
-                }
-        /* the double-precision epilogue when |acc + bias| * mult < 2**53 for every channel
-         * and input (|x - zp| <= 255): exact, about half the operations */
-        for (ch = 0; ch < c16 && f64; ++ch) {
-            uint64_t bound = (uint64_t)(bias ? (bias[ch] < 0 ? -(int64_t)bias[ch] : bias[ch]) : 0);
-            for (t = 0; t < taps; ++t)
-                bound += 255u * (uint64_t)(weight[(long)t * c + ch] < 0 ? -weight[(long)t * c + ch] : weight[(long)t * c + ch]);
-            f64 = bound < ((uint64_t)1 << 31) && bound * (uint64_t)mult[ch] < ((uint64_t)1 << 53);
-        }
-        for (ch = 0; ch < c16; ch += 64) {
-            const int nc = c16 - ch < 64 ? c16 - ch : 64;
-            for (k = 0; k < nc; ++k)
-                b64[k] = bias ? bias[ch + k] : 0;
-            nn_epi_init(&epi[ch / 64], b64, mult + ch, shift + ch, nc, cfg->out_zp, cfg->act_min, cfg->act_max);
+        if (!tabled) {
+            for (ch = 0; ch < c16; ch += 16)   /* [c/16][pairs][32]: the lane order of unpacklo/hi_epi16 */
+                for (t = 0; t < pairs; ++t)
+                    for (k = 0; k < 16; ++k) {
+                        const int j = ch + (k & 3) + (k & 4 ? 8 : 0) + (k & 8 ? 4 : 0);
+                        int16_t *d = wq + ((long)(ch / 16) * pairs + t) * 32 + (k & 8 ? 16 : 0) + (k & 4 ? 8 : 0) + (k & 3) * 2;
+                        d[0] = weight[(long)(2 * t) * c + j];
+                        d[1] = 2 * t + 1 < taps ? weight[(long)(2 * t + 1) * c + j] : 0;
+                    }
+            /* the double-precision epilogue when |acc + bias| * mult < 2**53 for every channel
+             * and input (|x - zp| <= 255): exact, about half the operations */
+            for (ch = 0; ch < c16 && f64; ++ch) {
+                uint64_t bound = (uint64_t)(bias ? (bias[ch] < 0 ? -(int64_t)bias[ch] : bias[ch]) : 0);
+                for (t = 0; t < taps; ++t)
+                    bound += 255u * (uint64_t)(weight[(long)t * c + ch] < 0 ? -weight[(long)t * c + ch] : weight[(long)t * c + ch]);
+                f64 = bound < ((uint64_t)1 << 31) && bound * (uint64_t)mult[ch] < ((uint64_t)1 << 53);
+            }
+            for (ch = 0; ch < c16; ch += 64) {
+                const int nc = c16 - ch < 64 ? c16 - ch : 64;
+                for (k = 0; k < nc; ++k)
+                    b64[k] = bias ? bias[ch + k] : 0;
+                nn_epi_init(&epi[ch / 64], b64, mult + ch, shift + ch, nc, cfg->out_zp, cfg->act_min, cfg->act_max);
+            }
         }
         for (oh0 = 0; oh0 < cfg->out_h; oh0 += band_rows) {
             const int rows = cfg->out_h - oh0 < band_rows ? cfg->out_h - oh0 : band_rows;
+            int8_t *o = out + (long)oh0 * cfg->out_w * c;
             dw_fill_avx2(cfg, in, buf, wp, oh0 * cfg->stride_h - cfg->pad_top,
                          (rows - 1) * cfg->stride_h + (cfg->k_h - 1) * cfg->dil_h + 1);
-            dw_band_avx2(cfg, buf, wp, rows, off, pairs, wq, epi, out + (long)oh0 * cfg->out_w * c, c16, f64);
+            if (tabled)
+                dw_rows_avx2(cfg, buf, wp, rows, off, atables, o);
+            else
+                dw_band_avx2(cfg, buf, wp, rows, off, pairs, wq, epi, o, c16, f64);
         }
         if (c16 < c)
             dw_portable(cfg, in, weight, bias, mult, shift, out, 0, cfg->out_h * cfg->out_w, c16, c);

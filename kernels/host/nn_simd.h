@@ -38,6 +38,19 @@ void nn_dwconv_hwc_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in,
  * taps) nn_dwconv_hwc_fast.  Scratch from the caller: buf (rows of the band's input x wp x
  * in_c int16), wq (in_c/16 * (taps+1)/2 * 32 int16), epi (in_c/64 + 1). */
 #define NN_DW_MAX_TAPS 64
+
+/* The lanes the depthwise kernels' tables are tiled to, lcm(c, 16): lane j is channel j % c,
+ * so every 16 consecutive (pixel, channel) positions of an output row find theirs whole. */
+static inline int nn_dw_lanes(int c)
+{
+    int a = c, b = 16;
+    while (b) {
+        const int t = a % b;
+        a = b;
+        b = t;
+    }
+    return c / a * 16;
+}
 const char *nn_dwconv_band_fast(int isa, const nn_hwc_conv_cfg_t *cfg, const int8_t *in, const int8_t *weight,
                          const int32_t *bias, const int32_t *mult, const int32_t *shift, int8_t *out,
                          int band_rows, int16_t *buf, int wp, int16_t *wq, nn_epi_t *epi,

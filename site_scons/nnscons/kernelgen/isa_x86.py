@@ -59,7 +59,7 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
     """Requantize (and add the fused residual), store: acc(m, v) is the int32 vector
     expression of pixel m, channels v*8..v*8+7.  Without a residual, a pixel's full vectors
     (all but the last, whose valid count `last` is known at run time only) are stored four
-    or two at a time."""
+    or two at a time, the last two together when `last` is 8."""
     out = [] if mk.res else ["    (void)res;"]
     for m in range(mk.mr):
         v0 = 0
@@ -69,15 +69,11 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
                 rs = ", ".join(_REQUANT8_I32[mk.epilogue].format(a=acc(m, v), v=v) for v in range(v0, v0 + n))
                 out.append(f"    nn_avx2_store{n * 8}(out + {m * mk.ostride + v0 * 8}, {rs});")
                 v0 += n
-            if mk.nv - v0 == 2:     # the last pair: 16 channels in one store when `last` is 8
-                rs = ", ".join(_REQUANT8_I32[mk.epilogue].format(a=acc(m, v), v=v) for v in (v0, v0 + 1))
-                out += ["    if (last == 8) {", f"        nn_avx2_store16(out + {m * mk.ostride + v0 * 8}, {rs});",
-                        "    } else {",
-                        f"        nn_avx2_store8(out + {m * mk.ostride + v0 * 8}, {_REQUANT8[mk.epilogue]}({acc(m, v0)}, e, {v0}), 8);",
-                        f"        nn_avx2_store8(out + {m * mk.ostride + v0 * 8 + 8}, "
-                        f"{_REQUANT8[mk.epilogue]}({acc(m, v0 + 1)}, e, {v0 + 1}), last);",
-                        "    }"]
-                continue
+        pair = not mk.res and mk.nv - v0 == 2
+        if pair:     # the last pair: 16 channels in one store when `last` is 8, else the two below
+            rs = ", ".join(_REQUANT8_I32[mk.epilogue].format(a=acc(m, v), v=v) for v in (v0, v0 + 1))
+            out += ["    if (last == 8) {", f"        nn_avx2_store16(out + {m * mk.ostride + v0 * 8}, {rs});",
+                    "    } else {"]
         for v in range(v0, mk.nv):
             cnt = "last" if v == mk.nv - 1 else "8"
             off = m * mk.ostride + v * 8
@@ -89,7 +85,9 @@ def _avx2_epilogue(mk: Micro, acc) -> list:
                 q = f"nn_avx2_requant_res8({acc(m, v)}, e, {v}, {checked}, res + {off}, {cnt}, e->res)"
             else:
                 q = f"{_REQUANT8[mk.epilogue]}({acc(m, v)}, e, {v})"
-            out.append(f"    nn_avx2_store8(out + {off}, {q}, {cnt});")
+            out.append(f"    {'    ' if pair else ''}nn_avx2_store8(out + {off}, {q}, {cnt});")
+        if pair:
+            out.append("    }")
     return out
 
 

@@ -137,7 +137,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
         else:
             g = None
             layout = base.param_layout(layer, graph)
-            if dw and kind == "host":       # the VNNI kernel's tables (kernels/host/nn_dw_vnni.c)
+            if dw and kind == "host":       # the VNNI and AVX2 kernels' tables (nn_dw_vnni.c, nn_simd.c)
                 layout = dwtables.dw_tables_layout(layer, graph, layout)
             spec = layer_spec(layer, graph, cnames[layer.name], layout, budget, budget_at)
         spec["symbol"] = f"nns_{model}_{cnames[layer.name]}"

@@ -109,6 +109,7 @@ def depthwise_vector_safe(layer) -> bool:
     bias = 0 if layer.bias is None else int(np.abs(np.asarray(layer.bias, np.int64)).max(initial=0))
     return bias + 255 * 128 * int(np.prod(layer.weight.shape[1:])) < 2 ** 31
 
+
 def dw_avx2_geometry(c: int, kh: int, kw: int) -> dict:
     """The AVX2 depthwise kernel's tables (kernels/host/nn_simd.c, a2_geometry: the same
     formulas): a 64-byte header, the weights as [lanes/16][tap pairs][32] int16, the bias
