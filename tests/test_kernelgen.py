@@ -364,3 +364,27 @@ def test_fused_residual_add_with_partial_vectors_on_every_variant(project):
     layers = json.loads(project.read(f"{adhoc(project, 'host', 'res12')}/report.json"))["layers"]
     assert {l["name"]: l["gemm"].get("residual") for l in layers} == {
         "conv_a": None, "conv_b": "add_b", "conv_d": "add_d"}
+
+
+def test_every_variant_reads_whole_panels_of_multipliers_under_the_sanitizers(project):
+    """A 1x1 conv of 336 -> 56 channels on 3x3 pixels: the int16 kernels' panels of 8 end at 56,
+    a vnni variant's panels of 32 at 64. Its epilogue set-up reads the multipliers and shifts of
+    whole panels, so those sections are padded to the widest panel (shift 31): before, the second
+    panel read 8 values of the next section, and UBSan stopped at a shift of 10^8 (MobileNetV2's
+    block5_0_project on host-asan)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array((rng.standard_normal((56, 336, 1, 1)) * 0.05).astype(np.float32), "w")
+    b = numpy_helper.from_array((rng.standard_normal(56) * 0.1).astype(np.float32), "b")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["y"], "proj")], "p56",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 336, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 56, 3, 3])], [w, b])
+    path = project.file("m/p56.onnx")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    proc = project.scons("target=host-asan", f"model={path}")
+    assert "Test PASSED [host-asan] p56" in proc.stdout, proc.stdout[-3000:]
+    gemm = json.loads(project.read(f"{adhoc(project, 'host-asan', 'p56')}/report.json"))["layers"][0]["gemm"]
+    widest = max(b["nr"] for b in gemm["variant_blocking"].values())
+    assert widest > gemm["nr"] and 56 % widest, gemm["variant_blocking"]   # the case: panels past 56

@@ -186,10 +186,13 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         vns[iv].update(keyed)
     nr = blk["nr"]
     npad = kernelgen.panels(g["oc"], nr) * nr
+    # the multipliers and shifts every variant's epilogue reads whole panels of: to the widest
+    # panel (a vnni variant's 32 channels past 56 read padding, not the next section)
+    epad = max([npad] + [kernelgen.panels(g["oc"], b["nr"]) * b["nr"] for b in list(vns.values()) + [u8] if b])
     k2 = p["k2"]
     layout, off = [], 0
     sections = [("weight", "int8", npad * k2 * 2), ("bias", "int32", npad),
-                ("mult", "int32", npad), ("shift", "int32", npad)]
+                ("mult", "int32", epad), ("shift", "int32", epad)]
     if u8:   # the avx2u8 variant's own weights (with its correction quads) and bias
         sections += [("weight_u8", "int8", pu["weight"].size),
                      ("bias_u8", "int32", kernelgen.panels(g["oc"], u8["nr"]) * u8["nr"]),
@@ -230,8 +233,8 @@ def plan_layer(layer, graph, opts, own: dict, tuning: dict, at, auto=AUTO, limit
         arrays = {}
         if not wn:
             arrays = {"weight": kernelgen.pack_weights(kernelgen.segments(wm, g), seg, nr),
-                      "bias": np.zeros(npad, np.int64), "mult": np.zeros(npad, np.int64),
-                      "shift": np.full(npad, 31, np.int64)}   # padding: a shift the fma epilogue takes (nn_epi_t.fma)
+                      "bias": np.zeros(npad, np.int64), "mult": np.zeros(epad, np.int64),
+                      "shift": np.full(epad, 31, np.int64)}   # padding: a shift the fma epilogue takes (nn_epi_t.fma)
             arrays["bias"][:n] = fb
             arrays["mult"][:n] = rq["mult"]
             arrays["shift"][:n] = rq["shift"]
