@@ -18,7 +18,8 @@ threads on the same float input (N runs after a warm-up, median).  Then, per thr
 `rounds` (default 5) paired rounds: the firmware's benchmark mode (N inferences, median),
 then onnxruntime (N runs, median), so that a machine whose speed drifts (other work on
 shared cores) slows both sides of a pair alike.  Prints, per thread count, the median over
-the rounds of each side's medians and the median of the rounds' ratios nnscons / onnxruntime.
+the rounds of each side's medians, the median of the rounds' ratios nnscons / onnxruntime and
+the least and greatest of those ratios.
 """
 from __future__ import annotations
 
@@ -187,14 +188,15 @@ def main():
             pairs.append((nn, ort_ms(iterations)))
         if masked:
             print(f"onnxruntime under the mask: {ort.close()[0]} CPUID questions answered without AVX-512/AVX-VNNI")
+        ratios = [p[0] / p[1] for p in pairs]
         rows.append((target, threads, statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs),
-                     statistics.median(p[0] / p[1] for p in pairs)))
+                     statistics.median(ratios), min(ratios), max(ratios)))
     print(f"{model}, {rounds} paired rounds of {iterations} iterations after a warm-up (same quantized.onnx "
           f"and input{'; both sides as on an AVX2-only CPU, benchmarks/cpu_mask.py' if masked else ''}); "
           f"medians over the rounds:")
-    print(f"{'target':<14} {'threads':>7}  {'nnscons ms':>10}  {'onnxruntime ms':>14}  {'nnscons/ort':>11}")
-    for target, threads, nn, ort_ms, ratio in rows:
-        print(f"{target:<14} {threads:>7}  {nn:>10.2f}  {ort_ms:>14.2f}  {ratio:>11.2f}")
+    print(f"{'target':<14} {'threads':>7}  {'nnscons ms':>10}  {'onnxruntime ms':>14}  {'nnscons/ort':>11}  rounds' ratios")
+    for target, threads, nn, ort_ms, ratio, lo, hi in rows:
+        print(f"{target:<14} {threads:>7}  {nn:>10.2f}  {ort_ms:>14.2f}  {ratio:>11.2f}  {lo:.2f}-{hi:.2f}")
 
 
 if __name__ == "__main__":

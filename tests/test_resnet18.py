@@ -32,13 +32,15 @@ def test_resnet18_runs_and_one_layer_edit_rebuilds_only_that_layer(project):
     layers = json.loads(project.read("build/host/resnet18/report.json"))["layers"]
     tile = next(l for l in layers if l["name"] == "layer4.1.conv1")["tile"]
     assert tile["l1_bytes"] <= 16 * 1024
-    # a Winograd layer (cost rule) whose budget no longer holds one tile row's transformed input
-    # (7 tiles x 36 x 128 channels x 2 B = 64,512 B) runs the direct kernel, and says why
-    assert "winograd" in next(l for l in layers if l["name"] == "layer2.1.conv1")["blocking"]
+    # a Winograd layer whose budget no longer holds one tile row's transformed input (7 tiles x
+    # 36 x 128 channels x 2 B = 64,512 B) runs the direct kernel, and says why (winograd: true:
+    # the cost rule's choice is timed on a core whose L2 its 1.2 MB of weights overflow)
+    l21 = next(l for l in layers if l["name"] == "layer2.1.conv1")
+    assert "winograd" in l21["blocking"] or l21["gemm"]["winograd"].startswith("measured slower")
     text = project.read("targets.yaml")
     project.write("targets.yaml", text.replace("          layer4.1.conv1: {l1_budget: 16KiB}\n",
                                                "          layer4.1.conv1: {l1_budget: 16KiB}\n"
-                                               "          layer2.1.conv1: {l1_budget: 32KiB}\n"))
+                                               "          layer2.1.conv1: {l1_budget: 32KiB, winograd: true}\n"))
     proc = project.scons("model=resnet18")
     assert "Test PASSED [host] resnet18" in proc.stdout and "CODEGEN layer2.1.conv1" in steps(proc.stdout)
     l21 = next(l for l in json.loads(project.read("build/host/resnet18/report.json"))["layers"]

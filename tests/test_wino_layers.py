@@ -15,7 +15,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import adhoc
+from conftest import adhoc, steps
 from modelgen import quantize_qdq
 from nnscons.targets.host import measure
 
@@ -154,3 +154,60 @@ def test_cost_rule():
     assert [winograd_pays(dict(g(56, i), oc=o)) for i, o in ((16, 32), (16, 64), (24, 64), (64, 16))] == \
         [False, False, True, True]
     assert wino.row_bytes(dict(g(14, 256), oh=14)) == 73728 == 72 * 1024    # layer3: the default budget holds it
+
+
+def big_model(path):
+    """One 3x3 conv of 256 -> 256 channels on 8x8 pixels (4 tiles): the cost rule runs it as
+    Winograd (4,718,592 B of transformed weights, within its 5 MiB), beyond most cores' L2."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    inits = [numpy_helper.from_array((rng.standard_normal((256, 256, 3, 3)) * 0.03).astype(np.float32), "w"),
+             numpy_helper.from_array((rng.standard_normal(256) * 0.1).astype(np.float32), "b")]
+    return _save(nodes, inits, [1, 256, 8, 8], [1, 256, 8, 8], path)
+
+
+@pytest.mark.slow    # four builds of one 37.7M-MAC conv and one timing of it (about 15 s)
+def test_winograd_past_this_cores_l2_is_timed_against_the_direct_kernel(project, tmp_path):
+    """`kernel.choose: auto` (the host's default): a layer whose Winograd the cost rule picks
+    but whose transformed weights overflow this core's L2 is timed both ways (one line
+    printed), the faster built and the result cached; the next build times nothing and
+    rebuilds nothing; an edited cache decides the kernel; `choose: cpuid` keeps the rule."""
+    from nnscons.cpuinfo import l2_bytes
+    from nnscons.kernelgen import wino
+    from nnscons.targets.host import winochoice
+    u = wino.u_bytes({"ic": 256, "oc": 256, "oh": 8, "ow": 8})
+    if (l2 := l2_bytes()) is not None and l2 >= u:
+        pytest.skip(f"this core's L2 ({l2} B) holds the layer's {u} B of transformed weights: the cost rule decides")
+    text = project.read("targets.yaml")
+    project.write("targets.yaml", text.replace("\ntargets:\n", "\ntargets:\n  host-cpuid:\n    kind: host\n"
+                                               "    description: test\n    kernel: {choose: cpuid}\n\n", 1))
+    q = quantize_qdq(big_model(tmp_path / "f.onnx"), tmp_path / "winobig.onnx")
+    proc = project.scons("target=host", f"model={q}")
+    assert "the integer reference bit for bit" in proc.stdout, proc.stdout[-3000:]
+    assert proc.stdout.count("WINOGRAD conv: winograd ") == 1 and "overflow this core's L2" in proc.stdout
+    gm = _report(project, "host", "winobig")["conv"]["gemm"]
+    best = "winograd" if gm["choice"]["winograd_ms"] < gm["choice"]["direct_ms"] else "direct"
+    assert gm["winograd"].startswith("measured " + ("faster" if best == "winograd" else "slower"))
+    assert ("winograd" in _report(project, "host", "winobig")["conv"]["blocking"]) == (best == "winograd")
+    cache = os.path.join(project.path, adhoc(project, "host", "winobig"), gm["choice"]["cache"])
+    doc = json.loads(open(cache).read())
+    (key, entry), = doc["layers"].items()
+    assert key.startswith("wd-") and set(entry["median_ms"]) == {"winograd", "direct"} and entry["best"] == best
+    proc = project.scons("target=host", f"model={q}")
+    assert "WINOGRAD" not in proc.stdout and not [s for s in steps(proc.stdout) if s.startswith(("CODEGEN", "CC"))]
+    # the cache decides: the other kernel recorded faster
+    other = "direct" if best == "winograd" else "winograd"
+    doc["layers"][key] = dict(entry, best=other, median_ms={best: 2.0, other: 1.0})
+    open(cache, "w").write(json.dumps(doc))
+    proc = project.scons("target=host", f"model={q}")
+    assert "WINOGRAD" not in proc.stdout and "CODEGEN conv" in steps(proc.stdout)
+    assert "the integer reference bit for bit" in proc.stdout, proc.stdout[-3000:]
+    assert ("winograd" in _report(project, "host", "winobig")["conv"]["blocking"]) == (other == "winograd")
+    # choose: cpuid: the cost rule alone; under qemu (another CPU) nothing is timed either
+    proc = project.scons("target=host-cpuid", f"model={q}")
+    assert "WINOGRAD" not in proc.stdout and "the integer reference bit for bit" in proc.stdout
+    assert _report(project, "host-cpuid", "winobig")["conv"]["gemm"]["winograd"] == "cost rule"
+    spec = {"gemm": {"wino": {"why": "cost rule"}, "geom": {"ic": 256, "oc": 256, "oh": 8, "ow": 8}}}
+    assert winochoice.uncertain(spec, {"run": {"platform": "native"}, "build": {"dir": "b"}})
+    assert not winochoice.uncertain(spec, {"run": {"platform": "qemu"}, "build": {"dir": "b"}})

@@ -70,6 +70,12 @@ def row_bytes(g: dict) -> int:
     return 36 * d["tw"] * d["icp"] * 2
 
 
+def u_bytes(g: dict) -> int:
+    """Bytes of the transformed weights U (36 x ICP x the padded OC, int16): what each band streams."""
+    d = dims(g)
+    return 36 * d["icp"] * d["np"] * NR * 2
+
+
 def band_rows(g: dict, budget: int) -> int:
     """Tile rows per band: the band's V within the layer's l1_budget, at least one row."""
     return max(1, min(dims(g)["th"], budget // row_bytes(g)))

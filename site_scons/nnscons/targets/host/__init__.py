@@ -19,7 +19,7 @@ from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base, library
 from ... import kernelgen
-from . import dwtables, gemm, measure
+from . import dwtables, gemm, measure, winochoice
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .tool import check_tools  # noqa: F401  (the kind's hook: its compiler is here)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
@@ -90,7 +90,7 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
     tuning = gemm.load_tuning(opts["kernel"].get("tuning"), where(None, "kernel", "tuning"), graph.name)
     # the variant order of `isa: auto` layers: measured on this CPU (cached in the build
     # tree, targets/host/measure.py) or CPUID's
-    choose = opts["kernel"].get("choose", "cpuid")
+    choose = opts["kernel"].get("choose", "auto")
     plan_inputs = set()
     source = graph
     if fuse_residual if fuse_residual is not None else kind in ("host", "arm64"):
@@ -131,7 +131,9 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             g, spec = build()
             if choose == "measure" and kind == "host":
                 g, spec = measure.chosen(layer, orig, source, g, spec, build, own, tuning, opts)
-                if "choice" in g["report"]["gemm"]:
+            elif choose == "auto" and kind == "host":     # Winograd timed where the cost rule cannot tell
+                g, spec = winochoice.settled(layer, orig, source, g, spec, build, own, opts)
+            if "choice" in g["report"].get("gemm", {}):
                     plan_inputs.add(os.path.join(opts["build"]["dir"], g["report"]["gemm"]["choice"]["cache"]))
             layout = g["layout"]
         else:

@@ -41,6 +41,8 @@ NEEDS = {"portable": (), "avx2": ("avx2",), "avx2u8": ("avx2",), "avx512vnni": (
          "avx512vnni512": ("avx512_vnni", "avx512vl", "avx512bw"), "avxvnni": ("avx_vnni",)}   # bw: Winograd's zmm input transform
 # the vector width each variant's microkernels run (bits; 0: scalar C)
 WIDTH = {"portable": 0, "avx2": 256, "avx2u8": 256, "avx512vnni": 256, "avx512vnni512": 512, "avxvnni": 256}
+# an entry's timed kernels: variants, or (winochoice.py) a layer's Winograd and direct kernels
+LABELS = ORDER + ("winograd", "direct")
 ROUNDS = 5          # alternated rounds per variant
 REPS = 7            # timed samples per round (median)
 INNER_MACS = 20_000_000   # a sample is at least this many MACs of calls (small layers: several)
@@ -167,8 +169,8 @@ def load(path: str, info: dict) -> dict:
 
 def _entry_ok(e) -> bool:
     try:
-        return (e["best"] in ORDER and isinstance(e["median_ms"], dict) and e["best"] in e["median_ms"]
-                and all(v in ORDER and float(ms) > 0 for v, ms in e["median_ms"].items()))
+        return (e["best"] in LABELS and isinstance(e["median_ms"], dict) and e["best"] in e["median_ms"]
+                and all(v in LABELS and float(ms) > 0 for v, ms in e["median_ms"].items()))
     except (KeyError, TypeError, ValueError):
         return False
 
@@ -228,24 +230,31 @@ def program(spec: dict, blob: bytes, scratch: int, work: str, tag: str, cc: str)
     return [base, base + ".bin"]
 
 
+def alternate(name: str, runs: dict, timeout: int) -> dict:
+    """{label: median ms} of timing programs run in ROUNDS alternated rounds.  runs: {label:
+    (command line, the `variant` names its output may report)}; a failed run or an output
+    naming another kernel is the user's error with the program's text."""
+    times = {label: [] for label in runs}
+    for _ in range(ROUNDS):
+        for label, (cmd, names) in runs.items():
+            status, text = run_program(cmd, timeout)
+            f = text.split()
+            if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] not in names:
+                raise UserError(f"measuring layer '{name}', kernel {label}: status {status}: {text[-2000:]}")
+            times[label].append(float(f[3]))
+    return {label: round(statistics.median(t), 5) for label, t in times.items()}
+
+
 def time_variants(name: str, build: tuple, info: dict, cc: str, timeout: int) -> dict:
     """build: (spec, weights blob, scratch bytes) of one layer holding every candidate variant
     (spec['gemm']['variants']).  One program times each variant this CPU runs (forced by its
     index), in alternated rounds; the cache entry."""
     variants = build[0]["gemm"]["variants"]
     skipped = {v: r for v in variants if (r := cannot_run(v, info))}
-    runnable = [v for v in variants if v not in skipped]
-    times = {v: [] for v in runnable}
     with tempfile.TemporaryDirectory(prefix="nnscons-variants-") as work:
         cmd = program(*build, work, "layer", cc)
-        for _ in range(ROUNDS):
-            for v in runnable:
-                status, text = run_program(cmd + [str(variants.index(v))], timeout)
-                f = text.split()
-                if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] not in (v, "wino-" + v):
-                    raise UserError(f"measuring layer '{name}' variant {v}: status {status}: {text[-2000:]}")
-                times[v].append(float(f[3]))
-    med = {v: round(statistics.median(t), 5) for v, t in times.items()}
+        med = alternate(name, {v: (cmd + [str(variants.index(v))], (v, "wino-" + v))
+                               for v in variants if v not in skipped}, timeout)
     best = min(med, key=lambda v: (med[v], ORDER.index(v)))
     return {"layer": name, "median_ms": med, "best": best, "skipped": skipped, "threads": 1,
             "clock": "process CPU time"}
@@ -435,18 +444,10 @@ def chosen_depthwise(name: str, spec: dict, variants: list, blob: bytes, opts: d
     entry = entries.get(key)
     if choose(entry, variants, info) is None:
         skipped = {v: r for v in variants if (r := cannot_run(v, info))}
-        runnable = [v for v in variants if v not in skipped]
-        times = {v: [] for v in runnable}
         with tempfile.TemporaryDirectory(prefix="nnscons-variants-") as work:
             cmd = _dw_program(spec, blob, work, opts["toolchain"]["cc"])
-            for _ in range(ROUNDS):
-                for v in runnable:
-                    status, text = run_program(cmd + [str(DW_FORCE[v])], opts["run"]["timeout"])
-                    f = text.split()
-                    if status != 0 or len(f) < 4 or f[0] != "variant" or f[1] not in (v, "wino-" + v):
-                        raise UserError(f"measuring layer '{name}' depthwise kernel {v}: status {status}: {text[-2000:]}")
-                    times[v].append(float(f[3]))
-        med = {v: round(statistics.median(t), 5) for v, t in times.items()}
+            med = alternate(name, {v: (cmd + [str(DW_FORCE[v])], (v,)) for v in variants if v not in skipped},
+                            opts["run"]["timeout"])
         entry = {"layer": name, "median_ms": med, "best": min(med, key=lambda v: (med[v], ORDER.index(v))),
                  "skipped": skipped, "threads": 1, "clock": "process CPU time"}
         entries[key] = entry

@@ -9,7 +9,7 @@ SCHEMA = {
     "tiling": {"l1_budget": "size"},
     "kernel": {"isa": ["auto", "portable", "avx2", "avx2u8", "avx512vnni", "avx512vnni512", "avxvnni"], "threads": "count", "mr": "count", "nr": "count",
                "k_unroll": "count", "order": ["panel", "block"], "tuning": "path",
-               "min_macs_per_thread": "count", "spin_us": "int", "choose": ["cpuid", "measure"],
+               "min_macs_per_thread": "count", "spin_us": "int", "choose": ["auto", "cpuid", "measure"],
                "winograd": "bool"},
     "run": {"platform": ["native", "qemu"], "timeout": "count", "iterations": "count", "cpu": "str",
             "qemu": "str"},
