@@ -67,13 +67,16 @@ def firmware_median(target, model, iterations, masked=False):
 
 
 def firmware_variants(target, model, masked):
-    """{variant: layers} the firmware's dispatch ran (its check run prints one line per layer)."""
+    """{variant: layers} the firmware's dispatch ran (its benchmark mode's warm-up prints one
+    `bench variant` line per layer that has variants)."""
     b = os.path.join(ROOT, "build", target, model)
     prog, env = firmware(target, model, masked)
-    # (its verdict is not this script's: the build's check step gave that on the build's input)
-    proc = subprocess.run([prog, os.path.join(b, "bin"), os.path.join(b, "bench_output.bin")],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    return collections.Counter(l.split()[2] for l in proc.stdout.splitlines() if l.startswith("variant "))
+    proc = subprocess.run([prog, os.path.join(b, "bin"), os.path.join(b, "bench_output.bin"), "1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=True, env=env)
+    ran = collections.Counter(l.split()[4] for l in proc.stdout.splitlines() if l.startswith("bench variant "))
+    if not ran:
+        sys.exit(f"{prog}: its benchmark mode named no layer's kernel variant:\n{proc.stdout[-2000:]}")
+    return ran
 
 
 class MaskedOrt:

@@ -224,6 +224,9 @@ def test_tuning_file_and_bench(prebuilt):
     assert bench["iterations"] == 3 and bench["threads"] == 1 and bench["median_ms"] > 0
     assert [l["name"] for l in bench["layers"]] == ["conv1", "pool1", "conv2", "pool2", "flatten", "fc"]
     assert all(l["median_ms"] >= 0 for l in bench["layers"])
+    # the variant each layer ran is the firmware's word (its checked run says the same)
+    ran = {l.split()[1]: l.split()[2] for l in project.read(f"{B}/run.log").splitlines() if l.startswith("variant ")}
+    assert {l["name"]: l["variant"] for l in bench["layers"] if "variant" in l} == ran and "conv2" in ran
 
 
 def _depthwise_model(path, channels=12):

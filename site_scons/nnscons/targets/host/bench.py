@@ -14,15 +14,18 @@ from .tune import peaks
 
 
 def parse_bench(text):
-    """(total median ms, [(layer cname, median ms)]) from the firmware's bench lines."""
-    layers, total = [], None
+    """(total median ms, [(layer cname, median ms)], {layer cname: the kernel variant it ran})
+    from the firmware's bench lines."""
+    layers, total, ran = [], None, {}
     for line in text.splitlines():
         f = line.split()
         if len(f) == 5 and f[:2] == ["bench", "layer"]:
             layers.append((f[3], float(f[4])))
+        elif len(f) == 5 and f[:2] == ["bench", "variant"]:
+            ran[f[3]] = f[4]
         elif len(f) == 3 and f[:2] == ["bench", "total"]:
             total = float(f[2])
-    return total, layers
+    return total, layers, ran
 
 
 def run_bench(target, source, env):
@@ -32,7 +35,7 @@ def run_bench(target, source, env):
     out_dir = os.path.dirname(str(target[0]))
     cmd = [source[0].abspath, env["NNS_BIN_DIR"], binfiles.output_path(out_dir, bench=True), str(n)]
     status, text = run_program(cmd, session.options["run"]["timeout"])
-    total, layers = parse_bench(text)
+    total, layers, reported = parse_bench(text)
     if status != 0 or total is None:
         print(f"BENCH FAILED [{session.target_cfg.name}]: status {status}:\n" + "\n".join(text.splitlines()[-15:]))
         return 1
@@ -42,14 +45,14 @@ def run_bench(target, source, env):
         pks = peaks(session, work, session.options)
     pk_isa = next(iter(pks))
     pk = pks[pk_isa]
-    # the variant each generated layer's run-time dispatch picks on this CPU (its order:
-    # CPUID's, or measured with kernel.choose: measure)
+    # the variant each generated layer's run-time dispatch ran: as the firmware says (a
+    # firmware built before it said so: the first of its order this CPU runs)
     info = measure.cpu_info()
-    ran = {lp.cname: measure.running(lp.spec["gemm"]["variants"], info)
+    ran = {lp.cname: reported.get(lp.cname, "").removeprefix("wino-") or measure.running(lp.spec["gemm"]["variants"], info)
            for lp in session.plan.layers if "gemm" in lp.spec}
     wino = {lp.cname for lp in session.plan.layers if lp.spec.get("gemm", {}).get("wino")}
     # the depthwise kernels' (nn_dw_vnni.c runs zmm: 16 (pixel, channel) lanes)
-    dw = {lp.cname: measure.running(lp.report["depthwise"]["variants"], info)
+    dw = {lp.cname: reported.get(lp.cname) or measure.running(lp.report["depthwise"]["variants"], info)
           for lp in session.plan.layers if "depthwise" in lp.report}
     threads = max([lp.spec.get("gemm", {}).get("threads", 1) for lp in session.plan.layers] or [1])
     doc = {"model": session.model_cfg.name, "target": session.target_cfg.name, "iterations": n,
@@ -64,7 +67,7 @@ def run_bench(target, source, env):
         v = ran.get(c)
         if v:   # a generated layer: the variant it ran, its vector width, against that variant's peak
             r["variant"] = v
-            r["vector_bits"] = measure.WIDTH[v]
+            r["vector_bits"] = measure.WIDTH.get(v, 0)
             if c in wino:   # Winograd F(4,3) (kernelgen.wino): its GMAC/s and fraction count the
                 r["variant"] = "wino-" + v      # direct conv's MACs, so the fraction may pass 1
                 r["algorithm"] = "winograd F(4,3)"
