@@ -139,10 +139,17 @@ def test_vnni_and_avx2_depthwise_match_the_portable_kernel(lib):
         assert atables.size == dwtables.dw_avx2_geometry(c, kh, kw)["table_bytes"]
         bound = [abs(int(b)) + 255 * int(np.abs(w[i].astype(np.int64)).sum()) for i, b in enumerate(bias)]
         assert (atables[0] == 1) == all(v * abs(int(m)) < 2 ** 53 for v, m in zip(bound, mult)), what
+        # byte 1: the fma epilogue (a2_requant16_fma) exact too, |v| * mult / 2**shift < 2**51
+        assert atables[1] == (atables[0] == 1 and all(v * abs(int(m)) < 2 ** (51 + int(s))
+                                                      for v, m, s in zip(bound, mult, shift))), what
         used = atables[0] == 1 and (sw == 1 or c % 16 == 0)
         tabled += used
         assert np.array_equal(_run(lib, 2, cfg, x, wt, bias, mult, shift, None, atables, "avx2" if used else None),
                               ref), "avx2 tables " + what
+        if used and atables[1]:      # and the double epilogue (vroundpd) the tables also allow
+            mul = atables.copy()
+            mul[1] = 0
+            assert np.array_equal(_run(lib, 2, cfg, x, wt, bias, mult, shift, None, mul, "avx2"), ref), "avx2 mul " + what
     assert tabled > 40          # the sweep reaches the tables' kernel, not only its fallback
     if not vnni:
         pytest.skip("the AVX2 kernel and the tables checked; this CPU lacks AVX-512 VNNI (the VNNI kernel not run)")

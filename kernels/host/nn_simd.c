@@ -229,7 +229,8 @@ static NN_AVX2 void dw_band_avx2(const nn_hwc_conv_cfg_t *cfg, const int16_t *bu
 }
 
 /* The AVX2 depthwise tables (targets/host/dwtables.py, dw_avx2_tables): a 64-byte header
- * (byte 0 is 1 when the double-precision epilogue is exact for every channel), then for
+ * (byte 0 is 1 when the double-precision epilogue is exact for every channel, byte 1 when
+ * the fma one is, a2_requant16_fma), then for
  * lcm(c, 16) lanes (lane j: channel j % c) in chunks of 16 the weights of each tap pair in
  * the lane order of unpacklo/hi_epi16 (lanes 0-3, 8-11, then 4-7, 12-15; a last odd tap's
  * partner 0), then per lane the bias (int32) and mult / 2**shift (double). */
@@ -273,11 +274,32 @@ static inline NN_AVX2 NN_ALWAYS_INLINE __m128i a2_requant16(__m256i lo, __m256i 
     return _mm_packs_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
 }
 
+/* The epilogue's constants: the double path's bounds less zp and zp (int32 lanes), or the
+ * fma path's (nn_avx2_fma8): 1.5 * 2**52, it plus the bounds less zp, zp (int16 lanes). */
+typedef struct {
+    int fma;
+    __m256d big, dlo, dhi;
+    __m256i zp;
+} dw_a2_epi_t;
+
+/* 16 lanes as a2_requant16 by the exact fma (nn_avx2_fma8_pd): any shift in [2, 62] with
+ * |acc + bias| * mult / 2**shift < 2**51 (the tables' byte 1) */
+static inline NN_AVX2 NN_ALWAYS_INLINE __m128i a2_requant16_fma(__m256i lo, __m256i hi, const int32_t *b, const double *m,
+                                                                const dw_a2_epi_t *ep)
+{
+    const __m256i v0 = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20),
+                                        _mm256_loadu_si256((const __m256i *)(const void *)b));
+    const __m256i v1 = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x31),
+                                        _mm256_loadu_si256((const __m256i *)(const void *)(b + 8)));
+    return nn_avx2_fma_pack16(nn_avx2_fma8_pd(v0, m, ep->big, ep->dlo, ep->dhi),
+                              nn_avx2_fma8_pd(v1, m + 8, ep->big, ep->dlo, ep->dhi), ep->zp);
+}
+
 /* 16 (pixel, channel) positions: the taps from xs + off[t], weights and epilogue from the
  * tables' lanes [lane, lane + 16); n of them stored at o. */
 static inline NN_AVX2 NN_ALWAYS_INLINE void a2_chunk(const int16_t *xs, const long *off, int pairs,
                                                      const int16_t *wv, const int32_t *b, const double *m,
-                                                     __m256d dlo, __m256d dhi, __m256i zp, int8_t *o, long n)
+                                                     const dw_a2_epi_t *ep, int8_t *o, long n)
 {
     __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
     __m128i q;
@@ -290,7 +312,7 @@ static inline NN_AVX2 NN_ALWAYS_INLINE void a2_chunk(const int16_t *xs, const lo
         hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1),
                                                     _mm256_loadu_si256((const __m256i *)(const void *)(wv + 16))));
     }
-    q = a2_requant16(lo, hi, b, m, dlo, dhi, zp);
+    q = ep->fma ? a2_requant16_fma(lo, hi, b, m, ep) : a2_requant16(lo, hi, b, m, ep->dlo, ep->dhi, ep->zp);
     if (n >= 16) {
         _mm_storeu_si128((__m128i *)(void *)o, q);
     } else {
@@ -311,8 +333,11 @@ static NN_AVX2 void dw_rows_avx2(const nn_hwc_conv_cfg_t *cfg, const int16_t *bu
 {
     const int c = cfg->in_c;
     const long r = (long)cfg->out_w * c;
-    const __m256d dlo = _mm256_set1_pd(cfg->act_min - cfg->out_zp), dhi = _mm256_set1_pd(cfg->act_max - cfg->out_zp);
-    const __m256i zp = _mm256_set1_epi32(cfg->out_zp);
+    const int fma = t[1] && nn_mxcsr_nearest();      /* the tables allow it, MXCSR rounds to nearest */
+    const double big = fma ? 0x1.8p52 : 0.0;
+    const dw_a2_epi_t ep = {fma, _mm256_set1_pd(big), _mm256_set1_pd(big + cfg->act_min - cfg->out_zp),
+                            _mm256_set1_pd(big + cfg->act_max - cfg->out_zp),
+                            fma ? _mm256_set1_epi16((short)cfg->out_zp) : _mm256_set1_epi32(cfg->out_zp)};
     dw_a2_geo_t g;
     const int16_t *wt;
     const int32_t *bt;
@@ -330,7 +355,7 @@ static NN_AVX2 void dw_rows_avx2(const nn_hwc_conv_cfg_t *cfg, const int16_t *bu
             int lane = 0;        /* the tables' lane of position f: f mod lcm(c, 16) */
             for (f = 0; f < r; f += 16) {
                 a2_chunk(row + f, off, g.pairs, wt + (long)(lane / 16) * g.pairs * 32, bt + lane, mt + lane,
-                         dlo, dhi, zp, o + f, r - f);
+                         &ep, o + f, r - f);
                 lane = lane + 16 == g.L ? 0 : lane + 16;
             }
         } else {
@@ -338,7 +363,7 @@ static NN_AVX2 void dw_rows_avx2(const nn_hwc_conv_cfg_t *cfg, const int16_t *bu
             for (ox = 0; ox < cfg->out_w; ++ox)
                 for (c0 = 0; c0 < c; c0 += 16)
                     a2_chunk(row + (long)ox * cfg->stride_w * c + c0, off, g.pairs, wt + (long)(c0 / 16) * g.pairs * 32,
-                             bt + c0, mt + c0, dlo, dhi, zp, o + (long)ox * c + c0, 16);
+                             bt + c0, mt + c0, &ep, o + (long)ox * c + c0, 16);
         }
     }
 }

@@ -55,12 +55,44 @@ _REQUANT8_I32 = {"f64": "nn_avx2_requant8_f64_i32({a}, e, {v})", "f64c": "nn_avx
                  "tfl64": "nn_avx2_requant8_i32({a}, e, {v})"}
 
 
-def _avx2_epilogue(mk: Micro, acc) -> list:
+def _avx2_fma_epilogue(mk: Micro, acc) -> list:
+    """The double epilogues (f64, f64c) without a residual, where the panel's shifts and
+    MXCSR allow it: the exact fma requantization (nn_avx2_fma8), a pixel's vectors stored
+    16 channels at a time (the last two too when `last` is 8).  Decided once per call."""
+    out = ["    if (e->fma && nn_mxcsr_nearest()) {",
+           "        const __m256d big = _mm256_set1_pd(0x1.8p52), lo = _mm256_set1_pd(0x1.8p52 + e->dlo),"
+           " hi = _mm256_set1_pd(0x1.8p52 + e->dhi);",
+           "        const __m256i zp16 = _mm256_set1_epi16((short)e->zp);"]
+    for m in range(mk.mr):
+        def q(v, m=m):
+            return f"nn_avx2_fma8({acc(m, v)}, e, {v}, big, lo, hi)"
+
+        def st16(v, ind="        ", m=m):
+            return f"{ind}nn_avx2_fma_store16(out + {m * mk.ostride + v * 8}, {q(v)}, {q(v + 1)}, zp16);"
+
+        def st8(v, cnt, ind="        ", m=m):
+            return f"{ind}nn_avx2_fma_store8(out + {m * mk.ostride + v * 8}, {q(v)}, {cnt}, zp16);"
+        v = 0
+        while mk.nv - 1 - v >= 2:        # full pairs before the last two vectors
+            out.append(st16(v))
+            v += 2
+        if mk.nv - v == 2:               # the last pair: whole when `last` is 8
+            out += ["        if (last == 8)", st16(v, "            "), "        else {",
+                    st8(v, "8", "            "), st8(v + 1, "last", "            "), "        }"]
+        else:
+            out.append(st8(v, "last"))
+    return out + ["        return;", "    }"]
+
+
+def _avx2_epilogue(mk: Micro, acc, fma: bool = True) -> list:
     """Requantize (and add the fused residual), store: acc(m, v) is the int32 vector
     expression of pixel m, channels v*8..v*8+7.  Without a residual, a pixel's full vectors
     (all but the last, whose valid count `last` is known at run time only) are stored four
-    or two at a time, the last two together when `last` is 8."""
+    or two at a time, the last two together when `last` is 8; the double epilogues first
+    try the fma one (fma: False where the caller's AVX-512 one was tried)."""
     out = [] if mk.res else ["    (void)res;"]
+    if fma and not mk.res and mk.epilogue in ("f64", "f64c"):
+        out += _avx2_fma_epilogue(mk, acc)
     for m in range(mk.mr):
         v0 = 0
         if not mk.res:
@@ -124,7 +156,7 @@ def _vnni_epilogue(mk: Micro, acc) -> list:
             out.append(st8(v, "last"))
     out.append("        return;")
     out.append("    }")
-    return out + _avx2_epilogue(mk, acc)
+    return out + _avx2_epilogue(mk, acc, fma=False)
 
 
 def _u8_head(isa, mk: Micro, fname: str) -> list:

@@ -15,7 +15,7 @@ from .isa_x86 import _pin
 NR = 16
 # the zmm variant's input transform takes int16 lanes on zmm: avx512bw (NN_VNNI's targets and BW)
 _ATTR = {"avx512vnni": "NN_VNNI ", "avx2": "NN_AVX2 ", "portable": "",
-         "avx512vnni512": '__attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512vnni"))) '}
+         "avx512vnni512": '__attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512vnni"))) '}
 
 
 def name(isa: str, r: int, panels: int = 1) -> str:

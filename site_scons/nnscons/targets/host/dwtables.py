@@ -132,7 +132,8 @@ def dw_avx2_tables(weight, bias, mult, shift) -> np.ndarray:
     0) as vpmaddwd multiplies them with the zero-point-free int16 input; the header's first
     byte 1 only when the double epilogue is exact for every channel and input: shift >= 0
     (not TFLite's rules) and (|bias| + 255 * sum|w|) * |mult| < 2**53 with |bias| + 255 *
-    sum|w| < 2**31 (then the kernel runs; else it takes its other path)."""
+    sum|w| < 2**31 (then the kernel runs; else it takes its other path); the second byte 1
+    when the fma epilogue is too: that bound times mult / 2**shift < 2**51."""
     c, _, kh, kw = weight.shape
     geo = dw_avx2_geometry(int(c), kh, kw)
     out = np.zeros(geo["table_bytes"], np.uint8)
@@ -150,6 +151,8 @@ def dw_avx2_tables(weight, bias, mult, shift) -> np.ndarray:
     taps[:, :kh * kw] = w
     slots = taps[ch].reshape(lanes // 16, 16, pairs, 2)[:, _A2_SLOTS]       # [chunk][slot][pair][2]
     out[0] = 1
+    # the fma epilogue (a2_requant16_fma): v * mult / 2**shift + 1.5 * 2**52 keeps ulp 1
+    out[1] = int(all(int(x) * abs(int(m)) < 2 ** (51 + int(s)) for x, m, s in zip(bound, mult, shift)))
     out[geo["w_at"]:geo["b_at"]] = np.ascontiguousarray(slots.transpose(0, 2, 1, 3)).astype("<i2").view(np.uint8).reshape(-1)
     out[geo["b_at"]:geo["m_at"]] = b[ch].astype("<i4").view(np.uint8)
     out[geo["m_at"]:] = (mult[ch].astype(np.float64) / np.exp2(shift[ch].astype(np.float64))).astype("<f8").view(np.uint8)
