@@ -9,6 +9,7 @@ timed and cached as the generated layers' variants are."""
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import json
 import os
 
@@ -203,3 +204,31 @@ def test_measured_choice_times_the_depthwise_kernels(project):
     assert dw["choice"]["cache"].startswith("variants/")
     again = project.scons("target=host-measured", f"model={path}")
     assert "VARIANTS" not in again.stdout and "Test PASSED [host-measured] dwm" in again.stdout
+
+
+def test_avx2_depthwise_is_exact_under_another_rounding_mode(lib):
+    """The fma epilogue rounds by MXCSR: an application that set another rounding mode
+    (fesetround) gets the same codes (the kernel sees it and takes the double epilogue,
+    whose rounding is explicit)."""
+    rng = np.random.default_rng(11)
+    c, ih, iw = 24, 9, 8
+    cfg = Cfg(ih, iw, c, ih, iw, c, 3, 3, 1, 1, 1, 1, 1, 1, c, 3, -7, -128, 127)
+    x = rng.integers(-128, 128, ih * iw * c).astype(np.int8)
+    w = rng.integers(-128, 128, (c, 1, 3, 3)).astype(np.int8)
+    wt = np.ascontiguousarray(w.reshape(c, 9).T)
+    bias = rng.integers(-5000, 5000, c).astype(np.int32)
+    mult = rng.integers(2 ** 30, 2 ** 31, c).astype(np.int32)
+    mult[::4] = 1 << 20                  # ties: a truncating mode rounds them differently
+    shift = rng.integers(20, 30, c).astype(np.int32)
+    ref = np.full(ih * iw * c + 64, 0x55, np.uint8).view(np.int8)
+    lib.nn_dwconv_hwc_fast(1, ctypes.byref(cfg), _p(x), _p(wt), _p(bias), _p(mult), _p(shift), _p(ref), 0, ih * iw)
+    atables = dwtables.dw_avx2_tables(w, bias, mult, shift)
+    assert atables[0] == atables[1] == 1
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    for mode in (0xc00, 0x800, 0x400):   # glibc x86-64: toward zero, upward, downward
+        assert libm.fesetround(mode) == 0
+        try:
+            got = _run(lib, 2, cfg, x, wt, bias, mult, shift, None, atables, "avx2")
+        finally:
+            libm.fesetround(0)
+        assert np.array_equal(got, ref), hex(mode)
