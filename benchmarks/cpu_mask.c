@@ -6,14 +6,23 @@
  * speed (the sites are CPU-feature checks, run at start-up).
  *
  * NNSCONS_CPU_MASK_REPORT=path: at exit, append "pid cpuid=N xgetbv=M" (how many
- * patched instructions were emulated) so the caller can tell the mask was in effect. */
+ * patched instructions were emulated) so the caller can tell the mask was in effect.
+ *
+ * /proc/cpuinfo opened by name (open, open64, openat, openat64, fopen, fopen64) reads as
+ * the kernel's text with those features' flags removed: a build planned under the mask
+ * (its variant cache key, the kernels it times) sees the AVX2-only CPU too. */
 #define _GNU_SOURCE
 #include <cpuid.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -69,6 +78,147 @@ static void on_trap(int sig, siginfo_t *info, void *ctx)
         signal(sig, SIG_DFL);
         raise(sig);
     }
+}
+
+/* ---- /proc/cpuinfo without the masked flags ---- */
+
+static int masked_flag(const char *tok, size_t n)
+{
+    static const char *const prefix[] = {"avx512", "avx_vnni", "amx", "avx_ifma", "avx_ne_convert", "avx10"};
+    size_t i;
+    for (i = 0; i < sizeof prefix / sizeof prefix[0]; ++i)
+        if (n >= strlen(prefix[i]) && !strncmp(tok, prefix[i], strlen(prefix[i])))
+            return 1;
+    return 0;
+}
+
+static int is_cpuinfo(const char *path)
+{
+    return path && !strcmp(path, "/proc/cpuinfo");
+}
+
+/* A memfd holding the filtered text, at offset 0 (-1 and errno on failure). */
+static int cpuinfo_fd(void)
+{
+    char *text = NULL, *out;
+    size_t len = 0, cap = 0, o = 0, i = 0;
+    const int in = (int)syscall(SYS_openat, AT_FDCWD, "/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+    int fd;
+    if (in < 0)
+        return -1;
+    for (;;) {
+        ssize_t got;
+        if (len + 4096 > cap && !(text = realloc(text, cap = cap * 2 + 8192)))
+            return -1;
+        if ((got = read(in, text + len, cap - len)) <= 0)
+            break;
+        len += (size_t)got;
+    }
+    close(in);
+    if (!(out = malloc(len + 1)))
+        return -1;
+    while (i < len) {          /* line by line; on "flags" lines the masked tokens dropped */
+        size_t end = i;
+        while (end < len && text[end] != '\n')
+            ++end;
+        if (!strncmp(text + i, "flags", 5)) {
+            size_t j = i;
+            while (j < end && text[j] != ':')
+                out[o++] = text[j++];
+            while (j < end) {
+                size_t k = j;
+                while (k < end && text[k] == ' ')
+                    ++k;
+                {
+                    size_t e = k;
+                    while (e < end && text[e] != ' ')
+                        ++e;
+                    if (e == k || !masked_flag(text + k, e - k)) {
+                        memcpy(out + o, text + j, e - j);
+                        o += e - j;
+                    }
+                    j = e;
+                }
+            }
+        } else {
+            memcpy(out + o, text + i, end - i);
+            o += end - i;
+        }
+        if (end < len)
+            out[o++] = '\n';
+        i = end + 1;
+    }
+    free(text);
+    fd = memfd_create("cpuinfo", 0);
+    if (fd >= 0 && (write(fd, out, o) != (ssize_t)o || lseek(fd, 0, SEEK_SET) != 0)) {
+        close(fd);
+        fd = -1;
+    }
+    free(out);
+    return fd;
+}
+
+#define REAL(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
+
+static mode_t mode_of(int flags, va_list ap)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
+}
+
+int open(const char *path, int flags, ...)
+{
+    va_list ap;
+    mode_t m;
+    va_start(ap, flags);
+    m = mode_of(flags, ap);
+    va_end(ap);
+    return is_cpuinfo(path) ? cpuinfo_fd() : REAL(open)(path, flags, m);
+}
+
+int open64(const char *path, int flags, ...)
+{
+    va_list ap;
+    mode_t m;
+    va_start(ap, flags);
+    m = mode_of(flags, ap);
+    va_end(ap);
+    return is_cpuinfo(path) ? cpuinfo_fd() : REAL(open64)(path, flags, m);
+}
+
+int openat(int dir, const char *path, int flags, ...)
+{
+    va_list ap;
+    mode_t m;
+    va_start(ap, flags);
+    m = mode_of(flags, ap);
+    va_end(ap);
+    return is_cpuinfo(path) ? cpuinfo_fd() : REAL(openat)(dir, path, flags, m);
+}
+
+int openat64(int dir, const char *path, int flags, ...)
+{
+    va_list ap;
+    mode_t m;
+    va_start(ap, flags);
+    m = mode_of(flags, ap);
+    va_end(ap);
+    return is_cpuinfo(path) ? cpuinfo_fd() : REAL(openat64)(dir, path, flags, m);
+}
+
+FILE *fopen(const char *path, const char *how)
+{
+    int fd;
+    if (!is_cpuinfo(path))
+        return REAL(fopen)(path, how);
+    return (fd = cpuinfo_fd()) < 0 ? NULL : fdopen(fd, "r");
+}
+
+FILE *fopen64(const char *path, const char *how)
+{
+    int fd;
+    if (!is_cpuinfo(path))
+        return REAL(fopen64)(path, how);
+    return (fd = cpuinfo_fd()) < 0 ? NULL : fdopen(fd, "r");
 }
 
 static void report(void)

@@ -9,7 +9,8 @@ layer's kernel variant chosen by timing every variant on this CPU, `kernel: {cho
 
 runs both sides as on an AVX2-only x86-64 (benchmarks/cpu_mask.py: patched copies of the
 firmware and of onnxruntime's libraries see CPUID without AVX-512/AVX-VNNI; each side's AVX2
-kernels at this core's speed) and prints the variants the firmware ran.
+kernels at this core's speed; the build itself runs under the mask, so what it times to
+choose a kernel is the AVX2-only CPU's) and prints the variants the firmware ran.
 
 Builds `model` (default resnet18) for target=host (1 thread) and host-2t (2 threads)
 with the firmware's benchmark mode (`bench iterations=N`: N inferences after a warm-up,
@@ -39,10 +40,13 @@ import cpu_mask  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def nnscons_bench(target, model, iterations, x_path):
+def nnscons_bench(target, model, iterations, x_path, masked=False):
+    """Build, check and bench; masked: the build under the CPU mask too (its planning reads a
+    /proc/cpuinfo without AVX-512, so the kernels it times to choose are an AVX2-only CPU's)."""
     cmd = [os.path.join(ROOT, "nnscons"), "-j2", f"target={target}", f"model={model}", f"input={x_path}",
            "bench", f"iterations={iterations}"]
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=cpu_mask.env() if masked else None)
     if proc.returncode:
         sys.exit(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}")
     with open(os.path.join(ROOT, "build", target, model, "bench.json"), encoding="utf-8") as f:
@@ -174,7 +178,7 @@ def main():
     wanted = args[3].split(",") if len(args) > 3 else list(TARGETS)
     for target in wanted:
         threads = TARGETS.get(target, 1)
-        nnscons_bench(target, model, iterations, x_path)      # build, check, bench.json
+        nnscons_bench(target, model, iterations, x_path, masked)      # build, check, bench.json
         if masked:
             ran = firmware_variants(target, model, masked)
             print(f"{target} under the AVX2-only mask ran: " + ", ".join(f"{v} x{n}" for v, n in sorted(ran.items())))

@@ -8,7 +8,8 @@ layer3 (4.7 MB of U) ran 0.84x the direct kernel's time, on an Intel Xeon (famil
 207, 2 MiB L2) 1.6x.  So where U overflows this core's L2 (sysfs; unknown counts as
 overflowing), the layer is timed both ways, as `kernel.choose: measure` times variants: one
 standalone program each (the layer's own source and weights, one thread, process CPU time,
-ROUNDS alternated rounds), each running the kernel its dispatch picks on this CPU.  The
+ROUNDS alternated rounds), each running the kernel its dispatch picks on this CPU (by
+/proc/cpuinfo's flags, forced by its index).  The
 faster one is built.  The result is cached in the variant cache (one entry per pair of
 shape keys) so later builds do not time it again.  Only on platform native: under qemu
 the firmware runs as another CPU.
@@ -45,8 +46,9 @@ def _timed(name: str, kernels: dict, info: dict, opts: dict) -> dict:
             one = dict(spec, gemm=dict(spec["gemm"], threads=1))     # one core's speed
             blob = g["pack"](orig, graph, g["layout"])
             cmd = measure.program(one, blob, kernelgen.scratch(one)["bytes"], work, label, opts["toolchain"]["cc"])
+            # the variant the layer's dispatch runs on this CPU, forced by its index (as /proc/cpuinfo says)
             ran = measure.running(spec["gemm"]["variants"], info)
-            runs[label] = (cmd, (ran, "wino-" + ran))
+            runs[label] = (cmd + [str(spec["gemm"]["variants"].index(ran))], (ran, "wino-" + ran))
         med = measure.alternate(name, runs, opts["run"]["timeout"])
     return {"layer": name, "median_ms": med, "best": min(med, key=lambda k: (med[k], k)), "skipped": {},
             "threads": 1, "clock": "process CPU time"}
