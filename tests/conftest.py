@@ -55,8 +55,8 @@ class Project:
     def __init__(self, path):
         self.path = str(path)
 
-    def scons(self, *args, check=True, timeout=900):
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    def scons(self, *args, check=True, timeout=900, env=None):
+        env = dict(os.environ if env is None else env, PYTHONDONTWRITEBYTECODE="1")
         proc = subprocess.run([SCONS, "-Q", *args], cwd=self.path, env=env, timeout=timeout,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if check and proc.returncode != 0:

@@ -94,3 +94,54 @@ def test_firmware_asks_cpuid_at_start_only(project, tmp_path):
     _, once = _masked_run(firmware, b, tmp_path, "1")
     _, many = _masked_run(firmware, b, tmp_path, "40")
     assert once == many, (once, many)
+
+
+def _u8_model(path):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(5)
+
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.05).astype(np.float32), name)
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["a"], "big", pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Conv", ["r", "w1"], ["y"], "small")]
+    graph = helper.make_graph(nodes, "u8", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 32, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])],
+                              [w("w0", 64, 64, 3, 3), w("b0", 64), w("w1", 8, 64, 1, 1)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+@pytest.mark.slow    # three builds of a two-layer model and one timing of it (about 20 s)
+def test_a_build_on_an_avx2_only_cpu_times_avx2u8_against_avx2(project, tmp_path):
+    """`kernel.choose: auto` on a CPU without VNNI (here: the build under the mask, whose
+    /proc/cpuinfo has no AVX-512 flags): a direct layer of at least 5M MACs has its avx2u8
+    and avx2 variants timed (one line), the faster first in its dispatch order, cached; a
+    small layer is not timed; the next build times nothing."""
+    import json
+    from conftest import adhoc
+    from modelgen import quantize_qdq
+    from nnscons.targets.host import autochoice, measure
+    env = cpu_mask.env()
+    if "avx2" not in measure.cpu_info().get("flags", []):
+        pytest.skip("this CPU has no AVX2: its dispatch runs portable C, nothing to time")
+    q = quantize_qdq(_u8_model(str(tmp_path / "f.onnx")), str(tmp_path / "u8pick.onnx"))
+    proc = project.scons("target=host", f"model={q}", env=env)
+    assert "the integer reference bit for bit" in proc.stdout, proc.stdout[-3000:]
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("VARIANTS "))
+    assert proc.stdout.count("VARIANTS ") == 1 and line.startswith("VARIANTS big: avx2u8 ")
+    best = line.split("-> ")[1].strip()
+    assert best in ("avx2u8", "avx2") and autochoice.MIN_MACS <= 16 * 16 * 64 * 576
+    rep = {l["name"]: l for l in json.loads(project.read(f"{adhoc(project, 'host', 'u8pick')}/report.json"))["layers"]}
+    assert rep["big"]["gemm"]["variants"][0] == best and "choice" not in rep["small"]["gemm"]
+    cache = os.path.join(project.path, adhoc(project, "host", "u8pick"), rep["big"]["gemm"]["choice"]["cache"])
+    assert "avx512_vnni" not in json.loads(open(cache).read())["flags"]      # the masked CPU's cache
+    proc = project.scons("target=host", f"model={q}", env=env)
+    assert "VARIANTS" not in proc.stdout and "the integer reference bit for bit" in proc.stdout
+    # the machine as it is (VNNI here or not): its own cache, and with VNNI nothing timed
+    proc = project.scons("target=host", f"model={q}")
+    assert "the integer reference bit for bit" in proc.stdout
+    if measure.running(["avx512vnni", "avxvnni", "avx2"], measure.cpu_info()) != "avx2":
+        assert "VARIANTS" not in proc.stdout

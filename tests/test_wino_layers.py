@@ -175,7 +175,7 @@ def test_winograd_past_this_cores_l2_is_timed_against_the_direct_kernel(project,
     rebuilds nothing; an edited cache decides the kernel; `choose: cpuid` keeps the rule."""
     from nnscons.cpuinfo import l2_bytes
     from nnscons.kernelgen import wino
-    from nnscons.targets.host import winochoice
+    from nnscons.targets.host import autochoice
     u = wino.u_bytes({"ic": 256, "oc": 256, "oh": 8, "ow": 8})
     if (l2 := l2_bytes()) is not None and l2 >= u:
         pytest.skip(f"this core's L2 ({l2} B) holds the layer's {u} B of transformed weights: the cost rule decides")
@@ -209,5 +209,5 @@ def test_winograd_past_this_cores_l2_is_timed_against_the_direct_kernel(project,
     assert "WINOGRAD" not in proc.stdout and "the integer reference bit for bit" in proc.stdout
     assert _report(project, "host-cpuid", "winobig")["conv"]["gemm"]["winograd"] == "cost rule"
     spec = {"gemm": {"wino": {"why": "cost rule"}, "geom": {"ic": 256, "oc": 256, "oh": 8, "ow": 8}}}
-    assert winochoice.uncertain(spec, {"run": {"platform": "native"}, "build": {"dir": "b"}})
-    assert not winochoice.uncertain(spec, {"run": {"platform": "qemu"}, "build": {"dir": "b"}})
+    assert autochoice.uncertain(spec, {"run": {"platform": "native"}, "build": {"dir": "b"}})
+    assert not autochoice.uncertain(spec, {"run": {"platform": "qemu"}, "build": {"dir": "b"}})

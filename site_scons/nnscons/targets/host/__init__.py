@@ -19,7 +19,7 @@ from ...errors import UserError
 from ...planning.buffers import plan_buffers
 from .. import base, library
 from ... import kernelgen
-from . import dwtables, gemm, measure, winochoice
+from . import dwtables, gemm, measure, autochoice
 from . import tool  # noqa: F401  (the kind's SCons Tool: builders and the run step)
 from .tool import check_tools  # noqa: F401  (the kind's hook: its compiler is here)
 from .nodes import declare_nodes  # noqa: F401  (the kind's node hook)
@@ -131,8 +131,8 @@ def plan(graph, cnames: dict, opts: dict, overrides: dict, where, auto=gemm.AUTO
             g, spec = build()
             if choose == "measure" and kind == "host":
                 g, spec = measure.chosen(layer, orig, source, g, spec, build, own, tuning, opts)
-            elif choose == "auto" and kind == "host":     # Winograd timed where the cost rule cannot tell
-                g, spec = winochoice.settled(layer, orig, source, g, spec, build, own, opts)
+            elif choose == "auto" and kind == "host":     # timed where CPUID and the cost rule cannot tell
+                g, spec = autochoice.settled(layer, orig, source, g, spec, build, own, opts, base.macs(layer, graph))
             if "choice" in g["report"].get("gemm", {}):
                     plan_inputs.add(os.path.join(opts["build"]["dir"], g["report"]["gemm"]["choice"]["cache"]))
             layout = g["layout"]

@@ -41,7 +41,7 @@ NEEDS = {"portable": (), "avx2": ("avx2",), "avx2u8": ("avx2",), "avx512vnni": (
          "avx512vnni512": ("avx512_vnni", "avx512vl", "avx512bw"), "avxvnni": ("avx_vnni",)}   # bw: Winograd's zmm input transform
 # the vector width each variant's microkernels run (bits; 0: scalar C)
 WIDTH = {"portable": 0, "avx2": 256, "avx2u8": 256, "avx512vnni": 256, "avx512vnni512": 512, "avxvnni": 256}
-# an entry's timed kernels: variants, or (winochoice.py) a layer's Winograd and direct kernels
+# an entry's timed kernels: variants, or (autochoice.py) a layer's Winograd and direct kernels
 LABELS = ORDER + ("winograd", "direct")
 ROUNDS = 5          # alternated rounds per variant
 REPS = 7            # timed samples per round (median)
