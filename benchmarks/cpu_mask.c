@@ -165,61 +165,33 @@ static mode_t mode_of(int flags, va_list ap)
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
 }
 
-int open(const char *path, int flags, ...)
-{
-    va_list ap;
-    mode_t m;
-    va_start(ap, flags);
-    m = mode_of(flags, ap);
-    va_end(ap);
-    return is_cpuinfo(path) ? cpuinfo_fd() : REAL(open)(path, flags, m);
-}
+/* open and openat (and their 64 twins): the mode argument only where the flags create */
+#define OPEN_BODY(call)                                                             \
+    {                                                                               \
+        va_list ap;                                                                 \
+        mode_t m;                                                                   \
+        va_start(ap, flags);                                                        \
+        m = mode_of(flags, ap);                                                     \
+        va_end(ap);                                                                 \
+        return is_cpuinfo(path) ? cpuinfo_fd() : call;                              \
+    }
+#define WRAP_OPEN(name) int name(const char *path, int flags, ...) OPEN_BODY(REAL(name)(path, flags, m))
+#define WRAP_OPENAT(name) int name(int dir, const char *path, int flags, ...) OPEN_BODY(REAL(name)(dir, path, flags, m))
+#define WRAP_FOPEN(name)                                                            \
+    FILE *name(const char *path, const char *how)                                   \
+    {                                                                               \
+        int fd;                                                                     \
+        if (!is_cpuinfo(path))                                                      \
+            return REAL(name)(path, how);                                           \
+        return (fd = cpuinfo_fd()) < 0 ? NULL : fdopen(fd, "r");                    \
+    }
 
-int open64(const char *path, int flags, ...)
-{
-    va_list ap;
-    mode_t m;
-    va_start(ap, flags);
-    m = mode_of(flags, ap);
-    va_end(ap);
-    return is_cpuinfo(path) ? cpuinfo_fd() : REAL(open64)(path, flags, m);
-}
-
-int openat(int dir, const char *path, int flags, ...)
-{
-    va_list ap;
-    mode_t m;
-    va_start(ap, flags);
-    m = mode_of(flags, ap);
-    va_end(ap);
-    return is_cpuinfo(path) ? cpuinfo_fd() : REAL(openat)(dir, path, flags, m);
-}
-
-int openat64(int dir, const char *path, int flags, ...)
-{
-    va_list ap;
-    mode_t m;
-    va_start(ap, flags);
-    m = mode_of(flags, ap);
-    va_end(ap);
-    return is_cpuinfo(path) ? cpuinfo_fd() : REAL(openat64)(dir, path, flags, m);
-}
-
-FILE *fopen(const char *path, const char *how)
-{
-    int fd;
-    if (!is_cpuinfo(path))
-        return REAL(fopen)(path, how);
-    return (fd = cpuinfo_fd()) < 0 ? NULL : fdopen(fd, "r");
-}
-
-FILE *fopen64(const char *path, const char *how)
-{
-    int fd;
-    if (!is_cpuinfo(path))
-        return REAL(fopen64)(path, how);
-    return (fd = cpuinfo_fd()) < 0 ? NULL : fdopen(fd, "r");
-}
+WRAP_OPEN(open)
+WRAP_OPEN(open64)
+WRAP_OPENAT(openat)
+WRAP_OPENAT(openat64)
+WRAP_FOPEN(fopen)
+WRAP_FOPEN(fopen64)
 
 static void report(void)
 {

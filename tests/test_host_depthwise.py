@@ -156,14 +156,20 @@ def test_vnni_and_avx2_depthwise_match_the_portable_kernel(lib):
         pytest.skip("the AVX2 kernel and the tables checked; this CPU lacks AVX-512 VNNI (the VNNI kernel not run)")
 
 
+def _same_3x3(rng, c, ih, iw, zp_in, zp_out):
+    """A 3x3 stride-1 'same' depthwise layer: its config, random input and weights ([c, 1, 3,
+    3] and the .bin's [taps][channels])."""
+    cfg = Cfg(ih, iw, c, ih, iw, c, 3, 3, 1, 1, 1, 1, 1, 1, c, zp_in, zp_out, -128, 127)
+    x = rng.integers(-128, 128, ih * iw * c).astype(np.int8)
+    w = rng.integers(-128, 128, (c, 1, 3, 3)).astype(np.int8)
+    return cfg, x, w, np.ascontiguousarray(w.reshape(c, 9).T)
+
+
 def test_vnni_depthwise_declines_outside_the_fma_range(lib):
     """A shift below 11 (or TFLite's negative ones): the tables say so and the AVX2 kernel runs."""
     rng = np.random.default_rng(3)
     c, ih, iw = 16, 6, 7
-    cfg = Cfg(ih, iw, c, ih, iw, c, 3, 3, 1, 1, 1, 1, 1, 1, c, 5, -3, -128, 127)
-    x = rng.integers(-128, 128, ih * iw * c).astype(np.int8)
-    w = rng.integers(-128, 128, (c, 1, 3, 3)).astype(np.int8)
-    wt = np.ascontiguousarray(w.reshape(c, 9).T)
+    cfg, x, w, wt = _same_3x3(rng, c, ih, iw, 5, -3)
     bias = np.zeros(c, np.int32)
     mult = np.full(c, 1 << 30, np.int32)
     shift = np.full(c, 40, np.int32)
@@ -212,10 +218,7 @@ def test_avx2_depthwise_is_exact_under_another_rounding_mode(lib):
     whose rounding is explicit)."""
     rng = np.random.default_rng(11)
     c, ih, iw = 24, 9, 8
-    cfg = Cfg(ih, iw, c, ih, iw, c, 3, 3, 1, 1, 1, 1, 1, 1, c, 3, -7, -128, 127)
-    x = rng.integers(-128, 128, ih * iw * c).astype(np.int8)
-    w = rng.integers(-128, 128, (c, 1, 3, 3)).astype(np.int8)
-    wt = np.ascontiguousarray(w.reshape(c, 9).T)
+    cfg, x, w, wt = _same_3x3(rng, c, ih, iw, 3, -7)
     bias = rng.integers(-5000, 5000, c).astype(np.int32)
     mult = rng.integers(2 ** 30, 2 ** 31, c).astype(np.int32)
     mult[::4] = 1 << 20                  # ties: a truncating mode rounds them differently
