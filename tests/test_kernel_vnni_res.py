@@ -1,9 +1,10 @@
-"""The AVX-512 fused residual epilogue (nn_vnni_requant_res8) against the scalar rule,
-nn_requantize then nn_res_add, on random and tie-heavy parameters: the conv's shifts over
+"""The fma epilogues -- AVX-512's with the fused residual add (nn_vnni_requant_res8), AVX2's
+with it (nn_avx2_fma_res8) and without (nn_avx2_fma8) -- against the scalar rule,
+nn_requantize (then nn_res_add), on random and tie-heavy parameters: the conv's shifts over
 the fma range [11, 62] (2**(shift-1) multipliers make every odd value a tie), the add's
 shifts small enough that ties are common, zero points and clamps at their extremes, and
-partial vectors (n < 8).  Built as a ctypes library; a CPU without AVX-512 VNNI skips
-with the reason."""
+partial vectors (n < 8).  Built as a ctypes library; a CPU without the kernel's features
+skips with the reason."""
 from __future__ import annotations
 
 import ctypes
@@ -33,13 +34,30 @@ static NN_VNNI int run(const int32_t *acc, const nn_epi_t *e, const int8_t *r, i
                     _mm_set1_epi8((char)ad->e.act_min), _mm_set1_epi8((char)ad->e.act_max));
     return 0;
 }
+
+/* the AVX2 fma epilogues: with the add (nn_avx2_fma_res8) or without (nn_avx2_fma8) */
+static NN_AVX2 int run_avx2(const int32_t *acc, const nn_epi_t *e, const int8_t *r, int n, const nn_res_t *ad,
+                            int8_t *out)
+{
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)acc);
+    if (ad) {
+        nn_avx2_fres_t fc;
+        nn_avx2_fres_init(&fc, e, ad);
+        nn_avx2_fma_store8(out, nn_avx2_fma_res8(a, e, 0, r, n, &fc), n, _mm256_set1_epi16((short)ad->e.zp));
+    } else {
+        nn_avx2_fma_store8(out, nn_avx2_fma8(a, e, 0, _mm256_set1_pd(0x1.8p52), _mm256_set1_pd(0x1.8p52 + e->dlo),
+                                             _mm256_set1_pd(0x1.8p52 + e->dhi)), n, _mm256_set1_epi16((short)e->zp));
+    }
+    return 0;
+}
 #endif
 
-/* cases x 8 lanes; returns the mismatches (-1: this CPU has no AVX-512 VNNI) */
-long check(int cases, uint64_t seed)
+/* cases x 8 lanes; returns the mismatches (-1: this CPU cannot run the kernel).  kernel 0:
+ * AVX-512's with the add, 1: AVX2's with the add, 2: AVX2's without */
+long check(int cases, uint64_t seed, int kernel)
 {
     long bad = 0;
-    if (!nn_cpu_has_avx512vnni())
+    if (!(kernel ? nn_cpu_has_avx2() : nn_cpu_has_avx512vnni()))
         return -1;
 #if NN_HAVE_X86
     rs ^= seed;
@@ -69,10 +87,13 @@ long check(int cases, uint64_t seed)
         if (!e.fma)
             continue;
         memset(out, 0x55, sizeof out);
-        run(acc, &e, r, n, &ad, out);
+        if (kernel)
+            run_avx2(acc, &e, r, n, kernel == 1 ? &ad : NULL, out);
+        else
+            run(acc, &e, r, n, &ad, out);
         for (int i = 0; i < 8; ++i) {
             const int8_t q = nn_requantize((int64_t)acc[i] + bias[i], mult[i], shift[i], zp, lo, hi);
-            const int8_t want = nn_res_add(q, r[i], &ad);
+            const int8_t want = kernel == 2 ? q : nn_res_add(q, r[i], &ad);
             bad += i < n ? out[i] != want : out[i] != 0x55;
         }
     }
@@ -82,14 +103,15 @@ long check(int cases, uint64_t seed)
 """
 
 
-def test_vnni_fused_residual_epilogue_matches_the_scalar_rule(tmp_path_factory):
+@pytest.mark.parametrize("kernel", [0, 1, 2], ids=["avx512-res", "avx2-fma-res", "avx2-fma"])
+def test_fma_epilogues_match_the_scalar_rule(tmp_path_factory, kernel):
     src = tmp_path_factory.mktemp("vnni_res_src") / "vnni_res.c"
     src.write_text(SOURCE)
-    lib = kernel_library(tmp_path_factory, "vnni_res", [str(src)],
+    lib = kernel_library(tmp_path_factory, f"vnni_res{kernel}", [str(src)],
                          [str(ROOT / "kernels" / "common"), str(ROOT / "kernels" / "host")])
     lib.check.restype = ctypes.c_long
-    lib.check.argtypes = [ctypes.c_int, ctypes.c_uint64]
-    bad = lib.check(200000, 12345)
+    lib.check.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_int]
+    bad = lib.check(200000, 12345, kernel)
     if bad == -1:
-        pytest.skip("built, but this CPU cannot run avx512vnni (CPUID)")
+        pytest.skip(f"built, but this CPU cannot run {'avx512vnni' if kernel == 0 else 'avx2 + fma'} (CPUID)")
     assert bad == 0

@@ -647,6 +647,50 @@ static inline NN_AVX2 NN_ALWAYS_INLINE __m256i nn_avx2_fma8(__m256i acc, const n
                            &e->mf[v * 8], big, lo, hi);
 }
 
+/* nn_avx2_fma8 with a fused residual add (nn_res_add's rule, not TFLite's) after it, as
+ * nn_vnni_requant_res8 does on AVX-512: the conv's rounded value clamped in double, less
+ * 1.5 * 2**52 - zp + za, is q - za exactly; (q - za) * fa + (r - zb) * fb in a multiply and
+ * an fma is exact (an integer below 2**41 times 2**-s); adding 1.5 * 2**52 rounds it to an
+ * integer ties to even (MXCSR to nearest, which the caller checked); clamped to the add's
+ * bounds less its zp.  The same lane order and result as nn_avx2_fma8 (the store adds the
+ * add's zp).  The constants are set once per call (nn_avx2_fres_init). */
+typedef struct {
+    __m256d big, lo, hi, dz, fa, fb, rlo, rhi;
+    __m256i zb;
+} nn_avx2_fres_t;
+
+static inline NN_AVX2 NN_ALWAYS_INLINE void nn_avx2_fres_init(nn_avx2_fres_t *c, const nn_epi_t *e, const nn_res_t *ad)
+{
+    c->big = _mm256_set1_pd(0x1.8p52);
+    c->lo = _mm256_set1_pd(0x1.8p52 + e->dlo);
+    c->hi = _mm256_set1_pd(0x1.8p52 + e->dhi);
+    c->dz = _mm256_set1_pd(0x1.8p52 - (double)(e->zp - ad->za));
+    c->fa = _mm256_set1_pd(ad->fa);
+    c->fb = _mm256_set1_pd(ad->fb);
+    c->rlo = _mm256_set1_pd(0x1.8p52 + ad->e.dlo);
+    c->rhi = _mm256_set1_pd(0x1.8p52 + ad->e.dhi);
+    c->zb = _mm256_set1_epi32(ad->zb);
+}
+
+static inline NN_AVX2 NN_ALWAYS_INLINE __m256i nn_avx2_fma_res8(__m256i acc, const nn_epi_t *e, int v, const int8_t *r,
+                                                                int n, const nn_avx2_fres_t *c)
+{
+    const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
+    long long wb = 0;
+    __m256i xb;
+    __m256d a = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(&e->mf[v * 8]), c->big);
+    __m256d b = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(&e->mf[v * 8 + 4]), c->big);
+    a = _mm256_sub_pd(_mm256_min_pd(_mm256_max_pd(a, c->lo), c->hi), c->dz);
+    b = _mm256_sub_pd(_mm256_min_pd(_mm256_max_pd(b, c->lo), c->hi), c->dz);
+    memcpy(&wb, r, n == 8 ? 8 : (size_t)n);
+    xb = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), c->zb);
+    a = _mm256_add_pd(_mm256_fmadd_pd(a, c->fa, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(xb)), c->fb)), c->big);
+    b = _mm256_add_pd(_mm256_fmadd_pd(b, c->fa, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(xb, 1)), c->fb)), c->big);
+    a = _mm256_min_pd(_mm256_max_pd(a, c->rlo), c->rhi);
+    b = _mm256_min_pd(_mm256_max_pd(b, c->rlo), c->rhi);
+    return _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castpd_ps(a), _mm256_castpd_ps(b), 0x88));
+}
+
 /* MXCSR's rounding control is round to nearest even (nn_avx2_fma8's rounding) */
 static inline NN_AVX2 int nn_mxcsr_nearest(void)
 {

@@ -56,22 +56,31 @@ _REQUANT8_I32 = {"f64": "nn_avx2_requant8_f64_i32({a}, e, {v})", "f64c": "nn_avx
 
 
 def _avx2_fma_epilogue(mk: Micro, acc) -> list:
-    """The double epilogues (f64, f64c) without a residual, where the panel's shifts and
-    MXCSR allow it: the exact fma requantization (nn_avx2_fma8), a pixel's vectors stored
-    16 channels at a time (the last two too when `last` is 8).  Decided once per call."""
-    out = ["    if (e->fma && nn_mxcsr_nearest()) {",
-           "        const __m256d big = _mm256_set1_pd(0x1.8p52), lo = _mm256_set1_pd(0x1.8p52 + e->dlo),"
-           " hi = _mm256_set1_pd(0x1.8p52 + e->dhi);",
-           "        const __m256i zp16 = _mm256_set1_epi16((short)e->zp);"]
+    """The double epilogues (f64, f64c), where the panel's shifts and MXCSR allow it: the
+    exact fma requantization (nn_avx2_fma8; with a fused add not TFLite's, nn_avx2_fma_res8),
+    a pixel's vectors stored 16 channels at a time (the last two too when `last` is 8).
+    Decided once per call."""
+    if mk.res:
+        out = ["    if (e->fma && !e->res->tfl && nn_mxcsr_nearest()) {",
+               "        nn_avx2_fres_t fc;",
+               "        const __m256i zp16 = _mm256_set1_epi16((short)e->res->e.zp);",
+               "        nn_avx2_fres_init(&fc, e, e->res);"]
+    else:
+        out = ["    if (e->fma && nn_mxcsr_nearest()) {",
+               "        const __m256d big = _mm256_set1_pd(0x1.8p52), lo = _mm256_set1_pd(0x1.8p52 + e->dlo),"
+               " hi = _mm256_set1_pd(0x1.8p52 + e->dhi);",
+               "        const __m256i zp16 = _mm256_set1_epi16((short)e->zp);"]
     for m in range(mk.mr):
-        def q(v, m=m):
+        def q(v, cnt="8", m=m):
+            if mk.res:
+                return f"nn_avx2_fma_res8({acc(m, v)}, e, {v}, res + {m * mk.ostride + v * 8}, {cnt}, &fc)"
             return f"nn_avx2_fma8({acc(m, v)}, e, {v}, big, lo, hi)"
 
         def st16(v, ind="        ", m=m):
             return f"{ind}nn_avx2_fma_store16(out + {m * mk.ostride + v * 8}, {q(v)}, {q(v + 1)}, zp16);"
 
         def st8(v, cnt, ind="        ", m=m):
-            return f"{ind}nn_avx2_fma_store8(out + {m * mk.ostride + v * 8}, {q(v)}, {cnt}, zp16);"
+            return f"{ind}nn_avx2_fma_store8(out + {m * mk.ostride + v * 8}, {q(v, cnt)}, {cnt}, zp16);"
         v = 0
         while mk.nv - 1 - v >= 2:        # full pairs before the last two vectors
             out.append(st16(v))
@@ -91,7 +100,7 @@ def _avx2_epilogue(mk: Micro, acc, fma: bool = True) -> list:
     or two at a time, the last two together when `last` is 8; the double epilogues first
     try the fma one (fma: False where the caller's AVX-512 one was tried)."""
     out = [] if mk.res else ["    (void)res;"]
-    if fma and not mk.res and mk.epilogue in ("f64", "f64c"):
+    if fma and mk.epilogue in ("f64", "f64c"):
         out += _avx2_fma_epilogue(mk, acc)
     for m in range(mk.mr):
         v0 = 0
