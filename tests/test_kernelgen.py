@@ -369,12 +369,8 @@ def test_fused_residual_add_with_partial_vectors_on_every_variant(project):
         "conv_a": None, "conv_b": "add_b", "conv_d": "add_d"}
 
 
-def test_every_variant_reads_whole_panels_of_multipliers_under_the_sanitizers(project):
-    """A 1x1 conv of 336 -> 56 channels on 3x3 pixels: the int16 kernels' panels of 8 end at 56,
-    a vnni variant's panels of 32 at 64. Its epilogue set-up reads the multipliers and shifts of
-    whole panels, so those sections are padded to the widest panel (shift 31): before, the second
-    panel read 8 values of the next section, and UBSan stopped at a shift of 10^8 (MobileNetV2's
-    block5_0_project on host-asan)."""
+def _p56_model(project) -> str:
+    """A 1x1 conv of 336 -> 56 channels on 3x3 pixels (sections of sizes no power of two)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(3)
@@ -386,6 +382,35 @@ def test_every_variant_reads_whole_panels_of_multipliers_under_the_sanitizers(pr
     path = project.file("m/p56.onnx")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+def test_every_weights_section_starts_on_a_cache_line(project):
+    """The weights .bin is linked 64-byte aligned and each of its sections starts on a
+    64-byte boundary, so a zmm kernel's 64-byte weight loads never straddle two cache lines
+    (at 16, as before, ResNet-18 ran 7.2 ms against 6.4 on an Intel Xeon)."""
+    import re
+    import subprocess
+    path = _p56_model(project)
+    proc = project.scons("target=host", f"model={path}")
+    assert "Test PASSED [host] p56" in proc.stdout, proc.stdout[-3000:]
+    b = os.path.join(project.path, adhoc(project, "host", "p56"))
+    with open(os.path.join(b, "src", "layers", "proj.c")) as f:
+        offsets = [int(o) for o in re.findall(r"params \+ (\d+)\)", f.read())]
+    assert len(offsets) >= 6 and any(o % 256 for o in offsets), offsets     # sections of odd sizes
+    assert all(o % 64 == 0 for o in offsets), offsets
+    nm = subprocess.run(["nm", os.path.join(b, "firmware")], stdout=subprocess.PIPE, text=True, check=True).stdout
+    params = [int(line.split()[0], 16) for line in nm.splitlines() if "_params_proj" in line]
+    assert params and all(a % 64 == 0 for a in params), nm
+
+
+def test_every_variant_reads_whole_panels_of_multipliers_under_the_sanitizers(project):
+    """A 1x1 conv of 336 -> 56 channels on 3x3 pixels: the int16 kernels' panels of 8 end at 56,
+    a vnni variant's panels of 32 at 64. Its epilogue set-up reads the multipliers and shifts of
+    whole panels, so those sections are padded to the widest panel (shift 31): before, the second
+    panel read 8 values of the next section, and UBSan stopped at a shift of 10^8 (MobileNetV2's
+    block5_0_project on host-asan)."""
+    path = _p56_model(project)
     proc = project.scons("target=host-asan", f"model={path}")
     assert "Test PASSED [host-asan] p56" in proc.stdout, proc.stdout[-3000:]
     gemm = json.loads(project.read(f"{adhoc(project, 'host-asan', 'p56')}/report.json"))["layers"][0]["gemm"]

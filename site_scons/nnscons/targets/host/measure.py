@@ -68,7 +68,7 @@ static int cmp(const void *a, const void *b)
 
 _MAIN = _TIMING + r"""
 static int8_t in[%(in_size)d], out[%(out_size)d], res[%(out_size)d];
-static uint8_t params[%(params)d + 1];
+static uint8_t params[%(params)d + 1] __attribute__((aligned(64)));   /* as the library links it */
 static uint8_t scratch[%(scratch)d + 64] __attribute__((aligned(64)));
 int nn_measure_variant = -1;   /* argv[2]: the index of the variant to run (-1: the dispatch's) */
 int main(int argc, char **argv)
