@@ -31,7 +31,9 @@ from ...builders.run.hostrun import run_program
 from ...cpuinfo import cpu_info  # noqa: F401  (the cache key's CPU; tests read it here)
 from ...errors import UserError
 
-VERSION = 1
+# the cache's format and what its timings mean: 2 since the timed program's weights sit on
+# cache lines as the library links them (timings of version 1 paid split loads)
+VERSION = 2
 CHOICES = ("cpuid", "measure")
 # the variants that may be measured for a layer, in CPUID order (gemm.AUTO, avx2u8 after
 # avx512vnni: it needs only AVX2)
