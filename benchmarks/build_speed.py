@@ -3,8 +3,12 @@
 A copy of the project's sources in a temporary folder, as a fresh clone after `./nnscons`'s
 set-up (which compiles the project's modules into the venv, `nnscons-pycache`), no build/ in
 it: each run is `scons -Q model=M codegen` from nothing (the zoo model generated, imported,
-calibrated, planned, every layer's source rendered; no compiler runs, and the zoo model's
-file is not written: that is the MODEL step's, which codegen does not need). The copy's
+calibrated, planned, every layer's source rendered; no compiler runs but the host's
+`choose: auto` timing programs, and the zoo model's file is not written: that is the MODEL
+step's, which codegen does not need). Then the same runs with build/ empty but for the host's
+variant caches (`choose: auto`'s timings of this CPU's kernels, a one-time measurement per
+CPU and build tree): what a cold build costs on a machine that has built the model before.
+The copy's
 set-up bytecode is removed from the venv at the end; `--no-setup` leaves it out (every run
 also compiles the ~150 modules it imports into build/.pycache).
 
@@ -45,6 +49,8 @@ PHASES = (
     ("  of which onnx shape inference", "nnscons/frontends/onnx_graph.py", "_static_shapes"),
     ("model cache (key, load or import)", "nnscons/planning/model_cache.py", "load_graph"),
     ("session: import + target plan + keys", "nnscons/builders/graph/session.py", "__init__"),
+    ("  of which choose: auto's kernel timings", "nnscons/targets/host/autochoice.py", "_timed"),
+    ("  of which choose: auto's avx2u8 / avx2 timings", "nnscons/targets/host/measure.py", "time_variants"),
     ("manifest (targets.yaml, the kinds' schemas)", "nnscons/manifest.py", "load_manifest"),
     ("declare nodes", "nnscons/builders/graph/network.py", "declare"),
     ("codegen: render sources", "nnscons/builders/graph/actions.py", "render_source"),
@@ -60,8 +66,12 @@ def _env():
 CPU = []     # (checkout, user + sys seconds) of every plain run, in order
 
 
-def _cold(cwd, cmd):
+def _cold(cwd, cmd, timings=None):
+    """One run from nothing: no build/, or (timings: a saved copy of build/) none but the host's
+    variant caches (`choose: auto`'s kernel timings on this CPU, build/<target>/<model>/variants)."""
     shutil.rmtree(os.path.join(cwd, "build"), ignore_errors=True)
+    if timings:
+        shutil.copytree(timings, os.path.join(cwd, "build"))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, env=_env(), check=True, stdout=subprocess.DEVNULL)
@@ -69,6 +79,26 @@ def _cold(cwd, cmd):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.append((cwd, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
     return wall
+
+
+def _timings(cwd):
+    """A copy of build/ holding only its host variant caches (None: the run timed nothing)."""
+    import glob
+    found = glob.glob(os.path.join(cwd, "build", "*", "*", "variants", "*.json"))
+    if not found:
+        return None
+    keep = tempfile.mkdtemp(prefix="build-timings-")
+    for path in found:
+        rel = os.path.relpath(path, os.path.join(cwd, "build"))
+        os.makedirs(os.path.join(keep, os.path.dirname(rel)), exist_ok=True)
+        shutil.copy(path, os.path.join(keep, rel))
+    return keep
+
+
+def _timed_count(keep) -> int:
+    import glob
+    import json
+    return sum(len(json.load(open(p))["layers"]) for p in glob.glob(os.path.join(keep, "*", "*", "variants", "*.json")))
 
 
 def _phases(prof_path):
@@ -152,6 +182,10 @@ def _measure(cold, other, against, setup, model, runs, cmd):
               f"{statistics.median(m / o for m, o in zip(mine, theirs)):.2f}")
     else:
         times = [_cold(cold, cmd) for _ in range(runs)]
+    # the same runs with this CPU's kernel timings kept from the last one: what every cold build
+    # after the first on this machine pays (a one-time measurement, as `tune`)
+    timings = _timings(cold)
+    cached = [_cold(cold, cmd, timings) for _ in range(runs)] if timings else []
     prof = os.path.join(cold, "..", os.path.basename(cold) + ".prof")
     _cold(cold, [sys.executable, "-m", "cProfile", "-o", prof] + cmd)
     phases, total = _phases(prof)
@@ -163,6 +197,11 @@ def _measure(cold, other, against, setup, model, runs, cmd):
           f"{statistics.median(times):.3f} s ({', '.join(f'{t:.3f}' for t in times)}); CPU time "
           f"(user + sys) median {statistics.median(c for d, c in CPU[:len(CPU) - 1] if d == cold):.3f} s; "
           f"load average {os.getloadavg()[0]:.1f}")
+    if cached:
+        print(f"  the same with this CPU's kernel timings cached ({_timed_count(timings)} timed by `choose: auto` "
+              f"from nothing; build/ otherwise empty): median {statistics.median(cached):.3f} s "
+              f"({', '.join(f'{t:.3f}' for t in cached)})")
+        shutil.rmtree(timings, ignore_errors=True)
     print(f"one run under cProfile: {total:.3f} s")
     for label, cum in phases:
         print(f"  {label:<40} {cum:6.3f} s")
