@@ -630,13 +630,20 @@ static inline NN_VNNI void nn_vnni_store8c(int8_t *dst, __m128i a, int n, __m128
  * 0 1 4 5 2 3 6 7 (one vshufps gathers them; nn_avx2_fma_store16/8 restore the order and
  * add zp on 16-bit lanes).  Eleven operations per 8 channels against nineteen for
  * nn_avx2_requant8_f64: small-K layers are bound by the epilogue. */
+static inline NN_AVX2 NN_ALWAYS_INLINE void nn_avx2_fma_halves(__m256i x, const double *m, __m256d big, __m256d lo,
+                                                                __m256d hi, __m256d *a, __m256d *b)
+{   /* lanes 0-3 and 4-7 of x, each rounded by one fma and clamped in double */
+    *a = _mm256_min_pd(_mm256_max_pd(_mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)),
+                                                     _mm256_loadu_pd(m), big), lo), hi);
+    *b = _mm256_min_pd(_mm256_max_pd(_mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)),
+                                                     _mm256_loadu_pd(m + 4), big), lo), hi);
+}
+
 static inline NN_AVX2 NN_ALWAYS_INLINE __m256i nn_avx2_fma8_pd(__m256i x, const double *m, __m256d big, __m256d lo,
                                                                __m256d hi)
 {
-    __m256d a = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(m), big);
-    __m256d b = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(m + 4), big);
-    a = _mm256_min_pd(_mm256_max_pd(a, lo), hi);
-    b = _mm256_min_pd(_mm256_max_pd(b, lo), hi);
+    __m256d a, b;
+    nn_avx2_fma_halves(x, m, big, lo, hi, &a, &b);
     return _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castpd_ps(a), _mm256_castpd_ps(b), 0x88));
 }
 
@@ -678,10 +685,10 @@ static inline NN_AVX2 NN_ALWAYS_INLINE __m256i nn_avx2_fma_res8(__m256i acc, con
     const __m256i x = _mm256_add_epi32(acc, _mm256_loadu_si256((const __m256i *)(const void *)&e->bias[v * 8]));
     long long wb = 0;
     __m256i xb;
-    __m256d a = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(x)), _mm256_loadu_pd(&e->mf[v * 8]), c->big);
-    __m256d b = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(x, 1)), _mm256_loadu_pd(&e->mf[v * 8 + 4]), c->big);
-    a = _mm256_sub_pd(_mm256_min_pd(_mm256_max_pd(a, c->lo), c->hi), c->dz);
-    b = _mm256_sub_pd(_mm256_min_pd(_mm256_max_pd(b, c->lo), c->hi), c->dz);
+    __m256d a, b;
+    nn_avx2_fma_halves(x, &e->mf[v * 8], c->big, c->lo, c->hi, &a, &b);
+    a = _mm256_sub_pd(a, c->dz);
+    b = _mm256_sub_pd(b, c->dz);
     memcpy(&wb, r, n == 8 ? 8 : (size_t)n);
     xb = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(wb)), c->zb);
     a = _mm256_add_pd(_mm256_fmadd_pd(a, c->fa, _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(xb)), c->fb)), c->big);

@@ -3,15 +3,20 @@ key on (kernelgen.core_limits, targets/host/measure.py's cache)."""
 from __future__ import annotations
 
 
+_THIS_CPU: dict = {}     # this machine's, read once per process (a plan asks per layer)
+
+
 def cpu_info(text: str | None = None) -> dict:
     """vendor, family, model, model name and flags of /proc/cpuinfo's first CPU (text:
     its content; default this machine's)."""
     if text is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                text = f.read(16384)
-        except OSError:
-            text = ""
+        if not _THIS_CPU:
+            try:
+                with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                    _THIS_CPU.update(cpu_info(f.read(16384)))
+            except OSError:
+                _THIS_CPU.update(cpu_info(""))
+        return {k: list(v) if isinstance(v, list) else v for k, v in _THIS_CPU.items()}
     fields = {}
     for line in text.splitlines():
         key, _, value = line.partition(":")
