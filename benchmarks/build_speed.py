@@ -24,6 +24,8 @@ worktree` of main) copied the same way; each round runs both, one after the othe
 ratio of each round is printed (a shared machine's load moves both alike), with the median
 CPU time (user + sys) of each checkout's runs, which a loaded machine moves less than wall.
 """
+import glob
+import json
 import os
 import pstats
 import re
@@ -83,7 +85,6 @@ def _cold(cwd, cmd, timings=None):
 
 def _timings(cwd):
     """A copy of build/ holding only its host variant caches (None: the run timed nothing)."""
-    import glob
     found = glob.glob(os.path.join(cwd, "build", "*", "*", "variants", "*.json"))
     if not found:
         return None
@@ -96,9 +97,12 @@ def _timings(cwd):
 
 
 def _timed_count(keep) -> int:
-    import glob
-    import json
-    return sum(len(json.load(open(p))["layers"]) for p in glob.glob(os.path.join(keep, "*", "*", "variants", "*.json")))
+    """Kernel timings (cache entries) in a copy made by _timings."""
+    count = 0
+    for path in glob.glob(os.path.join(keep, "*", "*", "variants", "*.json")):
+        with open(path, encoding="utf-8") as f:
+            count += len(json.load(f)["layers"])
+    return count
 
 
 def _phases(prof_path):

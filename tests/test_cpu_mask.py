@@ -134,10 +134,14 @@ def test_a_build_on_an_avx2_only_cpu_times_avx2u8_against_avx2(project, tmp_path
     assert proc.stdout.count("VARIANTS ") == 1 and line.startswith("VARIANTS big: avx2u8 ")
     best = line.split("-> ")[1].strip()
     assert best in ("avx2u8", "avx2") and autochoice.MIN_MACS <= 16 * 16 * 64 * 576
-    rep = {l["name"]: l for l in json.loads(project.read(f"{adhoc(project, 'host', 'u8pick')}/report.json"))["layers"]}
+    def layers():
+        return {l["name"]: l for l in json.loads(project.read(f"{adhoc(project, 'host', 'u8pick')}/report.json"))["layers"]}
+    rep = layers()
     assert "choice" not in rep["small"]["gemm"]
     cache = os.path.join(project.path, adhoc(project, "host", "u8pick"), rep["big"]["gemm"]["choice"]["cache"])
-    masked = json.loads(open(cache).read())["flags"]
+    with open(cache, encoding="utf-8") as f:
+        data = json.load(f)
+    masked = data["flags"]
     assert "avx512_vnni" not in masked                      # the masked CPU's cache
     # what the masked CPU's dispatch runs is the faster one (the VNNI variants stay listed before it)
     masked_cpu = {"flags": masked, "model_name": "the masked CPU"}
@@ -145,7 +149,6 @@ def test_a_build_on_an_avx2_only_cpu_times_avx2u8_against_avx2(project, tmp_path
     proc = project.scons("target=host", f"model={q}", env=env)
     assert "VARIANTS" not in proc.stdout and "the integer reference bit for bit" in proc.stdout
     # an edited cache decides: the other one wins, is run, and nothing is timed
-    data = json.loads(open(cache).read())
     entry = next(e for k, e in data["layers"].items() if k.startswith("u8-"))
     other = "avx2" if best == "avx2u8" else "avx2u8"
     entry["median_ms"] = {best: 2.0, other: 1.0}
@@ -154,8 +157,7 @@ def test_a_build_on_an_avx2_only_cpu_times_avx2u8_against_avx2(project, tmp_path
         json.dump(data, f)
     proc = project.scons("target=host", f"model={q}", env=env)
     assert "VARIANTS" not in proc.stdout and "the integer reference bit for bit" in proc.stdout
-    rep = {l["name"]: l for l in json.loads(project.read(f"{adhoc(project, 'host', 'u8pick')}/report.json"))["layers"]}
-    assert measure.running(rep["big"]["gemm"]["variants"], masked_cpu) == other
+    assert measure.running(layers()["big"]["gemm"]["variants"], masked_cpu) == other
     # the machine as it is (VNNI here or not): its own cache, and with VNNI nothing timed
     proc = project.scons("target=host", f"model={q}")
     assert "the integer reference bit for bit" in proc.stdout

@@ -241,7 +241,7 @@ def _network_files(network, layers):
     return (library.generated_files(lib, TEMPLATES, network["total"], layers, "network.c.j2", network,
                                     link_libs=["pthread", "m"])   # the threads of threads: N; libm: pow, sqrt
             + [("src/main.c", "main.c.j2", {"lib": lib, "bins": library.harness_bins()})]
-            + library.weights_files(lib, TEMPLATES, layers, align=ALIGN))   # gemm.SECTION_ALIGN's lines
+            + library.weights_files(lib, TEMPLATES, layers, align=gemm.SECTION_ALIGN))
 
 
 def network_spec(graph, layers, buffers, lib) -> dict:

@@ -21,8 +21,8 @@ codegen.add_filter("kernelgen", kernelgen.layer_source)
 KEYS = ("mr", "nr", "k_unroll", "order")
 ORDERS = ("panel", "block")
 X86_ISAS = ("portable", "avx2", "avx2u8", "avx512vnni", "avx512vnni512", "avxvnni")   # a tuning file's `isa`
-# a weights .bin section's alignment: the library links the .bin at this alignment (targets/
-# host ALIGN).  At 16 (as before) every 64-byte zmm weight load of a panel straddled two
+# a weights .bin section's alignment, and the .bin's as the library links it (and as the
+# variant timing program holds it, measure.program).  At 16 (as before) every 64-byte zmm weight load of a panel straddled two
 # cache lines: ResNet-18 on an Intel Xeon (family 6 model 207) 7.2 -> 6.4 ms at 64.
 SECTION_ALIGN = 64
 

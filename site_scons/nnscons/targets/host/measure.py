@@ -70,7 +70,7 @@ static int cmp(const void *a, const void *b)
 
 _MAIN = _TIMING + r"""
 static int8_t in[%(in_size)d], out[%(out_size)d], res[%(out_size)d];
-static uint8_t params[%(params)d + 1] __attribute__((aligned(64)));   /* as the library links it */
+static uint8_t params[%(params)d + 1] __attribute__((aligned(%(align)d)));   /* as the library links it */
 static uint8_t scratch[%(scratch)d + 64] __attribute__((aligned(64)));
 int nn_measure_variant = -1;   /* argv[2]: the index of the variant to run (-1: the dispatch's) */
 int main(int argc, char **argv)
@@ -217,8 +217,10 @@ def _compile(cc: str, src: str, exe: str) -> None:
 def program(spec: dict, blob: bytes, scratch: int, work: str, tag: str, cc: str) -> list:
     """Compile the layer's standalone timing program; its command line."""
     from ... import kernelgen
+    from .gemm import SECTION_ALIGN
     g = spec["gemm"]["geom"]
     src = "#define _POSIX_C_SOURCE 200809L\n#define NN_MEASURE_VARIANT 1\n" + kernelgen.layer_source(spec) + _MAIN % {
+        "align": SECTION_ALIGN,
         "in_size": max(g["ih"] * g["iw"] * g["ic"], g["oh"] * g["ow"] * g["oc"]),
         "out_size": g["oh"] * g["ow"] * g["oc"], "params": len(blob), "reps": REPS,
         "scratch": max(scratch, 1), "symbol": spec["symbol"],
